@@ -1,0 +1,36 @@
+// Where a device's data lives. Backends are synchronous and thread-safe: the
+// daemon calls a blocking() backend from its I/O thread pool and a
+// non-blocking one (RAM) inline on the event loop. Errors are errno values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace nbdsched::backend {
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual std::uint64_t size() const = 0;
+    virtual bool blocking() const = 0;        // true: keep it off the event loop
+    // Rotational as detected from the storage underneath (sysfs for a file or
+    // block device); nullopt when there is nothing to detect (RAM).
+    virtual std::optional<bool> detected_rotational() const = 0;
+    virtual std::string describe() const = 0; // for logs: "ram 1GiB", "file /x (O_DIRECT)"
+
+    // All return 0 or an errno (EIO, ENOSPC, ...). Ranges are checked by the
+    // caller, but implementations still refuse out-of-range with EINVAL.
+    virtual int read(std::uint64_t offset, std::span<std::byte> out) = 0;
+    virtual int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) = 0;
+    virtual int flush() = 0;
+    virtual int trim(std::uint64_t offset, std::uint64_t length, bool fua) = 0;
+    // may_trim: the client allows a hole (NBD_CMD_FLAG_NO_HOLE not set).
+    virtual int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) = 0;
+};
+
+} // namespace nbdsched::backend

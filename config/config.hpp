@@ -1,0 +1,128 @@
+// The daemon's configuration as loaded from YAML (or the embedded default).
+// Loading validates everything; a Config that exists is internally consistent.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::config {
+
+// Where a value came from, for error messages about semantics found later
+// (e.g. an export window outside its device): "file.yaml:12:5".
+struct Origin {
+    std::string file;
+    int line = 0;     // 1-based; 0 = unknown (embedded default, CLI)
+    int column = 0;   // 1-based
+    std::string str() const;
+};
+
+struct Listen {
+    enum class Kind { unix_socket, tcp } kind = Kind::unix_socket;
+    std::string path;          // unix
+    std::string host;          // tcp, e.g. "127.0.0.1" or "::1"
+    std::uint16_t port = 10809;
+    Origin origin;
+};
+
+enum class BackendKind { ram, file };
+enum class Tristate { automatic, yes, no };
+
+struct Device {
+    std::string name;
+    BackendKind backend = BackendKind::ram;
+    std::uint64_t size = 0;                 // bytes; file: 0 = use the existing file's size
+    std::string path;                       // file only
+    bool direct = false;                    // O_DIRECT
+    Tristate rotational = Tristate::automatic;
+    std::string scheduler = "none";         // none | cfq | bfq
+    sched::Tunables tunables;               // validated against the policy
+    std::string profile = "none";           // none | hdd | ssd | nvme
+    std::map<std::string, std::string> profile_params;   // overrides, e.g. rpm: "7200"
+    std::optional<std::uint64_t> read_ahead_kb;          // nullopt = auto
+    std::uint64_t read_ahead_cache = 64ull << 20;         // bytes
+    bool writes_sync = false;               // treat plain writes as sync requests
+    unsigned queue_depth = 0;               // 0 = from the profile (none: 64)
+    std::string default_group = "default";
+    Origin origin;
+};
+
+struct Export {
+    std::string name;
+    std::string device;
+    std::uint64_t offset = 0;
+    std::optional<std::uint64_t> size;      // nullopt = rest of the device
+    bool readonly = false;
+    std::string description;
+    std::string group;                      // empty = the device's default group
+    Origin origin;
+};
+
+struct Group {
+    std::string name;
+    unsigned weight = 100;                  // 1..1000
+    bool weight_from_cgroup = false;        // weight: from-cgroup
+    Origin origin;
+};
+
+// Classification rule: first match wins; unset fields match anything.
+struct Rule {
+    std::optional<std::string> cgroup;      // prefix of the peer's cgroup path (unix sockets)
+    std::optional<std::uint32_t> uid;
+    std::optional<std::uint32_t> gid;
+    std::optional<std::string> address;     // TCP peer address (exact or CIDR)
+    std::optional<std::string> export_name;
+    std::string group;
+    Origin origin;
+};
+
+struct Limits {
+    unsigned max_connections = 1024;
+    unsigned max_inflight_per_connection = 256;     // requests read but not yet answered
+    std::uint64_t max_inflight_bytes_per_connection = 64ull << 20;
+    std::uint32_t max_request_bytes = 32u << 20;    // NBD_INFO_BLOCK_SIZE max payload
+};
+
+struct Config {
+    std::string source;                     // file path, or "<embedded default>"
+    std::vector<Listen> listen;
+    std::vector<Device> devices;
+    std::vector<Export> exports;
+    std::vector<Group> groups;              // "default" (weight 100) always exists
+    std::vector<Rule> rules;
+    std::string control;                    // control socket path; empty = none
+    std::string metrics;                    // host:port of the Prometheus endpoint; empty = off
+    std::string log_level = "info";         // trace|debug|info|warn|error
+    Limits limits;
+
+    const Device* find_device(std::string_view name) const;
+    const Export* find_export(std::string_view name) const;
+    const Group* find_group(std::string_view name) const;
+};
+
+// A configuration error: "file.yaml:12:5: devices[0].size: bad size 'abc'".
+struct Error {
+    Origin origin;
+    std::string key;       // dotted path of the offending key, e.g. "devices[0].size"
+    std::string message;
+    std::string str() const;
+};
+
+struct LoadResult {
+    std::optional<Config> config;     // set when errors is empty
+    std::vector<Error> errors;        // every problem found, in file order
+};
+
+LoadResult load_file(const std::string& path);
+LoadResult load_string(const std::string& yaml, const std::string& name = "<string>");
+
+// One 1 GiB RAM export named "default"; the unix socket in $XDG_RUNTIME_DIR
+// (or /run/nbdsched when root, else /tmp) plus tcp 127.0.0.1:10809.
+Config embedded_default();
+
+} // namespace nbdsched::config
