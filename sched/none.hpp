@@ -1,0 +1,52 @@
+// `none`: FIFO with a maximum number of requests in flight at the device.
+// The simplest policy, and the baseline the others are measured against:
+// requests leave in arrival order, no idling, no groups weighing anything.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <unordered_map>
+
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::sched {
+
+class NoneScheduler final : public Scheduler {
+public:
+    explicit NoneScheduler(const DeviceTraits& device);
+
+    std::string_view policy() const override { return "none"; }
+
+    void set_group(GroupId group, unsigned weight) override;
+    void open_queue(QueueId queue, GroupId group, Time now) override;
+    void close_queue(QueueId queue, Time now) override;
+
+    void submit(const Request& request, Time now) override;
+    std::optional<Request> dispatch(Time now) override;
+    void complete(RequestId id, Time now) override;
+    std::optional<Time> next_wakeup() const override { return std::nullopt; }
+
+    std::vector<std::string> tunable_names() const override;
+    std::optional<std::string> get_tunable(std::string_view name) const override;
+    std::string set_tunable(std::string_view name, std::string_view value, Time now) override;
+
+    std::size_t queued() const override { return fifo_.size(); }
+    std::size_t in_flight() const override { return in_flight_.size(); }
+    SchedulerStats stats(Time now) const override;
+
+private:
+    EntityStats& queue_stats(QueueId queue);
+    GroupStats& group_stats(GroupId group);
+
+    DeviceTraits device_;
+    unsigned max_depth_;                 // tunable; never above device_.max_depth
+    std::deque<Request> fifo_;
+    std::unordered_map<RequestId, Request> in_flight_;
+    SchedulerStats stats_;
+};
+
+std::unique_ptr<Scheduler> make_none(const DeviceTraits& device, const Tunables& tunables,
+                                     std::string& error);
+std::vector<std::string> none_tunable_names();
+
+} // namespace nbdsched::sched
