@@ -1,0 +1,196 @@
+#include <doctest/doctest.h>
+
+#include "daemon/protocol/negotiation.hpp"
+#include "daemon/protocol/wire.hpp"
+
+using namespace nbdsched::protocol;
+
+namespace {
+
+std::vector<ExportInfo> catalog() {
+    ExportInfo a;
+    a.name = "disk0";
+    a.description = "first disk";
+    a.size = 1 << 20;
+    a.flags = tflag_has_flags | tflag_send_flush;
+    ExportInfo b;
+    b.name = "default";
+    b.size = 4096;
+    return {a, b};
+}
+
+Negotiation fixed() {
+    Negotiation n;
+    n.client.fixed_newstyle = true;
+    return n;
+}
+
+std::vector<OptionReply> replies(const std::vector<std::uint8_t>& out) {
+    std::vector<OptionReply> all;
+    std::span<const std::uint8_t> in(out);
+    while (!in.empty()) {
+        OptionReply r;
+        auto n = decode_option_reply(in, r);
+        REQUIRE(n);
+        REQUIRE(*n > 0);
+        all.push_back(r);
+        in = in.subspan(*n);
+    }
+    return all;
+}
+
+OptionResult run(Negotiation& st, Option opt, const std::vector<std::uint8_t>& data,
+                 std::vector<std::uint8_t>& out) {
+    auto exports = catalog();
+    static std::vector<ExportInfo> keep;
+    keep = exports;
+    return handle_option(st, {static_cast<std::uint32_t>(opt), static_cast<std::uint32_t>(data.size())}, data,
+                         keep, out);
+}
+
+} // namespace
+
+TEST_CASE("empty name picks the export named default, else the first") {
+    auto exports = catalog();
+    CHECK(find_export(exports, "")->name == "default");
+    CHECK(find_export(exports, "disk0")->name == "disk0");
+    CHECK(find_export(exports, "nope") == nullptr);
+    exports.pop_back();
+    CHECK(find_export(exports, "")->name == "disk0");
+    CHECK(find_export({}, "") == nullptr);
+}
+
+TEST_CASE("LIST answers one SERVER per export then ACK; with data it is INVALID") {
+    auto st = fixed();
+    std::vector<std::uint8_t> out;
+    auto r = run(st, Option::list, {}, out);
+    CHECK(r.next == Next::more_options);
+    auto all = replies(out);
+    REQUIRE(all.size() == 3);
+    CHECK(all[0].type == rep_server);
+    CHECK(load_u32(all[0].data.data()) == 5);
+    CHECK(std::string(all[0].data.begin() + 4, all[0].data.end()) == "disk0first disk");
+    CHECK(all[2].type == rep_ack);
+    out.clear();
+    run(st, Option::list, {1}, out);
+    all = replies(out);
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].type == rep_err_invalid);
+}
+
+TEST_CASE("INFO answers EXPORT, requested NAME/DESCRIPTION, BLOCK_SIZE, ACK and stays in options") {
+    auto st = fixed();
+    std::vector<std::uint8_t> out;
+    std::uint16_t infos[] = {info_name, info_description, info_block_size};
+    auto r = run(st, Option::info, encode_info_request("disk0", infos), out);
+    CHECK(r.next == Next::more_options);
+    auto all = replies(out);
+    REQUIRE(all.size() == 5);
+    CHECK(load_u16(all[0].data.data()) == info_export);
+    CHECK(load_u64(all[0].data.data() + 2) == (1u << 20));
+    CHECK(load_u16(all[1].data.data()) == info_name);
+    CHECK(std::string(all[1].data.begin() + 2, all[1].data.end()) == "disk0");
+    CHECK(load_u16(all[2].data.data()) == info_description);
+    CHECK(load_u16(all[3].data.data()) == info_block_size);
+    CHECK(all[3].data.size() == 14);
+    CHECK(all[4].type == rep_ack);
+}
+
+TEST_CASE("GO enters transmission; SEND_DF only with structured replies") {
+    auto st = fixed();
+    std::vector<std::uint8_t> out;
+    auto r = run(st, Option::go, encode_info_request("disk0", {}), out);
+    CHECK(r.next == Next::transmission);
+    REQUIRE(r.chosen);
+    CHECK(r.chosen->name == "disk0");
+    CHECK((r.transmission_flags & tflag_send_df) == 0);
+    CHECK((r.transmission_flags & tflag_has_flags) != 0);
+
+    auto st2 = fixed();
+    out.clear();
+    run(st2, Option::structured_reply, {}, out);
+    CHECK(st2.structured_replies);
+    CHECK(replies(out).at(0).type == rep_ack);
+    out.clear();
+    r = run(st2, Option::go, encode_info_request("", {}), out);
+    CHECK(r.next == Next::transmission);
+    CHECK(r.chosen->name == "default");
+    CHECK((r.transmission_flags & tflag_send_df) != 0);
+}
+
+TEST_CASE("GO on an unknown export is ERR_UNKNOWN and negotiation continues") {
+    auto st = fixed();
+    std::vector<std::uint8_t> out;
+    auto r = run(st, Option::go, encode_info_request("nope", {}), out);
+    CHECK(r.next == Next::more_options);
+    auto all = replies(out);
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].type == rep_err_unknown);
+}
+
+TEST_CASE("malformed GO payload is ERR_INVALID") {
+    auto st = fixed();
+    std::vector<std::uint8_t> out;
+    auto r = run(st, Option::go, {0, 0, 0, 9, 'a'}, out);
+    CHECK(r.next == Next::more_options);
+    CHECK(replies(out).at(0).type == rep_err_invalid);
+}
+
+TEST_CASE("unknown options are ERR_UNSUP, STARTTLS is ERR_POLICY, ABORT acks and closes") {
+    auto st = fixed();
+    std::vector<std::uint8_t> out;
+    auto r = handle_option(st, {999, 0}, {}, {}, out);
+    CHECK(r.next == Next::more_options);
+    CHECK(replies(out).at(0).type == rep_err_unsup);
+    out.clear();
+    run(st, Option::set_meta_context, {}, out);
+    CHECK(replies(out).at(0).type == rep_err_unsup);
+    out.clear();
+    run(st, Option::starttls, {}, out);
+    CHECK(replies(out).at(0).type == rep_err_policy);
+    out.clear();
+    r = run(st, Option::abort, {}, out);
+    CHECK(r.next == Next::close);
+    CHECK(replies(out).at(0).type == rep_ack);
+}
+
+TEST_CASE("EXPORT_NAME: known export enters transmission, unknown closes") {
+    auto st = fixed();
+    st.client.no_zeroes = true;
+    std::vector<std::uint8_t> out;
+    std::string name = "disk0";
+    auto r = run(st, Option::export_name, {name.begin(), name.end()}, out);
+    CHECK(r.next == Next::transmission);
+    REQUIRE(out.size() == export_name_reply_size);
+    CHECK(load_u64(out.data()) == (1u << 20));
+    out.clear();
+    name = "nope";
+    r = run(st, Option::export_name, {name.begin(), name.end()}, out);
+    CHECK(r.next == Next::close);
+    CHECK(out.empty());
+}
+
+TEST_CASE("non-fixed-newstyle clients may only send EXPORT_NAME") {
+    Negotiation st;
+    std::vector<std::uint8_t> out;
+    auto r = run(st, Option::list, {}, out);
+    CHECK(r.next == Next::close);
+    CHECK(out.empty());
+    r = run(st, Option::export_name, {}, out);
+    CHECK(r.next == Next::transmission);
+    CHECK(out.size() == export_name_reply_size + export_name_zeroes);
+}
+
+TEST_CASE("an option loop is cut off") {
+    auto st = fixed();
+    std::vector<std::uint8_t> out;
+    OptionResult r;
+    unsigned n = 0;
+    do {
+        out.clear();
+        r = run(st, Option::structured_reply, {}, out);
+        ++n;
+    } while (r.next == Next::more_options && n < 10 * max_options);
+    CHECK(r.next == Next::close);
+    CHECK(n == max_options + 1);
+}
