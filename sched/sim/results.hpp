@@ -1,0 +1,62 @@
+// What a simulation measured: per job, per group and in total, fio-style.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "sched/stats.hpp"
+
+namespace nbdsched::sim {
+
+struct LatencySummary {
+    double mean_us = 0;
+    double stddev_us = 0;
+    double p99_us = 0;
+    double max_us = 0;
+};
+
+// Collects latencies; summarise() sorts a copy, so it is cheap to keep adding.
+class LatencyLog {
+public:
+    void add(Nanos latency) { ns_.push_back(latency.count()); }
+    void append(const LatencyLog& other);
+    std::size_t count() const { return ns_.size(); }
+    LatencySummary summarise() const;
+
+private:
+    std::vector<std::int64_t> ns_;
+};
+
+struct EntityResult {
+    std::string name;
+    std::string group;            // jobs: their group; groups: themselves
+    unsigned weight = 0;          // 0: policy default
+    std::uint64_t ios = 0;
+    std::uint64_t bytes = 0;
+    double iops = 0;
+    double mib_s = 0;
+    LatencySummary latency;
+};
+
+struct Results {
+    std::string policy;
+    std::string profile;
+    Nanos measured{0};            // runtime - ramp_time
+    std::vector<EntityResult> jobs;
+    std::vector<EntityResult> groups;
+    EntityResult total;
+    double utilisation = 0;       // fraction of measured time with >= 1 request at the device
+    std::uint64_t depth_violations = 0;   // dispatches beyond the device queue depth
+    std::uint64_t late_wakeups = 0;       // next_wakeup() at or before now after a full drain
+    std::uint64_t submitted = 0;          // totals over the whole run, ramp included
+    std::uint64_t dispatched = 0;
+    std::uint64_t completed = 0;
+    sched::SchedulerStats scheduler;
+};
+
+// Fills iops, mib_s and latency of `r` from its ios/bytes and `log`.
+void finish_entity(EntityResult& r, const LatencyLog& log, Nanos measured);
+
+} // namespace nbdsched::sim

@@ -1,0 +1,60 @@
+// What the simulator runs: a device (timing profile), a scheduler policy with
+// tunables, and fio-like jobs, each its own scheduler queue inside a group.
+// Plain data, no YAML: tests build it in C++, the CLI reads it from a file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/units.hpp"
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::sim {
+
+using namespace std::chrono_literals;
+
+enum class Pattern { sequential, random };
+
+struct JobSpec {
+    std::string name;
+    std::string group = "default";
+    sched::Op op = sched::Op::read;        // read or write
+    Pattern pattern = Pattern::sequential;
+    bool sync = true;                      // reads are always sync; writes as set (O_DIRECT: sync)
+    std::uint64_t block_size = 4096;
+    unsigned iodepth = 1;                  // requests the job keeps outstanding
+    Nanos think_time{0};                   // between a completion and the next issue
+    std::optional<std::uint64_t> offset;   // region start; default: job index * size
+    std::uint64_t size = 1ull << 30;       // region length the job reads/writes in
+    Nanos start_delay{0};
+};
+
+struct GroupSpec {
+    std::string name;
+    unsigned weight = 0;                   // 0: the policy's default weight
+};
+
+// A run-time tunable change, as the daemon's control socket would make it.
+struct TunableChange {
+    Nanos at{0};
+    std::string name;
+    std::string value;
+};
+
+struct Workload {
+    std::string profile = "ssd";                       // hdd | ssd | nvme
+    std::map<std::string, std::string> profile_params;
+    std::string policy = "none";                       // none | cfq | bfq
+    sched::Tunables tunables;
+    Nanos runtime = 10s;
+    Nanos ramp_time{0};                    // completions before this are not counted
+    std::uint64_t seed = 1;
+    std::vector<GroupSpec> groups;
+    std::vector<JobSpec> jobs;
+    std::vector<TunableChange> changes;
+};
+
+} // namespace nbdsched::sim
