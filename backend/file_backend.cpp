@@ -1,0 +1,285 @@
+#include "backend/file_backend.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/file_io.hpp"
+#include "backend/sysfs_queue.hpp"
+#include "common/units.hpp"
+
+namespace nbdsched::backend {
+
+namespace {
+
+std::string sys_error(const std::string& what, const std::string& path, int err)
+{
+    return what + " " + path + ": " + std::strerror(err);
+}
+
+// Errors that mean "this fallocate mode is not available here".
+bool unsupported(int err)
+{
+    return err == EOPNOTSUPP || err == EINVAL || err == ENODEV || err == ENOTTY || err == ENOSYS;
+}
+
+} // namespace
+
+std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::string& error)
+{
+    struct stat st {};
+    const bool exists = ::stat(options.path.c_str(), &st) == 0;
+    if (!exists && errno != ENOENT) {
+        error = sys_error("stat", options.path, errno);
+        return nullptr;
+    }
+    if (!exists && options.size == 0) {
+        error = options.path + ": does not exist and no size is configured to create it";
+        return nullptr;
+    }
+    std::unique_ptr<FileBackend> b(new FileBackend);
+    b->path_ = options.path;
+    b->direct_ = options.direct;
+    b->created_ = !exists;
+    const int direct_flag = options.direct ? O_DIRECT : 0;
+    int flags = O_RDWR | O_CLOEXEC | direct_flag | (exists ? 0 : O_CREAT | O_EXCL);
+    b->fd_ = ::open(options.path.c_str(), flags, 0600);
+    if (b->fd_ < 0 && exists && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+        b->read_only_ = true;
+        b->fd_ = ::open(options.path.c_str(), O_RDONLY | O_CLOEXEC | direct_flag);
+    }
+    if (b->fd_ < 0) {
+        if (errno == EINVAL && options.direct) {
+            error = options.path + ": O_DIRECT is not supported by this filesystem (set direct: false)";
+            if (!exists)   // O_CREAT created it before O_DIRECT was refused
+                ::unlink(options.path.c_str());
+        } else {
+            error = sys_error("open", options.path, errno);
+        }
+        return nullptr;
+    }
+    if (!b->finish_open(options, st, error)) {
+        if (b->created_)
+            ::unlink(options.path.c_str());
+        return nullptr;
+    }
+    return b;
+}
+
+bool FileBackend::finish_open(const Options& options, struct stat& st, std::string& error)
+{
+    FileBackend* b = this;
+    if (::fstat(b->fd_, &st) != 0) {
+        error = sys_error("fstat", options.path, errno);
+        return false;
+    }
+    std::uint64_t actual = 0;
+    if (S_ISBLK(st.st_mode)) {
+        b->block_device_ = true;
+        int lbs = 0;
+        if (::ioctl(b->fd_, BLKGETSIZE64, &actual) != 0 || ::ioctl(b->fd_, BLKSSZGET, &lbs) != 0) {
+            error = sys_error("ioctl(BLKGETSIZE64)", options.path, errno);
+            return false;
+        }
+        b->align_ = static_cast<std::uint32_t>(lbs > 512 ? lbs : 512);
+    } else if (S_ISREG(st.st_mode)) {
+        actual = static_cast<std::uint64_t>(st.st_size);
+    } else {
+        error = options.path + ": not a regular file or block device";
+        return false;
+    }
+
+    b->size_ = options.size == 0 ? actual : options.size;
+    if (b->size_ == 0) {
+        error = options.path + ": is empty; configure a size to grow it";
+        return false;
+    }
+    if (actual > options.size && options.size != 0 && !b->block_device_) {
+        error = options.path + ": file is " + format_size(actual) + ", larger than the configured size "
+            + format_size(options.size) + " (set size: 0 to use the file's size)";
+        return false;
+    }
+    if (b->size_ > actual && b->block_device_) {
+        error = options.path + ": block device is " + format_size(actual) + ", smaller than the configured size "
+            + format_size(b->size_);
+        return false;
+    }
+    if (b->size_ > actual) {
+        if (b->read_only_ || ::ftruncate(b->fd_, static_cast<off_t>(b->size_)) != 0) {
+            error = sys_error("ftruncate (grow to " + format_size(b->size_) + ")", options.path,
+                              b->read_only_ ? EROFS : errno);
+            return false;
+        }
+        b->grown_ = !b->created_;
+    }
+    if (b->direct_ && b->size_ % b->align_ != 0) {
+        error = options.path + ": size " + std::to_string(b->size_) + " is not a multiple of "
+            + std::to_string(b->align_) + " as O_DIRECT needs";
+        return false;
+    }
+    if (auto q = queue_info_for_path(options.path)) {
+        b->rotational_ = q->rotational;
+        b->optimal_io_ = q->optimal_io_bytes;
+        b->max_io_ = q->max_io_bytes;
+    }
+    return true;
+}
+
+FileBackend::~FileBackend()
+{
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+std::string FileBackend::describe() const
+{
+    std::string d = (block_device_ ? "block " : "file ") + path_ + " " + format_size(size_);
+    if (direct_)
+        d += " (O_DIRECT)";
+    if (read_only_)
+        d += " (read-only)";
+    return d;
+}
+
+bool FileBackend::in_range(std::uint64_t offset, std::uint64_t length) const
+{
+    return offset <= size_ && length <= size_ - offset;
+}
+
+bool FileBackend::aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const
+{
+    const std::uint64_t mask = align_ - 1;
+    return (offset & mask) == 0 && (length & mask) == 0 && (reinterpret_cast<std::uintptr_t>(buffer) & mask) == 0;
+}
+
+FileBackend::PartialBlockLock FileBackend::lock_partial_blocks(std::uint64_t offset, std::uint64_t length)
+{
+    PartialBlockLock lock;
+    if (!direct_)
+        return lock;
+    const std::uint64_t end = offset + length;
+    std::size_t stripes[2];
+    int n = 0;
+    if (offset % align_ != 0)
+        stripes[n++] = (offset / align_) % block_locks_.size();
+    if (end % align_ != 0)
+        stripes[n++] = (end / align_) % block_locks_.size();
+    if (n == 2 && stripes[0] == stripes[1])
+        n = 1;
+    if (n == 2 && stripes[0] > stripes[1])
+        std::swap(stripes[0], stripes[1]);   // one global order: no deadlock
+    if (n >= 1)
+        lock.first = std::unique_lock(block_locks_[stripes[0]]);
+    if (n == 2)
+        lock.second = std::unique_lock(block_locks_[stripes[1]]);
+    return lock;
+}
+
+int FileBackend::read(std::uint64_t offset, std::span<std::byte> out)
+{
+    if (!in_range(offset, out.size()))
+        return EINVAL;
+    if (direct_ && !aligned(offset, out.size(), out.data()))
+        return direct_read(offset, out);
+    return pread_full(fd_, out, offset);
+}
+
+int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua)
+{
+    if (!in_range(offset, data.size()))
+        return EINVAL;
+    if (read_only_)
+        return EROFS;
+    if (direct_ && !aligned(offset, data.size(), data.data()))
+        return direct_write(offset, data, fua);
+    return pwrite_full(fd_, data, offset, fua);
+}
+
+int FileBackend::flush()
+{
+    if (read_only_)
+        return 0;
+    return ::fdatasync(fd_) == 0 ? 0 : errno;
+}
+
+int FileBackend::discard_block_device(std::uint64_t offset, std::uint64_t length)
+{
+    // BLKDISCARD wants logical-block alignment: discard the aligned middle,
+    // the partial ends stay as they are (TRIM is only a hint).
+    const std::uint64_t start = (offset + align_ - 1) / align_ * align_;
+    const std::uint64_t end = (offset + length) / align_ * align_;
+    if (end <= start)
+        return 0;
+    std::uint64_t range[2] = {start, end - start};
+    if (::ioctl(fd_, BLKDISCARD, &range) != 0 && !unsupported(errno))
+        return errno;
+    return 0;
+}
+
+int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua)
+{
+    if (!in_range(offset, length))
+        return EINVAL;
+    if (read_only_)
+        return EROFS;
+    if (length == 0)
+        return 0;
+    int err = 0;
+    if (block_device_) {
+        err = discard_block_device(offset, length);
+    } else {
+        auto lock = lock_partial_blocks(offset, length);
+        if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                        static_cast<off_t>(length)) != 0 && !unsupported(errno))
+            err = errno;
+    }
+    if (err == 0 && fua)
+        return flush();
+    return err;
+}
+
+int FileBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua)
+{
+    if (!in_range(offset, length))
+        return EINVAL;
+    if (read_only_)
+        return EROFS;
+    if (length == 0)
+        return 0;
+    {
+        auto lock = lock_partial_blocks(offset, length);
+        const off_t off = static_cast<off_t>(offset);
+        const off_t len = static_cast<off_t>(length);
+        int rc = -1;
+        if (may_trim)
+            rc = ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
+        if (rc != 0 && (!may_trim || unsupported(errno)))
+            rc = ::fallocate(fd_, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len);
+        if (rc != 0 && !unsupported(errno))
+            return errno;
+        if (rc == 0)
+            return fua ? flush() : 0;
+    }
+    return zero_fill(offset, length, fua);
+}
+
+int FileBackend::zero_fill(std::uint64_t offset, std::uint64_t length, bool fua)
+{
+    // Through write() so O_DIRECT alignment and partial blocks are handled.
+    constexpr std::size_t chunk = 1 << 20;
+    static const AlignedBuffer zeros(chunk, 4096, true);
+    for (std::uint64_t done = 0; done < length;) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, length - done));
+        if (int err = write(offset + done, {zeros.data(), n}, false))
+            return err;
+        done += n;
+    }
+    return fua ? flush() : 0;
+}
+
+} // namespace nbdsched::backend

@@ -1,0 +1,106 @@
+// File backend: a regular file or a block device, positional I/O.
+//
+// Opening (FileBackend::open):
+//   - missing regular file: created with `size` bytes (sparse); size 0 is an
+//     error (nothing to create).
+//   - existing regular file: size 0 uses the file's size (an empty file is an
+//     error). A file smaller than `size` is grown to it (sparse, logged by
+//     the caller from grown()); a file larger than `size` is refused, because
+//     silently serving a prefix or truncating would hide a configuration typo
+//     or destroy data.
+//   - block device: size from BLKGETSIZE64; size 0 uses it all, a larger
+//     `size` is refused, a smaller one serves the first `size` bytes.
+//   - opened O_RDWR; if that is refused (EACCES, EROFS) it is opened
+//     read-only, read_only() is true and writes fail with EROFS.
+//   - direct: O_DIRECT. Requests that are not aligned (offset, length or
+//     buffer) to alignment() go through aligned bounce buffers, and partial
+//     blocks are read-modify-written under a per-block lock so concurrent
+//     non-overlapping writes to one block cannot lose each other's bytes.
+//     The size must then be a multiple of alignment().
+//
+// Semantics: FLUSH = fdatasync. FUA = pwritev2(RWF_DSYNC) (pwrite+fdatasync
+// where unsupported), durable before returning. TRIM = fallocate(PUNCH_HOLE|
+// KEEP_SIZE) on files, BLKDISCARD (aligned part) on block devices; a device
+// without discard support makes TRIM a successful no-op (TRIM is advisory).
+// WRITE_ZEROES = PUNCH_HOLE when may_trim (files), else ZERO_RANGE; falls back
+// to writing zeros when fallocate is unsupported.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <sys/stat.h>
+
+#include "backend/backend.hpp"
+
+namespace nbdsched::backend {
+
+class FileBackend final : public Backend {
+public:
+    struct Options {
+        std::string path;
+        std::uint64_t size = 0;   // 0 = the existing file's / device's size
+        bool direct = false;
+    };
+
+    // nullptr and a message in `error` on failure ("open /x: Permission denied").
+    static std::unique_ptr<FileBackend> open(const Options& options, std::string& error);
+    ~FileBackend() override;
+    FileBackend(const FileBackend&) = delete;
+    FileBackend& operator=(const FileBackend&) = delete;
+
+    std::uint64_t size() const override { return size_; }
+    bool blocking() const override { return true; }
+    std::optional<bool> detected_rotational() const override { return rotational_; }
+    std::string describe() const override;
+
+    int read(std::uint64_t offset, std::span<std::byte> out) override;
+    int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
+    int flush() override;
+    int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
+    int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+
+    bool is_block_device() const { return block_device_; }
+    bool read_only() const { return read_only_; }
+    bool direct() const { return direct_; }
+    bool created() const { return created_; }       // the file did not exist
+    bool grown() const { return grown_; }           // an existing file was extended
+    std::uint32_t alignment() const { return align_; }   // O_DIRECT granularity
+    // Optimal/max I/O sizes of the device underneath (0 = unknown), for
+    // read-ahead sizing and NBD_INFO_BLOCK_SIZE.
+    std::uint32_t optimal_io_bytes() const { return optimal_io_; }
+    std::uint32_t max_io_bytes() const { return max_io_; }
+
+private:
+    FileBackend() = default;
+    bool finish_open(const Options& options, struct ::stat& st, std::string& error);
+    bool in_range(std::uint64_t offset, std::uint64_t length) const;
+    bool aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const;
+    int direct_read(std::uint64_t offset, std::span<std::byte> out);
+    int direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua);
+    int zero_fill(std::uint64_t offset, std::uint64_t length, bool fua);
+    int discard_block_device(std::uint64_t offset, std::uint64_t length);
+    // Locks the partial head/tail blocks of [offset, offset+length) (direct
+    // mode only), serialising read-modify-writes of the same block.
+    struct PartialBlockLock {
+        std::unique_lock<std::mutex> first, second;
+    };
+    PartialBlockLock lock_partial_blocks(std::uint64_t offset, std::uint64_t length);
+
+    int fd_ = -1;
+    std::string path_;
+    std::uint64_t size_ = 0;
+    bool direct_ = false;
+    bool block_device_ = false;
+    bool read_only_ = false;
+    bool created_ = false;
+    bool grown_ = false;
+    std::uint32_t align_ = 4096;
+    std::uint32_t optimal_io_ = 0;
+    std::uint32_t max_io_ = 0;
+    std::optional<bool> rotational_;
+    std::array<std::mutex, 64> block_locks_;
+};
+
+} // namespace nbdsched::backend

@@ -1,0 +1,211 @@
+#include "backend/ram_backend.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "common/units.hpp"
+
+namespace nbdsched::backend {
+
+namespace {
+
+constexpr std::uint64_t leaf_bytes = RamBackend::page_bytes * RamBackend::pages_per_leaf;
+
+bool all_zero(const std::byte* p, std::size_t n)
+{
+    // memcmp against the previous bytes: "first byte is zero and the rest
+    // equals the shifted self" is a fast, allocation-free zero test.
+    return n == 0 || (p[0] == std::byte{0} && std::memcmp(p, p + 1, n - 1) == 0);
+}
+
+} // namespace
+
+struct RamBackend::Leaf {
+    std::atomic<std::byte*> pages[RamBackend::pages_per_leaf] = {};
+};
+
+RamBackend::RamBackend(std::uint64_t size)
+    : size_(size),
+      leaf_count_((size + leaf_bytes - 1) / leaf_bytes),
+      leaves_(std::make_unique<std::atomic<Leaf*>[]>(leaf_count_))
+{
+}
+
+RamBackend::~RamBackend()
+{
+    for (std::uint64_t i = 0; i < leaf_count_; ++i) {
+        Leaf* leaf = leaves_[i].load(std::memory_order_relaxed);
+        if (leaf == nullptr)
+            continue;
+        for (auto& page : leaf->pages)
+            std::free(page.load(std::memory_order_relaxed));
+        delete leaf;
+    }
+}
+
+std::string RamBackend::describe() const
+{
+    return "ram " + format_size(size_);
+}
+
+std::uint64_t RamBackend::metadata_bytes() const
+{
+    return leaf_count_ * sizeof(std::atomic<Leaf*>)
+        + allocated_leaves_.load(std::memory_order_relaxed) * sizeof(Leaf);
+}
+
+bool RamBackend::in_range(std::uint64_t offset, std::uint64_t length) const
+{
+    return offset <= size_ && length <= size_ - offset;
+}
+
+RamBackend::Leaf* RamBackend::leaf_or_null(std::uint64_t leaf_index) const
+{
+    return leaves_[leaf_index].load(std::memory_order_acquire);
+}
+
+RamBackend::Leaf* RamBackend::leaf_or_create(std::uint64_t leaf_index)
+{
+    Leaf* leaf = leaf_or_null(leaf_index);
+    if (leaf != nullptr)
+        return leaf;
+    auto* fresh = new (std::nothrow) Leaf;
+    if (fresh == nullptr)
+        return nullptr;
+    if (leaves_[leaf_index].compare_exchange_strong(leaf, fresh, std::memory_order_acq_rel)) {
+        allocated_leaves_.fetch_add(1, std::memory_order_relaxed);
+        return fresh;
+    }
+    delete fresh;   // another writer won the race; `leaf` now holds its table
+    return leaf;
+}
+
+std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot)
+{
+    std::byte* page = leaf.pages[slot].load(std::memory_order_acquire);
+    if (page != nullptr)
+        return page;
+    auto* fresh = static_cast<std::byte*>(std::calloc(1, page_bytes));
+    if (fresh == nullptr)
+        return nullptr;
+    if (leaf.pages[slot].compare_exchange_strong(page, fresh, std::memory_order_acq_rel)) {
+        allocated_pages_.fetch_add(1, std::memory_order_relaxed);
+        return fresh;
+    }
+    std::free(fresh);
+    return page;
+}
+
+int RamBackend::read(std::uint64_t offset, std::span<std::byte> out)
+{
+    if (!in_range(offset, out.size()))
+        return EINVAL;
+    std::size_t done = 0;
+    while (done < out.size()) {
+        const std::uint64_t pos = offset + done;
+        const std::uint64_t li = pos / leaf_bytes;
+        const std::uint64_t chunk = std::min<std::uint64_t>(out.size() - done, (li + 1) * leaf_bytes - pos);
+        std::shared_lock lock(stripe_of(li).mutex);
+        const Leaf* leaf = leaf_or_null(li);
+        for (std::uint64_t c = 0; c < chunk;) {
+            const std::uint64_t in_page = (pos + c) % page_bytes;
+            const std::uint64_t n = std::min(chunk - c, page_bytes - in_page);
+            std::byte* dst = out.data() + done + c;
+            const std::byte* page = leaf == nullptr ? nullptr
+                : leaf->pages[((pos + c) / page_bytes) % pages_per_leaf].load(std::memory_order_acquire);
+            if (page != nullptr)
+                std::memcpy(dst, page + in_page, n);
+            else
+                std::memset(dst, 0, n);
+            c += n;
+        }
+        done += chunk;
+    }
+    return 0;
+}
+
+int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool /*fua*/)
+{
+    if (!in_range(offset, data.size()))
+        return EINVAL;
+    std::size_t done = 0;
+    while (done < data.size()) {
+        const std::uint64_t pos = offset + done;
+        const std::uint64_t li = pos / leaf_bytes;
+        const std::uint64_t chunk = std::min<std::uint64_t>(data.size() - done, (li + 1) * leaf_bytes - pos);
+        std::shared_lock lock(stripe_of(li).mutex);
+        Leaf* leaf = leaf_or_null(li);
+        for (std::uint64_t c = 0; c < chunk;) {
+            const std::uint64_t in_page = (pos + c) % page_bytes;
+            const std::uint64_t n = std::min(chunk - c, page_bytes - in_page);
+            const std::byte* src = data.data() + done + c;
+            const std::uint64_t slot = ((pos + c) / page_bytes) % pages_per_leaf;
+            std::byte* page = leaf == nullptr ? nullptr : leaf->pages[slot].load(std::memory_order_acquire);
+            if (page == nullptr && !all_zero(src, n)) {
+                // Zeros written over a hole stay a hole: nothing to allocate.
+                if (leaf == nullptr && (leaf = leaf_or_create(li)) == nullptr)
+                    return ENOSPC;
+                if ((page = page_or_create(*leaf, slot)) == nullptr)
+                    return ENOSPC;
+            }
+            if (page != nullptr)
+                std::memcpy(page + in_page, src, n);
+            c += n;
+        }
+        done += chunk;
+    }
+    return 0;
+}
+
+void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length)
+{
+    std::unique_lock lock(stripe_of(li).mutex);
+    Leaf* leaf = leaf_or_null(li);
+    if (leaf == nullptr)
+        return;
+    for (std::uint64_t c = 0; c < length;) {
+        const std::uint64_t in_page = (offset + c) % page_bytes;
+        const std::uint64_t n = std::min(length - c, page_bytes - in_page);
+        auto& slot = leaf->pages[((offset + c) / page_bytes) % pages_per_leaf];
+        if (n == page_bytes) {
+            if (std::byte* page = slot.exchange(nullptr, std::memory_order_acq_rel)) {
+                std::free(page);
+                allocated_pages_.fetch_sub(1, std::memory_order_relaxed);
+            }
+        } else if (std::byte* page = slot.load(std::memory_order_acquire)) {
+            std::memset(page + in_page, 0, n);
+        }
+        c += n;
+    }
+    if (length == leaf_bytes) {   // the whole leaf is now empty: drop its table too
+        leaves_[li].store(nullptr, std::memory_order_release);
+        delete leaf;
+        allocated_leaves_.fetch_sub(1, std::memory_order_relaxed);
+    }
+}
+
+int RamBackend::trim(std::uint64_t offset, std::uint64_t length, bool /*fua*/)
+{
+    return write_zeroes(offset, length, true, false);
+}
+
+int RamBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool /*may_trim*/, bool /*fua*/)
+{
+    // Freed pages read as zeros, so NO_HOLE makes no observable difference
+    // here; freeing is what the memory budget wants either way.
+    if (!in_range(offset, length))
+        return EINVAL;
+    for (std::uint64_t done = 0; done < length;) {
+        const std::uint64_t pos = offset + done;
+        const std::uint64_t li = pos / leaf_bytes;
+        const std::uint64_t chunk = std::min(length - done, (li + 1) * leaf_bytes - pos);
+        zero_in_leaf(li, pos, chunk);
+        done += chunk;
+    }
+    return 0;
+}
+
+} // namespace nbdsched::backend

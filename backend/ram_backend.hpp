@@ -1,0 +1,73 @@
+// Sparse, thread-safe RAM backend. Memory is allocated a 4 KiB page at a time
+// on the first write that is not all zeros; never-written pages read as zeros
+// and cost nothing. TRIM and WRITE_ZEROES free the whole pages they cover and
+// zero the partial ones. Volatile by design: FLUSH and FUA are no-ops.
+//
+// Layout: a fixed top table (one slot per 16 MiB "leaf") of atomic pointers
+// to leaf tables of 4096 atomic page pointers, both allocated lazily with a
+// CAS. Reads and writes hold a striped shared lock on their leaf (one atomic
+// RMW, uncontended in practice); freeing pages takes the stripe exclusively,
+// so a page is never freed under a reader's memcpy.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+
+#include "backend/backend.hpp"
+
+namespace nbdsched::backend {
+
+class RamBackend final : public Backend {
+public:
+    static constexpr std::uint64_t page_bytes = 4096;
+    static constexpr std::uint64_t pages_per_leaf = 4096;          // 16 MiB per leaf
+    static constexpr std::uint64_t max_size = std::uint64_t{64} << 40;   // 64 TiB
+
+    // size must be 1..max_size (the factory validates and reports errors).
+    explicit RamBackend(std::uint64_t size);
+    ~RamBackend() override;
+    RamBackend(const RamBackend&) = delete;
+    RamBackend& operator=(const RamBackend&) = delete;
+
+    std::uint64_t size() const override { return size_; }
+    bool blocking() const override { return false; }
+    std::optional<bool> detected_rotational() const override { return std::nullopt; }
+    std::string describe() const override;
+
+    int read(std::uint64_t offset, std::span<std::byte> out) override;
+    int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
+    int flush() override { return 0; }
+    int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
+    int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+
+    // Bytes of data pages currently allocated (page tables not included).
+    std::uint64_t allocated_bytes() const { return allocated_pages_.load(std::memory_order_relaxed) * page_bytes; }
+    // Bytes of the page tables (top table plus allocated leaves).
+    std::uint64_t metadata_bytes() const;
+
+private:
+    struct Leaf;
+    struct alignas(64) Stripe { std::shared_mutex mutex; };
+    static constexpr std::size_t stripe_count = 64;
+
+    bool in_range(std::uint64_t offset, std::uint64_t length) const;
+    Stripe& stripe_of(std::uint64_t leaf_index) { return stripes_[leaf_index % stripe_count]; }
+    Leaf* leaf_or_null(std::uint64_t leaf_index) const;
+    Leaf* leaf_or_create(std::uint64_t leaf_index);
+    std::byte* page_or_create(Leaf& leaf, std::uint64_t slot);
+    // Zeroes [offset, offset+length) inside one leaf, freeing whole pages.
+    void zero_in_leaf(std::uint64_t leaf_index, std::uint64_t offset, std::uint64_t length);
+
+    std::uint64_t size_;
+    std::uint64_t leaf_count_;
+    std::unique_ptr<std::atomic<Leaf*>[]> leaves_;
+    std::atomic<std::uint64_t> allocated_pages_{0};
+    std::atomic<std::uint64_t> allocated_leaves_{0};
+    std::array<Stripe, stripe_count> stripes_;
+};
+
+} // namespace nbdsched::backend
