@@ -1,0 +1,98 @@
+// Workloads of the seed shapes, built in C++ so tests do not read files, and
+// a helper that runs one and fails the test on a simulator error.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include "sched/sim/engine.hpp"
+#include "sched/sim/workload.hpp"
+
+namespace nbdsched::sim::shapes {
+
+inline Results run(const Workload& w) {
+    std::string error;
+    Results r = simulate(w, error);
+    REQUIRE_MESSAGE(error.empty(), error);
+    CHECK(r.depth_violations == 0);
+    return r;
+}
+
+inline JobSpec job(std::string name, std::string group, sched::Op op, Pattern pattern,
+                   std::uint64_t bs, unsigned iodepth, std::uint64_t size = 1ull << 30) {
+    JobSpec j;
+    j.name = std::move(name);
+    j.group = std::move(group);
+    j.op = op;
+    j.pattern = pattern;
+    j.block_size = bs;
+    j.iodepth = iodepth;
+    j.size = size;
+    return j;
+}
+
+// Seed 000: ssd, 10 jobs of 4k random reads at iodepth 64.
+inline Workload seed000(std::string policy, std::string slice_idle) {
+    Workload w;
+    w.profile = "ssd";
+    w.policy = std::move(policy);
+    if (!slice_idle.empty()) w.tunables["slice_idle"] = slice_idle;
+    w.runtime = 2s;
+    w.ramp_time = 200ms;
+    for (int i = 0; i < 10; ++i)
+        w.jobs.push_back(job("r" + std::to_string(i), "default", sched::Op::read, Pattern::random, 4096, 64));
+    return w;
+}
+
+// Seed 002: ssd, 5 jobs of 4k random reads, sync engine (one request each).
+inline Workload seed002(std::string policy, std::string slice_idle) {
+    Workload w = seed000(std::move(policy), std::move(slice_idle));
+    w.jobs.resize(5);
+    for (auto& j : w.jobs) j.iodepth = 1;
+    return w;
+}
+
+// Seed 003: groups weighted 1000 and 100, one sync sequential writer each,
+// on a queueing ssd (depth 32 >= 5).
+inline Workload seed003(std::string policy, std::string group_idle) {
+    Workload w;
+    w.profile = "ssd";
+    w.policy = std::move(policy);
+    if (!group_idle.empty()) w.tunables["group_idle"] = group_idle;
+    w.runtime = 4s;
+    w.ramp_time = 500ms;
+    w.groups = {{"heavy", 1000}, {"light", 100}};
+    for (const char* g : {"heavy", "light"}) {
+        w.jobs.push_back(job(g, g, sched::Op::write, Pattern::sequential, 4096, 1, 4ull << 30));
+        w.jobs.back().sync = true;
+    }
+    return w;
+}
+
+// Two sequential sync readers on an hdd, far apart.
+inline Workload hdd_two_readers(std::string policy, std::string slice_idle) {
+    Workload w;
+    w.profile = "hdd";
+    w.policy = std::move(policy);
+    if (!slice_idle.empty()) w.tunables["slice_idle"] = slice_idle;
+    w.runtime = 4s;
+    w.ramp_time = 500ms;
+    for (int i = 0; i < 2; ++i)
+        w.jobs.push_back(job("r" + std::to_string(i), "default", sched::Op::read, Pattern::sequential,
+                             64 * 1024, 1, 100ull << 30));
+    return w;
+}
+
+// Two groups weighted 300 and 100, one random reader each at iodepth 4.
+inline Workload weights_3to1(std::string policy, std::string profile) {
+    Workload w;
+    w.profile = std::move(profile);
+    w.policy = std::move(policy);
+    w.runtime = w.profile == "hdd" ? 30s : 4s;
+    w.ramp_time = 500ms;
+    w.groups = {{"three", 300}, {"one", 100}};
+    for (const char* g : {"three", "one"})
+        w.jobs.push_back(job(g, g, sched::Op::read, Pattern::random, 4096, 4, 4ull << 30));
+    return w;
+}
+
+} // namespace nbdsched::sim::shapes

@@ -1,0 +1,129 @@
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "backend/timing/profiles.hpp"
+#include "sched/none.hpp"
+#include "sched/sim/report.hpp"
+#include "sched/sim/workload_yaml.hpp"
+#include "sim_shapes.hpp"
+
+using namespace nbdsched;
+using namespace nbdsched::sim;
+using namespace nbdsched::sim::shapes;
+
+TEST_CASE("sim: none conserves requests and respects the device depth") {
+    Workload w = seed000("none", "");
+    Results r = run(w);
+    CHECK(r.submitted > 100000);
+    // Everything dispatched was submitted; what is not completed is still at
+    // the device or queued when the clock stops (at most the jobs' iodepth).
+    CHECK(r.dispatched <= r.submitted);
+    CHECK(r.completed <= r.dispatched);
+    CHECK(r.submitted - r.completed <= 10 * 64);
+    CHECK(r.dispatched - r.completed <= 32);
+    CHECK(r.late_wakeups == 0);
+    // 8 channels x 100 us: 80k IOPS, device always busy.
+    CHECK(r.total.iops == doctest::Approx(80000).epsilon(0.02));
+    CHECK(r.utilisation > 0.99);
+    // 640 outstanding over 80k IOPS: Little's law says 8 ms.
+    CHECK(r.total.latency.mean_us == doctest::Approx(8000).epsilon(0.02));
+    for (const auto& j : r.jobs) CHECK(j.iops == doctest::Approx(8000).epsilon(0.05));
+}
+
+TEST_CASE("sim: runs are deterministic and the seed matters") {
+    Workload w = weights_3to1("none", "hdd");
+    w.runtime = 2s;
+    Results a = run(w), b = run(w);
+    CHECK(a.total.ios == b.total.ios);
+    CHECK(a.total.latency.stddev_us == b.total.latency.stddev_us);
+    w.seed = 99;
+    Results c = run(w);
+    CHECK(c.total.latency.p99_us != a.total.latency.p99_us);
+}
+
+TEST_CASE("sim: hdd sequential beats random, think time lowers utilisation") {
+    Workload seq = hdd_two_readers("none", "");
+    seq.jobs.resize(1);
+    Results s = run(seq);
+    CHECK(s.total.mib_s > 150);
+    Workload rnd = seq;
+    rnd.jobs[0].pattern = Pattern::random;
+    Results r = run(rnd);
+    CHECK(s.total.mib_s > 10 * r.total.mib_s);
+    CHECK(r.total.latency.stddev_us > 0);
+    Workload think = seq;
+    think.jobs[0].think_time = Nanos(400'000);   // 0.4 ms: same as a 64k transfer
+    Results t = run(think);
+    CHECK(t.utilisation == doctest::Approx(0.5).epsilon(0.05));
+}
+
+TEST_CASE("sim: a run-time tunable change takes effect (none max_depth)") {
+    Workload w = seed000("none", "");
+    w.runtime = 2s;
+    w.ramp_time = 1s;
+    w.changes.push_back({1s, "max_depth", "1"});
+    Results r = run(w);
+    // Depth 1 on 8 channels: one request per ~107 us after the change.
+    CHECK(r.total.iops == doctest::Approx(1e6 / 107.4).epsilon(0.03));
+    w.changes[0].name = "bogus";
+    std::string error;
+    simulate(w, error);
+    CHECK(error.find("bogus") != std::string::npos);
+}
+
+TEST_CASE("sim: bad workloads are errors, not crashes") {
+    std::string error;
+    Workload w = seed000("none", "");
+    w.profile = "none";
+    simulate(w, error);
+    CHECK_FALSE(error.empty());
+    w = seed000("deadline", "");
+    simulate(w, error);
+    CHECK(error.find("deadline") != std::string::npos);
+}
+
+TEST_CASE("sim: yaml workload with groups, numjobs and changes") {
+    Workload w;
+    std::string err = parse_workload(R"(
+device: {profile: hdd, rpm: 5400}
+scheduler: {policy: none, max_depth: 4}
+runtime: 1s
+ramp_time: 100ms
+seed: 7
+groups: {a: 1000, b: 100}
+jobs:
+  - {name: x, group: a, rw: randwrite, bs: 8k, iodepth: 2, numjobs: 3, sync: false, thinktime: 1ms, size: 1GiB}
+  - {name: y, group: b, rw: read, bs: 1M}
+changes: [{at: 500ms, max_depth: 2}]
+)", w);
+    REQUIRE_MESSAGE(err.empty(), err);
+    CHECK(w.profile_params.at("rpm") == "5400");
+    CHECK(w.tunables.at("max_depth") == "4");
+    REQUIRE(w.jobs.size() == 4);
+    CHECK(w.jobs[2].name == "x.2");
+    CHECK(w.jobs[0].op == sched::Op::write);
+    CHECK(w.jobs[0].pattern == Pattern::random);
+    CHECK_FALSE(w.jobs[0].sync);
+    CHECK(w.jobs[3].block_size == (1u << 20));
+    CHECK(w.groups.size() == 2);
+    REQUIRE(w.changes.size() == 1);
+    CHECK(w.changes[0].at == Nanos(500ms));
+    Results r = run(w);
+    CHECK(r.groups.size() == 2);
+    CHECK(r.groups[0].weight == 1000);
+    std::ostringstream table, json;
+    print_table(table, r);
+    print_json(json, r);
+    CHECK(table.str().find("x.1") != std::string::npos);
+    CHECK(json.str().find("\"lat_p99_us\"") != std::string::npos);
+
+    CHECK_FALSE(parse_workload("jobs: []", w).empty());
+    CHECK_FALSE(parse_workload("jobs: [{rw: sideways}]", w).empty());
+    CHECK_FALSE(parse_workload("jobs: [{bs: 100}]", w).empty());
+    CHECK_FALSE(parse_workload("jobs: [{}]\nfoo: 1", w).empty());
+    CHECK_FALSE(parse_workload("jobs: [{iodepth: lots}]", w).empty());
+    CHECK_FALSE(parse_workload("jobs: [{name: a}, {name: a}]", w).empty());
+    CHECK_FALSE(parse_workload("groups: {a: 0}\njobs: [{}]", w).empty());
+    CHECK_FALSE(parse_workload("{{{", w).empty());
+}
