@@ -1,0 +1,47 @@
+// Small RAII helpers over the libnbd C API for the integration tests.
+#pragma once
+
+#include <libnbd.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nbdsched::itest {
+
+// Owns an nbd_handle; closing it disconnects.
+class Nbd {
+public:
+    Nbd();
+    ~Nbd();
+    Nbd(const Nbd&) = delete;
+    Nbd& operator=(const Nbd&) = delete;
+    Nbd(Nbd&& o) noexcept : h_(o.h_) { o.h_ = nullptr; }
+    nbd_handle* get() const { return h_; }
+    operator nbd_handle*() const { return h_; }
+private:
+    nbd_handle* h_;
+};
+
+// A connected handle (throws std::runtime_error with libnbd's message).
+Nbd connect(const std::string& uri);
+
+// libnbd's last error message and errno for this thread.
+std::string nbd_error();
+
+// Deterministic bytes that depend on the absolute device offset and a seed, so
+// any sub-range of a write can be verified on its own.
+std::vector<std::uint8_t> pattern(std::size_t len, std::uint64_t offset, std::uint32_t seed);
+
+// Reads [offset, offset+len) and compares it with pattern(); returns "" when
+// equal, else a description of the first difference or the error.
+std::string verify_pattern(nbd_handle* h, std::size_t len, std::uint64_t offset,
+                           std::uint32_t seed);
+// Writes pattern(); returns libnbd's result (0 or -1).
+int write_pattern(nbd_handle* h, std::size_t len, std::uint64_t offset, std::uint32_t seed,
+                  std::uint32_t flags = 0);
+
+// True when all bytes of [offset, offset+len) read as zero (throws on error).
+bool reads_zero(nbd_handle* h, std::size_t len, std::uint64_t offset);
+
+} // namespace nbdsched::itest
