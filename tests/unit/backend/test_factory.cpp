@@ -1,0 +1,52 @@
+#include <doctest/doctest.h>
+
+#include "backend/factory.hpp"
+#include "backend/ram_backend.hpp"
+#include "helpers.hpp"
+
+using namespace nbdsched;
+using namespace nbdsched::backend;
+
+TEST_CASE("factory: ram and file devices, errors name the device")
+{
+    config::Device d;
+    d.name = "d0";
+    d.size = 1 << 30;
+    std::string error;
+    auto ram = make_backend(d, error);
+    REQUIRE(ram != nullptr);
+    CHECK(dynamic_cast<RamBackend*>(ram.get()) != nullptr);
+    CHECK(ram->size() == 1 << 30);
+
+    d.size = 0;
+    CHECK(make_backend(d, error) == nullptr);
+    CHECK(error.find("device d0") != std::string::npos);
+
+    test::TempDir dir;
+    d.backend = config::BackendKind::file;
+    d.path = dir.file("f.img");
+    d.size = 1 << 20;
+    auto file = make_backend(d, error);
+    REQUIRE(file != nullptr);
+    CHECK(file->blocking());
+    CHECK(file->size() == 1 << 20);
+
+    d.path.clear();
+    CHECK(make_backend(d, error) == nullptr);
+    CHECK(error.find("path") != std::string::npos);
+}
+
+TEST_CASE("factory: resolve_rotational precedence")
+{
+    config::Device d;
+    d.size = 1 << 20;
+    std::string error;
+    auto ram = make_backend(d, error);
+    REQUIRE(ram);
+    CHECK_FALSE(resolve_rotational(d, *ram, std::nullopt));   // RAM: non-rotational
+    CHECK(resolve_rotational(d, *ram, true));                 // hdd profile
+    d.rotational = config::Tristate::no;
+    CHECK_FALSE(resolve_rotational(d, *ram, true));           // explicit wins
+    d.rotational = config::Tristate::yes;
+    CHECK(resolve_rotational(d, *ram, false));
+}

@@ -1,0 +1,157 @@
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+
+#include "backend/file_backend.hpp"
+#include "helpers.hpp"
+
+using namespace nbdsched::backend;
+using test::all_zero;
+using test::is_pattern;
+using test::pattern;
+using test::TempDir;
+
+namespace {
+
+std::unique_ptr<FileBackend> open_ok(const FileBackend::Options& o)
+{
+    std::string error;
+    auto b = FileBackend::open(o, error);
+    INFO(error);
+    REQUIRE(b != nullptr);
+    CHECK(error.empty());
+    return b;
+}
+
+std::uint64_t allocated_on_disk(const std::string& path)
+{
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return static_cast<std::uint64_t>(st.st_blocks) * 512;
+}
+
+} // namespace
+
+TEST_CASE("file: created sparse with the configured size, reopened with size 0")
+{
+    TempDir dir;
+    const auto path = dir.file("d.img");
+    {
+        auto b = open_ok({path, 8 << 20, false});
+        CHECK(b->created());
+        CHECK(b->size() == 8 << 20);
+        CHECK(b->blocking());
+        CHECK_FALSE(b->is_block_device());
+        CHECK(b->describe().find(path) != std::string::npos);
+        CHECK(std::filesystem::file_size(path) == 8 << 20);
+        CHECK(allocated_on_disk(path) < (1 << 20));
+        REQUIRE(b->write(4096, pattern(4096, 8192), false) == 0);
+    }
+    auto b = open_ok({path, 0, false});
+    CHECK_FALSE(b->created());
+    CHECK(b->size() == 8 << 20);
+    std::vector<std::byte> back(8192);
+    REQUIRE(b->read(4096, back) == 0);
+    CHECK(is_pattern(back, 4096));
+}
+
+TEST_CASE("file: size mismatch: smaller file grows, larger file is refused")
+{
+    TempDir dir;
+    const auto path = dir.file("d.img");
+    { std::ofstream(path) << "hello"; }
+    {
+        auto b = open_ok({path, 1 << 20, false});
+        CHECK(b->grown());
+        CHECK(std::filesystem::file_size(path) == 1 << 20);
+        std::vector<std::byte> head(5);
+        REQUIRE(b->read(0, head) == 0);
+        CHECK(std::string(reinterpret_cast<char*>(head.data()), 5) == "hello");
+    }
+    std::string error;
+    CHECK(FileBackend::open({path, 4096, false}, error) == nullptr);
+    CHECK(error.find("larger than the configured size") != std::string::npos);
+    MESSAGE(error);
+}
+
+TEST_CASE("file: bad paths are errors with a message")
+{
+    TempDir dir;
+    std::string error;
+    CHECK(FileBackend::open({dir.file("no/such/dir/x.img"), 4096, false}, error) == nullptr);
+    CHECK(error.find("No such file") != std::string::npos);
+    error.clear();
+    CHECK(FileBackend::open({dir.file("missing.img"), 0, false}, error) == nullptr);
+    CHECK(error.find("no size") != std::string::npos);
+    error.clear();
+    CHECK(FileBackend::open({dir.path().string(), 0, false}, error) == nullptr);   // a directory
+    CHECK_FALSE(error.empty());
+    error.clear();
+    { std::ofstream(dir.file("empty.img")); }
+    CHECK(FileBackend::open({dir.file("empty.img"), 0, false}, error) == nullptr);
+    CHECK(error.find("empty") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("missing.img")));
+}
+
+TEST_CASE("file: read/write patterns, flush, fua, out of range")
+{
+    TempDir dir;
+    auto b = open_ok({dir.file("d.img"), 4 << 20, false});
+    const std::uint64_t offs[] = {0, 1, 511, 4095, 4097, (4 << 20) - 70000};
+    for (auto off : offs) {
+        REQUIRE(b->write(off, pattern(off, 65537, 7), off % 2 == 1) == 0);
+        std::vector<std::byte> back(65537);
+        REQUIRE(b->read(off, back) == 0);
+        CHECK(is_pattern(back, off, 7));
+    }
+    CHECK(b->flush() == 0);
+    std::vector<std::byte> buf(10);
+    CHECK(b->read((4 << 20) - 5, buf) == EINVAL);
+    CHECK(b->write(4 << 20, buf, false) == EINVAL);
+    CHECK(b->trim(0, (4 << 20) + 1, false) == EINVAL);
+}
+
+TEST_CASE("file: trim punches holes that read as zeros")
+{
+    TempDir dir;
+    const auto path = dir.file("d.img");
+    auto b = open_ok({path, 4 << 20, false});
+    REQUIRE(b->write(0, pattern(0, 4 << 20), false) == 0);
+    REQUIRE(b->flush() == 0);
+    const auto before = allocated_on_disk(path);
+    REQUIRE(b->trim(1 << 20, 2 << 20, true) == 0);
+    std::vector<std::byte> back(2 << 20);
+    REQUIRE(b->read(1 << 20, back) == 0);
+    CHECK(all_zero(back));
+    CHECK(allocated_on_disk(path) <= before - (2 << 20));
+    std::vector<std::byte> edge(4096);
+    REQUIRE(b->read((1 << 20) - 4096, edge) == 0);
+    CHECK(is_pattern(edge, (1 << 20) - 4096));
+}
+
+TEST_CASE("file: write_zeroes with and without may_trim")
+{
+    TempDir dir;
+    const auto path = dir.file("d.img");
+    auto b = open_ok({path, 4 << 20, false});
+    REQUIRE(b->write(0, pattern(0, 4 << 20), false) == 0);
+    REQUIRE(b->flush() == 0);
+    const auto full = allocated_on_disk(path);
+
+    REQUIRE(b->write_zeroes(100, 1 << 20, false, false) == 0);   // NO_HOLE: stays allocated
+    std::vector<std::byte> back((1 << 20) + 200);
+    REQUIRE(b->read(0, back) == 0);
+    CHECK(is_pattern({back.begin(), back.begin() + 100}, 0));
+    CHECK(all_zero({back.begin() + 100, back.begin() + 100 + (1 << 20)}));
+    CHECK(is_pattern({back.begin() + 100 + (1 << 20), back.end()}, 100 + (1 << 20)));
+    CHECK(allocated_on_disk(path) >= full - (64 << 10));
+
+    REQUIRE(b->write_zeroes(2 << 20, 1 << 20, true, true) == 0);   // may punch
+    std::vector<std::byte> z(1 << 20);
+    REQUIRE(b->read(2 << 20, z) == 0);
+    CHECK(all_zero(z));
+    CHECK(allocated_on_disk(path) <= full - (1 << 20) + (64 << 10));   // some metadata may move
+}

@@ -1,0 +1,101 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "backend/file_backend.hpp"
+#include "helpers.hpp"
+
+using namespace nbdsched::backend;
+using test::all_zero;
+using test::is_pattern;
+using test::pattern;
+using test::TempDir;
+
+namespace {
+
+// O_DIRECT is not available everywhere (tmpfs before 6.6, some overlays):
+// nullptr means "skip these checks".
+std::unique_ptr<FileBackend> open_direct(const std::string& path, std::uint64_t size)
+{
+    std::string error;
+    auto b = FileBackend::open({path, size, true}, error);
+    if (!b && error.find("O_DIRECT is not supported") != std::string::npos) {
+        MESSAGE("SKIP: " << error);
+        return nullptr;
+    }
+    INFO(error);
+    REQUIRE(b != nullptr);
+    return b;
+}
+
+} // namespace
+
+TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip")
+{
+    TempDir dir;
+    auto b = open_direct(dir.file("d.img"), 4 << 20);
+    if (!b)
+        return;
+    CHECK(b->direct());
+    CHECK(b->describe().find("O_DIRECT") != std::string::npos);
+    REQUIRE(b->write(0, pattern(0, 4 << 20, 3), false) == 0);   // vector data: not 4k aligned
+    struct Case {
+        std::uint64_t offset;
+        std::size_t length;
+    };
+    const Case cases[] = {{0, 4096}, {1, 1}, {4095, 2}, {512, 512}, {4000, 10000}, {8192, 4096 * 3 + 7},
+                          {(4 << 20) - 5, 5}};
+    for (const auto& c : cases) {
+        auto data = pattern(c.offset, c.length, 9);
+        REQUIRE(b->write(c.offset, data, c.offset % 2 == 0) == 0);
+        std::vector<std::byte> back(c.length + 1);
+        REQUIRE(b->read(c.offset, std::span(back).subspan(1)) == 0);   // misaligned buffer
+        back.erase(back.begin());
+        CHECK(is_pattern(back, c.offset, 9));
+    }
+    // The bytes around an unaligned write keep their old contents.
+    REQUIRE(b->write(70000, pattern(70000, 100, 9), false) == 0);
+    std::vector<std::byte> around(8192);
+    REQUIRE(b->read(65536, around) == 0);
+    CHECK(is_pattern({around.begin(), around.begin() + 4464}, 65536, 3));
+    CHECK(is_pattern({around.begin() + 4464, around.begin() + 4564}, 70000, 9));
+    CHECK(is_pattern({around.begin() + 4564, around.end()}, 70100, 3));
+    REQUIRE(b->write_zeroes(1000, 5000, false, false) == 0);
+    std::vector<std::byte> z(5000);
+    REQUIRE(b->read(1000, z) == 0);
+    CHECK(all_zero(z));
+}
+
+TEST_CASE("file O_DIRECT: concurrent unaligned writes to one block lose nothing")
+{
+    TempDir dir;
+    auto b = open_direct(dir.file("d.img"), 1 << 20);
+    if (!b)
+        return;
+    // 8 threads each own 512-byte slices of the same 4 KiB blocks: every
+    // write is a read-modify-write of a block shared with the others.
+    std::vector<std::thread> pool;
+    for (int t = 0; t < 8; ++t)
+        pool.emplace_back([&, t] {
+            for (std::uint64_t block = 0; block < 64; ++block) {
+                const std::uint64_t off = block * 4096 + static_cast<std::uint64_t>(t) * 512;
+                (void)b->write(off, pattern(off, 512, 5), false);
+            }
+        });
+    for (auto& th : pool)
+        th.join();
+    std::vector<std::byte> back(64 * 4096);
+    REQUIRE(b->read(0, back) == 0);
+    CHECK(is_pattern(back, 0, 5));
+}
+
+TEST_CASE("file O_DIRECT: a size that is not a multiple of the block is refused")
+{
+    TempDir dir;
+    std::string error;
+    auto b = FileBackend::open({dir.file("d.img"), 4096 * 3 + 1, true}, error);
+    CHECK(b == nullptr);
+    MESSAGE(error);
+}
