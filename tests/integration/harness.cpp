@@ -259,6 +259,7 @@ void Daemon::start_nbdkit() {
         if (!dev) throw std::runtime_error("export " + e.name + ": no device " + e.device);
         std::string sock = dir_.file("nbdkit" + std::to_string(i) + ".sock");
         export_sockets_.push_back(sock);
+        std::filesystem::remove(sock);   // nbdkit leaves it behind
         std::vector<std::string> argv = {choice_.exe, "-f", "-U", sock,
             "--filter=blocksize-policy"};
         if (e.readonly) argv.push_back("-r");
