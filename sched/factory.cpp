@@ -1,4 +1,5 @@
 // make_scheduler / tunable_names: the one place that knows every policy.
+#include "sched/cfq/cfq.hpp"
 #include "sched/none.hpp"
 #include "sched/scheduler.hpp"
 
@@ -14,12 +15,7 @@ std::unique_ptr<Scheduler> make_scheduler(std::string_view policy, const DeviceT
     error.clear();
     if (policy == "none") return make_none(device, tunables, error);
     if (policy == "cfq") {
-#ifdef NBDSCHED_HAVE_CFQ
         return make_cfq(device, tunables, error);
-#else
-        error = "policy cfq not built yet";
-        return nullptr;
-#endif
     }
     if (policy == "bfq") {
 #ifdef NBDSCHED_HAVE_BFQ
@@ -35,9 +31,7 @@ std::unique_ptr<Scheduler> make_scheduler(std::string_view policy, const DeviceT
 
 std::vector<std::string> tunable_names(std::string_view policy) {
     if (policy == "none") return none_tunable_names();
-#ifdef NBDSCHED_HAVE_CFQ
     if (policy == "cfq") return cfq_tunable_names();
-#endif
 #ifdef NBDSCHED_HAVE_BFQ
     if (policy == "bfq") return bfq_tunable_names();
 #endif

@@ -1,0 +1,227 @@
+// The seam's entry points: groups, queues, submit/dispatch/complete, tunables.
+#include "sched/cfq/cfq_scheduler.hpp"
+
+#include <algorithm>
+
+#include "sched/cfq/cfq.hpp"
+#include "sched/cfq/constants.hpp"
+
+namespace nbdsched::sched::cfq {
+
+using namespace std::chrono_literals;
+
+CfqScheduler::CfqScheduler(const DeviceTraits& device, const CfqTunables& tunables)
+    : device_(device), t_(tunables) {
+    if (device_.max_depth == 0) device_.max_depth = 1;
+}
+
+CfqScheduler::~CfqScheduler() = default;
+
+// Every event first brings the clock forward and fires a due idle timer, at
+// the time it was due, so the order of events is the kernel's.
+void CfqScheduler::advance(Time now) {
+    if (!clock_started_) {
+        clock_started_ = true;
+        now_ = now;
+        // "Sync was last delayed a second ago": async starts with some depth.
+        last_delayed_sync_ = now - 1s;
+    }
+    if (timer_ && *timer_ <= now) idle_timer_fired(std::max(*timer_, now_));
+    now_ = std::max(now_, now);
+}
+
+CfqGroup& CfqScheduler::group(GroupId id) {
+    auto& g = groups_[id];
+    if (!g) g = std::make_unique<CfqGroup>(id, kDefaultWeight, now_);
+    return *g;
+}
+
+void CfqScheduler::set_group(GroupId id, unsigned weight) {
+    weight = std::clamp(weight, kMinWeight, kMaxWeight);
+    CfqGroup& g = group(id);
+    // An active group keeps its weight in the root's sum until it is
+    // re-activated (next time it is charged), as cfq_update_group_weight does.
+    if (g.on_tree) g.new_weight = weight;
+    else g.weight = weight;
+    g.stats.weight = weight;
+}
+
+void CfqScheduler::open_queue(QueueId id, GroupId gid, Time now) {
+    advance(now);
+    auto& q = queues_[id];
+    if (q && q->group->id != gid && !q->on_rr && !q->dispatched && q->empty() && active_ != q.get())
+        q.reset();   // a client that moved to another group gets a fresh queue
+    if (!q) q = std::make_unique<CfqQueue>(next_queue_key_++, id, &group(gid), true, now);
+    q->closed = false;
+    closed_.erase(id);
+}
+
+void CfqScheduler::close_queue(QueueId id, Time now) {
+    advance(now);
+    auto it = queues_.find(id);
+    if (it == queues_.end()) return;
+    CfqQueue& q = *it->second;
+    q.closed = true;
+    closed_.insert(id);
+    if (active_ == &q) expire_queue(q, now, false);
+    reap_closed();
+}
+
+void CfqScheduler::reap_closed() {
+    for (auto it = closed_.begin(); it != closed_.end();) {
+        auto qit = queues_.find(*it);
+        if (qit == queues_.end()) {
+            it = closed_.erase(it);
+            continue;
+        }
+        const CfqQueue& q = *qit->second;
+        if (q.empty() && !q.dispatched && !q.on_rr && active_ != &q) {
+            queues_.erase(qit);
+            it = closed_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
+    auto it = queues_.find(req.queue);
+    if (it == queues_.end() || it->second->closed) {
+        open_queue(req.queue, req.group, now);
+        it = queues_.find(req.queue);
+    }
+    if (req.sync) return *it->second;
+    // Async requests go to the group's shared async queue, as in the kernel.
+    CfqGroup& g = *it->second->group;
+    if (!g.async_queue)
+        g.async_queue = std::make_unique<CfqQueue>(next_queue_key_++, std::nullopt, &g, false, now);
+    return *g.async_queue;
+}
+
+void CfqScheduler::submit(const Request& req, Time now) {
+    advance(now);
+    CfqQueue& q = queue_for(req, now);
+    q.add(req, now + t_.fifo_expire(req.sync), last_position_, elevator());
+    if (!q.on_rr) add_rr(q, now);
+    rq_enqueued(q, req, now);
+}
+
+// cfq_rq_enqueued: update the heuristics, then end idling or preempt.
+void CfqScheduler::rq_enqueued(CfqQueue& q, const Request& req, Time now) {
+    ++rq_queued_;
+    if (q.sync) {
+        q.ttime.update(now, t_.slice_idle);
+        if (q.tree) q.tree->ttime.update(now, t_.slice_idle);
+    }
+    q.group->ttime.update(now, t_.group_idle);
+    q.update_seek(req, device_.rotational);
+    update_idle_window(q);
+    q.last_request_pos = req.offset / 512 + req.sectors();
+
+    if (&q == active_) {
+        // The request we idled for. (The kernel holds back requests of at
+        // most a page when alone, to let them merge; there is no merging
+        // here, so it always goes right away.)
+        if (q.wait_request) {
+            cancel_timer(now);
+            q.wait_request = false;
+        }
+    } else if (should_preempt(q, req, now)) {
+        preempt_queue(q, now);
+    }
+}
+
+std::optional<Request> CfqScheduler::dispatch(Time now) {
+    advance(now);
+    if (rq_in_driver_ >= int(device_.max_depth) || !busy_queues_) return std::nullopt;
+    CfqQueue* q = select_queue(now);
+    if (!q) return std::nullopt;
+    auto req = dispatch_request(*q, now);
+    if (!req) return std::nullopt;
+    ++q->slice_dispatch;
+    q->must_dispatch = false;
+    // An async queue that used its request budget yields when others wait.
+    if (busy_queues_ > 1 && !q->sync &&
+        q->slice_dispatch >= 2 * std::uint64_t(t_.slice_async_rq) * (kIoprioBeNr - kIoprio)) {
+        q->slice_end = now + Nanos(1);
+        slice_expired(now, false);
+    }
+    reap_closed();
+    return req;
+}
+
+void CfqScheduler::complete(RequestId id, Time now) {
+    advance(now);
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) return;
+    CfqQueue& q = *it->second.queue;
+    const Request req = it->second.req;
+    in_flight_.erase(it);
+
+    update_hw_tag();
+    --rq_in_driver_;
+    --q.dispatched;
+    --q.group->dispatched;
+    --rq_in_flight_[q.sync ? 1 : 0];
+    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats),
+                           &queue_stats(req)})
+        ++s->completed;
+
+    if (req.sync) {
+        q.ttime.last_end_request = now;
+        QueueTree& st = q.on_rr && q.tree ? *q.tree : q.group->tree(q.type());
+        st.ttime.last_end_request = now;
+        if (req.arrival + t_.fifo_expire_sync <= now) last_delayed_sync_ = now;
+    }
+    q.group->ttime.last_end_request = now;
+
+    if (active_ == &q) {
+        const bool empty = q.empty();
+        // The slice starts at the first completion, not at the first dispatch.
+        if (q.slice_new) {
+            set_prio_slice(q, now);
+            q.slice_new = false;
+        }
+        // Keep the slice alive a little so the group stays backlogged.
+        if (should_wait_busy(q, now)) {
+            q.slice_end = now + (t_.slice_idle > Nanos{} ? t_.slice_idle : t_.group_idle);
+            q.wait_busy = true;
+        }
+        if (slice_used(q, now)) slice_expired(now, true);
+        else if (req.sync && empty) arm_slice_timer(now);
+    }
+    reap_closed();
+}
+
+std::vector<std::string> CfqScheduler::tunable_names() const { return cfq::tunable_names(); }
+
+std::optional<std::string> CfqScheduler::get_tunable(std::string_view name) const {
+    return cfq::get_tunable(t_, name);
+}
+
+std::string CfqScheduler::set_tunable(std::string_view name, std::string_view value, Time now) {
+    advance(now);
+    // Parse into a copy: a bad value leaves everything as it was.
+    CfqTunables next = t_;
+    std::string error = cfq::set_tunable(next, device_, name, value);
+    if (error.empty()) t_ = next;
+    return error;
+}
+
+} // namespace nbdsched::sched::cfq
+
+namespace nbdsched::sched {
+
+std::unique_ptr<Scheduler> make_cfq(const DeviceTraits& device, const Tunables& tunables,
+                                    std::string& error) {
+    cfq::CfqTunables t = cfq::default_tunables(device);
+    for (const auto& [name, value] : tunables) {
+        error = cfq::set_tunable(t, device, name, value);
+        if (!error.empty()) return nullptr;
+    }
+    return std::make_unique<cfq::CfqScheduler>(device, t);
+}
+
+std::vector<std::string> cfq_tunable_names() { return cfq::tunable_names(); }
+
+} // namespace nbdsched::sched

@@ -1,0 +1,157 @@
+// CfqScheduler: a faithful but simplified Linux 4.x CFQ (block/cfq-iosched.c)
+// behind the Scheduler seam. Member functions are spread over files by job:
+//   cfq_scheduler.cpp  seam entry points (submit/dispatch/complete, queues, groups)
+//   rr.cpp             round robin: queue service trees, group tree, charging
+//   select.cpp         choosing group -> workload -> queue, slice expiry, preemption
+//   slices.cpp         slice lengths (prio, low_latency scaling, workload slices)
+//   idling.cpp         should_idle / arm_slice_timer / wait_busy / hw_tag / idle window
+//   dispatch.cpp       dispatch limits and moving a request to the device
+//   stats.cpp          counters and idle-time accounting
+// Left out (see docs/schedulers-cfq.md): cooperator queue merging, REQ_PRIO
+// boosting, ioprio levels and the RT/IDLE classes (everything is BE, prio 4),
+// hierarchical groups (all groups are children of one root).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "sched/cfq/group.hpp"
+#include "sched/cfq/queue.hpp"
+#include "sched/cfq/tunables.hpp"
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::sched::cfq {
+
+class CfqScheduler final : public Scheduler {
+public:
+    CfqScheduler(const DeviceTraits& device, const CfqTunables& tunables);
+    ~CfqScheduler() override;
+
+    std::string_view policy() const override { return "cfq"; }
+
+    void set_group(GroupId group, unsigned weight) override;
+    void open_queue(QueueId queue, GroupId group, Time now) override;
+    void close_queue(QueueId queue, Time now) override;
+
+    void submit(const Request& request, Time now) override;
+    std::optional<Request> dispatch(Time now) override;
+    void complete(RequestId id, Time now) override;
+    std::optional<Time> next_wakeup() const override { return timer_; }
+
+    std::vector<std::string> tunable_names() const override;
+    std::optional<std::string> get_tunable(std::string_view name) const override;
+    std::string set_tunable(std::string_view name, std::string_view value, Time now) override;
+
+    std::size_t queued() const override { return std::size_t(rq_queued_); }
+    std::size_t in_flight() const override { return std::size_t(rq_in_driver_); }
+    SchedulerStats stats(Time now) const override;
+
+    const CfqTunables& tunables() const { return t_; }
+
+private:
+    struct InFlight {
+        CfqQueue* queue;
+        Request req;
+    };
+
+    // cfq_scheduler.cpp
+    void advance(Time now);
+    CfqGroup& group(GroupId id);
+    CfqQueue& queue_for(const Request& req, Time now);
+    void rq_enqueued(CfqQueue& q, const Request& req, Time now);
+    void reap_closed();
+
+    // rr.cpp
+    void service_tree_add(CfqQueue& q, bool add_front, Time now);
+    void resort_rr_list(CfqQueue& q, Time now);
+    void add_rr(CfqQueue& q, Time now);
+    void del_rr(CfqQueue& q);
+    void group_notify_add(CfqGroup& g);
+    void group_notify_del(CfqGroup& g);
+    void group_tree_add(CfqGroup& g);
+    void group_tree_del(CfqGroup& g);
+    void group_served(CfqGroup& g, CfqQueue& q, Time now);
+
+    // select.cpp
+    CfqQueue* select_queue(Time now);
+    void choose_cfqg(Time now);
+    void choose_wl_type(CfqGroup& g, Time now);
+    CfqQueue* get_next_queue() const;
+    void set_active_queue(CfqQueue* q, Time now);
+    void slice_expired(Time now, bool timed_out);
+    void expire_queue(CfqQueue& q, Time now, bool timed_out);
+    bool should_preempt(const CfqQueue& q, const Request& req, Time now) const;
+    void preempt_queue(CfqQueue& q, Time now);
+
+    // slices.cpp
+    Nanos prio_slice(bool sync, int prio) const;
+    Nanos group_slice(const CfqGroup& g) const;
+    unsigned group_avg_queues(CfqGroup& g);
+    Nanos scaled_slice(CfqQueue& q);
+    void set_prio_slice(CfqQueue& q, Time now);
+    bool slice_used(const CfqQueue& q, Time now) const;
+    Nanos slice_usage(const CfqQueue& q, Time now) const;
+    std::int64_t slice_offset(const CfqQueue& q) const;
+    Nanos workload_slice(CfqGroup& g, WlType type) const;
+
+    // idling.cpp
+    bool should_idle(const CfqQueue& q) const;
+    void arm_slice_timer(Time now);
+    bool should_wait_busy(const CfqQueue& q, Time now) const;
+    void idle_timer_fired(Time now);
+    void update_idle_window(CfqQueue& q);
+    void update_hw_tag();
+    bool hw_tag() const { return hw_tag_ != 0; }   // -1 (unknown) counts as queueing
+    bool iops_mode() const { return t_.slice_idle == Nanos{} && hw_tag(); }
+
+    // dispatch.cpp
+    bool may_dispatch(const CfqQueue& q, Time now) const;
+    std::optional<Request> dispatch_request(CfqQueue& q, Time now);
+    ElevatorParams elevator() const;
+
+    // stats.cpp
+    void start_timer(Nanos delay, Time now);
+    void cancel_timer(Time now);
+    EntityStats& queue_stats(const Request& req);
+
+    DeviceTraits device_;
+    CfqTunables t_;
+
+    std::map<GroupId, std::unique_ptr<CfqGroup>> groups_;
+    std::map<QueueId, std::unique_ptr<CfqQueue>> queues_;   // sync queues by client
+    std::set<QueueId> closed_;
+    std::map<RequestId, InFlight> in_flight_;
+    std::uint64_t next_queue_key_ = 0;
+
+    GroupTree grp_tree_;
+    unsigned active_weight_ = 0;   // the root's children_weight
+    CfqGroup* serving_group_ = nullptr;
+    WlType serving_type_ = WlType::sync_noidle;
+    Time workload_expires_{};
+    CfqQueue* active_ = nullptr;
+
+    unsigned busy_queues_ = 0;
+    unsigned busy_sync_queues_ = 0;
+    int rq_in_driver_ = 0;
+    std::array<int, 2> rq_in_flight_{};   // [async, sync]
+    int rq_queued_ = 0;
+
+    int hw_tag_ = -1;
+    int hw_tag_est_depth_ = 0;
+    int hw_tag_samples_ = 0;
+
+    std::optional<Time> timer_;   // the idle slice timer
+    Time idle_start_{};
+    std::uint64_t last_position_ = 0;
+    Time last_delayed_sync_{};
+    bool clock_started_ = false;
+    Time now_{};
+
+    // Counters.
+    EntityStats device_stats_;
+    std::map<QueueId, EntityStats> queue_stats_;
+};
+
+} // namespace nbdsched::sched::cfq

@@ -1,0 +1,11 @@
+#include "sched/cfq/group.hpp"
+
+namespace nbdsched::sched::cfq {
+
+CfqGroup::CfqGroup(GroupId id_, unsigned weight_, Time now) : id(id_), weight(weight_) {
+    ttime.last_end_request = now;
+    for (auto& t : trees) t.ttime.last_end_request = now;
+    stats.weight = weight_;
+}
+
+} // namespace nbdsched::sched::cfq

@@ -1,0 +1,94 @@
+#include "sched/cfq/queue.hpp"
+
+#include <bit>
+
+#include "sched/cfq/constants.hpp"
+
+namespace nbdsched::sched::cfq {
+
+std::optional<CfqQueue::PendingIt> choose_req(std::optional<CfqQueue::PendingIt> a,
+                                              std::optional<CfqQueue::PendingIt> b,
+                                              std::uint64_t last, const ElevatorParams& e) {
+    if (!a || (b && *a == *b)) return b;
+    if (!b) return a;
+    const Request& r1 = (*a)->req;
+    const Request& r2 = (*b)->req;
+    if (r1.sync != r2.sync) return r1.sync ? a : b;
+    // (REQ_PRIO is not modelled.)
+    const std::uint64_t s1 = (*a)->sector(), s2 = (*b)->sector();
+    std::uint64_t d1 = 0, d2 = 0;
+    bool wrap1 = false, wrap2 = false;
+    // Strict one-way elevator, except short backward seeks that cost
+    // back_penalty times a forward seek of the same distance.
+    if (s1 >= last) d1 = s1 - last;
+    else if (s1 + e.back_max_sectors >= last) d1 = (last - s1) * e.back_penalty;
+    else wrap1 = true;
+    if (s2 >= last) d2 = s2 - last;
+    else if (s2 + e.back_max_sectors >= last) d2 = (last - s2) * e.back_penalty;
+    else wrap2 = true;
+
+    if (!wrap1 && !wrap2) {
+        if (d1 < d2) return a;
+        if (d2 < d1) return b;
+        return s1 >= s2 ? a : b;
+    }
+    if (wrap2 && !wrap1) return a;
+    if (wrap1 && !wrap2) return b;
+    // Both behind the head: start with the one furthest behind (one back seek).
+    return s1 <= s2 ? a : b;
+}
+
+CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup* group_,
+                   bool sync_, Time now)
+    : key(key_), client(client_), group(group_), sync(sync_) {
+    idle_window = sync;   // cfq_init_cfqq: sync queues start with an idle window
+    ttime.last_end_request = now;
+}
+
+void CfqQueue::add(const Request& req, Time fifo_time, std::uint64_t last_position,
+                   const ElevatorParams& e) {
+    fifo.push_back(Pending{req, fifo_time, {}});
+    auto it = std::prev(fifo.end());
+    it->sorted_pos = sorted.emplace(it->sector(), it);   // equal sectors: insertion order
+    next_rq = choose_req(next_rq, it, last_position, e);
+}
+
+Request CfqQueue::remove_for_dispatch(PendingIt it, const ElevatorParams& e) {
+    // cfq_dispatch_insert() -> cfq_find_next_rq(): the neighbours of the
+    // dispatched request in sector order (wrapping to the first), chosen by
+    // the elevator from that request's position.
+    std::optional<PendingIt> next, prev;
+    auto pos = it->sorted_pos;
+    if (pos != sorted.begin()) prev = std::prev(pos)->second;
+    if (std::next(pos) != sorted.end()) next = std::next(pos)->second;
+    else if (sorted.begin() != pos) next = sorted.begin()->second;
+    next_rq = choose_req(next, prev, it->sector(), e);
+    Request req = it->req;
+    sorted.erase(it->sorted_pos);
+    fifo.erase(it);
+    return req;
+}
+
+std::optional<CfqQueue::PendingIt> CfqQueue::check_fifo(Time now) {
+    if (fifo_expire) return std::nullopt;
+    fifo_expire = true;
+    if (fifo.empty()) return std::nullopt;
+    auto head = fifo.begin();
+    if (now < head->fifo_time) return std::nullopt;
+    return head;
+}
+
+void CfqQueue::update_seek(const Request& req, bool rotational) {
+    const std::uint64_t pos = req.offset / 512;
+    std::uint64_t sdist = 0;
+    if (last_request_pos)
+        sdist = last_request_pos < pos ? pos - last_request_pos : last_request_pos - pos;
+    seek_history <<= 1;
+    // On flash a small request is what costs: it counts as a seek.
+    if (!rotational) seek_history |= (req.sectors() < kSectThrNonrot) ? 1u : 0u;
+    else seek_history |= (sdist > kSeekThr) ? 1u : 0u;
+}
+
+bool CfqQueue::seeky() const { return std::popcount(seek_history) > 32 / 8; }
+
+} // namespace nbdsched::sched::cfq

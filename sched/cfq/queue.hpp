@@ -1,0 +1,96 @@
+// A cfq_queue: the pending requests of one client connection (sync queue) or
+// the shared async queue of a group. Requests are kept twice, as in the
+// kernel: in arrival order (the FIFO with expiry times) and sorted by sector
+// (the one-way elevator picks next_rq from there).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <optional>
+
+#include "sched/cfq/ttime.hpp"
+#include "sched/request.hpp"
+
+namespace nbdsched::sched::cfq {
+
+struct CfqGroup;
+struct QueueTree;
+
+enum class WlType : int { async = 0, sync_noidle = 1, sync = 2 };   // wl_type_t
+inline constexpr int kWlTypes = 3;
+
+struct ElevatorParams {
+    std::uint64_t back_max_sectors;   // back_seek_max (KiB) * 2
+    unsigned back_penalty;
+};
+
+struct CfqQueue {
+    struct Pending {
+        Request req;
+        Time fifo_time{};
+        std::multimap<std::uint64_t, std::list<Pending>::iterator>::iterator sorted_pos;
+        std::uint64_t sector() const { return req.offset / 512; }
+    };
+    using PendingList = std::list<Pending>;
+    using PendingIt = PendingList::iterator;
+
+    CfqQueue(std::uint64_t key, std::optional<QueueId> client, CfqGroup* group, bool sync, Time now);
+
+    // --- requests ---
+    void add(const Request& req, Time fifo_time, std::uint64_t last_position, const ElevatorParams& e);
+    // Removes `it` (about to be dispatched) and moves next_rq along the elevator.
+    Request remove_for_dispatch(PendingIt it, const ElevatorParams& e);
+    bool empty() const { return fifo.empty(); }
+    std::size_t queued() const { return fifo.size(); }
+    // cfq_check_fifo(): the FIFO head once per slice, if it has expired.
+    std::optional<PendingIt> check_fifo(Time now);
+
+    // --- seek and idle heuristics ---
+    void update_seek(const Request& req, bool rotational);
+    bool seeky() const;   // CFQQ_SEEKY
+
+    const std::uint64_t key;            // creation order; breaks no ties, only names
+    const std::optional<QueueId> client; // nullopt for a group's shared async queue
+    CfqGroup* const group;
+    const bool sync;
+
+    PendingList fifo;
+    std::multimap<std::uint64_t, PendingIt> sorted;
+    std::optional<PendingIt> next_rq;
+
+    // Service tree membership.
+    QueueTree* tree = nullptr;
+    std::int64_t rb_key = 0;
+    std::uint64_t tree_seq = 0;
+
+    // Slice bookkeeping (ns since the driver's epoch).
+    Time dispatch_start{};
+    Nanos allocated_slice{};
+    std::uint64_t slice_dispatch = 0;
+    std::optional<Time> slice_start;   // set at the first completion of the slice
+    Time slice_end{};
+    std::int64_t slice_resid = 0;
+    int dispatched = 0;
+
+    std::uint32_t seek_history = 0;
+    std::uint64_t last_request_pos = 0;
+    ThinkTime ttime;   // the process's think time (cic->ttime)
+
+    bool on_rr = false, wait_request = false, must_dispatch = false, fifo_expire = false;
+    bool idle_window = false, slice_new = false, deep = false, wait_busy = false;
+    bool closed = false;   // the client went away (the kernel's "task has exited")
+
+    WlType type() const {
+        if (!sync) return WlType::async;
+        return idle_window ? WlType::sync : WlType::sync_noidle;
+    }
+};
+
+// cfq_choose_req(): of two candidates, the one best served next by a one-way
+// elevator at `last` (backward seeks within back_max cost back_penalty times).
+std::optional<CfqQueue::PendingIt> choose_req(std::optional<CfqQueue::PendingIt> a,
+                                              std::optional<CfqQueue::PendingIt> b,
+                                              std::uint64_t last, const ElevatorParams& e);
+
+} // namespace nbdsched::sched::cfq

@@ -1,0 +1,60 @@
+// Service trees. The kernel uses rbtrees where equal keys go to the right,
+// i.e. ties are served in insertion order; a (key, sequence) ordered set
+// gives the same order deterministically.
+#pragma once
+
+#include <cstdint>
+#include <set>
+
+#include "sched/cfq/ttime.hpp"
+
+namespace nbdsched::sched::cfq {
+
+struct CfqQueue;
+struct CfqGroup;
+
+// Queues of one group and workload type, ordered by rb_key (cfq_rb_root).
+struct QueueTree {
+    struct Entry {
+        std::int64_t key;
+        std::uint64_t seq;
+        CfqQueue* queue;
+        bool operator<(const Entry& o) const { return key != o.key ? key < o.key : seq < o.seq; }
+    };
+    std::set<Entry> entries;
+    ThinkTime ttime;
+
+    std::size_t count() const { return entries.size(); }
+    CfqQueue* first() const { return entries.empty() ? nullptr : entries.begin()->queue; }
+    void insert(CfqQueue& q, std::int64_t key);
+    void erase(CfqQueue& q);
+
+private:
+    std::uint64_t next_seq_ = 0;
+};
+
+// Groups ordered by vdisktime (cfqd->grp_service_tree).
+struct GroupTree {
+    struct Entry {
+        std::uint64_t vdisktime;
+        std::uint64_t seq;
+        CfqGroup* group;
+        bool operator<(const Entry& o) const {
+            return vdisktime != o.vdisktime ? vdisktime < o.vdisktime : seq < o.seq;
+        }
+    };
+    std::set<Entry> entries;
+    std::uint64_t min_vdisktime = 0;
+
+    bool empty() const { return entries.empty(); }
+    CfqGroup* first() const { return entries.empty() ? nullptr : entries.begin()->group; }
+    CfqGroup* last() const { return entries.empty() ? nullptr : entries.rbegin()->group; }
+    void insert(CfqGroup& g);
+    void erase(CfqGroup& g);
+    void update_min_vdisktime();   // monotonic, follows the leftmost group
+
+private:
+    std::uint64_t next_seq_ = 0;
+};
+
+} // namespace nbdsched::sched::cfq

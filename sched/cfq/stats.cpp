@@ -1,0 +1,71 @@
+// Counters and the idle slice timer's bookkeeping (time the device was held
+// idle for a queue/group is charged to them in the stats).
+#include "sched/cfq/cfq_scheduler.hpp"
+
+#include <algorithm>
+
+namespace nbdsched::sched::cfq {
+
+void CfqScheduler::start_timer(Nanos delay, Time now) {
+    cancel_timer(now);
+    timer_ = now + delay;
+    idle_start_ = now;
+}
+
+void CfqScheduler::cancel_timer(Time now) {
+    if (!timer_) return;
+    timer_.reset();
+    const Nanos idle = std::max(now - idle_start_, Nanos{});
+    device_stats_.idle_time += idle;
+    if (active_) {
+        active_->group->stats.idle_time += idle;
+        if (active_->client) queue_stats_[*active_->client].idle_time += idle;
+    }
+}
+
+EntityStats& CfqScheduler::queue_stats(const Request& req) { return queue_stats_[req.queue]; }
+
+SchedulerStats CfqScheduler::stats(Time now) const {
+    SchedulerStats s;
+    s.device = device_stats_;
+    s.hw_tag = hw_tag();
+    s.idling = timer_.has_value();
+    const Nanos ongoing = timer_ ? std::max(now - idle_start_, Nanos{}) : Nanos{};
+    if (timer_) s.device.idle_time += ongoing;
+    s.device.queued = std::uint64_t(rq_queued_);
+    s.device.in_flight = std::uint64_t(rq_in_driver_);
+
+    for (const auto& [id, g] : groups_) {
+        GroupStats gs = g->stats;
+        gs.weight = g->new_weight ? g->new_weight : g->weight;
+        gs.queued = gs.in_flight = 0;
+        s.groups[id] = gs;
+    }
+    for (const auto& [id, qs] : queue_stats_) {
+        EntityStats e = qs;
+        e.queued = e.in_flight = 0;
+        s.queues[id] = e;
+    }
+    if (timer_ && active_) {
+        s.groups[active_->group->id].idle_time += ongoing;
+        if (active_->client) s.queues[*active_->client].idle_time += ongoing;
+    }
+    // Live counts per client and group, from the queues themselves (async
+    // requests sit in their group's shared queue but count for their client).
+    auto count_queue = [&s](const CfqQueue& q) {
+        for (const auto& p : q.fifo) {
+            ++s.queues[p.req.queue].queued;
+            ++s.groups[q.group->id].queued;
+        }
+    };
+    for (const auto& [id, q] : queues_) count_queue(*q);
+    for (const auto& [id, g] : groups_)
+        if (g->async_queue) count_queue(*g->async_queue);
+    for (const auto& [id, f] : in_flight_) {
+        ++s.queues[f.req.queue].in_flight;
+        ++s.groups[f.queue->group->id].in_flight;
+    }
+    return s;
+}
+
+} // namespace nbdsched::sched::cfq
