@@ -86,6 +86,9 @@ struct Limits {
     unsigned max_inflight_per_connection = 256;     // requests read but not yet answered
     std::uint64_t max_inflight_bytes_per_connection = 64ull << 20;
     std::uint32_t max_request_bytes = 32u << 20;    // NBD_INFO_BLOCK_SIZE max payload
+    // Across all connections of one device (issue 8): requests read but not yet answered.
+    unsigned max_inflight_per_device = 4096;
+    std::uint64_t max_inflight_bytes_per_device = 1ull << 30;
 };
 
 struct Config {
@@ -121,8 +124,13 @@ struct LoadResult {
 LoadResult load_file(const std::string& path);
 LoadResult load_string(const std::string& yaml, const std::string& name = "<string>");
 
-// One 1 GiB RAM export named "default"; the unix socket in $XDG_RUNTIME_DIR
-// (or /run/nbdsched when root, else /tmp) plus tcp 127.0.0.1:10809.
+// One 1 GiB RAM device "d0" (scheduler none) served as the export "default",
+// listening on default_listen().
 Config embedded_default();
+
+// Where the daemon listens when the config has no `listen:` key: the unix
+// socket $XDG_RUNTIME_DIR/nbdsched/nbdsched.sock (else /run/nbdsched/nbdsched.sock
+// as root, else /tmp/nbdsched-UID/nbdsched.sock) plus tcp 127.0.0.1:10809.
+std::vector<Listen> default_listen();
 
 } // namespace nbdsched::config

@@ -1,0 +1,97 @@
+// A device's scheduler, tunables and timing profile, checked by the code that
+// will run them (sched::make_scheduler, timing::check_profile) so the config
+// and the daemon can never disagree about what is valid.
+#include <algorithm>
+
+#include "backend/timing/profiles.hpp"
+#include "config/parsers.hpp"
+#include "config/suggest.hpp"
+
+namespace nbdsched::config::detail {
+
+void check_scheduler(Reader& r, const std::string& path, Device& device, const std::optional<Field>& scheduler,
+                     const std::vector<Field>& tunables) {
+    if (scheduler) {
+        auto policy = r.choice(*scheduler, {"none", "cfq", "bfq"});
+        if (!policy) return;
+        device.scheduler = *policy;
+    }
+    // Build one with no device behind it: this is what reports a policy that
+    // is known but not built into this binary, and bad tunable values.
+    std::string error;
+    auto instance = sched::make_scheduler(device.scheduler, sched::DeviceTraits{}, {}, error);
+    if (!instance) {
+        if (scheduler) r.error(*scheduler, error);
+        else r.error(device.origin, path + ".scheduler", error);
+        return;
+    }
+    auto names = sched::tunable_names(device.scheduler);
+    std::vector<std::string_view> views(names.begin(), names.end());
+    for (const auto& t : tunables) {
+        if (std::find(names.begin(), names.end(), t.key) == names.end()) {
+            std::string hint = did_you_mean(t.key, views);
+            if (hint.empty())
+                hint = views.empty() ? " (it has none)" : " (it has: " + join(views) + ")";
+            r.error(t.key_at, t.path, "not a tunable of scheduler " + device.scheduler + hint);
+            continue;
+        }
+        auto value = r.string(t);
+        if (!value) continue;
+        error = instance->set_tunable(t.key, *value, sched::Time{});
+        if (!error.empty()) {
+            r.error(t, error);
+            continue;
+        }
+        device.tunables[t.key] = *value;
+    }
+}
+
+void check_profile(Reader& r, Device& device, const std::optional<Field>& profile,
+                   const std::vector<Field>& param_blocks) {
+    const std::vector<std::string_view> known{"none", "hdd", "ssd", "nvme"};
+    if (profile) {
+        auto name = r.string(*profile);
+        if (!name) return;
+        std::string error = timing::check_profile(*name, {});
+        if (!error.empty()) return r.error(*profile, error + did_you_mean(*name, known));
+        device.profile = *name;
+    }
+    for (const auto& block : param_blocks) {
+        if (block.key != device.profile) {
+            r.error(block.key_at, block.path,
+                    "parameters for profile " + block.key + ", but this device's profile is " + device.profile);
+            continue;
+        }
+        std::map<std::string, std::string> params;
+        std::map<std::string, Field> fields;
+        bool all_read = true;
+        r.read_any_map(block, [&](const Field& p) {
+            auto value = r.string(p);
+            if (!value) return void(all_read = false);
+            params[p.key] = *value;
+            fields.emplace(p.key, p);
+        });
+        if (!all_read || params.empty()) continue;
+        std::string error = timing::check_profile(device.profile, params);
+        if (error.empty()) {
+            device.profile_params = std::move(params);
+            continue;
+        }
+        // The model reports only its first error. Check each parameter alone
+        // to find every one that is wrong by itself ("hdd: rpm: ..." or an
+        // unknown name) and point at its line; whatever is left is about how
+        // the parameters combine, which belongs to the block.
+        bool attributed = false;
+        for (const auto& [key, field] : fields) {
+            std::string alone = timing::check_profile(device.profile, {{key, params[key]}});
+            std::string prefix = device.profile + ": " + key + ":";
+            if (alone.find("unknown parameter") != std::string::npos) r.error(field.key_at, field.path, alone);
+            else if (alone.rfind(prefix, 0) == 0) r.error(field, alone);
+            else continue;
+            attributed = true;
+        }
+        if (!attributed) r.error(block, error);
+    }
+}
+
+} // namespace nbdsched::config::detail

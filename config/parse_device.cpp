@@ -1,0 +1,115 @@
+// devices[]: one scheduling domain over one backend.
+#include "config/parsers.hpp"
+
+namespace nbdsched::config::detail {
+namespace {
+
+// Read-ahead beyond 1 GiB per stream is a configuration mistake, not a tuning.
+constexpr std::uint64_t max_read_ahead_kb = 1u << 20;
+constexpr std::uint64_t max_queue_depth = 4096;
+
+std::optional<Tristate> read_tristate(Reader& r, const Field& f) {
+    if (f.value.IsScalar() && f.value.Scalar() == "auto") return Tristate::automatic;
+    bool value = false;
+    if (f.value.IsScalar() && YAML::convert<bool>::decode(f.value, value))
+        return value ? Tristate::yes : Tristate::no;
+    r.error(f, "expected auto, true or false, got " + describe(f.value));
+    return std::nullopt;
+}
+
+std::optional<std::optional<std::uint64_t>> read_read_ahead(Reader& r, const Field& f) {
+    if (f.value.IsScalar() && f.value.Scalar() == "auto") return std::optional<std::uint64_t>{};
+    if (!f.value.IsScalar()) {
+        r.error(f, "expected auto or a number of KiB, got " + describe(f.value));
+        return std::nullopt;
+    }
+    if (auto kb = r.integer(f, 0, max_read_ahead_kb)) return std::optional<std::uint64_t>{*kb};
+    return std::nullopt;
+}
+
+// The checks that depend on more than one key of the entry.
+void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_parsed) {
+    Device& d = p.value;
+    bool has_size = p.at.count("size") != 0;
+    if (d.backend == BackendKind::ram) {
+        if (!has_size)
+            r.error(item.at, p.key("size"), "missing: a ram device needs a size (e.g. size: 1GiB)");
+        else if (d.size == 0 && size_parsed)
+            r.error(p.where("size"), p.key("size"), "a ram device needs a size above 0");
+        if (p.at.count("path"))
+            r.error(p.where("path"), p.key("path"), "only for backend: file");
+        if (d.direct)
+            r.error(p.where("direct"), p.key("direct"), "only for backend: file (O_DIRECT)");
+    } else if (p.at.count("path") == 0) {
+        r.error(item.at, p.key("path"), "missing: a file device needs a path (a file or a block device)");
+    }
+}
+
+} // namespace
+
+std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
+    Parsed<Device> p;
+    p.path = item.path;
+    p.value.origin = item.at;
+    Device& d = p.value;
+    std::optional<Field> scheduler, profile;
+    std::vector<Field> tunables, param_blocks;
+    bool size_parsed = false;
+    bool ok = r.read_map(item,
+        {"name", "backend", "size", "path", "direct", "rotational", "scheduler", "tunables", "profile",
+         "hdd", "ssd", "nvme", "read_ahead_kb", "read_ahead_cache", "writes_sync", "queue_depth",
+         "default_group"},
+        [&](const Field& f) {
+            p.at[f.key] = f.at;
+            const std::string& k = f.key;
+            if (k == "name") {
+                if (auto v = read_name(r, f)) d.name = *v;
+            } else if (k == "backend") {
+                if (auto v = r.choice(f, {"ram", "file"})) d.backend = *v == "ram" ? BackendKind::ram : BackendKind::file;
+            } else if (k == "size") {
+                if (auto v = r.size(f)) {
+                    d.size = *v;
+                    size_parsed = true;
+                }
+            } else if (k == "path") {
+                if (auto v = r.string(f)) {
+                    if (v->empty()) r.error(f, "empty path");
+                    d.path = *v;
+                }
+            } else if (k == "direct") {
+                if (auto v = r.boolean(f)) d.direct = *v;
+            } else if (k == "rotational") {
+                if (auto v = read_tristate(r, f)) d.rotational = *v;
+            } else if (k == "scheduler") {
+                scheduler = f;
+            } else if (k == "tunables") {
+                r.read_any_map(f, [&](const Field& t) { tunables.push_back(t); });
+            } else if (k == "profile") {
+                profile = f;
+            } else if (k == "hdd" || k == "ssd" || k == "nvme") {
+                param_blocks.push_back(f);
+            } else if (k == "read_ahead_kb") {
+                if (auto v = read_read_ahead(r, f)) d.read_ahead_kb = *v;
+            } else if (k == "read_ahead_cache") {
+                if (auto v = r.size(f)) d.read_ahead_cache = *v;
+            } else if (k == "writes_sync") {
+                if (auto v = r.boolean(f)) d.writes_sync = *v;
+            } else if (k == "queue_depth") {
+                if (auto v = r.integer(f, 0, max_queue_depth)) d.queue_depth = static_cast<unsigned>(*v);
+            } else if (k == "default_group") {
+                if (auto v = read_name(r, f)) d.default_group = *v;
+            }
+        });
+    if (!ok) return std::nullopt;
+    check_backend(r, p, item, size_parsed);
+    check_scheduler(r, p.path, d, scheduler, tunables);
+    check_profile(r, d, profile, param_blocks);
+    if (p.at.count("name") == 0) {
+        r.error(item.at, p.key("name"), "missing: every device needs a name");
+        return std::nullopt;
+    }
+    if (d.name.empty()) return std::nullopt;
+    return p;
+}
+
+} // namespace nbdsched::config::detail

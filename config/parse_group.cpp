@@ -1,0 +1,123 @@
+// groups[] (tenants with weights), rules[] (which client goes to which group)
+// and the names both use.
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <limits>
+
+#include "config/parsers.hpp"
+
+namespace nbdsched::config::detail {
+namespace {
+
+bool name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
+}
+
+// "10.0.0.1", "10.0.0.0/8", "::1", "fd00::/8".
+bool valid_address(const std::string& text) {
+    auto slash = text.find('/');
+    std::string addr = text.substr(0, slash);
+    unsigned char buf[sizeof(in6_addr)];
+    unsigned max_prefix = 0;
+    if (inet_pton(AF_INET, addr.c_str(), buf) == 1) max_prefix = 32;
+    else if (inet_pton(AF_INET6, addr.c_str(), buf) == 1) max_prefix = 128;
+    else return false;
+    if (slash == std::string::npos) return true;
+    std::string_view prefix = std::string_view(text).substr(slash + 1);
+    unsigned bits = 0;
+    auto [ptr, ec] = std::from_chars(prefix.data(), prefix.data() + prefix.size(), bits);
+    return !prefix.empty() && ec == std::errc() && ptr == prefix.data() + prefix.size() && bits <= max_prefix;
+}
+
+void parse_match(Reader& r, const Field& field, Parsed<Rule>& p) {
+    Rule& rule = p.value;
+    // uid/gid (uid_t)-1 means "no id" to the kernel, so it cannot match a peer.
+    constexpr std::uint64_t max_id = std::numeric_limits<std::uint32_t>::max() - 1;
+    r.read_map(field, {"cgroup", "uid", "gid", "address", "export"}, [&](const Field& f) {
+        p.at[f.key] = f.at;
+        if (f.key == "cgroup") {
+            auto v = r.string(f);
+            if (v && (v->empty() || v->front() != '/'))
+                return r.error(f, "a cgroup path starts with '/', as in /proc/PID/cgroup (e.g. /tenants.slice/a.scope)");
+            if (v) rule.cgroup = *v;
+        } else if (f.key == "uid" || f.key == "gid") {
+            auto v = r.integer(f, 0, max_id);
+            if (v) (f.key == "uid" ? rule.uid : rule.gid) = static_cast<std::uint32_t>(*v);
+        } else if (f.key == "address") {
+            auto v = r.string(f);
+            if (v && !valid_address(*v))
+                return r.error(f, "expected an IP address or CIDR block (e.g. 10.0.0.0/8, ::1), got '" + *v + "'");
+            if (v) rule.address = *v;
+        } else if (f.key == "export") {
+            if (auto v = r.string(f)) rule.export_name = *v;
+        }
+    });
+}
+
+} // namespace
+
+std::optional<std::string> read_name(Reader& r, const Field& field) {
+    auto v = r.string(field);
+    if (!v) return std::nullopt;
+    bool ok = !v->empty() && v->size() <= 64;
+    for (char c : *v) ok = ok && name_char(c);
+    if (ok) return v;
+    r.error(field, "bad name '" + *v + "' (1 to 64 letters, digits, '-', '_' or '.')");
+    return std::nullopt;
+}
+
+std::optional<Parsed<Group>> parse_group(Reader& r, const Field& item) {
+    Parsed<Group> p;
+    p.path = item.path;
+    p.value.origin = item.at;
+    Group& g = p.value;
+    bool ok = r.read_map(item, {"name", "weight"}, [&](const Field& f) {
+        p.at[f.key] = f.at;
+        if (f.key == "name") {
+            if (auto v = read_name(r, f)) g.name = *v;
+        } else if (f.value.IsScalar() && f.value.Scalar() == "from-cgroup") {
+            g.weight_from_cgroup = true;
+        } else if (f.value.IsScalar() && !f.value.Scalar().empty() && f.value.Scalar()[0] >= '0' &&
+                   f.value.Scalar()[0] <= '9') {
+            if (auto v = r.integer(f, 1, 1000)) g.weight = static_cast<unsigned>(*v);
+        } else {
+            r.error(f, "expected a weight 1..1000 or from-cgroup, got " + describe(f.value));
+        }
+    });
+    if (!ok) return std::nullopt;
+    if (p.at.count("name") == 0) {
+        r.error(item.at, p.key("name"), "missing: every group needs a name");
+        return std::nullopt;
+    }
+    if (g.name.empty()) return std::nullopt;
+    return p;
+}
+
+std::optional<Parsed<Rule>> parse_rule(Reader& r, const Field& item) {
+    Parsed<Rule> p;
+    p.path = item.path;
+    p.value.origin = item.at;
+    bool has_match = false;
+    bool ok = r.read_map(item, {"match", "group"}, [&](const Field& f) {
+        p.at[f.key] = f.at;
+        if (f.key == "match") {
+            has_match = true;
+            parse_match(r, f, p);
+        } else if (auto v = read_name(r, f)) {
+            p.value.group = *v;
+        }
+    });
+    if (!ok) return std::nullopt;
+    if (!has_match)
+        r.error(item.at, p.key("match"), "missing: a rule needs match: {...} (match: {} matches every client)");
+    if (p.at.count("group") == 0) {
+        r.error(item.at, p.key("group"), "missing: a rule needs the group its clients go to");
+        return std::nullopt;
+    }
+    if (p.value.group.empty()) return std::nullopt;
+    return p;
+}
+
+} // namespace nbdsched::config::detail

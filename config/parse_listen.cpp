@@ -1,0 +1,148 @@
+// listen: entries, the metrics endpoint and socket paths.
+#include <arpa/inet.h>
+#include <sys/un.h>
+
+#include <charconv>
+
+#include "config/parsers.hpp"
+
+namespace nbdsched::config::detail {
+namespace {
+
+bool is_hostname(std::string_view host) {
+    if (host.empty() || host.size() > 253) return false;
+    for (char c : host) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '.';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+bool is_ipv6(const std::string& host) {
+    in6_addr addr{};
+    return inet_pton(AF_INET6, host.c_str(), &addr) == 1;
+}
+
+} // namespace
+
+std::optional<HostPort> parse_host_port(std::string_view text, std::string& error) {
+    HostPort out;
+    std::string_view port;
+    if (!text.empty() && text.front() == '[') {
+        auto close = text.find(']');
+        if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+            error = "expected [IPv6]:PORT, e.g. [::1]:10809";
+            return std::nullopt;
+        }
+        out.host = std::string(text.substr(1, close - 1));
+        port = text.substr(close + 2);
+        if (!is_ipv6(out.host)) {
+            error = "'" + out.host + "' is not an IPv6 address";
+            return std::nullopt;
+        }
+    } else {
+        auto colon = text.rfind(':');
+        if (colon == std::string_view::npos) {
+            error = "expected HOST:PORT, e.g. 127.0.0.1:10809";
+            return std::nullopt;
+        }
+        out.host = std::string(text.substr(0, colon));
+        port = text.substr(colon + 1);
+        if (out.host.find(':') != std::string::npos) {
+            error = "an IPv6 address needs brackets: [" + out.host + "]:" + std::string(port);
+            return std::nullopt;
+        }
+        if (out.host.empty()) {
+            error = "host missing (use 0.0.0.0 or [::] to listen on every address)";
+            return std::nullopt;
+        }
+        if (!is_hostname(out.host)) {
+            error = "'" + out.host + "' is not a host name or address";
+            return std::nullopt;
+        }
+    }
+    unsigned value = 0;
+    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535) {
+        error = "bad port '" + std::string(port) + "' (1..65535)";
+        return std::nullopt;
+    }
+    out.port = static_cast<std::uint16_t>(value);
+    return out;
+}
+
+bool check_socket_path(std::string_view path, std::string& error) {
+    if (path.empty()) {
+        error = "empty socket path";
+        return false;
+    }
+    if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+        error = "socket path longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes";
+        return false;
+    }
+    if (path.find('\0') != std::string_view::npos) {
+        error = "socket path contains a NUL byte";
+        return false;
+    }
+    return true;
+}
+
+namespace {
+
+std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
+    std::optional<Listen> out;
+    int kinds = 0;
+    bool ok = r.read_map(item, {"unix", "tcp"}, [&](const Field& f) {
+        ++kinds;
+        auto text = r.string(f);
+        if (!text) return;
+        std::string error;
+        Listen listen;
+        listen.origin = f.at;
+        if (f.key == "unix") {
+            if (!check_socket_path(*text, error)) return r.error(f, error);
+            listen.kind = Listen::Kind::unix_socket;
+            listen.path = *text;
+        } else {
+            auto hp = parse_host_port(*text, error);
+            if (!hp) return r.error(f, error);
+            listen.kind = Listen::Kind::tcp;
+            listen.host = hp->host;
+            listen.port = hp->port;
+        }
+        out = listen;
+    });
+    if (!ok) return std::nullopt;
+    if (kinds != 1) {
+        r.error(item.at, item.path, "each listen entry has exactly one of unix: PATH or tcp: HOST:PORT");
+        return std::nullopt;
+    }
+    return out;
+}
+
+bool same_endpoint(const Listen& a, const Listen& b) {
+    return a.kind == b.kind && a.path == b.path && a.host == b.host && a.port == b.port;
+}
+
+} // namespace
+
+std::vector<Listen> parse_listen(Reader& r, const Field& field) {
+    std::vector<Listen> out;
+    r.read_list(field, [&](const Field& item, std::size_t) {
+        auto listen = parse_listen_entry(r, item);
+        if (!listen) return;
+        for (const auto& earlier : out) {
+            if (same_endpoint(earlier, *listen)) {
+                r.error(listen->origin, item.path, "listed twice (first at " + earlier.origin.str() + ")");
+                return;
+            }
+        }
+        out.push_back(*listen);
+    });
+    if (field.value.IsSequence() && field.value.size() == 0)
+        r.error(field, "empty: give at least one unix: or tcp: entry, or remove the key for the defaults");
+    return out;
+}
+
+} // namespace nbdsched::config::detail

@@ -1,0 +1,69 @@
+// The pieces of the loader: one parser per section, then the cross-section
+// checks. Internal to config/ (the public interface is config.hpp).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config/reader.hpp"
+
+namespace nbdsched::config::detail {
+
+// A parsed entry with where each of its keys was, so checks that need the
+// whole file (an export's window against its device) can point at the key.
+template <class T>
+struct Parsed {
+    T value;
+    std::string path;                                // "exports[1]"
+    std::map<std::string, Origin, std::less<>> at;   // key -> position of its value
+
+    Origin where(std::string_view key) const {
+        auto it = at.find(key);
+        return it == at.end() ? value.origin : it->second;
+    }
+    std::string key(std::string_view name) const { return path + "." + std::string(name); }
+};
+
+// A name of devices and groups: letters, digits, '-', '_', '.'; 1..64 chars.
+// They appear in ctl commands and metric labels, hence the restriction.
+std::optional<std::string> read_name(Reader& r, const Field& field);
+
+// listen: [{unix: PATH} | {tcp: HOST:PORT}]
+std::vector<Listen> parse_listen(Reader& r, const Field& field);
+// "127.0.0.1:10809", "[::1]:10809", "localhost:10809" -> host (no brackets), port.
+struct HostPort {
+    std::string host;
+    std::uint16_t port = 0;
+};
+std::optional<HostPort> parse_host_port(std::string_view text, std::string& error);
+// A Unix socket path: non-empty and short enough for sockaddr_un.
+bool check_socket_path(std::string_view path, std::string& error);
+
+std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item);
+std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item);
+std::optional<Parsed<Group>> parse_group(Reader& r, const Field& item);
+std::optional<Parsed<Rule>> parse_rule(Reader& r, const Field& item);
+
+// Device details checked once the whole entry is read (keys come in any order).
+void check_scheduler(Reader& r, const std::string& path, Device& device, const std::optional<Field>& scheduler,
+                     const std::vector<Field>& tunables);
+void check_profile(Reader& r, Device& device, const std::optional<Field>& profile,
+                   const std::vector<Field>& param_blocks);
+
+void parse_limits(Reader& r, const Field& field, Limits& limits);
+
+struct Sections {
+    std::vector<Parsed<Device>> devices;
+    std::vector<Parsed<Export>> exports;
+    std::vector<Parsed<Group>> groups;
+    std::vector<Parsed<Rule>> rules;
+};
+// Names unique, references resolved, windows inside their devices; adds the
+// implicit "default" group. Moves the entries into `config`.
+void resolve(Reader& r, Sections& sections, Config& config);
+
+} // namespace nbdsched::config::detail

@@ -1,0 +1,101 @@
+// devices[]: sizes, backends, schedulers and their tunables, profiles.
+#include "helpers.hpp"
+
+using namespace nbdsched::config;
+using namespace nbdsched::config::test;
+
+namespace {
+
+// One device entry (indented under "  - ") plus an export of it.
+LoadResult device(const std::string& body) {
+    return load("devices:\n  - " + body + "exports: [{name: e0, device: d0}]\n");
+}
+
+} // namespace
+
+TEST_CASE("bad sizes") {
+    expect_error(device("name: d0\n    size: 12XB\n"), "devices[0].size", 3, 11, "bad size '12XB'");
+    expect_error(device("name: d0\n    size: 1GiB\n    read_ahead_cache: -1\n"), "devices[0].read_ahead_cache", 4,
+                 23, "bad size '-1'");
+}
+
+TEST_CASE("a ram device needs a size above 0") {
+    expect_error(device("name: d0\n"), "devices[0].size", 2, 5, "missing: a ram device needs a size");
+    expect_error(device("name: d0\n    size: 0\n"), "devices[0].size", 3, 11, "above 0");
+}
+
+TEST_CASE("a file device needs a path; a ram device takes none") {
+    expect_error(device("name: d0\n    backend: file\n"), "devices[0].path", 2, 5, "missing: a file device needs a path");
+    auto r = device("name: d0\n    size: 1GiB\n    path: /x\n    direct: true\n");
+    expect_error(r, "devices[0].path", 4, 11, "only for backend: file");
+    expect_error(r, "devices[0].direct", 5, 13, "only for backend: file");
+    auto ok = device("name: d0\n    backend: file\n    path: /x\n");
+    INFO(all_errors(ok));
+    CHECK(ok.config);
+}
+
+TEST_CASE("bad backend, rotational, names and numbers") {
+    auto r = device("name: \"d 0\"\n    backend: rom\n    size: 1GiB\n    rotational: maybe\n"
+                    "    queue_depth: 5000\n    read_ahead_kb: lots\n");
+    expect_error(r, "devices[0].name", 2, 11, "bad name 'd 0'");
+    expect_error(r, "devices[0].backend", 3, 14, "expected one of ram, file, got 'rom' (did you mean 'ram'?)");
+    expect_error(r, "devices[0].rotational", 5, 17, "expected auto, true or false");
+    expect_error(r, "devices[0].queue_depth", 6, 18, "out of range: 5000 (allowed 0..4096)");
+    expect_error(r, "devices[0].read_ahead_kb", 7, 20, "expected a whole number");
+}
+
+TEST_CASE("read_ahead_kb takes auto or a number of KiB") {
+    auto r = device("name: d0\n    size: 1GiB\n    read_ahead_kb: 0\n");
+    REQUIRE(r.config);
+    CHECK(r.config->devices[0].read_ahead_kb == 0u);
+    r = device("name: d0\n    size: 1GiB\n    read_ahead_kb: auto\n");
+    REQUIRE(r.config);
+    CHECK_FALSE(r.config->devices[0].read_ahead_kb);
+}
+
+TEST_CASE("unknown scheduler, with a suggestion") {
+    expect_error(device("name: d0\n    size: 1GiB\n    scheduler: cfqq\n"), "devices[0].scheduler", 4, 16,
+                 "expected one of none, cfq, bfq, got 'cfqq' (did you mean 'cfq'?)");
+}
+
+TEST_CASE("tunables the policy does not accept, and bad tunable values") {
+    auto r = device("name: d0\n    size: 1GiB\n    scheduler: none\n"
+                    "    tunables:\n      max_dpeth: 4\n      quantum: 8\n");
+    expect_error(r, "devices[0].tunables.max_dpeth", 6, 7, "not a tunable of scheduler none (did you mean 'max_depth'?)");
+    expect_error(r, "devices[0].tunables.quantum", 7, 7, "not a tunable of scheduler none (it has: max_depth)");
+    expect_error(device("name: d0\n    size: 1GiB\n    tunables: {max_depth: lots}\n"),
+                 "devices[0].tunables.max_depth", 4, 27, "max_depth must be a positive integer");
+}
+
+TEST_CASE("unknown profile, with a suggestion") {
+    expect_error(device("name: d0\n    size: 1GiB\n    profile: hhd\n"), "devices[0].profile", 4, 14,
+                 "unknown profile 'hhd' (none, hdd, ssd, nvme) (did you mean 'hdd'?)");
+}
+
+TEST_CASE("bad profile parameters point at the parameter") {
+    auto r = device("name: d0\n    size: 1GiB\n    profile: hdd\n    hdd:\n      rpm: fast\n      rpmm: 7200\n");
+    expect_error(r, "devices[0].hdd.rpm", 6, 12, "rpm");
+    expect_error(r, "devices[0].hdd.rpmm", 7, 7, "unknown parameter 'rpmm'");
+}
+
+TEST_CASE("profile parameters must match the profile, and agree with each other") {
+    expect_error(device("name: d0\n    size: 1GiB\n    profile: hdd\n    ssd: {channels: 4}\n"), "devices[0].ssd", 5, 5,
+                 "parameters for profile ssd, but this device's profile is hdd");
+    expect_error(device("name: d0\n    size: 1GiB\n    ssd: {channels: 4}\n"), "devices[0].ssd", 4, 5,
+                 "this device's profile is none");
+    // Each is fine against the defaults; together settle > avg_seek.
+    expect_error(device("name: d0\n    size: 1GiB\n    profile: hdd\n    hdd: {settle: 3ms, avg_seek: 2ms}\n"),
+                 "devices[0].hdd", 5, 10, "hdd: ");
+    // Valid together, though settle alone is too slow for the default avg_seek.
+    auto slow = device("name: d0\n    size: 1GiB\n    profile: hdd\n    hdd: {settle: 3ms, avg_seek: 8ms, full_stroke_seek: 15ms}\n");
+    INFO(all_errors(slow));
+    CHECK(slow.config);
+    auto ok = device("name: d0\n    size: 1GiB\n    profile: nvme\n    nvme: {channels: 64}\n");
+    INFO(all_errors(ok));
+    REQUIRE(ok.config);
+    CHECK(ok.config->devices[0].profile_params.at("channels") == "64");
+}
+
+TEST_CASE("a device needs a name") {
+    expect_error(device("size: 1GiB\n"), "devices[0].name", 2, 5, "missing: every device needs a name");
+}

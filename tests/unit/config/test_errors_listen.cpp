@@ -1,0 +1,64 @@
+// listen entries, control, metrics, log_level and limits.
+#include "helpers.hpp"
+
+using namespace nbdsched::config;
+using namespace nbdsched::config::test;
+
+namespace {
+
+LoadResult with(const std::string& head) { return load(head + minimal_tail); }
+
+} // namespace
+
+TEST_CASE("listen entries: unix: PATH or tcp: HOST:PORT") {
+    auto r = with(R"(listen:
+  - tcp: 127.0.0.1
+  - tcp: "::1:10809"
+  - tcp: 127.0.0.1:70000
+  - tcp: ":10809"
+  - unix: ""
+  - {unix: /a, tcp: "b:1"}
+  - udp: 1.2.3.4:5
+  - tcp: "[::1:10809"
+  - tcp: "[10.0.0.1]:10809"
+)");
+    expect_error(r, "listen[0].tcp", 2, 10, "expected HOST:PORT");
+    expect_error(r, "listen[1].tcp", 3, 10, "an IPv6 address needs brackets: [::1]:10809");
+    expect_error(r, "listen[2].tcp", 4, 10, "bad port '70000' (1..65535)");
+    expect_error(r, "listen[3].tcp", 5, 10, "host missing");
+    expect_error(r, "listen[4].unix", 6, 11, "empty socket path");
+    expect_error(r, "listen[5]", 7, 5, "exactly one of unix: PATH or tcp: HOST:PORT");
+    expect_error(r, "listen[6].udp", 8, 5, "unknown key");
+    expect_error(r, "listen[7].tcp", 9, 10, "expected [IPv6]:PORT");
+    expect_error(r, "listen[8].tcp", 10, 10, "not an IPv6 address");
+}
+
+TEST_CASE("listen: socket paths that do not fit, repeats, an empty list") {
+    std::string long_path(120, 'x');
+    expect_error(with("listen:\n  - unix: /" + long_path + "\n"), "listen[0].unix", 2, 11, "longer than 107 bytes");
+    expect_error(with("listen:\n  - tcp: 127.0.0.1:1\n  - tcp: 127.0.0.1:1\n"), "listen[1]", 3, 10,
+                 "listed twice (first at test.yaml:2:10)");
+    expect_error(with("listen: []\n"), "listen", 1, 9, "empty");
+}
+
+TEST_CASE("control, metrics and log_level") {
+    auto r = with("control: \"\"\nmetrics: 9810\nlog_level: warning\n");
+    expect_error(r, "control", 1, 10, "empty socket path");
+    expect_error(r, "metrics", 2, 10, "expected HOST:PORT");
+    expect_error(r, "log_level", 3, 12, "expected one of trace, debug, info, warn, error, got 'warning' (did you mean 'warn'?)");
+}
+
+TEST_CASE("limits") {
+    auto r = with(R"(limits:
+  max_connections: 0
+  max_request_bytes: 64MiB
+  max_inflight_per_connection: many
+  max_inflight_bytes_per_connection: 1MiB
+  max_inflight_per_devices: 4
+)");
+    expect_error(r, "limits.max_connections", 2, 20, "out of range: 0");
+    expect_error(r, "limits.max_request_bytes", 3, 22, "allowed 512 bytes to 32MiB");
+    expect_error(r, "limits.max_inflight_per_connection", 4, 32, "expected a whole number");
+    expect_error(r, "limits.max_inflight_bytes_per_connection", 5, 38, "is below max_request_bytes");
+    expect_error(r, "limits.max_inflight_per_devices", 6, 3, "did you mean 'max_inflight_per_device'?");
+}

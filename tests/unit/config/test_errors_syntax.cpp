@@ -1,0 +1,91 @@
+// YAML-level errors: syntax, unknown and repeated keys, wrong types.
+#include "helpers.hpp"
+
+using namespace nbdsched::config;
+using namespace nbdsched::config::test;
+
+TEST_CASE("a YAML syntax error names line and column") {
+    auto r = load("devices: {\nlog_level: a: b\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].message.find("YAML syntax error") == 0);
+    CHECK(r.errors[0].origin.line >= 1);
+    CHECK(r.errors[0].origin.column >= 1);
+    expect_error(load("log_level: a: b\n"), "", 1, 13, "YAML syntax error: illegal map value");
+}
+
+TEST_CASE("an empty document is an error") {
+    auto r = load("# nothing here\n");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].message.find("empty configuration") == 0);
+}
+
+TEST_CASE("unknown keys, with a suggestion for near misses") {
+    auto r = load(R"(exprots: []
+devices:
+  - name: d0
+    sise: 1GiB
+    frobnicate: 1
+exports:
+  - {name: e0, device: d0, readonyl: true}
+)");
+    expect_error(r, "exprots", 1, 1, "unknown key (did you mean 'exports'?)");
+    expect_error(r, "devices[0].sise", 4, 5, "did you mean 'size'?");
+    expect_error(r, "devices[0].frobnicate", 5, 5, "unknown key (known keys: name, backend, size");
+    expect_error(r, "exports[0].readonyl", 7, 28,
+                 "did you mean 'readonly'?");
+}
+
+TEST_CASE("repeated keys are refused") {
+    auto r = load(R"(devices:
+  - name: d0
+    size: 1GiB
+    size: 2GiB
+exports: [{name: e0, device: d0}]
+)");
+    expect_error(r, "devices[0].size", 4, 5, "repeated key (first at test.yaml:3:5)");
+}
+
+TEST_CASE("wrong types name what was expected and what was found") {
+    auto r = load(R"(devices:
+  - name: d0
+    size: [1, 2]
+    direct: maybe
+    writes_sync:
+    tunables: 4
+  - just-a-name
+exports: {name: e0}
+)");
+    expect_error(r, "devices[0].size", 3, 11, "expected a size (e.g. 512MiB), got a list");
+    expect_error(r, "devices[0].direct", 4, 13, "expected true or false, got 'maybe'");
+    expect_error(r, "devices[0].writes_sync", 5, 5, "expected true or false, got nothing");
+    expect_error(r, "devices[0].tunables", 6, 15, "expected a mapping");
+    expect_error(r, "devices[1]", 7, 5, "expected a mapping (key: value), got 'just-a-name'");
+    expect_error(r, "exports", 8, 10, "expected a list (- item), got a mapping");
+}
+
+TEST_CASE("the top level must be a mapping") {
+    expect_error(load("- a\n- b\n"), "", 1, 1, "expected a mapping");
+}
+
+TEST_CASE("devices and exports are required") {
+    auto r = load("log_level: info\n");
+    expect_error(r, "devices", 1, 1, "missing");
+    expect_error(r, "exports", 1, 1, "missing");
+}
+
+TEST_CASE("every error is reported, in file order") {
+    auto r = load(R"(log_level: loud
+devices:
+  - {name: d0, size: huge}
+exports:
+  - {name: e0, device: d9}
+limits: {max_connections: 0}
+)");
+    INFO(all_errors(r));
+    REQUIRE(r.errors.size() == 4);
+    CHECK(r.errors[0].key == "log_level");
+    CHECK(r.errors[1].key == "devices[0].size");
+    CHECK(r.errors[2].key == "exports[0].device");
+    CHECK(r.errors[3].key == "limits.max_connections");
+    CHECK(r.errors[1].str() == "test.yaml:3:22: devices[0].size: bad size 'huge' (use e.g. 4096, 64KiB, 512MiB, 1GiB, 2TiB)");
+}
