@@ -30,14 +30,21 @@ inline JobSpec job(std::string name, std::string group, sched::Op op, Pattern pa
     return j;
 }
 
+// A device, a policy with at most one tunable set ("" = default), a runtime.
+inline Workload base(std::string profile, std::string policy, const std::string& tunable,
+                     const std::string& value, Nanos runtime, Nanos ramp) {
+    Workload w;
+    w.profile = std::move(profile);
+    w.policy = std::move(policy);
+    if (!value.empty()) w.tunables[tunable] = value;
+    w.runtime = runtime;
+    w.ramp_time = ramp;
+    return w;
+}
+
 // Seed 000: ssd, 10 jobs of 4k random reads at iodepth 64.
 inline Workload seed000(std::string policy, std::string slice_idle) {
-    Workload w;
-    w.profile = "ssd";
-    w.policy = std::move(policy);
-    if (!slice_idle.empty()) w.tunables["slice_idle"] = slice_idle;
-    w.runtime = 2s;
-    w.ramp_time = 200ms;
+    Workload w = base("ssd", std::move(policy), "slice_idle", slice_idle, 2s, 200ms);
     for (int i = 0; i < 10; ++i)
         w.jobs.push_back(job("r" + std::to_string(i), "default", sched::Op::read, Pattern::random, 4096, 64));
     return w;
@@ -54,12 +61,7 @@ inline Workload seed002(std::string policy, std::string slice_idle) {
 // Seed 003: groups weighted 1000 and 100, one sync sequential writer each,
 // on a queueing ssd (depth 32 >= 5).
 inline Workload seed003(std::string policy, std::string group_idle) {
-    Workload w;
-    w.profile = "ssd";
-    w.policy = std::move(policy);
-    if (!group_idle.empty()) w.tunables["group_idle"] = group_idle;
-    w.runtime = 4s;
-    w.ramp_time = 500ms;
+    Workload w = base("ssd", std::move(policy), "group_idle", group_idle, 4s, 500ms);
     w.groups = {{"heavy", 1000}, {"light", 100}};
     for (const char* g : {"heavy", "light"}) {
         w.jobs.push_back(job(g, g, sched::Op::write, Pattern::sequential, 4096, 1, 4ull << 30));
@@ -70,12 +72,7 @@ inline Workload seed003(std::string policy, std::string group_idle) {
 
 // Two sequential sync readers on an hdd, far apart.
 inline Workload hdd_two_readers(std::string policy, std::string slice_idle) {
-    Workload w;
-    w.profile = "hdd";
-    w.policy = std::move(policy);
-    if (!slice_idle.empty()) w.tunables["slice_idle"] = slice_idle;
-    w.runtime = 4s;
-    w.ramp_time = 500ms;
+    Workload w = base("hdd", std::move(policy), "slice_idle", slice_idle, 4s, 500ms);
     for (int i = 0; i < 2; ++i)
         w.jobs.push_back(job("r" + std::to_string(i), "default", sched::Op::read, Pattern::sequential,
                              64 * 1024, 1, 100ull << 30));
@@ -84,11 +81,8 @@ inline Workload hdd_two_readers(std::string policy, std::string slice_idle) {
 
 // Two groups weighted 300 and 100, one random reader each at iodepth 4.
 inline Workload weights_3to1(std::string policy, std::string profile) {
-    Workload w;
-    w.profile = std::move(profile);
-    w.policy = std::move(policy);
-    w.runtime = w.profile == "hdd" ? 30s : 4s;
-    w.ramp_time = 500ms;
+    Nanos runtime = profile == "hdd" ? Nanos(30s) : Nanos(4s);
+    Workload w = base(std::move(profile), std::move(policy), "", "", runtime, 500ms);
     w.groups = {{"three", 300}, {"one", 100}};
     for (const char* g : {"three", "one"})
         w.jobs.push_back(job(g, g, sched::Op::read, Pattern::random, 4096, 4, 4ull << 30));
