@@ -1,0 +1,83 @@
+#!/bin/bash
+# The nbdsched command line: --help, --version, --check-config on good and bad
+# files (exit status, and errors naming file:line:column and the key).
+set -uo pipefail
+[ -n "${NBDSCHED:-}" ] && [ -x "$NBDSCHED" ] || { echo "SKIP: nbdsched not built (NBDSCHED unset)"; exit 77; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+ok()   { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+"$NBDSCHED" --help > "$tmp/help" 2>&1 && ok "--help exits 0" || fail "--help exits non-zero"
+grep -q -- '--config' "$tmp/help" && ok "--help mentions --config" || fail "--help lacks --config"
+grep -q -- '--check-config' "$tmp/help" && ok "--help mentions --check-config" \
+    || fail "--help lacks --check-config"
+"$NBDSCHED" --version > "$tmp/version" 2>&1 && ok "--version exits 0" || fail "--version exits non-zero"
+grep -qE '[0-9]+\.[0-9]+\.[0-9]+' "$tmp/version" && ok "--version prints a version" \
+    || fail "--version prints no version: $(cat "$tmp/version")"
+"$NBDSCHED" --no-such-option > /dev/null 2>&1 && fail "an unknown option exits 0" \
+    || ok "an unknown option exits non-zero"
+
+# write_config NAME: the good config with sed expression $2 applied.
+write_config() {
+    cat > "$tmp/$1.yaml" <<YAML
+listen:
+  - unix: $tmp/never.sock
+devices:
+  - name: d0
+    backend: ram
+    size: 64MiB
+exports:
+  - name: default
+    device: d0
+  - name: second
+    device: d0
+    size: 32MiB
+YAML
+    [ -n "${2:-}" ] && sed -i "$2" "$tmp/$1.yaml"
+    return 0
+}
+
+write_config good
+"$NBDSCHED" --check-config "$tmp/good.yaml" > "$tmp/out" 2>&1 \
+    && ok "--check-config accepts a good file" || { fail "--check-config rejects a good file"; cat "$tmp/out"; }
+[ -e "$tmp/never.sock" ] && fail "--check-config created the socket" || ok "--check-config does not listen"
+
+# expect_error NAME SED LINE KEY-REGEX: the error names file:LINE:col and the key.
+expect_error() {
+    local name=$1 expr=$2 line=$3 key=$4
+    write_config "$name" "$expr"
+    if "$NBDSCHED" --check-config "$tmp/$name.yaml" > "$tmp/out" 2>&1; then
+        fail "$name: accepted"
+        return
+    fi
+    if grep -qE "$name\.yaml:$line:[0-9]+" "$tmp/out" && grep -qE "$key" "$tmp/out"; then
+        ok "$name: rejected at line $line naming $key"
+    else
+        fail "$name: error does not name $name.yaml:$line:<col> and '$key':"
+        cat "$tmp/out"
+    fi
+}
+expect_error unknown-key   's/    size: 64MiB/    sise: 64MiB/'   6  'sise'
+expect_error bad-size      's/    size: 64MiB/    size: 64XB/'    6  'size'
+expect_error bad-backend   's/backend: ram/backend: tape/'         5  'backend'
+expect_error duplicate     's/name: second/name: default/'         10 'default'
+expect_error outside       's/size: 32MiB/size: 128MiB/'           12 'size|second|outside'
+expect_error bad-device    's/    device: d0$/    device: nope/;9!{/device: nope/s//device: d0/}' 9 'nope'
+expect_error missing-path  's/backend: ram/backend: file/'         5  'path'
+expect_error wrong-type    's/^exports:$/exports: 7/;/^  - name: \(default\|second\)$/,$d' 7 'exports'
+
+printf 'listen: [\n  - unix: x\n' > "$tmp/syntax.yaml"
+if "$NBDSCHED" --check-config "$tmp/syntax.yaml" > "$tmp/out" 2>&1; then
+    fail "a YAML syntax error is accepted"
+else
+    grep -qE 'syntax\.yaml:[0-9]+:[0-9]+' "$tmp/out" && ok "a YAML syntax error names line:column" \
+        || { fail "YAML syntax error without line:column:"; cat "$tmp/out"; }
+fi
+"$NBDSCHED" --check-config "$tmp/does-not-exist.yaml" > /dev/null 2>&1 \
+    && fail "a missing config file is accepted" || ok "a missing config file is an error"
+
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
