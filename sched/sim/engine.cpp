@@ -222,6 +222,8 @@ Results Runner::collect() {
     r_.total.name = "total";
     finish_entity(r_.total, all, measured);
     r_.scheduler = s_.stats(end_);
+    r_.queued_at_end = s_.queued();
+    r_.in_flight_at_end = s_.in_flight();
     return std::move(r_);
 }
 

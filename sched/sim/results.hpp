@@ -53,6 +53,8 @@ struct Results {
     std::uint64_t submitted = 0;          // totals over the whole run, ramp included
     std::uint64_t dispatched = 0;
     std::uint64_t completed = 0;
+    std::uint64_t queued_at_end = 0;      // the scheduler's queued() / in_flight() when the clock stops
+    std::uint64_t in_flight_at_end = 0;
     sched::SchedulerStats scheduler;
 };
 
