@@ -48,9 +48,7 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
 } // namespace
 
 std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
-    Parsed<Device> p;
-    p.path = item.path;
-    p.value.origin = item.at;
+    Parsed<Device> p(item);
     Device& d = p.value;
     std::optional<Field> scheduler, profile;
     std::vector<Field> tunables, param_blocks;
@@ -104,12 +102,7 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
     check_backend(r, p, item, size_parsed);
     check_scheduler(r, p.path, d, scheduler, tunables);
     check_profile(r, d, profile, param_blocks);
-    if (p.at.count("name") == 0) {
-        r.error(item.at, p.key("name"), "missing: every device needs a name");
-        return std::nullopt;
-    }
-    if (d.name.empty()) return std::nullopt;
-    return p;
+    return named(r, item, p, "device");
 }
 
 } // namespace nbdsched::config::detail

@@ -10,9 +10,7 @@ constexpr std::size_t nbd_max_string = 4096;
 } // namespace
 
 std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item) {
-    Parsed<Export> p;
-    p.path = item.path;
-    p.value.origin = item.at;
+    Parsed<Export> p(item);
     Export& e = p.value;
     bool ok = r.read_map(item, {"name", "device", "offset", "size", "readonly", "description", "group"},
         [&](const Field& f) {
@@ -42,12 +40,7 @@ std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item) {
     if (!ok) return std::nullopt;
     if (p.at.count("device") == 0)
         r.error(item.at, p.key("device"), "missing: an export needs the device it serves");
-    if (p.at.count("name") == 0) {
-        r.error(item.at, p.key("name"), "missing: every export needs a name");
-        return std::nullopt;
-    }
-    if (e.name.empty()) return std::nullopt;
-    return p;
+    return named(r, item, p, "export");
 }
 
 } // namespace nbdsched::config::detail

@@ -69,9 +69,7 @@ std::optional<std::string> read_name(Reader& r, const Field& field) {
 }
 
 std::optional<Parsed<Group>> parse_group(Reader& r, const Field& item) {
-    Parsed<Group> p;
-    p.path = item.path;
-    p.value.origin = item.at;
+    Parsed<Group> p(item);
     Group& g = p.value;
     bool ok = r.read_map(item, {"name", "weight"}, [&](const Field& f) {
         p.at[f.key] = f.at;
@@ -87,18 +85,11 @@ std::optional<Parsed<Group>> parse_group(Reader& r, const Field& item) {
         }
     });
     if (!ok) return std::nullopt;
-    if (p.at.count("name") == 0) {
-        r.error(item.at, p.key("name"), "missing: every group needs a name");
-        return std::nullopt;
-    }
-    if (g.name.empty()) return std::nullopt;
-    return p;
+    return named(r, item, p, "group");
 }
 
 std::optional<Parsed<Rule>> parse_rule(Reader& r, const Field& item) {
-    Parsed<Rule> p;
-    p.path = item.path;
-    p.value.origin = item.at;
+    Parsed<Rule> p(item);
     bool has_match = false;
     bool ok = r.read_map(item, {"match", "group"}, [&](const Field& f) {
         p.at[f.key] = f.at;

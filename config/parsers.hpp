@@ -17,6 +17,9 @@ namespace nbdsched::config::detail {
 // whole file (an export's window against its device) can point at the key.
 template <class T>
 struct Parsed {
+    Parsed() = default;
+    explicit Parsed(const Field& item) : path(item.path) { value.origin = item.at; }
+
     T value;
     std::string path;                                // "exports[1]"
     std::map<std::string, Origin, std::less<>> at;   // key -> position of its value
@@ -27,6 +30,18 @@ struct Parsed {
     }
     std::string key(std::string_view name) const { return path + "." + std::string(name); }
 };
+
+// The entry if it has a usable name; "missing: every device needs a name"
+// otherwise (an entry without a name cannot be referred to or checked further).
+template <class T>
+std::optional<Parsed<T>> named(Reader& r, const Field& item, Parsed<T>& p, std::string_view what) {
+    if (p.at.count("name") == 0) {
+        r.error(item.at, p.key("name"), "missing: every " + std::string(what) + " needs a name");
+        return std::nullopt;
+    }
+    if (p.value.name.empty()) return std::nullopt;   // a bad name, already reported
+    return std::move(p);
+}
 
 // A name of devices and groups: letters, digits, '-', '_', '.'; 1..64 chars.
 // They appear in ctl commands and metric labels, hence the restriction.
