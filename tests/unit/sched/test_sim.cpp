@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include "backend/timing/profiles.hpp"
 #include "sched/none.hpp"
 #include "sched/sim/report.hpp"
@@ -116,7 +118,14 @@ changes: [{at: 500ms, max_depth: 2}]
     print_table(table, r);
     print_json(json, r);
     CHECK(table.str().find("x.1") != std::string::npos);
-    CHECK(json.str().find("\"lat_p99_us\"") != std::string::npos);
+    // JSON is YAML: yaml-cpp checks it is well-formed and round-trips the numbers.
+    YAML::Node doc = YAML::Load(json.str());
+    CHECK(doc["policy"].as<std::string>() == "none");
+    CHECK(doc["jobs"].size() == 4);
+    CHECK(doc["jobs"][1]["name"].as<std::string>() == "x.1");
+    CHECK(doc["groups"][0]["weight"].as<unsigned>() == 1000);
+    CHECK(doc["total"]["ios"].as<std::uint64_t>() == r.total.ios);
+    CHECK(doc["total"]["lat_p99_us"].as<double>() == doctest::Approx(r.total.latency.p99_us).epsilon(0.001));
 
     CHECK_FALSE(parse_workload("jobs: []", w).empty());
     CHECK_FALSE(parse_workload("jobs: [{rw: sideways}]", w).empty());
