@@ -67,6 +67,18 @@ TEST_CASE("tunables the policy does not accept, and bad tunable values") {
                  "devices[0].tunables.max_depth", 4, 27, "max_depth must be a positive integer");
 }
 
+TEST_CASE("cfq tunables are checked by the cfq policy itself") {
+    auto r = device("name: d0\n    size: 1GiB\n    scheduler: cfq\n"
+                    "    tunables: {slice_idl: 8ms, group_idle: soon}\n");
+    expect_error(r, "devices[0].tunables.slice_idl", 5, 16, "not a tunable of scheduler cfq (did you mean 'slice_idle'?)");
+    expect_error(r, "devices[0].tunables.group_idle", 5, 44, "group_idle");
+    auto ok = device("name: d0\n    size: 1GiB\n    scheduler: cfq\n    tunables: {slice_idle: auto, quantum: 4}\n");
+    INFO(all_errors(ok));
+    REQUIRE(ok.config);
+    CHECK(ok.config->devices[0].scheduler == "cfq");
+    CHECK(ok.config->devices[0].tunables.at("quantum") == "4");
+}
+
 TEST_CASE("unknown profile, with a suggestion") {
     expect_error(device("name: d0\n    size: 1GiB\n    profile: hhd\n"), "devices[0].profile", 4, 14,
                  "unknown profile 'hhd' (none, hdd, ssd, nvme) (did you mean 'hdd'?)");

@@ -169,6 +169,8 @@ TEST_CASE("the example config loads") {
     CHECK(r.config->devices.size() == 2);
     CHECK(r.config->exports.size() == 3);
     CHECK(r.config->find_device("disk")->profile == "hdd");
+    CHECK(r.config->find_device("disk")->scheduler == "cfq");
+    CHECK(r.config->find_device("disk")->tunables.at("slice_idle") == "8ms");
     CHECK(r.config->find_group("tenant-a")->weight == 1000);
 }
 
