@@ -95,6 +95,8 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
     int kinds = 0;
     bool ok = r.read_map(item, {"unix", "tcp"}, [&](const Field& f) {
         ++kinds;
+        if (f.key == "tcp" && f.value.IsSequence())
+            return r.error(f, "expected HOST:PORT; quote an IPv6 address, as in tcp: \"[::1]:10809\"");
         auto text = r.string(f);
         if (!text) return;
         std::string error;

@@ -21,6 +21,7 @@ TEST_CASE("listen entries: unix: PATH or tcp: HOST:PORT") {
   - udp: 1.2.3.4:5
   - tcp: "[::1:10809"
   - tcp: "[10.0.0.1]:10809"
+  - tcp: [::1]
 )");
     expect_error(r, "listen[0].tcp", 2, 10, "expected HOST:PORT");
     expect_error(r, "listen[1].tcp", 3, 10, "an IPv6 address needs brackets: [::1]:10809");
@@ -31,6 +32,7 @@ TEST_CASE("listen entries: unix: PATH or tcp: HOST:PORT") {
     expect_error(r, "listen[6].udp", 8, 5, "unknown key");
     expect_error(r, "listen[7].tcp", 9, 10, "expected [IPv6]:PORT");
     expect_error(r, "listen[8].tcp", 10, 10, "not an IPv6 address");
+    expect_error(r, "listen[9].tcp", 11, 10, "quote an IPv6 address");
 }
 
 TEST_CASE("listen: socket paths that do not fit, repeats, an empty list") {
