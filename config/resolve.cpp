@@ -2,6 +2,8 @@
 // windows inside their devices.
 #include <map>
 
+#include "common/units.hpp"
+
 #include "config/parsers.hpp"
 #include "config/suggest.hpp"
 
@@ -41,14 +43,13 @@ void require(Reader& r, const Parsed<T>& entry, std::string_view key, const std:
 void check_window(Reader& r, const Parsed<Export>& p, const Device& device) {
     const Export& e = p.value;
     if (device.size == 0) return;   // a file device's size is known only when it is opened
+    std::string where = "device '" + device.name + "' (" + format_size(device.size) + ")";
     if (e.offset >= device.size) {
         r.error(p.where("offset"), p.key("offset"),
-                "offset " + std::to_string(e.offset) + " is at or past the end of device '" + device.name +
-                    "' (" + std::to_string(device.size) + " bytes)");
+                "offset " + format_size(e.offset) + " is at or past the end of " + where);
     } else if (e.size && *e.size > device.size - e.offset) {
         r.error(p.where("size"), p.key("size"),
-                "window " + std::to_string(e.offset) + "+" + std::to_string(*e.size) + " ends past device '" +
-                    device.name + "' (" + std::to_string(device.size) + " bytes)");
+                "window " + format_size(e.offset) + " + " + format_size(*e.size) + " ends past the end of " + where);
     }
 }
 

@@ -37,10 +37,10 @@ exports:
   - {name: fits, device: d0, offset: 512MiB, size: 512MiB}
   - {name: rest, device: d0, offset: 1023MiB}
 )");
-    expect_error(r, "exports[0].offset", 3, 38, "offset 1073741824 is at or past the end of device 'd0'");
-    expect_error(r, "exports[1].size", 4, 52, "ends past device 'd0'");
+    expect_error(r, "exports[0].offset", 3, 38, "offset 1GiB is at or past the end of device 'd0' (1GiB)");
+    expect_error(r, "exports[1].size", 4, 52, "window 512MiB + 513MiB ends past the end of device 'd0' (1GiB)");
     // offset + size overflows 64 bits: still refused, not wrapped around.
-    expect_error(r, "exports[2].size", 5, 53, "ends past device 'd0'");
+    expect_error(r, "exports[2].size", 5, 53, "ends past the end of device 'd0'");
     CHECK(r.errors.size() == 3);
     expect_error(load("devices: [{name: d0, size: 1GiB}]\nexports: [{name: e, device: d0, size: 0}]\n"),
                  "exports[0].size", 2, 39, "above 0");
