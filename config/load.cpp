@@ -80,8 +80,12 @@ LoadResult load_string(const std::string& yaml, const std::string& name) {
     Config config;
     config.source = name;
     try {
-        YAML::Node root = YAML::Load(yaml);
-        detail::read_document(reader, root, config);
+        std::vector<YAML::Node> documents = YAML::LoadAll(yaml);
+        if (documents.size() > 1) {
+            // Silently using the first of several documents would hide edits made to the others.
+            reader.error(reader.origin(documents[1]), "", "a second YAML document ('---'); the configuration is one document");
+        }
+        detail::read_document(reader, documents.empty() ? YAML::Node() : documents[0], config);
     } catch (const YAML::ParserException& e) {
         reader.error(reader.origin(e.mark), "", "YAML syntax error: " + e.msg);
     } catch (const YAML::Exception& e) {

@@ -89,3 +89,31 @@ limits: {max_connections: 0}
     CHECK(r.errors[3].key == "limits.max_connections");
     CHECK(r.errors[1].str() == "test.yaml:3:22: devices[0].size: bad size 'huge' (use e.g. 4096, 64KiB, 512MiB, 1GiB, 2TiB)");
 }
+
+TEST_CASE("several YAML documents are refused") {
+    auto r = load(std::string(minimal_tail) + "---\nlog_level: debug\n");
+    REQUIRE_FALSE(r.config);
+    CHECK(r.errors.at(0).message.find("a second YAML document") == 0);
+    CHECK(r.errors.at(0).origin.line == 6);
+}
+
+TEST_CASE("garbage is reported, never thrown") {
+    const std::string inputs[] = {
+        std::string(2000, '['),
+        std::string("\0\1\2\xff\xfe", 5),
+        "devices: &a [*a]\n",
+        "? [a, b]\n: c\n",
+        "devices:\n\t- name: d0\n",
+        "devices: [{name: d0, size: 99999999999999999999999}]\nexports: [{name: e, device: d0}]\n",
+        "exports: [{name: e, device: d0, offset: 18446744073709551615}]\ndevices: [{name: d0, size: 1}]\n",
+        "listen: [{tcp: \"[:10809\"}, {tcp: \"]:1\"}, {tcp: \"[]:1\"}, {unix: {a: b}}]\n",
+        "groups: [{name: \"\"}, {name: ~}, {name: [x]}]\n",
+    };
+    for (const auto& text : inputs) {
+        INFO("input: " << text);
+        LoadResult r;
+        CHECK_NOTHROW(r = load(text));
+        CHECK_FALSE(r.config.has_value());
+        CHECK_FALSE(r.errors.empty());
+    }
+}
