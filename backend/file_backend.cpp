@@ -180,6 +180,13 @@ FileBackend::PartialBlockLock FileBackend::lock_partial_blocks(std::uint64_t off
     return lock;
 }
 
+int FileBackend::check_mutation(std::uint64_t offset, std::uint64_t length) const
+{
+    if (!in_range(offset, length))
+        return EINVAL;
+    return read_only_ ? EROFS : 0;
+}
+
 int FileBackend::read(std::uint64_t offset, std::span<std::byte> out)
 {
     if (!in_range(offset, out.size()))
@@ -191,10 +198,8 @@ int FileBackend::read(std::uint64_t offset, std::span<std::byte> out)
 
 int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua)
 {
-    if (!in_range(offset, data.size()))
-        return EINVAL;
-    if (read_only_)
-        return EROFS;
+    if (int err = check_mutation(offset, data.size()))
+        return err;
     if (direct_ && !aligned(offset, data.size(), data.data()))
         return direct_write(offset, data, fua);
     return pwrite_full(fd_, data, offset, fua);
@@ -223,12 +228,8 @@ int FileBackend::discard_block_device(std::uint64_t offset, std::uint64_t length
 
 int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua)
 {
-    if (!in_range(offset, length))
-        return EINVAL;
-    if (read_only_)
-        return EROFS;
-    if (length == 0)
-        return 0;
+    if (int err = check_mutation(offset, length); err != 0 || length == 0)
+        return err;
     int err = 0;
     if (block_device_) {
         err = discard_block_device(offset, length);
@@ -245,12 +246,8 @@ int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua)
 
 int FileBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua)
 {
-    if (!in_range(offset, length))
-        return EINVAL;
-    if (read_only_)
-        return EROFS;
-    if (length == 0)
-        return 0;
+    if (int err = check_mutation(offset, length); err != 0 || length == 0)
+        return err;
     {
         auto lock = lock_partial_blocks(offset, length);
         const off_t off = static_cast<off_t>(offset);

@@ -76,6 +76,7 @@ private:
     FileBackend() = default;
     bool finish_open(const Options& options, struct ::stat& st, std::string& error);
     bool in_range(std::uint64_t offset, std::uint64_t length) const;
+    int check_mutation(std::uint64_t offset, std::uint64_t length) const;   // EINVAL, EROFS or 0
     bool aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const;
     int direct_read(std::uint64_t offset, std::span<std::byte> out);
     int direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua);

@@ -21,6 +21,38 @@ bool all_zero(const std::byte* p, std::size_t n)
     return n == 0 || (p[0] == std::byte{0} && std::memcmp(p, p + 1, n - 1) == 0);
 }
 
+// Calls fn(leaf_index, offset, length) for each piece of the range that lies
+// in one leaf; stops early (returning false) when fn returns false.
+template <class Fn>
+bool for_each_leaf(std::uint64_t offset, std::uint64_t length, Fn&& fn)
+{
+    for (std::uint64_t done = 0; done < length;) {
+        const std::uint64_t pos = offset + done;
+        const std::uint64_t li = pos / leaf_bytes;
+        const std::uint64_t chunk = std::min(length - done, (li + 1) * leaf_bytes - pos);
+        if (!fn(li, pos, chunk))
+            return false;
+        done += chunk;
+    }
+    return true;
+}
+
+// Calls fn(slot in the leaf, offset in the page, bytes, device offset) for
+// each page piece of a range inside one leaf; stops when fn returns false.
+template <class Fn>
+bool for_each_page(std::uint64_t offset, std::uint64_t length, Fn&& fn)
+{
+    for (std::uint64_t c = 0; c < length;) {
+        const std::uint64_t at = offset + c;
+        const std::uint64_t in_page = at % RamBackend::page_bytes;
+        const std::uint64_t n = std::min(length - c, RamBackend::page_bytes - in_page);
+        if (!fn((at / RamBackend::page_bytes) % RamBackend::pages_per_leaf, in_page, n, at))
+            return false;
+        c += n;
+    }
+    return true;
+}
+
 } // namespace
 
 struct RamBackend::Leaf {
@@ -103,27 +135,20 @@ int RamBackend::read(std::uint64_t offset, std::span<std::byte> out)
 {
     if (!in_range(offset, out.size()))
         return EINVAL;
-    std::size_t done = 0;
-    while (done < out.size()) {
-        const std::uint64_t pos = offset + done;
-        const std::uint64_t li = pos / leaf_bytes;
-        const std::uint64_t chunk = std::min<std::uint64_t>(out.size() - done, (li + 1) * leaf_bytes - pos);
+    for_each_leaf(offset, out.size(), [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
         std::shared_lock lock(stripe_of(li).mutex);
         const Leaf* leaf = leaf_or_null(li);
-        for (std::uint64_t c = 0; c < chunk;) {
-            const std::uint64_t in_page = (pos + c) % page_bytes;
-            const std::uint64_t n = std::min(chunk - c, page_bytes - in_page);
-            std::byte* dst = out.data() + done + c;
-            const std::byte* page = leaf == nullptr ? nullptr
-                : leaf->pages[((pos + c) / page_bytes) % pages_per_leaf].load(std::memory_order_acquire);
+        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n,
+                                             std::uint64_t at) {
+            std::byte* dst = out.data() + (at - offset);
+            const std::byte* page = leaf == nullptr ? nullptr : leaf->pages[slot].load(std::memory_order_acquire);
             if (page != nullptr)
                 std::memcpy(dst, page + in_page, n);
             else
                 std::memset(dst, 0, n);
-            c += n;
-        }
-        done += chunk;
-    }
+            return true;
+        });
+    });
     return 0;
 }
 
@@ -131,33 +156,26 @@ int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, boo
 {
     if (!in_range(offset, data.size()))
         return EINVAL;
-    std::size_t done = 0;
-    while (done < data.size()) {
-        const std::uint64_t pos = offset + done;
-        const std::uint64_t li = pos / leaf_bytes;
-        const std::uint64_t chunk = std::min<std::uint64_t>(data.size() - done, (li + 1) * leaf_bytes - pos);
+    const bool ok = for_each_leaf(offset, data.size(), [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
         std::shared_lock lock(stripe_of(li).mutex);
         Leaf* leaf = leaf_or_null(li);
-        for (std::uint64_t c = 0; c < chunk;) {
-            const std::uint64_t in_page = (pos + c) % page_bytes;
-            const std::uint64_t n = std::min(chunk - c, page_bytes - in_page);
-            const std::byte* src = data.data() + done + c;
-            const std::uint64_t slot = ((pos + c) / page_bytes) % pages_per_leaf;
+        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n,
+                                             std::uint64_t at) {
+            const std::byte* src = data.data() + (at - offset);
             std::byte* page = leaf == nullptr ? nullptr : leaf->pages[slot].load(std::memory_order_acquire);
             if (page == nullptr && !all_zero(src, n)) {
                 // Zeros written over a hole stay a hole: nothing to allocate.
                 if (leaf == nullptr && (leaf = leaf_or_create(li)) == nullptr)
-                    return ENOSPC;
+                    return false;
                 if ((page = page_or_create(*leaf, slot)) == nullptr)
-                    return ENOSPC;
+                    return false;
             }
             if (page != nullptr)
                 std::memcpy(page + in_page, src, n);
-            c += n;
-        }
-        done += chunk;
-    }
-    return 0;
+            return true;
+        });
+    });
+    return ok ? 0 : ENOSPC;
 }
 
 void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length)
@@ -166,20 +184,17 @@ void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint6
     Leaf* leaf = leaf_or_null(li);
     if (leaf == nullptr)
         return;
-    for (std::uint64_t c = 0; c < length;) {
-        const std::uint64_t in_page = (offset + c) % page_bytes;
-        const std::uint64_t n = std::min(length - c, page_bytes - in_page);
-        auto& slot = leaf->pages[((offset + c) / page_bytes) % pages_per_leaf];
+    for_each_page(offset, length, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t) {
         if (n == page_bytes) {
-            if (std::byte* page = slot.exchange(nullptr, std::memory_order_acq_rel)) {
+            if (std::byte* page = leaf->pages[slot].exchange(nullptr, std::memory_order_acq_rel)) {
                 std::free(page);
                 allocated_pages_.fetch_sub(1, std::memory_order_relaxed);
             }
-        } else if (std::byte* page = slot.load(std::memory_order_acquire)) {
+        } else if (std::byte* page = leaf->pages[slot].load(std::memory_order_acquire)) {
             std::memset(page + in_page, 0, n);
         }
-        c += n;
-    }
+        return true;
+    });
     if (length == leaf_bytes) {   // the whole leaf is now empty: drop its table too
         leaves_[li].store(nullptr, std::memory_order_release);
         delete leaf;
@@ -198,13 +213,10 @@ int RamBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool /*
     // here; freeing is what the memory budget wants either way.
     if (!in_range(offset, length))
         return EINVAL;
-    for (std::uint64_t done = 0; done < length;) {
-        const std::uint64_t pos = offset + done;
-        const std::uint64_t li = pos / leaf_bytes;
-        const std::uint64_t chunk = std::min(length - done, (li + 1) * leaf_bytes - pos);
+    for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
         zero_in_leaf(li, pos, chunk);
-        done += chunk;
-    }
+        return true;
+    });
     return 0;
 }
 
