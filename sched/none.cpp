@@ -21,17 +21,17 @@ void NoneScheduler::close_queue(QueueId, Time) {
     // Nothing to free: a closed queue's requests are still in fifo_/in_flight_.
 }
 
-EntityStats& NoneScheduler::queue_stats(QueueId queue) { return stats_.queues[queue]; }
+EntityStats& NoneScheduler::queue_stats(QueueId queue) { return queue_stats_[queue]; }
 
 GroupStats& NoneScheduler::group_stats(GroupId group) {
-    auto [it, inserted] = stats_.groups.try_emplace(group);
+    auto [it, inserted] = group_stats_.try_emplace(group);
     if (inserted) it->second.weight = 100;
     return it->second;
 }
 
 void NoneScheduler::submit(const Request& request, Time) {
     fifo_.push_back(request);
-    ++stats_.device.queued;
+    ++device_stats_.queued;
     ++queue_stats(request.queue).queued;
     ++group_stats(request.group).queued;
 }
@@ -41,7 +41,7 @@ std::optional<Request> NoneScheduler::dispatch(Time) {
     Request request = fifo_.front();
     fifo_.pop_front();
     in_flight_.emplace(request.id, request);
-    for (EntityStats* s : {&stats_.device, &queue_stats(request.queue),
+    for (EntityStats* s : {&device_stats_, &queue_stats(request.queue),
                            static_cast<EntityStats*>(&group_stats(request.group))}) {
         --s->queued;
         ++s->in_flight;
@@ -55,7 +55,7 @@ void NoneScheduler::complete(RequestId id, Time) {
     auto it = in_flight_.find(id);
     if (it == in_flight_.end()) return;   // unknown id: ignore rather than corrupt counters
     const Request& request = it->second;
-    for (EntityStats* s : {&stats_.device, &queue_stats(request.queue),
+    for (EntityStats* s : {&device_stats_, &queue_stats(request.queue),
                            static_cast<EntityStats*>(&group_stats(request.group))}) {
         --s->in_flight;
         ++s->completed;
@@ -87,7 +87,14 @@ std::string NoneScheduler::set_tunable(std::string_view name, std::string_view v
     return {};
 }
 
-SchedulerStats NoneScheduler::stats(Time) const { return stats_; }
+SchedulerStats NoneScheduler::stats(Time) const {
+    SchedulerStats out;
+    out.device = device_stats_;
+    out.queues.insert(queue_stats_.begin(), queue_stats_.end());
+    out.groups.insert(group_stats_.begin(), group_stats_.end());
+    out.hw_tag = device_.max_depth > 1;   // none does not detect; it trusts the device
+    return out;
+}
 
 std::unique_ptr<Scheduler> make_none(const DeviceTraits& device, const Tunables& tunables,
                                      std::string& error) {
