@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+"""Socket activation through the real systemd-socket-activate tool: it
+listens on a unix socket and a loopback TCP port and starts the daemon at
+the first connection with both sockets inherited. The daemon must serve
+on them (libnbd writes and reads back; nbdinfo over TCP) and must not bind
+the listen address of its configuration instead.
+
+usage: socket_activation_test.py NBDSCHED"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+from sdtest import Checks, TempDir, daemon_log, free_port, skip, wait_for, write_config
+
+try:
+    import nbd
+except ImportError:
+    skip("python3-libnbd is not installed (scripts/deps installs it)")
+
+
+def libnbd_roundtrip(sock_path):
+    h = nbd.NBD()
+    h.set_export_name("default")
+    h.connect_unix(sock_path)
+    size = h.get_size()
+    pattern = bytes((i * 7 + 3) % 251 for i in range(65536))
+    h.pwrite(pattern, 1 << 20)
+    h.flush()
+    back = h.pread(len(pattern), 1 << 20)
+    h.shutdown()
+    return size, back == pattern
+
+
+def main(daemon):
+    tool = shutil.which("systemd-socket-activate")
+    if not tool:
+        skip("systemd-socket-activate is not installed (apt-get install systemd)")
+    tmp = TempDir("activate")
+    checks = Checks()
+    sock_path = tmp("activated.sock")
+    config_sock = tmp("config.sock")
+    write_config(tmp("c.yaml"), config_sock)
+    port = free_port()
+    log = open(tmp("daemon.log"), "w")
+    proc = subprocess.Popen(
+        [tool, "-l", sock_path, "-l", f"127.0.0.1:{port}", "--fdname=nbd-unix:nbd-tcp",
+         daemon, "--config", tmp("c.yaml")],
+        stdout=log, stderr=subprocess.STDOUT)
+    try:
+        checks.check("systemd-socket-activate listens", wait_for(lambda: os.path.exists(sock_path), 10))
+        try:
+            size, same = libnbd_roundtrip(sock_path)
+            checks.check("libnbd on the activated unix socket: size", size == 64 << 20, f"{size}")
+            checks.check("libnbd on the activated unix socket: write, read back", same)
+        except nbd.Error as e:
+            checks.check("libnbd on the activated unix socket", False, str(e))
+        info = subprocess.run(["nbdinfo", "--size", f"nbd://127.0.0.1:{port}/default"],
+                              capture_output=True, text=True, timeout=20)
+        checks.check("nbdinfo on the activated TCP socket", info.returncode == 0 and
+                     info.stdout.strip() == str(64 << 20), (info.stdout + info.stderr).strip())
+        checks.check("the config's own listen address is not bound", not os.path.exists(config_sock))
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            rc = "still running"
+        checks.check("exit status 0 after SIGTERM", rc == 0, f"status {rc}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+        if checks.failed:
+            daemon_log(tmp("daemon.log"))
+        tmp.remove()
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
