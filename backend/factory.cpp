@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "backend/faulty.hpp"
 #include "backend/file_backend.hpp"
 #include "backend/ram_backend.hpp"
 #include "common/units.hpp"
@@ -45,6 +46,15 @@ bool resolve_rotational(const config::Device& device, const Backend& backend,
     if (profile_rotational)
         return *profile_rotational;
     return backend.detected_rotational().value_or(false);
+}
+
+std::optional<std::uint64_t> allocated_bytes(const Backend& backend)
+{
+    if (const auto* ram = dynamic_cast<const RamBackend*>(&backend))
+        return ram->allocated_bytes();
+    if (const auto* faulty = dynamic_cast<const FaultyBackend*>(&backend))
+        return allocated_bytes(faulty->inner());
+    return std::nullopt;
 }
 
 } // namespace nbdsched::backend

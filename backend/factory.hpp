@@ -24,4 +24,9 @@ std::unique_ptr<Backend> make_backend(const config::Device& device, std::string&
 bool resolve_rotational(const config::Device& device, const Backend& backend,
                         std::optional<bool> profile_rotational);
 
+// Bytes of memory holding data, for stats: a RamBackend's allocated pages
+// (looking through a FaultyBackend); nullopt for backends without such a
+// notion (files).
+std::optional<std::uint64_t> allocated_bytes(const Backend& backend);
+
 } // namespace nbdsched::backend

@@ -56,6 +56,7 @@ public:
     void set_config(FaultConfig config);
     FaultStats stats() const;
     Backend& inner() { return *inner_; }
+    const Backend& inner() const { return *inner_; }
 
     std::uint64_t size() const override { return inner_->size(); }
     bool blocking() const override;

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "backend/factory.hpp"
+#include "backend/faulty.hpp"
 #include "backend/ram_backend.hpp"
 #include "helpers.hpp"
 
@@ -49,4 +50,23 @@ TEST_CASE("factory: resolve_rotational precedence")
     CHECK_FALSE(resolve_rotational(d, *ram, true));           // explicit wins
     d.rotational = config::Tristate::yes;
     CHECK(resolve_rotational(d, *ram, false));
+}
+
+TEST_CASE("factory: allocated_bytes sees RAM through the fault wrapper, not files")
+{
+    config::Device d;
+    d.size = 1 << 20;
+    std::string error;
+    auto ram = make_backend(d, error);
+    REQUIRE(ram);
+    REQUIRE(ram->write(0, test::pattern(0, 8192), false) == 0);
+    CHECK(allocated_bytes(*ram) == 8192);
+    FaultyBackend faulty(std::move(ram), {});
+    CHECK(allocated_bytes(faulty) == 8192);
+    test::TempDir dir;
+    d.backend = config::BackendKind::file;
+    d.path = dir.file("f.img");
+    auto file = make_backend(d, error);
+    REQUIRE(file);
+    CHECK_FALSE(allocated_bytes(*file).has_value());
 }

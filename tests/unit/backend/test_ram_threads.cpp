@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/ram_backend.hpp"
+#include "backend/readahead/readahead.hpp"
 #include "helpers.hpp"
 
 using namespace nbdsched::backend;
@@ -69,4 +70,47 @@ TEST_CASE("ram: readers never see freed memory while trims free pages")
     writer.join();
     CHECK(bad == 0);
     CHECK(ram.allocated_bytes() == size / 2);
+}
+
+TEST_CASE("read-ahead: concurrent readers and writers on one device")
+{
+    using namespace nbdsched::backend::readahead;
+    constexpr std::uint64_t size = 16 << 20;
+    RamBackend disk(size);
+    REQUIRE(disk.write(0, pattern(0, size), false) == 0);
+    Options o;
+    o.device_size = size;
+    o.window_bytes = 256 << 10;
+    o.cache_bytes = 2 << 20;
+    ReadAhead ra(o);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> pool;
+    for (std::uint64_t q = 0; q < 3; ++q)
+        pool.emplace_back([&, q] {
+            std::vector<std::byte> buf(32 << 10);
+            for (std::uint64_t off = q * (4 << 20); off < (q + 1) * (4 << 20); off += buf.size()) {
+                auto d = ra.on_read(q, off, buf);
+                for (const auto& p : d.prefetch) {
+                    std::vector<std::byte> data(p.length);
+                    (void)disk.read(p.offset, data);
+                    ra.on_prefetch_done(p.ticket, 0, std::move(data));
+                }
+                if (d.kind != ReadDecision::Kind::hit && !(d.kind == ReadDecision::Kind::wait && ra.lookup(off, buf)))
+                    (void)disk.read(off, buf);
+                if (!is_pattern(buf, off))   // nobody writes these regions
+                    ++bad;
+            }
+        });
+    pool.emplace_back([&] {   // writes (same data) elsewhere, invalidating in parallel
+        for (std::uint64_t off = 12 << 20; off < size; off += 64 << 10) {
+            ra.on_write(off, 64 << 10);
+            (void)disk.write(off, pattern(off, 64 << 10), false);
+            ra.on_write_done(off, 64 << 10);
+            (void)ra.stats();
+        }
+    });
+    for (auto& th : pool)
+        th.join();
+    CHECK(bad == 0);
+    CHECK(ra.stats().hits > 0);
 }
