@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 
 #include "backend/file_backend.hpp"
 #include "backend/sysfs_queue.hpp"
@@ -40,6 +42,19 @@ TEST_CASE("rotational: a missing path is unknown, /proc is unknown")
 {
     CHECK_FALSE(queue_info_for_path("/no/such/path").has_value());
     CHECK_FALSE(detect_rotational("/proc/self/status").has_value());
+}
+
+TEST_CASE("rotational: a file on tmpfs is memory: non-rotational (found through the mount table)")
+{
+    struct statfs fs {};
+    if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) {
+        MESSAGE("SKIP: /dev/shm is not tmpfs here");
+        return;
+    }
+    auto info = queue_info_for_path("/dev/shm");
+    REQUIRE(info);
+    CHECK(info->rotational == false);
+    CHECK(info->sysfs_dir.empty());
 }
 
 TEST_CASE("rotational: block devices listed in sysfs report their own queue")
