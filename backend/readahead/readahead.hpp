@@ -22,11 +22,15 @@
 //       In every case, submit each of d.prefetch as a read (queue p.queue,
 //       async, not a client request) into a buffer of p.length bytes, and
 //       on completion call ra.on_prefetch_done(p.ticket, err, std::move(buf)).
+//       Every Prefetch must be completed exactly once, also when it is never
+//       submitted or its queue went away (pass an errno, e.g. ECANCELED):
+//       until then its bytes count against the memory bound.
 //   WRITE / TRIM / WRITE_ZEROES arrive:  ra.on_write(offset, length)
 //       ... and once the backend finished it (ok or not): ra.on_write_done(offset, length)
 //       Both calls are needed: a prefetch issued between them may have read
 //       the old data, and its result is then thrown away.
-//   Connection closes: ra.on_queue_closed(q).
+//   Connection closes: ra.on_queue_closed(q) (its prefetches in flight still
+//       complete normally; their data stays useful to other queues).
 //   Stats: ra.stats() (gauges and counters for the control socket/metrics).
 //
 // Memory bound: cached bytes + bytes of prefetches in flight <= cache_bytes.
