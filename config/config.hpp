@@ -133,4 +133,8 @@ Config embedded_default();
 // as root, else /tmp/nbdsched-UID/nbdsched.sock) plus tcp 127.0.0.1:10809.
 std::vector<Listen> default_listen();
 
+// HOST:PORT exactly as the `tcp:` listen key and `metrics:` take it (IPv6 in
+// brackets, port 1..65535), for --listen-tcp: nullopt and `error` on garbage.
+std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error);
+
 } // namespace nbdsched::config

@@ -88,6 +88,23 @@ bool check_socket_path(std::string_view path, std::string& error) {
     return true;
 }
 
+} // namespace nbdsched::config::detail
+
+namespace nbdsched::config {
+
+std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error) {
+    auto hp = detail::parse_host_port(text, error);
+    if (!hp) return std::nullopt;
+    Listen listen;
+    listen.kind = Listen::Kind::tcp;
+    listen.host = hp->host;
+    listen.port = hp->port;
+    return listen;
+}
+
+} // namespace nbdsched::config
+
+namespace nbdsched::config::detail {
 namespace {
 
 std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
@@ -107,11 +124,10 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
             listen.kind = Listen::Kind::unix_socket;
             listen.path = *text;
         } else {
-            auto hp = parse_host_port(*text, error);
-            if (!hp) return r.error(f, error);
-            listen.kind = Listen::Kind::tcp;
-            listen.host = hp->host;
-            listen.port = hp->port;
+            auto tcp = parse_tcp_listen(*text, error);
+            if (!tcp) return r.error(f, error);
+            listen = *tcp;
+            listen.origin = f.at;
         }
         out = listen;
     });

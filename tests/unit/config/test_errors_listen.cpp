@@ -64,3 +64,16 @@ TEST_CASE("limits") {
     expect_error(r, "limits.max_inflight_bytes_per_connection", 5, 38, "is below max_request_bytes");
     expect_error(r, "limits.max_inflight_per_devices", 6, 3, "did you mean 'max_inflight_per_device'?");
 }
+
+TEST_CASE("parse_tcp_listen: the tcp: syntax for the command line") {
+    std::string error;
+    auto v6 = parse_tcp_listen("[::1]:10810", error);
+    REQUIRE(v6);
+    CHECK(v6->kind == Listen::Kind::tcp);
+    CHECK(v6->host == "::1");
+    CHECK(v6->port == 10810);
+    CHECK_FALSE(parse_tcp_listen("::1:10810", error));
+    CHECK(error.find("brackets") != std::string::npos);
+    CHECK_FALSE(parse_tcp_listen("127.0.0.1:0", error));
+    CHECK_FALSE(parse_tcp_listen("127.0.0.1", error));
+}
