@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "sched/cfq/group.hpp"
 #include "sched/cfq/queue.hpp"
@@ -120,9 +121,11 @@ private:
     CfqTunables t_;
 
     std::map<GroupId, std::unique_ptr<CfqGroup>> groups_;
-    std::map<QueueId, std::unique_ptr<CfqQueue>> queues_;   // sync queues by client
+    // Hash maps for lookups only: they are iterated nowhere but in stats(),
+    // where order does not matter, so decisions stay deterministic.
+    std::unordered_map<QueueId, std::unique_ptr<CfqQueue>> queues_;   // sync queues by client
     std::set<QueueId> closed_;
-    std::map<RequestId, InFlight> in_flight_;
+    std::unordered_map<RequestId, InFlight> in_flight_;
     std::uint64_t next_queue_key_ = 0;
 
     GroupTree grp_tree_;
@@ -151,7 +154,7 @@ private:
 
     // Counters.
     EntityStats device_stats_;
-    std::map<QueueId, EntityStats> queue_stats_;
+    std::unordered_map<QueueId, EntityStats> queue_stats_;
 };
 
 } // namespace nbdsched::sched::cfq
