@@ -1,4 +1,5 @@
 // make_scheduler / tunable_names: the one place that knows every policy.
+#include "sched/bfq/bfq.hpp"
 #include "sched/cfq/cfq.hpp"
 #include "sched/none.hpp"
 #include "sched/scheduler.hpp"
@@ -10,10 +11,7 @@ std::unique_ptr<Scheduler> make_scheduler(std::string_view policy, const DeviceT
     error.clear();
     if (policy == "none") return make_none(device, tunables, error);
     if (policy == "cfq") return make_cfq(device, tunables, error);
-    if (policy == "bfq") {
-        error = "policy bfq not built yet";   // wired in when sched/bfq lands
-        return nullptr;
-    }
+    if (policy == "bfq") return make_bfq(device, tunables, error);
     error = "unknown scheduler policy '" + std::string(policy) + "' (none, cfq, bfq)";
     return nullptr;
 }
@@ -21,6 +19,7 @@ std::unique_ptr<Scheduler> make_scheduler(std::string_view policy, const DeviceT
 std::vector<std::string> tunable_names(std::string_view policy) {
     if (policy == "none") return none_tunable_names();
     if (policy == "cfq") return cfq_tunable_names();
+    if (policy == "bfq") return bfq_tunable_names();
     return {};
 }
 

@@ -1,0 +1,94 @@
+// One bfq_queue: the requests of one client connection of one kind (each
+// client has a sync and an async queue, like a process in the kernel), kept
+// in sector order for the elevator and in arrival order for FIFO expiry,
+// plus the per-queue history BFQ bases its decisions on: seek history,
+// think time, I/O-boundness, and the budget state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "sched/bfq/wf2q.hpp"
+#include "sched/request.hpp"
+
+namespace nbdsched::sched::bfq {
+
+struct QueuedRequest {
+    Request request;
+    Time enqueued{};
+};
+
+// Elevator parameters of bfq_choose_req().
+struct SeekPolicy {
+    std::uint64_t back_max_sectors = 0;
+    unsigned back_penalty = 2;
+};
+
+class BfqQueue {
+public:
+    BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync);
+
+    std::uint64_t key() const { return key_; }
+    QueueId client() const { return client_; }
+    GroupId group() const { return group_; }
+    bool sync() const { return sync_; }
+
+    void add(const Request& request, Time now);
+    Request take(RequestId id);   // removes a queued request
+    bool empty() const { return requests_.empty(); }
+    std::size_t size() const { return requests_.size(); }
+
+    // bfq_find_next_rq: the FIFO head if it expired (checked once per
+    // service period, like the kernel's fifo_expire flag), otherwise the
+    // one-way elevator choice from `head` (sectors). Null when empty.
+    const Request* next_request(std::uint64_t head, const SeekPolicy& seek, Nanos fifo_expire,
+                                Time now);
+    void new_service_period() {
+        fifo_checked_ = false;
+        next_.reset();
+        next_from_fifo_ = false;
+    }
+
+    // History updated on arrival (bfq_update_io_thinktime/seektime).
+    void note_arrival(const Request& request, Time now, bool nonrot, Nanos slice_idle);
+    void note_completion(Time now) { last_end_request_ = now; }
+    Time last_end_request() const { return last_end_request_; }
+    bool seeky() const;                      // BFQQ_SEEKY
+    bool has_short_ttime() const { return short_ttime_; }
+
+    Entity entity;
+    unsigned dispatched = 0;                 // at the device
+    std::uint64_t max_budget = 0;            // bfqq->max_budget (sectors)
+    Time budget_timeout{};
+    bool wait_request = false;               // idle timer armed for this queue
+    bool non_blocking_wait_rq = false;       // expired only while waiting for I/O
+    std::uint64_t budget_left_at_expiry = 0;
+    bool io_bound = false;
+    unsigned requests_within_timer = 0;
+    bool closed = false;
+
+private:
+    void update_short_ttime(Nanos slice_idle);
+
+    std::uint64_t key_;
+    QueueId client_;
+    GroupId group_;
+    bool sync_;
+    std::map<RequestId, QueuedRequest> requests_;
+    std::set<std::pair<std::uint64_t, RequestId>> by_sector_;
+    std::set<std::pair<Time, RequestId>> fifo_;
+    bool fifo_checked_ = false;
+    std::optional<RequestId> next_;          // cached choice (bfqq->next_rq)
+    bool next_from_fifo_ = false;
+    std::uint32_t seek_history_ = 0;
+    std::uint64_t last_request_pos_ = 0;     // sector after the last arrival
+    Time last_end_request_{};
+    std::uint64_t ttime_samples_ = 0;
+    std::uint64_t ttime_total_ = 0;
+    std::uint64_t ttime_mean_ = 0;
+    bool short_ttime_;
+};
+
+} // namespace nbdsched::sched::bfq

@@ -1,0 +1,252 @@
+// BfqScheduler: request events and bookkeeping. The policy decisions live
+// in select.cpp (which queue, when to expire) and idle.cpp (when to plug).
+#include "sched/bfq/scheduler.hpp"
+
+#include <algorithm>
+
+namespace nbdsched::sched::bfq {
+namespace {
+
+std::uint64_t queue_key(QueueId client, bool sync) { return (client << 1) | (sync ? 0u : 1u); }
+
+bool busy(const Entity& e) { return e.in_service || e.where == Entity::Where::active; }
+
+} // namespace
+
+BfqScheduler::BfqScheduler(const DeviceTraits& device, const BfqTunables& tunables)
+    : device_(device),
+      tunables_(tunables),
+      computed_max_budget_(tunables.max_budget ? tunables.max_budget : 16 * 1024),
+      peak_rate_(device.rotational) {
+    device_.max_depth = std::max(device_.max_depth, 1u);
+}
+
+BfqGroup& BfqScheduler::group(GroupId id) {
+    auto [it, created] = groups_.try_emplace(id);
+    if (created) {
+        it->second.entity.key = id;
+        it->second.entity.weight = 100;   // BFQ's default group weight
+        it->second.stats.weight = 100;
+    }
+    return it->second;
+}
+
+void BfqScheduler::set_group(GroupId id, unsigned weight) {
+    BfqGroup& g = group(id);
+    weight = std::clamp(weight, 1u, 1000u);
+    root_.reweight(g.entity, weight);
+    g.stats.weight = weight;
+}
+
+void BfqScheduler::open_queue(QueueId id, GroupId gid, Time) {
+    group(gid);
+    Client& c = clients_[id];
+    c.open = true;
+    if (c.group != gid) {
+        // Moving a client: its idle internal queues are rebuilt in the new
+        // group; busy ones finish where they are.
+        for (bool sync : {true, false}) {
+            auto it = queues_.find(queue_key(id, sync));
+            if (it == queues_.end()) continue;
+            BfqQueue& q = it->second;
+            if (!busy(q.entity) && q.dispatched == 0) {
+                groups_.at(q.group()).tree.remove(q.entity);
+                queues_.erase(it);
+            }
+        }
+        c.group = gid;
+    }
+    for (bool sync : {true, false}) {
+        auto it = queues_.find(queue_key(id, sync));
+        if (it != queues_.end()) it->second.closed = false;
+    }
+}
+
+void BfqScheduler::close_queue(QueueId id, Time now) {
+    auto c = clients_.find(id);
+    if (c == clients_.end()) return;
+    c->second.open = false;
+    for (bool sync : {true, false}) {
+        auto it = queues_.find(queue_key(id, sync));
+        if (it == queues_.end()) continue;
+        BfqQueue& q = it->second;
+        q.closed = true;   // no process references: never idle for it again
+        if (in_service_ == &q && q.wait_request) {
+            stop_idling(q, now);
+            if (q.empty()) {
+                expire(q, false, Expiry::no_more_requests, now);   // may destroy q
+                continue;
+            }
+        }
+        maybe_forget(q);
+    }
+}
+
+BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
+    auto c = clients_.find(r.queue);
+    if (c == clients_.end()) {
+        open_queue(r.queue, r.group, now);
+        c = clients_.find(r.queue);
+    }
+    std::uint64_t key = queue_key(r.queue, r.sync);
+    auto it = queues_.find(key);
+    if (it == queues_.end()) {
+        it = queues_.try_emplace(key, key, r.queue, c->second.group, r.sync).first;
+        it->second.max_budget = 2 * max_budget() / 3;   // bfq_init_bfqq
+        it->second.closed = !c->second.open;
+        it->second.note_completion(now);   // a new queue counts as just served
+    }
+    return it->second;
+}
+
+void BfqScheduler::submit(const Request& r, Time now) {
+    process_timer(now);
+    BfqQueue& q = queue_for(r, now);
+    BfqGroup& g = groups_.at(q.group());
+    q.note_arrival(r, now, !device_.rotational, tunables_.slice_idle);
+    const bool was_busy = busy(q.entity);
+    q.add(r, now);
+    ++queued_;
+    if (g.pending++ == 0) ++groups_with_pending_;
+    ++g.stats.queued;
+    ++clients_[q.client()].stats.queued;
+    ++device_stats_.queued;
+
+    if (!was_busy) {
+        activate_queue(q, now);
+        return;
+    }
+    if (in_service_ == &q && q.wait_request) {
+        // bfq_rq_enqueued: a lone small request does not end idling that is
+        // only for throughput (more may follow to merge); anything else does.
+        bool small = q.size() == 1 && r.sectors() < 32;
+        bool timed_out = budget_timed_out(q, now);
+        if (small && idling_boosts_thr_without_issues(q) && !timed_out) return;
+        stop_idling(q, now);
+        if (timed_out) expire(q, false, Expiry::budget_timeout, now);
+    }
+}
+
+void BfqScheduler::activate_queue(BfqQueue& q, Time now) {
+    // bfq_bfqq_handle_idle_busy_switch
+    Nanos window = tunables_.slice_idle.count() ? tunables_.slice_idle : guarantee_idle();
+    bool in_time = now <= q.last_end_request() + 3 * window;
+    if (!q.io_bound) {
+        if (in_time && ++q.requests_within_timer >= 120) q.io_bound = true;
+        if (!in_time) q.requests_within_timer = 0;
+    }
+    bool wants_to_preempt = false;
+    if (q.non_blocking_wait_rq && in_time && q.budget_left_at_expiry > 0) {
+        // It only paused waiting for its next request: resume the old
+        // budget with back-shifted timestamps, and reclaim the device.
+        q.entity.budget = std::min(q.budget_left_at_expiry, q.max_budget);
+        wants_to_preempt = true;
+    } else {
+        q.entity.budget = std::max(q.max_budget, charge(*next_rq(q, now), q));
+        q.non_blocking_wait_rq = false;
+    }
+    BfqGroup& g = groups_.at(q.group());
+    g.tree.activate(q.entity, q.non_blocking_wait_rq);
+    q.non_blocking_wait_rq = false;
+    if (!busy(g.entity)) {
+        g.entity.budget = g.tree.peek()->budget;
+        root_.activate(g.entity);
+    }
+    maybe_preempt(q, wants_to_preempt, now);
+}
+
+std::optional<Request> BfqScheduler::dispatch(Time now) {
+    process_timer(now);
+    if (queued_ == 0 || in_flight_.size() >= device_.max_depth) return std::nullopt;
+    // strict_guarantees: the device serves one request at a time.
+    if (tunables_.strict_guarantees && !in_flight_.empty()) return std::nullopt;
+    BfqQueue* q = select_queue(now);
+    if (!q) return std::nullopt;
+    const Request* next = next_rq(*q, now);
+    Request r = q->take(next->id);
+    BfqGroup& g = groups_.at(q->group());
+    Client& c = clients_[q->client()];
+    --queued_;
+    ++q->dispatched;
+    in_flight_[r.id] = InFlight{q->key(), r.sectors()};
+    served(*q, charge(r, *q));
+
+    std::uint64_t sector = r.offset / 512;
+    std::uint64_t dist = sector > last_position_ ? sector - last_position_ : last_position_ - sector;
+    bool seeky = dist > 800 && (device_.rotational || r.sectors() < 64);
+    if (peak_rate_.on_dispatch(r.sectors(), seeky, now, unsigned(in_flight_.size() - 1))) {
+        peak_rate_known_ = true;
+        refresh_max_budget();
+    }
+    last_position_ = sector + r.sectors();
+
+    for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), &c.stats, &device_stats_}) {
+        ++s->dispatched;
+        s->dispatched_sectors += r.sectors();
+        --s->queued;
+        ++s->in_flight;
+    }
+    return r;
+}
+
+void BfqScheduler::complete(RequestId id, Time now) {
+    process_timer(now);
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) return;
+    BfqQueue& q = queues_.at(it->second.queue_key);
+    bool small = in_service_ && in_service_->has_short_ttime() &&
+                 in_service_->dispatched + in_service_->size() < 3;
+    hw_tag_.sample(unsigned(in_flight_.size()), queued_, small);
+    in_flight_.erase(it);
+    --q.dispatched;
+    BfqGroup& g = groups_.at(q.group());
+    if (--g.pending == 0) --groups_with_pending_;
+    for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), &clients_[q.client()].stats,
+                           &device_stats_}) {
+        ++s->completed;
+        --s->in_flight;
+    }
+    q.note_completion(now);
+    if (peak_rate_.on_completion(now)) {
+        peak_rate_known_ = true;
+        refresh_max_budget();
+    }
+
+    if (in_service_ == &q) {
+        if (must_idle(q)) {
+            // Keep the queue even if its budget timed out: it is owed the
+            // idling (bfq_completed_request).
+            if (q.dispatched == 0) arm_idle_timer(q, now);
+            return;
+        }
+        if (may_expire_for_budget_timeout(q, now))
+            expire(q, false, Expiry::budget_timeout, now);
+        else if (q.empty() && (q.dispatched == 0 || !better_to_idle(q)))
+            expire(q, false, Expiry::no_more_requests, now);
+        return;
+    }
+    maybe_forget(q);
+}
+
+void BfqScheduler::maybe_forget(BfqQueue& q) {
+    if (!q.closed || busy(q.entity) || q.dispatched != 0 || in_service_ == &q) return;
+    groups_.at(q.group()).tree.remove(q.entity);
+    queues_.erase(q.key());
+}
+
+void BfqScheduler::process_timer(Time now) {
+    if (!idle_until_ || now < *idle_until_) return;
+    if (!in_service_) {
+        idle_until_.reset();
+        return;
+    }
+    // bfq_idle_slice_timer_body
+    BfqQueue& q = *in_service_;
+    stop_idling(q, *idle_until_);
+    if (budget_timed_out(q, now)) expire(q, true, Expiry::budget_timeout, now);
+    else if (q.empty()) expire(q, true, Expiry::too_idle, now);
+}
+
+std::optional<Time> BfqScheduler::next_wakeup() const { return idle_until_; }
+
+} // namespace nbdsched::sched::bfq

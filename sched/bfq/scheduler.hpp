@@ -1,0 +1,130 @@
+// BfqScheduler: the Scheduler seam implemented with BFQ. Two scheduling
+// levels of B-WF2Q+ (groups in the device tree, queues in each group's
+// tree), sector budgets with the kernel's feedback, budget timeouts, time
+// charging of slow queues, and bfq_better_to_idle() idling. The member
+// functions are split by job over scheduler.cpp (events and bookkeeping),
+// select.cpp (choosing and expiring the in-service queue), idle.cpp
+// (when and how long to plug dispatch) and stats.cpp.
+#pragma once
+
+#include <map>
+#include <optional>
+
+#include "sched/bfq/device_model.hpp"
+#include "sched/bfq/queue.hpp"
+#include "sched/bfq/tunables.hpp"
+#include "sched/bfq/wf2q.hpp"
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::sched::bfq {
+
+// Why the in-service queue stops being served (enum bfqq_expiration).
+enum class Expiry { too_idle, budget_timeout, budget_exhausted, no_more_requests, preempted };
+
+struct BfqGroup {
+    Entity entity;
+    ServiceTree tree;              // this group's queues
+    std::uint64_t pending = 0;     // queued + in flight, for the symmetry test
+    GroupStats stats;
+};
+
+class BfqScheduler final : public Scheduler {
+public:
+    BfqScheduler(const DeviceTraits& device, const BfqTunables& tunables);
+
+    std::string_view policy() const override { return "bfq"; }
+
+    void set_group(GroupId group, unsigned weight) override;
+    void open_queue(QueueId queue, GroupId group, Time now) override;
+    void close_queue(QueueId queue, Time now) override;
+
+    void submit(const Request& request, Time now) override;
+    std::optional<Request> dispatch(Time now) override;
+    void complete(RequestId id, Time now) override;
+    std::optional<Time> next_wakeup() const override;
+
+    std::vector<std::string> tunable_names() const override;
+    std::optional<std::string> get_tunable(std::string_view name) const override;
+    std::string set_tunable(std::string_view name, std::string_view value, Time now) override;
+
+    std::size_t queued() const override { return queued_; }
+    std::size_t in_flight() const override { return in_flight_.size(); }
+    SchedulerStats stats(Time now) const override;
+
+    // Introspection for tests and the control socket.
+    std::uint64_t current_max_budget() const { return max_budget(); }
+    int hw_tag() const { return hw_tag_.value(); }
+
+private:
+    struct InFlight {
+        std::uint64_t queue_key;
+        std::uint64_t sectors;
+    };
+    struct Client {
+        GroupId group = 0;
+        bool open = true;
+        EntityStats stats;
+    };
+
+    // scheduler.cpp
+    BfqGroup& group(GroupId id);
+    BfqQueue& queue_for(const Request& request, Time now);
+    void activate_queue(BfqQueue& q, Time now);
+    void maybe_forget(BfqQueue& q);
+    void process_timer(Time now);
+    void refresh_max_budget();
+
+    // select.cpp
+    BfqQueue* select_queue(Time now);
+    BfqQueue* set_in_service(Time now);
+    void expire(BfqQueue& q, bool compensate, Expiry reason, Time now);
+    void recalc_budget(BfqQueue& q, Expiry reason, Time now);
+    bool is_slow(const BfqQueue& q, bool compensate, Time now, std::uint64_t& delta_ms) const;
+    void charge_time(BfqQueue& q, std::uint64_t time_ms);
+    void served(BfqQueue& q, std::uint64_t sectors);
+    std::uint64_t charge(const Request& r, const BfqQueue& q) const;
+    std::uint64_t budget_left(const BfqQueue& q) const;
+    std::uint64_t max_budget() const;     // bfq_max_budget()
+    std::uint64_t min_budget() const;     // bfq_min_budget()
+    bool budget_timed_out(const BfqQueue& q, Time now) const;
+    bool may_expire_for_budget_timeout(const BfqQueue& q, Time now) const;
+    const Request* next_rq(BfqQueue& q, Time now);
+    void maybe_preempt(BfqQueue& arrived, bool wants_to_preempt, Time now);
+
+    // idle.cpp
+    bool better_to_idle(const BfqQueue& q) const;
+    bool must_idle(const BfqQueue& q) const { return q.empty() && better_to_idle(q); }
+    bool idling_boosts_thr_without_issues(const BfqQueue& q) const;
+    bool idling_needed_for_service_guarantees(const BfqQueue& q) const;
+    bool asymmetric_scenario() const;
+    std::uint64_t pending_groups() const;
+    void arm_idle_timer(BfqQueue& q, Time now);
+    void stop_idling(BfqQueue& q, Time now);
+    Nanos guarantee_idle() const;
+
+    DeviceTraits device_;
+    BfqTunables tunables_;
+    std::uint64_t computed_max_budget_;   // bfqd->bfq_max_budget
+    std::uint64_t budgets_assigned_ = 0;  // smoothed towards 256
+    bool peak_rate_known_ = false;        // the estimator produced a rate
+    HwTagDetector hw_tag_;
+    PeakRateEstimator peak_rate_;
+
+    ServiceTree root_;                    // groups
+    std::map<GroupId, BfqGroup> groups_;
+    std::map<std::uint64_t, BfqQueue> queues_;   // key = client * 2 + async
+    std::map<QueueId, Client> clients_;
+    std::map<RequestId, InFlight> in_flight_;
+    std::size_t queued_ = 0;
+    std::uint64_t groups_with_pending_ = 0;
+
+    BfqQueue* in_service_ = nullptr;
+    std::optional<Time> idle_until_;      // armed idle timer
+    Time idle_start_{};
+    Time last_budget_start_{};
+    Time last_idling_start_{};
+    std::uint64_t last_position_ = 0;     // sector after the last dispatch
+    EntityStats device_stats_;
+};
+
+} // namespace nbdsched::sched::bfq

@@ -1,0 +1,213 @@
+// Choosing the in-service queue and ending its service: bfq_select_queue,
+// bfq_bfqq_expire, __bfq_bfqq_recalc_budget, bfq_bfqq_charge_time and the
+// budget helpers.
+#include "sched/bfq/scheduler.hpp"
+
+#include <algorithm>
+
+namespace nbdsched::sched::bfq {
+namespace {
+
+constexpr std::uint64_t kDefaultMaxBudget = 16 * 1024;   // sectors
+constexpr std::uint64_t kStatsMinBudgets = 194;
+constexpr std::uint64_t kAsyncChargeFactor = 3;
+
+} // namespace
+
+std::uint64_t BfqScheduler::max_budget() const {
+    return budgets_assigned_ < kStatsMinBudgets ? kDefaultMaxBudget : computed_max_budget_;
+}
+
+std::uint64_t BfqScheduler::min_budget() const { return max_budget() / 32; }
+
+void BfqScheduler::refresh_max_budget() {
+    // update_thr_responsiveness_params: an explicit max_budget always wins.
+    computed_max_budget_ = tunables_.max_budget ? tunables_.max_budget
+                                                : peak_rate_.max_budget(tunables_.timeout_sync);
+}
+
+std::uint64_t BfqScheduler::charge(const Request& r, const BfqQueue& q) const {
+    // bfq_serv_to_charge: async I/O costs three times its size unless the
+    // scenario is asymmetric (then every sector must count the same).
+    std::uint64_t sectors = std::max<std::uint64_t>(r.sectors(), 1);
+    if (q.sync() || asymmetric_scenario()) return sectors;
+    return sectors * kAsyncChargeFactor;
+}
+
+std::uint64_t BfqScheduler::budget_left(const BfqQueue& q) const {
+    return q.entity.budget > q.entity.service ? q.entity.budget - q.entity.service : 0;
+}
+
+bool BfqScheduler::budget_timed_out(const BfqQueue& q, Time now) const {
+    return now >= q.budget_timeout;
+}
+
+bool BfqScheduler::may_expire_for_budget_timeout(const BfqQueue& q, Time now) const {
+    return (!q.wait_request || budget_left(q) >= q.entity.budget / 3) && budget_timed_out(q, now);
+}
+
+const Request* BfqScheduler::next_rq(BfqQueue& q, Time now) {
+    SeekPolicy seek{tunables_.back_seek_max * 2, tunables_.back_seek_penalty};
+    return q.next_request(last_position_, seek, tunables_.fifo_expire(q.sync()), now);
+}
+
+void BfqScheduler::served(BfqQueue& q, std::uint64_t sectors) {
+    BfqGroup& g = groups_.at(q.group());
+    g.tree.served(q.entity, sectors);
+    root_.served(g.entity, sectors);
+}
+
+BfqQueue* BfqScheduler::set_in_service(Time now) {
+    Entity* ge = root_.select();
+    if (!ge) return nullptr;
+    BfqGroup& g = groups_.at(GroupId(ge->key));
+    Entity* qe = g.tree.select();
+    if (!qe) {   // a group is only active while it has active queues
+        root_.deactivate(*ge);
+        return nullptr;
+    }
+    BfqQueue& q = queues_.at(qe->key);
+    q.new_service_period();
+    budgets_assigned_ = (budgets_assigned_ * 7 + 256) / 8;
+    // bfq_set_budget_timeout (queue weights are not raised: coefficient 1).
+    q.budget_timeout = now + tunables_.timeout_sync;
+    last_budget_start_ = now;
+    ++g.stats.slices;
+    ++clients_[q.client()].stats.slices;
+    ++device_stats_.slices;
+    in_service_ = &q;
+    return &q;
+}
+
+BfqQueue* BfqScheduler::select_queue(Time now) {
+    // Every pass either returns or expires a queue; a freshly selected queue
+    // has a budget that fits its next request, so this ends quickly.
+    for (std::size_t pass = 0; pass < 2 * queues_.size() + 4; ++pass) {
+        BfqQueue* q = in_service_ ? in_service_ : set_in_service(now);
+        if (!q) return nullptr;
+        if (may_expire_for_budget_timeout(*q, now) && !must_idle(*q)) {
+            expire(*q, false, Expiry::budget_timeout, now);
+            continue;
+        }
+        if (!q->empty()) {
+            if (charge(*next_rq(*q, now), *q) > budget_left(*q)) {
+                expire(*q, false, Expiry::budget_exhausted, now);
+                continue;
+            }
+            // A small request may have arrived while idling for throughput
+            // without stopping the timer; now that we dispatch, stop it.
+            if (q->wait_request) stop_idling(*q, now);
+            return q;
+        }
+        // Empty: keep the device for it if it is idling, or if requests
+        // are still in flight and idling will be wanted when they end.
+        if (q->wait_request || (q->dispatched != 0 && better_to_idle(*q))) return nullptr;
+        expire(*q, false, Expiry::no_more_requests, now);
+    }
+    return nullptr;
+}
+
+bool BfqScheduler::is_slow(const BfqQueue& q, bool compensate, Time now,
+                           std::uint64_t& delta_ms) const {
+    delta_ms = 0;
+    if (!q.sync()) return false;
+    bool slow = q.seeky();
+    Time end = compensate ? last_idling_start_ : now;
+    auto delta_us = std::uint64_t(std::max<std::int64_t>(0, (end - last_budget_start_).count())) / 1000;
+    if (delta_us < 1000) {
+        // Too short to measure: charge the idling a seeky queue would get
+        // on flash, or one seek on a disk.
+        delta_ms = device_.rotational ? std::uint64_t(tunables_.slice_idle.count()) / 1000000 : 2;
+        return slow;
+    }
+    delta_ms = delta_us / 1000;
+    // Only long intervals say something reliable about the rate; on disks
+    // "slow" means under half the peak rate.
+    if (delta_us > 20000) slow = q.entity.service < computed_max_budget_ / 2;
+    return slow;
+}
+
+void BfqScheduler::charge_time(BfqQueue& q, std::uint64_t time_ms) {
+    // bfq_bfqq_charge_time: a slow queue pays for the device time it held,
+    // as if it had been served at peak rate (time fairness among the slow).
+    std::uint64_t timeout_ms = std::max<std::uint64_t>(
+        1, std::uint64_t(tunables_.timeout_sync.count()) / 1000000);
+    std::uint64_t bounded = std::min(time_ms, timeout_ms);
+    std::uint64_t for_time = computed_max_budget_ * bounded / timeout_ms;
+    std::uint64_t total = std::max(for_time, q.entity.service);
+    if (total > q.entity.budget) q.entity.budget = total;
+    if (total > q.entity.service) served(q, total - q.entity.service);
+}
+
+void BfqScheduler::recalc_budget(BfqQueue& q, Expiry reason, Time now) {
+    const std::uint64_t minb = std::max<std::uint64_t>(min_budget(), 1);
+    const std::uint64_t cap = computed_max_budget_;
+    std::uint64_t b = q.max_budget;
+    if (q.sync()) {
+        switch (reason) {
+        case Expiry::too_idle:
+            // Still has I/O in flight: it was not really idle, be generous.
+            if (q.dispatched > 0) b = std::min(2 * b, cap);
+            else b = b > 5 * minb ? b - 4 * minb : minb;
+            break;
+        case Expiry::budget_timeout: b = std::min(2 * b, cap); break;
+        case Expiry::budget_exhausted: b = std::min(4 * b, cap); break;
+        case Expiry::no_more_requests: b = std::max(q.entity.service, minb); break;
+        case Expiry::preempted: return;
+        }
+    } else {
+        b = cap;
+    }
+    q.max_budget = b;
+    if (budgets_assigned_ >= kStatsMinBudgets && tunables_.max_budget == 0)
+        q.max_budget = std::min(q.max_budget, cap);
+    if (!q.empty()) q.entity.budget = std::max(q.max_budget, charge(*next_rq(q, now), q));
+}
+
+void BfqScheduler::expire(BfqQueue& q, bool compensate, Expiry reason, Time now) {
+    std::uint64_t delta_ms = 0;
+    bool slow = is_slow(q, compensate, now, delta_ms);
+    if (slow || (reason == Expiry::budget_timeout && budget_left(q) >= q.entity.budget / 3))
+        charge_time(q, delta_ms);
+    if (reason == Expiry::too_idle && q.entity.service <= 2 * q.entity.budget / 10)
+        q.io_bound = false;
+    recalc_budget(q, reason, now);
+
+    // __bfq_bfqq_expire: requeue or deactivate along the path to the root.
+    const std::uint64_t left = budget_left(q);
+    BfqGroup& g = groups_.at(q.group());
+    if (q.empty()) g.tree.deactivate(q.entity);
+    else g.tree.requeue(q.entity);
+    if (g.tree.empty()) {
+        root_.deactivate(g.entity);
+    } else {
+        g.entity.budget = g.tree.peek()->budget;
+        root_.requeue(g.entity);
+    }
+    if (q.wait_request) stop_idling(q, now);
+    in_service_ = nullptr;
+
+    // Waiting for its next request only: remember the budget it had left,
+    // so that an in-time arrival continues the same budget.
+    q.non_blocking_wait_rq = q.empty() && reason != Expiry::budget_timeout &&
+                             reason != Expiry::budget_exhausted;
+    q.budget_left_at_expiry = q.non_blocking_wait_rq ? left : 0;
+    maybe_forget(q);   // may destroy q: callers must not touch it afterwards
+}
+
+void BfqScheduler::maybe_preempt(BfqQueue& arrived, bool wants_to_preempt, Time now) {
+    // bfq_bfqq_handle_idle_busy_switch: the in-service queue yields when
+    // the newcomer has a service hole to recover, belongs to a heavier
+    // group, or plugging is not needed any more; and only if the newcomer's
+    // group could be the next one B-WF2Q+ serves (next_queue_may_preempt).
+    BfqQueue* cur = in_service_;
+    if (!cur || cur == &arrived || cur->group() == arrived.group()) return;
+    const BfqGroup& ga = groups_.at(arrived.group());
+    const BfqGroup& gc = groups_.at(cur->group());
+    bool heavier = ga.entity.weight > gc.entity.weight;
+    if (!(wants_to_preempt || heavier || !better_to_idle(*cur))) return;
+    if (root_.peek() != &ga.entity) return;
+    expire(*cur, false, Expiry::preempted, now);
+}
+
+} // namespace nbdsched::sched::bfq

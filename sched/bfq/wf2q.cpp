@@ -1,0 +1,158 @@
+#include "sched/bfq/wf2q.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace nbdsched::sched::bfq {
+
+std::uint64_t vdelta(std::uint64_t service, std::uint64_t weight) {
+    return (service << kServiceShift) / std::max<std::uint64_t>(weight, 1);
+}
+
+namespace {
+// The kernel compares virtual times with signed differences (bfq_gt) so that
+// wrap-around is harmless; 64-bit sector counts shifted by 22 do not wrap in
+// any realistic run, so plain comparison is used.
+bool later(std::uint64_t a, std::uint64_t b) { return a > b; }
+} // namespace
+
+void ServiceTree::insert_active(Entity& e) {
+    e.where = Entity::Where::active;
+    active_[e.key] = &e;
+}
+
+void ServiceTree::activate(Entity& e, bool backshift) {
+    if (e.in_service || e.where == Entity::Where::active) return;
+    std::uint64_t min_vstart = vtime_;
+    bool backshifted = false;
+    if (backshift && later(vtime_, e.finish)) {
+        backshifted = true;
+        min_vstart = e.finish;
+    }
+    if (e.where == Entity::Where::idle) {
+        // Coming back from the idle tree: no earlier than its old finish.
+        idle_.erase(e.key);
+        e.start = later(min_vstart, e.finish) ? min_vstart : e.finish;
+    } else {
+        e.start = min_vstart;
+        wsum_ += e.weight;
+    }
+    e.finish = e.start + vdelta(e.budget, e.weight);
+    if (backshifted && later(vtime_, e.finish)) {
+        // bfq_update_fin_time_enqueue: do not let a back-shifted entity end
+        // up entirely in the past, it would monopolise the device.
+        std::uint64_t delta = vtime_ - e.finish;
+        e.start += delta;
+        e.finish += delta;
+    }
+    insert_active(e);
+}
+
+void ServiceTree::requeue(Entity& e) {
+    if (e.in_service) {
+        e.finish = e.start + vdelta(e.service, e.weight);
+        e.start = e.finish;
+        e.in_service = false;
+        e.service = 0;
+    } else if (e.where == Entity::Where::active) {
+        active_.erase(e.key);
+    } else {
+        activate(e);
+        return;
+    }
+    e.finish = e.start + vdelta(e.budget, e.weight);
+    insert_active(e);
+}
+
+void ServiceTree::deactivate(Entity& e) {
+    if (e.in_service) {
+        e.finish = e.start + vdelta(e.service, e.weight);
+        e.in_service = false;
+        e.service = 0;
+    } else if (e.where == Entity::Where::active) {
+        active_.erase(e.key);
+    } else {
+        return;   // already idle or not in this tree
+    }
+    if (later(e.finish, vtime_)) {
+        e.where = Entity::Where::idle;
+        idle_[e.key] = &e;
+    } else {
+        e.where = Entity::Where::none;
+        wsum_ -= e.weight;
+    }
+}
+
+void ServiceTree::remove(Entity& e) {
+    if (e.in_service || e.where == Entity::Where::active) deactivate(e);
+    if (e.where == Entity::Where::idle) {
+        idle_.erase(e.key);
+        wsum_ -= e.weight;
+        e.where = Entity::Where::none;
+    }
+}
+
+void ServiceTree::reweight(Entity& e, unsigned weight) {
+    weight = std::max(weight, 1u);
+    if (e.in_service || e.where != Entity::Where::none) wsum_ = wsum_ - e.weight + weight;
+    e.weight = weight;
+}
+
+void ServiceTree::forget_idle() {
+    // bfq_forget_idle: entities whose finish time vtime has passed can no
+    // longer gain anything by coming back, so they stop weighing on vtime.
+    for (auto it = idle_.begin(); it != idle_.end();) {
+        Entity& e = *it->second;
+        if (!later(e.finish, vtime_)) {
+            e.where = Entity::Where::none;
+            wsum_ -= e.weight;
+            it = idle_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+std::uint64_t ServiceTree::min_start() const {
+    std::uint64_t m = std::numeric_limits<std::uint64_t>::max();
+    for (const auto& [key, e] : active_) m = std::min(m, e->start);
+    return m;
+}
+
+Entity* ServiceTree::first_eligible(std::uint64_t vtime) const {
+    Entity* best = nullptr;
+    for (const auto& [key, e] : active_) {
+        if (later(e->start, vtime)) continue;
+        if (!best || e->finish < best->finish) best = e;
+    }
+    return best;
+}
+
+Entity* ServiceTree::peek() const {
+    if (active_.empty()) return nullptr;
+    return first_eligible(std::max(vtime_, min_start()));
+}
+
+Entity* ServiceTree::select() {
+    if (active_.empty()) return nullptr;
+    std::uint64_t jump = min_start();
+    if (later(jump, vtime_)) {
+        vtime_ = jump;   // bfq_calc_vtime_jump: nobody eligible yet
+        forget_idle();
+    }
+    Entity* e = first_eligible(vtime_);
+    if (!e) return nullptr;   // cannot happen: the min-start entity is eligible
+    active_.erase(e->key);
+    e->where = Entity::Where::none;
+    e->in_service = true;
+    e->service = 0;
+    return e;
+}
+
+void ServiceTree::served(Entity& e, std::uint64_t sectors) {
+    e.service += sectors;
+    if (wsum_ > 0) vtime_ += vdelta(sectors, wsum_);
+    forget_idle();
+}
+
+} // namespace nbdsched::sched::bfq

@@ -1,0 +1,82 @@
+// B-WF2Q+ (bfq-wf2q.c): one service tree per scheduling level. Entities are
+// queues (in a group's tree) or groups (in the device tree). Virtual times are
+// in units of service (sectors) << kServiceShift divided by weight, exactly as
+// the kernel's bfq_delta(). Selection picks, among the eligible entities
+// (start <= vtime), the one with the smallest finish; when none is eligible
+// the virtual time jumps to the smallest start.
+//
+// The kernel keeps augmented rbtrees; here a std::map keyed by a stable id
+// holds the members and selection scans it. That is O(n) per selection, but
+// selection happens once per budget, not per request, and the scan order is
+// deterministic (ties go to the smaller key).
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+namespace nbdsched::sched::bfq {
+
+inline constexpr int kServiceShift = 22;   // WFQ_SERVICE_SHIFT
+
+// Virtual-time length of `service` sectors at `weight`.
+std::uint64_t vdelta(std::uint64_t service, std::uint64_t weight);
+
+struct Entity {
+    enum class Where : std::uint8_t { none, active, idle };
+
+    std::uint64_t key = 0;         // unique within its tree; tie-breaker
+    unsigned weight = 100;
+    std::uint64_t start = 0;       // virtual start time
+    std::uint64_t finish = 0;      // virtual finish time
+    std::uint64_t budget = 0;      // sectors this entity may receive when served
+    std::uint64_t service = 0;     // sectors received since it was put in service
+    Where where = Where::none;
+    bool in_service = false;
+};
+
+class ServiceTree {
+public:
+    // Entity becomes backlogged. `backshift` is the kernel's
+    // non_blocking_wait_rq: the entity was expired only because it waited
+    // for its next request, so it may start from its old finish time.
+    void activate(Entity& e, bool backshift = false);
+    // The in-service entity stays backlogged: it is charged the service it
+    // got (finish = start + service/weight; start = finish) and re-enters
+    // with its (new) budget.
+    void requeue(Entity& e);
+    // Entity has nothing left. If its finish is still ahead of vtime it is
+    // remembered on the idle tree (and keeps counting in wsum), so that it
+    // cannot gain by going idle and coming back (bfq_idle_insert).
+    void deactivate(Entity& e);
+    // Forgets the entity entirely (its queue or group is going away).
+    void remove(Entity& e);
+    // Re-weighting takes effect for the next timestamps (as the kernel does
+    // at the next activation); wsum is adjusted at once.
+    void reweight(Entity& e, unsigned weight);
+
+    // Entity that select() would return, without changing anything.
+    Entity* peek() const;
+    // Chooses the next entity to serve and marks it in service.
+    Entity* select();
+    // `sectors` of service went to the in-service entity of this tree.
+    void served(Entity& e, std::uint64_t sectors);
+
+    // No backlogged entity besides the one in service.
+    bool empty() const { return active_.empty(); }
+    std::size_t active_count() const { return active_.size(); }
+    std::uint64_t vtime() const { return vtime_; }
+    std::uint64_t wsum() const { return wsum_; }
+
+private:
+    std::uint64_t min_start() const;
+    Entity* first_eligible(std::uint64_t vtime) const;
+    void forget_idle();
+    void insert_active(Entity& e);
+
+    std::uint64_t vtime_ = 0;
+    std::uint64_t wsum_ = 0;   // weights of active and idle-tree entities
+    std::map<std::uint64_t, Entity*> active_;
+    std::map<std::uint64_t, Entity*> idle_;
+};
+
+} // namespace nbdsched::sched::bfq
