@@ -35,9 +35,9 @@ Options opts(std::uint64_t size, std::uint64_t window, std::uint64_t cache)
 
 TEST_CASE("read-ahead: a sequential reader is served from the cache")
 {
-    RamBackend disk(64 * MiB);
-    REQUIRE(disk.write(0, pattern(0, 64 * MiB), false) == 0);
-    ReadAhead ra(opts(64 * MiB, 2560 * KiB, 64 * MiB));
+    RamBackend disk(32 * MiB);
+    REQUIRE(disk.write(0, pattern(0, 32 * MiB), false) == 0);
+    ReadAhead ra(opts(32 * MiB, 2560 * KiB, 64 * MiB));
     std::vector<std::byte> buf(128 * KiB);
     int waits = 0;
     for (std::uint64_t off = 0; off < 32 * MiB; off += buf.size()) {
