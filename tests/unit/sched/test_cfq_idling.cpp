@@ -111,3 +111,36 @@ TEST_CASE("cfq idling: the group-idle timer expiring hands the device to the oth
     CHECK(st.groups.at(1).slices == 1);
     CHECK(st.groups.at(2).slices == 1);
 }
+
+TEST_CASE("cfq preemption: a sync request ends an async slice") {
+    auto s = make_cfq_sched(true, 1);
+    Request w1 = read_at(1, 1, 0, 0), w2 = read_at(2, 1, 0, 65536);
+    w1.op = w2.op = Op::write;
+    w1.sync = w2.sync = false;
+    s->submit(w1, Time{});
+    s->submit(w2, Time{});
+    CHECK(drain(*s, Time{}) == std::vector<RequestId>{1});
+    s->submit(read_at(3, 2, 0, 1ull << 30), Time(1ms));
+    CHECK(drain(*s, Time(1ms)).empty());   // depth 1: w1 still at the device
+    s->complete(1, Time(2ms));
+    // Without preemption the async queue would go on with w2 (same slice).
+    CHECK(drain(*s, Time(2ms)) == std::vector<RequestId>{3});
+    s->complete(3, Time(3ms));
+    // The reader idles for its next request; then the writer resumes.
+    CHECK(s->next_wakeup() == Time(11ms));
+    CHECK(drain(*s, Time(11ms)) == std::vector<RequestId>{2});
+}
+
+TEST_CASE("cfq preemption: never across groups for sync requests") {
+    auto s = make_cfq_sched(true, 1);
+    s->set_group(1, 100);
+    s->set_group(2, 1000);
+    s->submit(read_at(1, 1, 1, 0), Time{});
+    CHECK(drain(*s, Time{}) == std::vector<RequestId>{1});
+    s->submit(read_at(2, 2, 2, 1ull << 30), Time(1ms));
+    s->complete(1, Time(2ms));
+    // Group 1 idles for its reader (the heavier group 2 waits its turn).
+    CHECK(s->next_wakeup() == Time(10ms));
+    s->submit(read_at(3, 1, 1, 65536), Time(3ms));
+    CHECK(drain(*s, Time(3ms)) == std::vector<RequestId>{3});
+}
