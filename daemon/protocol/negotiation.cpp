@@ -89,8 +89,12 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
 
     switch (static_cast<Option>(option)) {
     case Option::abort:
+    {
         append_ack(out, option);
-        return close_with("client sent NBD_OPT_ABORT");
+        auto r = close_with("client sent NBD_OPT_ABORT");
+        r.graceful = true;
+        return r;
+    }
     case Option::list:
         if (!data.empty()) {
             append_error(out, option, rep_err_invalid, "NBD_OPT_LIST takes no data");

@@ -47,6 +47,7 @@ struct OptionResult {
     const ExportInfo* chosen = nullptr;      // set when next == transmission
     std::uint16_t transmission_flags = 0;    // what the client was told
     std::string reason;                      // why we close, for the log
+    bool graceful = false;                   // the client asked to end (ABORT)
 };
 
 // Handles one option whose payload has been read completely. Replies are

@@ -1,0 +1,32 @@
+// Command line of the nbdsched executable (CLI11). Kept stable: the
+// integration tests and the systemd unit run `nbdsched --config FILE`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace nbdsched::daemon {
+
+struct CliOptions {
+    std::string config_file;                 // empty: the embedded default
+    std::string check_config_file;           // --check-config: validate and exit
+    std::string log_level;                   // empty: the config's
+    std::vector<std::string> listen_unix;    // override the config's listen list
+    std::vector<std::string> listen_tcp;     // HOST:PORT
+};
+
+// Parses argv; returns an exit code when the program should exit now
+// (--help, --version, a usage error), nullopt to carry on.
+std::optional<int> parse_cli(int argc, char** argv, CliOptions& options);
+
+// "127.0.0.1:10809", "[::1]:10809", "localhost:10809" -> Listen; nullopt on garbage.
+std::optional<config::Listen> parse_tcp_listen(const std::string& text);
+
+// Replaces the config's listen list when --listen-unix/--listen-tcp were given.
+// False and `error` on a bad HOST:PORT.
+bool apply_listen_overrides(const CliOptions& options, config::Config& config, std::string& error);
+
+} // namespace nbdsched::daemon

@@ -1,0 +1,56 @@
+#include "daemon/connection.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace nbdsched::daemon {
+
+Connection::Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context)
+    : socket_(std::move(socket)), id_(id), peer_(std::move(peer)), context_(context) {}
+
+// Runs only when no handler and no device holds the connection any more;
+// the device may already be gone at shutdown, so nothing here touches it.
+Connection::~Connection() = default;
+
+std::string Connection::tag() const {
+    return "conn " + std::to_string(id_) + " (" + peer_ + ")";
+}
+
+void Connection::start() {
+    spdlog::debug("{}: connected", tag());
+    send_greeting();
+}
+
+void Connection::shutdown() {
+    if (closed_) return;
+    if (!in_transmission()) {
+        close("server shutting down during the handshake");
+        return;
+    }
+    stop_reading_ = true;
+    boost::system::error_code ignored;
+    // Wakes the pending read (it completes with EOF) without cancelling the
+    // replies being written.
+    socket_.shutdown(Socket::shutdown_receive, ignored);
+    maybe_finish();
+}
+
+void Connection::close(const std::string& reason) {
+    if (closed_) return;
+    if (!reason.empty()) spdlog::info("{}: closing: {}", tag(), reason);
+    closed_ = true;
+    stop_reading_ = true;
+    boost::system::error_code ignored;
+    socket_.shutdown(Socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    // Replies nobody will read: drop them now. The batch being written comes
+    // back through on_written with an error and is released there.
+    for (auto* r : pending_) release(*r);
+    pending_.clear();
+    if (current_) {
+        release(*current_);
+        current_ = nullptr;
+    }
+    maybe_finish();
+}
+
+} // namespace nbdsched::daemon

@@ -1,0 +1,190 @@
+// The reading half of Connection's transmission phase: requests are parsed
+// out of one large buffer (a single read usually carries many headers),
+// validated, and submitted to the device. WRITE payloads are copied out of
+// the buffer, or read straight into the request's buffer when large.
+#include <algorithm>
+#include <boost/asio/read.hpp>
+#include <cstring>
+#include <spdlog/spdlog.h>
+
+#include "daemon/connection.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+constexpr std::size_t read_buffer_size = 256u << 10;
+// Payload left over this size is read into the request's own buffer
+// instead of passing through the read buffer.
+constexpr std::size_t direct_payload = 64u << 10;
+
+sched::Op op_of(std::uint16_t type) {
+    switch (static_cast<protocol::Command>(type)) {
+    case protocol::Command::write: return sched::Op::write;
+    case protocol::Command::flush: return sched::Op::flush;
+    case protocol::Command::trim: return sched::Op::trim;
+    case protocol::Command::write_zeroes: return sched::Op::write_zeroes;
+    default: return sched::Op::read;
+    }
+}
+} // namespace
+
+bool Connection::over_limits() const {
+    return inflight_ >= context_.limits.max_inflight_per_connection ||
+           inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection;
+}
+
+void Connection::read_more() {
+    if (reading_ || stop_reading_ || closed_) return;
+    if (!rbuf_) rbuf_ = std::make_unique<std::uint8_t[]>(read_buffer_size);
+    if (rbeg_ > 0) {   // keep the unparsed tail at the front
+        std::memmove(rbuf_.get(), rbuf_.get() + rbeg_, rend_ - rbeg_);
+        rend_ -= rbeg_;
+        rbeg_ = 0;
+    }
+    reading_ = true;
+    socket_.async_read_some(boost::asio::buffer(rbuf_.get() + rend_, read_buffer_size - rend_),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                self->on_read(ec, n);
+                            });
+}
+
+void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
+    reading_ = false;
+    if (closed_) return maybe_finish();
+    if (ec) {
+        if (ec == boost::asio::error::eof || stop_reading_) {
+            if (!stop_reading_ || current_ || rstate_ != ReadState::header)
+                spdlog::debug("{}: client closed the connection", tag());
+            if (rstate_ != ReadState::header) return close("connection closed in the middle of a request");
+            stop_reading_ = true;
+            return maybe_finish();
+        }
+        return close("read: " + ec.message());
+    }
+    rend_ += n;
+    parse();
+}
+
+// Moves payload bytes out of the read buffer. Returns false when the rest
+// must come from the socket.
+bool Connection::consume_payload() {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rend_ - rbeg_, payload_left_));
+    if (rstate_ == ReadState::payload) std::memcpy(current_->buffer.data() + payload_got_, rbuf_.get() + rbeg_, n);
+    rbeg_ += n;
+    payload_got_ += n;
+    payload_left_ -= n;
+    if (payload_left_ > 0) return false;
+    if (rstate_ == ReadState::payload) {
+        IoRequest& r = *current_;
+        current_ = nullptr;
+        rstate_ = ReadState::header;
+        submit(r);
+    }
+    rstate_ = ReadState::header;
+    return true;
+}
+
+void Connection::read_payload_direct() {
+    reading_ = true;
+    rbeg_ = rend_ = 0;
+    boost::asio::async_read(socket_,
+                            boost::asio::buffer(current_->buffer.data() + payload_got_, payload_left_),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                self->reading_ = false;
+                                if (self->closed_) return self->maybe_finish();
+                                if (ec) return self->close("reading a WRITE payload: " + ec.message());
+                                self->payload_got_ += n;
+                                self->payload_left_ = 0;
+                                IoRequest& r = *self->current_;
+                                self->current_ = nullptr;
+                                self->rstate_ = ReadState::header;
+                                self->submit(r);
+                                self->parse();
+                            });
+}
+
+void Connection::parse() {
+    if (parsing_ || closed_) return;
+    parsing_ = true;
+    bool direct = false;
+    while (!closed_ && !stop_reading_) {
+        if (rstate_ != ReadState::header) {
+            if (consume_payload()) continue;
+            direct = rstate_ == ReadState::payload && payload_left_ >= direct_payload;
+            break;
+        }
+        if (over_limits()) {
+            paused_ = true;
+            break;
+        }
+        if (rend_ - rbeg_ < protocol::request_size) break;
+        auto header = protocol::decode_request(
+            std::span<const std::uint8_t, protocol::request_size>(rbuf_.get() + rbeg_, protocol::request_size));
+        if (!header) {
+            parsing_ = false;
+            return close("malformed request (bad magic); other connections are not affected");
+        }
+        rbeg_ += protocol::request_size;
+        handle_request(*header);
+    }
+    parsing_ = false;
+    flush_replies();   // one write for everything answered during this parse
+    if (direct)
+        read_payload_direct();
+    else if (!paused_)
+        read_more();
+    maybe_finish();
+}
+
+void Connection::handle_request(const protocol::RequestHeader& h) {
+    using protocol::Command;
+    if (h.type == static_cast<std::uint16_t>(Command::disc)) {
+        spdlog::debug("{}: NBD_CMD_DISC", tag());
+        stop_reading_ = true;
+        return;
+    }
+    IoRequest& r = acquire();
+    r.header = h;
+    r.error = protocol::validate_request(h, limits_);
+    if (r.error != 0)
+        spdlog::debug("{}: {} offset {} length {} flags 0x{:x}: error {}", tag(), protocol::command_name(h.type),
+                      h.offset, h.length, h.flags, r.error);
+    if (protocol::has_payload(h)) {
+        payload_left_ = h.length;
+        payload_got_ = 0;
+        if (r.error != 0 || h.length == 0) {
+            rstate_ = ReadState::discard;   // consumed, never stored
+            queue_reply(r);
+            return;
+        }
+        r.buffer.reserve(h.length);
+        r.charged_bytes = h.length;
+        inflight_bytes_ += h.length;
+        current_ = &r;
+        rstate_ = ReadState::payload;
+        return;
+    }
+    bool empty = h.length == 0 && h.type != static_cast<std::uint16_t>(Command::flush);
+    if (r.error != 0 || empty) return queue_reply(r);
+    if (h.type == static_cast<std::uint16_t>(Command::read)) {
+        r.buffer.reserve(h.length);
+        r.charged_bytes = h.length;
+        inflight_bytes_ += h.length;
+    }
+    submit(r);
+}
+
+void Connection::submit(IoRequest& r) {
+    const auto& h = r.header;
+    r.sink = this;
+    r.op = op_of(h.type);
+    r.offset = binding_->offset + h.offset;
+    r.length = r.op == sched::Op::flush ? 0 : h.length;
+    r.fua = (h.flags & protocol::cmd_flag_fua) != 0 && r.op != sched::Op::read && r.op != sched::Op::flush;
+    r.may_trim = (h.flags & protocol::cmd_flag_no_hole) == 0;
+    r.queue = queue_;
+    r.group = binding_->group;
+    device_->submit(r);
+}
+
+} // namespace nbdsched::daemon

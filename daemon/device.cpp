@@ -1,0 +1,181 @@
+#include "daemon/device.hpp"
+
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <chrono>
+#include <spdlog/spdlog.h>
+#include <system_error>
+
+namespace nbdsched::daemon {
+
+namespace {
+
+std::chrono::steady_clock::time_point to_clock(sched::Time t) {
+    return std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(t));
+}
+
+} // namespace
+
+sched::Time steady_now() {
+    return std::chrono::duration_cast<sched::Time>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Parts parts)
+    : io_(io),
+      pool_(pool),
+      name_(std::move(parts.name)),
+      backend_(std::move(parts.backend)),
+      scheduler_(std::move(parts.scheduler)),
+      model_(std::move(parts.model)),
+      rotational_(parts.rotational),
+      writes_sync_(parts.writes_sync),
+      blocking_(backend_->blocking() && pool != nullptr),
+      wakeup_timer_(io),
+      release_timer_(io) {}
+
+Device::~Device() = default;
+
+sched::QueueId Device::open_queue(sched::GroupId group) {
+    auto q = next_queue_++;
+    scheduler_->open_queue(q, group, steady_now());
+    return q;
+}
+
+void Device::close_queue(sched::QueueId queue) {
+    scheduler_->close_queue(queue, steady_now());
+    pump();   // closing may end an idle wait on that queue
+}
+
+sched::RequestId Device::alloc_slot(IoRequest& r) {
+    if (free_slots_.empty()) {
+        slots_.push_back(&r);
+        return slots_.size() - 1;
+    }
+    auto id = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[id] = &r;
+    return id;
+}
+
+void Device::submit(IoRequest& r) {
+    r.id = alloc_slot(r);
+    r.backend_errno = 0;
+    ++outstanding_;
+    sched::Request s;
+    s.id = r.id;
+    s.queue = r.queue;
+    s.group = r.group;
+    s.op = r.op;
+    s.offset = r.offset;
+    s.length = r.length;
+    s.fua = r.fua;
+    s.sync = r.op == sched::Op::read || r.op == sched::Op::flush || r.fua || writes_sync_;
+    auto now = steady_now();
+    s.arrival = now;
+    scheduler_->submit(s, now);
+    pump();
+}
+
+// Drains dispatch(). Inline completions call back into pump() (through
+// finish); the flag turns that recursion into another round of this loop.
+void Device::pump() {
+    if (pumping_) {
+        repump_ = true;
+        return;
+    }
+    pumping_ = true;
+    do {
+        repump_ = false;
+        auto now = steady_now();
+        while (auto d = scheduler_->dispatch(now)) start(*slots_[d->id], now);
+    } while (repump_);
+    pumping_ = false;
+    arm_wakeup();
+}
+
+int Device::run_backend(backend::Backend& b, IoRequest& r) {
+    switch (r.op) {
+    case sched::Op::read: return b.read(r.offset, r.buffer.span(r.length));
+    case sched::Op::write: return b.write(r.offset, r.buffer.span(r.length), r.fua);
+    case sched::Op::flush: return b.flush();
+    case sched::Op::trim: return b.trim(r.offset, r.length, r.fua);
+    case sched::Op::write_zeroes: return b.write_zeroes(r.offset, r.length, r.may_trim, r.fua);
+    }
+    return EINVAL;
+}
+
+void Device::start(IoRequest& r, sched::Time now) {
+    r.release_at = now;
+    if (model_) r.release_at = model_->submit({r.op, r.offset, r.length}, now);
+    if (!blocking_) {
+        r.backend_errno = run_backend(*backend_, r);
+        data_done(r);
+        return;
+    }
+    boost::asio::post(*pool_, [this, &r] {
+        r.backend_errno = run_backend(*backend_, r);
+        boost::asio::post(io_, [this, &r] { data_done(r); });
+    });
+}
+
+void Device::data_done(IoRequest& r) {
+    if (r.backend_errno != 0) {
+        spdlog::warn("device {}: {} offset {} length {} failed: {}", name_, sched::to_string(r.op), r.offset,
+                     r.length, std::system_category().message(r.backend_errno));
+    }
+    if (model_ && r.release_at > steady_now()) {
+        releases_.push({r.release_at, &r});
+        arm_release();
+        return;
+    }
+    finish(r);
+}
+
+void Device::finish(IoRequest& r) {
+    scheduler_->complete(r.id, steady_now());
+    free_slots_.push_back(r.id);
+    slots_[r.id] = nullptr;
+    --outstanding_;
+    r.sink->request_done(r);
+    pump();
+}
+
+void Device::arm_wakeup() {
+    auto next = scheduler_->next_wakeup();
+    if (next == wakeup_armed_) return;
+    wakeup_armed_ = next;
+    if (!next) {
+        wakeup_timer_.cancel();
+        return;
+    }
+    wakeup_timer_.expires_at(to_clock(*next));
+    wakeup_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;   // cancelled or re-armed
+        wakeup_armed_.reset();
+        pump();
+    });
+}
+
+void Device::arm_release() {
+    auto next = releases_.top().at;
+    if (release_armed_ && *release_armed_ <= next) return;
+    release_armed_ = next;
+    release_timer_.expires_at(to_clock(next));
+    release_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        release_armed_.reset();
+        on_release_timer();
+    });
+}
+
+void Device::on_release_timer() {
+    auto now = steady_now();
+    while (!releases_.empty() && releases_.top().at <= now) {
+        IoRequest& r = *releases_.top().request;
+        releases_.pop();
+        finish(r);
+    }
+    if (!releases_.empty()) arm_release();
+}
+
+} // namespace nbdsched::daemon

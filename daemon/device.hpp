@@ -1,0 +1,113 @@
+// A device loop: one per configured device. It owns the backend, the
+// scheduler and the optional timing model, and drives the scheduler as its
+// header asks: submit, drain dispatch(), complete, re-arm a timer at
+// next_wakeup(). Everything runs on the event loop thread except the data
+// operations of blocking backends, which run on a thread pool and post their
+// completion back. With a timing model, the data operation runs at dispatch
+// and the reply is released by a timer at the model's completion time; the
+// emulated delay never blocks the loop.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/timing/device_model.hpp"
+#include "daemon/io_request.hpp"
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::daemon {
+
+// steady_clock as scheduler time.
+sched::Time steady_now();
+
+class Device {
+public:
+    struct Parts {
+        std::string name;
+        std::unique_ptr<backend::Backend> backend;
+        std::unique_ptr<sched::Scheduler> scheduler;
+        std::unique_ptr<timing::DeviceModel> model;   // nullptr: no emulated timing
+        bool rotational = false;
+        bool writes_sync = false;                     // plain writes count as sync
+    };
+
+    // `pool` runs blocking backends; it may be null when the backend is not
+    // blocking. The pool must be joined before a device is destroyed.
+    Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Parts parts);
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    const std::string& name() const { return name_; }
+    std::uint64_t size() const { return backend_->size(); }
+    bool rotational() const { return rotational_; }
+    backend::Backend& backend() { return *backend_; }
+    sched::Scheduler& scheduler() { return *scheduler_; }
+    const timing::DeviceModel* model() const { return model_.get(); }
+
+    sched::QueueId open_queue(sched::GroupId group);
+    void close_queue(sched::QueueId queue);
+
+    // Takes a filled request (op, offset, length, queue, group, sink); the
+    // device answers through request.sink->request_done(request) on the
+    // event loop thread -- possibly from inside submit() when the backend is
+    // not blocking, so a sink must not re-enter submit() from request_done().
+    void submit(IoRequest& request);
+
+    std::size_t outstanding() const { return outstanding_; }   // submitted, not done
+
+    // Synchronous flush, for shutdown (0 or errno).
+    int flush_now() { return backend_->flush(); }
+
+private:
+    struct Release {
+        sched::Time at;
+        IoRequest* request;
+        bool operator>(const Release& o) const { return at > o.at; }
+    };
+
+    void pump();
+    void start(IoRequest& r, sched::Time now);
+    static int run_backend(backend::Backend& b, IoRequest& r);
+    void data_done(IoRequest& r);
+    void finish(IoRequest& r);
+    void arm_wakeup();
+    void arm_release();
+    void on_release_timer();
+    sched::RequestId alloc_slot(IoRequest& r);
+
+    boost::asio::io_context& io_;
+    boost::asio::thread_pool* pool_;
+    std::string name_;
+    std::unique_ptr<backend::Backend> backend_;
+    std::unique_ptr<sched::Scheduler> scheduler_;
+    std::unique_ptr<timing::DeviceModel> model_;
+    bool rotational_;
+    bool writes_sync_;
+    bool blocking_;
+
+    // Request ids index slots_, so finding a dispatched request costs no
+    // hashing and no allocation once the table has grown.
+    std::vector<IoRequest*> slots_;
+    std::vector<sched::RequestId> free_slots_;
+    std::size_t outstanding_ = 0;
+    sched::QueueId next_queue_ = 1;
+
+    bool pumping_ = false;
+    bool repump_ = false;
+    boost::asio::steady_timer wakeup_timer_;
+    std::optional<sched::Time> wakeup_armed_;
+    boost::asio::steady_timer release_timer_;
+    std::optional<sched::Time> release_armed_;
+    std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
+};
+
+} // namespace nbdsched::daemon

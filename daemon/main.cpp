@@ -1,0 +1,98 @@
+// nbdsched: parse the command line, load the configuration, run the server.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "config/config.hpp"
+#include "daemon/cli.hpp"
+#include "daemon/server.hpp"
+
+using namespace nbdsched;
+
+namespace {
+
+void setup_logging(const std::string& level) {
+    auto logger = spdlog::stderr_color_mt("nbdsched");
+    // Under systemd the journal adds time and process; elsewhere we do.
+    if (std::getenv("JOURNAL_STREAM"))
+        logger->set_pattern("%l: %v");
+    else
+        logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::from_str(level));
+    spdlog::flush_on(spdlog::level::info);
+}
+
+int report(const config::LoadResult& result) {
+    for (const auto& e : result.errors) std::cerr << e.str() << "\n";
+    return result.errors.empty() ? 0 : 1;
+}
+
+void print_how_to_connect(const daemon::Server& server) {
+    std::string unix_uri, tcp_uri, unix_path, tcp_host;
+    std::uint16_t tcp_port = 0;
+    for (const auto& l : server.listeners()) {
+        if (l->is_unix() && unix_uri.empty()) {
+            unix_uri = l->uri("default");
+            unix_path = l->unix_path();
+        } else if (!l->is_unix() && tcp_uri.empty()) {
+            tcp_uri = l->uri("default");
+            tcp_host = l->tcp_host();
+            tcp_port = l->tcp_port();
+        }
+    }
+    std::string any = unix_uri.empty() ? tcp_uri : unix_uri;
+    std::cerr << "\nnbdsched is serving a 1 GiB RAM export named 'default'. Connect with:\n";
+    if (!unix_uri.empty()) std::cerr << "  nbdinfo '" << unix_uri << "'\n";
+    if (!tcp_uri.empty()) std::cerr << "  nbdinfo '" << tcp_uri << "'\n";
+    if (!unix_path.empty()) std::cerr << "  sudo nbd-client -unix " << unix_path << " /dev/nbd0 -N default\n";
+    if (!tcp_host.empty()) std::cerr << "  sudo nbd-client " << tcp_host << " " << tcp_port << " /dev/nbd0 -N default\n";
+    std::cerr << "  fio --ioengine=nbd --uri='" << any
+              << "' --rw=randread --bs=4k --iodepth=64 --runtime=10 --time_based --name=x\n"
+              << "Stop with Ctrl-C (SIGINT) or SIGTERM.\n\n";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    daemon::CliOptions cli;
+    if (auto code = daemon::parse_cli(argc, argv, cli)) return *code;
+
+    if (!cli.check_config_file.empty()) {
+        auto result = config::load_file(cli.check_config_file);
+        if (int rc = report(result); rc != 0) return rc;
+        std::cout << cli.check_config_file << ": OK\n";
+        return 0;
+    }
+
+    config::Config config;
+    bool embedded = cli.config_file.empty();
+    if (embedded) {
+        config = config::embedded_default();
+    } else {
+        auto result = config::load_file(cli.config_file);
+        if (!result.config) {
+            report(result);
+            return 1;
+        }
+        config = std::move(*result.config);
+    }
+    setup_logging(cli.log_level.empty() ? config.log_level : cli.log_level);
+
+    std::string error;
+    if (!daemon::apply_listen_overrides(cli, config, error)) {
+        spdlog::error("{}", error);
+        return 2;
+    }
+    daemon::ServerOptions options;
+    auto server = daemon::Server::create(config, options, error);
+    if (!server) {
+        spdlog::error("{}", error);
+        return 1;
+    }
+    spdlog::info("nbdsched {} using {}", NBDSCHED_VERSION, config.source);
+    if (embedded) print_how_to_connect(*server);
+    return server->run();
+}

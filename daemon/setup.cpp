@@ -1,0 +1,115 @@
+#include "daemon/setup.hpp"
+
+#include <bit>
+#include <spdlog/spdlog.h>
+
+#include "backend/factory.hpp"
+#include "backend/file_backend.hpp"
+#include "backend/timing/profiles.hpp"
+#include "common/units.hpp"
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+constexpr unsigned default_depth = 64;   // config.hpp: queue_depth 0 with profile none
+
+bool backend_read_only(backend::Backend& b) {
+    auto* file = dynamic_cast<backend::FileBackend*>(&b);
+    return file && file->read_only();
+}
+} // namespace
+
+sched::GroupId group_id(const config::Config& config, const std::string& name) {
+    for (std::size_t i = 0; i < config.groups.size(); ++i)
+        if (config.groups[i].name == name) return static_cast<sched::GroupId>(i);
+    return 0;
+}
+
+std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::thread_pool& pool,
+                                     const config::Device& dev, const config::Config& config, std::string& error) {
+    Device::Parts parts;
+    parts.name = dev.name;
+    parts.writes_sync = dev.writes_sync;
+    parts.backend = backend::make_backend(dev, error);
+    if (!parts.backend) return nullptr;
+    std::string why;
+    parts.model = timing::make_model(dev.profile, dev.profile_params, why);
+    if (!parts.model && !why.empty()) {
+        error = "device " + dev.name + ": profile " + dev.profile + ": " + why;
+        return nullptr;
+    }
+    std::optional<bool> profile_rotational;
+    if (parts.model) profile_rotational = parts.model->rotational();
+    parts.rotational = backend::resolve_rotational(dev, *parts.backend, profile_rotational);
+
+    sched::DeviceTraits traits;
+    traits.rotational = parts.rotational;
+    traits.max_depth = dev.queue_depth ? dev.queue_depth : parts.model ? parts.model->queue_depth() : default_depth;
+    parts.scheduler = sched::make_scheduler(dev.scheduler, traits, dev.tunables, why);
+    if (!parts.scheduler) {
+        error = "device " + dev.name + ": scheduler " + dev.scheduler + ": " + why;
+        return nullptr;
+    }
+    for (std::size_t i = 0; i < config.groups.size(); ++i)
+        parts.scheduler->set_group(static_cast<sched::GroupId>(i), config.groups[i].weight);
+
+    spdlog::info("device {}: {}, scheduler {}, depth {}, {}{}", dev.name, parts.backend->describe(), dev.scheduler,
+                 traits.max_depth, parts.rotational ? "rotational" : "non-rotational",
+                 parts.model ? ", timing profile " + dev.profile : std::string());
+    return std::make_unique<Device>(io, &pool, std::move(parts));
+}
+
+bool build_exports(const config::Config& config, const std::vector<std::unique_ptr<Device>>& devices,
+                   ExportTable& table, std::string& error) {
+    table.infos.clear();
+    table.bindings.clear();
+    for (const auto& exp : config.exports) {
+        Device* device = nullptr;
+        const config::Device* dev_config = nullptr;
+        for (std::size_t i = 0; i < config.devices.size(); ++i) {
+            if (config.devices[i].name == exp.device) {
+                device = devices[i].get();
+                dev_config = &config.devices[i];
+            }
+        }
+        if (!device) {
+            error = "export " + exp.name + ": no device " + exp.device;
+            return false;
+        }
+        const std::uint64_t device_size = device->size();
+        if (exp.offset > device_size || (exp.size && *exp.size > device_size - exp.offset)) {
+            error = exp.origin.str() + ": export " + exp.name + ": window (offset " + format_size(exp.offset) +
+                    ", size " + format_size(exp.size.value_or(0)) + ") is outside device " + exp.device + " (" +
+                    format_size(device_size) + ")";
+            return false;
+        }
+        protocol::ExportInfo info;
+        info.name = exp.name;
+        info.description = exp.description;
+        info.size = exp.size.value_or(device_size - exp.offset);
+        bool read_only = exp.readonly || backend_read_only(device->backend());
+        if (read_only && !exp.readonly) spdlog::warn("export {}: backing file is read-only; serving read-only", exp.name);
+        info.flags = protocol::tflag_has_flags | protocol::tflag_send_flush | protocol::tflag_send_fua |
+                     protocol::tflag_send_trim | protocol::tflag_send_write_zeroes | protocol::tflag_can_multi_conn;
+        if (read_only) info.flags |= protocol::tflag_read_only;
+        if (device->rotational()) info.flags |= protocol::tflag_rotational;
+        info.min_block = 1;
+        info.max_block = config.limits.max_request_bytes;
+        info.preferred_block = 4096;
+        if (auto* model = device->model()) {
+            auto opt = model->optimal_io_bytes();
+            if (opt >= 512 && std::has_single_bit(opt) && opt <= info.max_block) info.preferred_block = opt;
+        }
+        ExportBinding binding;
+        binding.device = device;
+        binding.offset = exp.offset;
+        binding.read_only = read_only;
+        binding.group = group_id(config, exp.group.empty() ? dev_config->default_group : exp.group);
+        table.infos.push_back(std::move(info));
+        table.bindings.push_back(binding);
+    }
+    return true;
+}
+
+} // namespace nbdsched::daemon
