@@ -22,6 +22,12 @@ SchedulerStats BfqScheduler::stats(Time now) const {
     return s;
 }
 
+std::optional<std::uint64_t> BfqScheduler::queue_max_budget(QueueId client, bool sync) const {
+    auto it = queues_.find((client << 1) | (sync ? 0u : 1u));
+    if (it == queues_.end()) return std::nullopt;
+    return it->second.max_budget;
+}
+
 std::vector<std::string> BfqScheduler::tunable_names() const { return bfq::tunable_names(); }
 
 std::optional<std::string> BfqScheduler::get_tunable(std::string_view name) const {

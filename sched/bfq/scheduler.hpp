@@ -54,6 +54,8 @@ public:
     // Introspection for tests and the control socket.
     std::uint64_t current_max_budget() const { return max_budget(); }
     int hw_tag() const { return hw_tag_.value(); }
+    // bfqq->max_budget of a client's sync or async queue, if it exists.
+    std::optional<std::uint64_t> queue_max_budget(QueueId client, bool sync) const;
 
 private:
     struct InFlight {

@@ -28,9 +28,12 @@ void BfqScheduler::refresh_max_budget() {
 
 std::uint64_t BfqScheduler::charge(const Request& r, const BfqQueue& q) const {
     // bfq_serv_to_charge: async I/O costs three times its size unless the
-    // scenario is asymmetric (then every sector must count the same).
+    // scenario is asymmetric (then every sector must count the same). Here
+    // "asymmetric" means groups compete (> 1 with pending I/O): with the B.4
+    // rule every nbdsched scenario with I/O is asymmetric, which would make
+    // the factor dead; within one group it keeps favouring sync I/O.
     std::uint64_t sectors = std::max<std::uint64_t>(r.sectors(), 1);
-    if (q.sync() || asymmetric_scenario()) return sectors;
+    if (q.sync() || pending_groups() > 1) return sectors;
     return sectors * kAsyncChargeFactor;
 }
 
