@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 
-from sdtest import Checks, TempDir, daemon_log, wait_for, write_config
+from sdtest import Checks, TempDir, run_bounded, sigterm_status, wait_for, wrap_up, write_config
 
 
 def main(daemon):
@@ -45,21 +45,16 @@ def main(daemon):
     try:
         ready = checks.check("READY=1 after start", wait_for(lambda: seen("READY=1"), 20))
         if ready:
-            listening = subprocess.run(["nbdinfo", f"nbd+unix:///default?socket={sock_path}"],
-                                       capture_output=True, timeout=20).returncode == 0
-            checks.check("clients can connect once READY=1 is sent", listening)
+            rc, out = run_bounded(["nbdinfo", "--size", f"nbd+unix:///default?socket={sock_path}"])
+            checks.check("clients can connect once READY=1 is sent", rc == 0, out)
             checks.check("STATUS= sent with READY=1",
                          any("READY=1" in m and "STATUS=" in m for m in messages))
         proc.send_signal(signal.SIGHUP)
         checks.check("RELOADING=1 after SIGHUP", wait_for(lambda: seen("RELOADING=1"), 10))
         checks.check("READY=1 again after the reload",
                      wait_for(lambda: count("READY=1") >= 2, 10))
-        proc.send_signal(signal.SIGTERM)
+        rc = sigterm_status(proc)
         checks.check("STOPPING=1 after SIGTERM", wait_for(lambda: seen("STOPPING=1"), 10))
-        try:
-            rc = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            rc = "still running"
         checks.check("exit status 0 after SIGTERM", rc == 0, f"status {rc}")
         drain()
         order = [k for m in messages for k in m.split("\n")
@@ -69,14 +64,7 @@ def main(daemon):
         for m in messages:
             print("  message: " + m.replace("\n", " | "))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
-        if checks.failed:
-            daemon_log(tmp("daemon.log"))
-        tmp.remove()
-    checks.finish()
+        wrap_up(proc, log, checks, tmp)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ a minimal daemon configuration, waiting for things with a deadline, and a
 verdict that says what failed."""
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,3 +86,34 @@ def daemon_log(path, lines=30):
     print(f"---- daemon log {path} (last {lines} lines) ----")
     sys.stdout.write("".join(tail))
     print("----")
+
+
+def sigterm_status(proc, timeout=20):
+    """SIGTERM, then the exit status (or "still running" after timeout)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "still running"
+
+
+def wrap_up(proc, log, checks, tmp):
+    """Kill what is left, show the daemon log on failure, clean up, exit."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    log.close()
+    if checks.failed:
+        daemon_log(log.name)
+    tmp.remove()
+    checks.finish()
+
+
+def run_bounded(cmd, timeout=30):
+    """(returncode, output); a daemon that never answers makes libnbd and
+    nbdinfo wait forever, so each client runs as a child with a deadline."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return r.returncode, (r.stdout + r.stderr).strip()
+    except subprocess.TimeoutExpired:
+        return None, f"no answer within {timeout} s"

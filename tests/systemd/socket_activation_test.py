@@ -9,11 +9,11 @@ usage: socket_activation_test.py NBDSCHED
        socket_activation_test.py --roundtrip SOCKET   (the libnbd client part)"""
 import os
 import shutil
-import signal
 import subprocess
 import sys
 
-from sdtest import Checks, TempDir, daemon_log, free_port, skip, wait_for, write_config
+from sdtest import (Checks, TempDir, free_port, run_bounded, sigterm_status, skip, wait_for,
+                    wrap_up, write_config)
 
 try:
     import nbd
@@ -33,16 +33,6 @@ def libnbd_roundtrip(sock_path):
     back = h.pread(len(pattern), 1 << 20)
     h.shutdown()
     print(size, back == pattern)
-
-
-def run_bounded(cmd, timeout=30):
-    """(returncode, output); a daemon that never answers makes libnbd and
-    nbdinfo wait forever, so each client runs as a child with a deadline."""
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        return r.returncode, (r.stdout + r.stderr).strip()
-    except subprocess.TimeoutExpired:
-        return None, f"no answer within {timeout} s"
 
 
 def main(daemon):
@@ -70,21 +60,10 @@ def main(daemon):
         rc, out = run_bounded(["nbdinfo", "--size", f"nbd://127.0.0.1:{port}/default"])
         checks.check("nbdinfo on the activated TCP socket", rc == 0 and out == str(64 << 20), out)
         checks.check("the config's own listen address is not bound", not os.path.exists(config_sock))
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            rc = "still running"
+        rc = sigterm_status(proc)
         checks.check("exit status 0 after SIGTERM", rc == 0, f"status {rc}")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
-        if checks.failed:
-            daemon_log(tmp("daemon.log"))
-        tmp.remove()
-    checks.finish()
+        wrap_up(proc, log, checks, tmp)
 
 
 if __name__ == "__main__":
