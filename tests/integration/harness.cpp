@@ -103,11 +103,29 @@ std::vector<std::string> take_logs() {
     return logs;
 }
 
+DeviceSpec device(std::string name, std::string backend, std::uint64_t size) {
+    DeviceSpec d;
+    d.name = std::move(name);
+    d.backend = std::move(backend);
+    d.size = size;
+    return d;
+}
+
+ExportSpec export_of(std::string name, std::string device, bool readonly,
+                     std::string description) {
+    ExportSpec e;
+    e.name = std::move(name);
+    e.device = std::move(device);
+    e.readonly = readonly;
+    e.description = std::move(description);
+    return e;
+}
+
 ServerSpec standard_spec() {
     ServerSpec s;
-    s.devices.push_back({"d0", "ram", 64ull << 20, ""});
-    s.exports.push_back({"default", "d0", false, "integration test RAM export"});
-    s.exports.push_back({"ro", "d0", true, "read-only view"});
+    s.devices.push_back(device("d0", "ram", 64ull << 20));
+    s.exports.push_back(export_of("default", "d0", false, "integration test RAM export"));
+    s.exports.push_back(export_of("ro", "d0", true, "read-only view"));
     return s;
 }
 
@@ -230,12 +248,15 @@ void Daemon::write_config() const {
         f << "  - name: " << d.name << "\n    backend: " << d.backend
           << "\n    size: " << size_text(d.size) << "\n";
         if (d.backend == "file") f << "    path: " << quoted(d.path) << "\n";
+        if (!d.rotational.empty()) f << "    rotational: " << d.rotational << "\n";
     }
     f << "exports:\n";
     for (const auto& e : spec_.exports) {
         f << "  - name: " << quoted(e.name) << "\n    device: " << e.device
           << "\n    readonly: " << (e.readonly ? "true" : "false") << "\n";
         if (!e.description.empty()) f << "    description: " << quoted(e.description) << "\n";
+        if (e.offset != 0) f << "    offset: " << size_text(e.offset) << "\n";
+        if (e.size != 0) f << "    size: " << size_text(e.size) << "\n";
     }
 }
 

@@ -18,6 +18,7 @@ struct DeviceSpec {
     std::string backend = "ram";   // ram | file
     std::uint64_t size = 64ull << 20;
     std::string path;              // file: empty = <tempdir>/<name>.img
+    std::string rotational;        // "" (default) | auto | true | false
 };
 
 struct ExportSpec {
@@ -25,7 +26,13 @@ struct ExportSpec {
     std::string device;
     bool readonly = false;
     std::string description;
+    std::uint64_t offset = 0;      // window into the device (nbdsched only)
+    std::uint64_t size = 0;        // 0 = the rest of the device
 };
+
+DeviceSpec device(std::string name, std::string backend, std::uint64_t size);
+ExportSpec export_of(std::string name, std::string device, bool readonly = false,
+                     std::string description = "");
 
 struct ServerSpec {
     std::vector<DeviceSpec> devices;

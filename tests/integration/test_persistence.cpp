@@ -19,8 +19,8 @@ constexpr std::uint64_t k_size = 16ull << 20;
 
 ServerSpec file_spec() {
     ServerSpec s;
-    s.devices.push_back({"f0", "file", k_size, ""});
-    s.exports.push_back({"default", "f0", false, "file export"});
+    s.devices.push_back(device("f0", "file", k_size));
+    s.exports.push_back(export_of("default", "f0", false, "file export"));
     return s;
 }
 

@@ -22,11 +22,11 @@ namespace {
 
 ServerSpec script_spec() {
     ServerSpec s;
-    s.devices.push_back({"d0", "ram", 128ull << 20, ""});
-    s.devices.push_back({"f0", "file", 64ull << 20, ""});
-    s.exports.push_back({"default", "d0", false, "RAM export"});
-    s.exports.push_back({"ro", "d0", true, "read-only view"});
-    s.exports.push_back({"file", "f0", false, "file export"});
+    s.devices.push_back(device("d0", "ram", 128ull << 20));
+    s.devices.push_back(device("f0", "file", 64ull << 20));
+    s.exports.push_back(export_of("default", "d0", false, "RAM export"));
+    s.exports.push_back(export_of("ro", "d0", true, "read-only view"));
+    s.exports.push_back(export_of("file", "f0", false, "file export"));
     return s;
 }
 
