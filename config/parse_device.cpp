@@ -31,9 +31,12 @@ std::optional<std::optional<std::uint64_t>> read_read_ahead(Reader& r, const Fie
 void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_parsed) {
     Device& d = p.value;
     bool has_size = p.at.count("size") != 0;
+    // A key the backend requires has no position of its own: point at the
+    // backend that requires it, or at the entry when the backend is implied.
+    Origin required_by = p.at.count("backend") ? p.where("backend") : item.at;
     if (d.backend == BackendKind::ram) {
         if (!has_size)
-            r.error(item.at, p.key("size"), "missing: a ram device needs a size (e.g. size: 1GiB)");
+            r.error(required_by, p.key("size"), "missing: a ram device needs a size (e.g. size: 1GiB)");
         else if (d.size == 0 && size_parsed)
             r.error(p.where("size"), p.key("size"), "a ram device needs a size above 0");
         if (p.at.count("path"))
@@ -41,7 +44,7 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
         if (d.direct)
             r.error(p.where("direct"), p.key("direct"), "only for backend: file (O_DIRECT)");
     } else if (p.at.count("path") == 0) {
-        r.error(item.at, p.key("path"), "missing: a file device needs a path (a file or a block device)");
+        r.error(required_by, p.key("path"), "missing: a file device needs a path (a file or a block device)");
     }
 }
 

@@ -25,7 +25,8 @@ TEST_CASE("a ram device needs a size above 0") {
 }
 
 TEST_CASE("a file device needs a path; a ram device takes none") {
-    expect_error(device("name: d0\n    backend: file\n"), "devices[0].path", 2, 5, "missing: a file device needs a path");
+    expect_error(device("name: d0\n    backend: file\n"), "devices[0].path", 3, 14, "missing: a file device needs a path");
+    expect_error(device("name: d0\n    backend: ram\n"), "devices[0].size", 3, 14, "missing: a ram device needs a size");
     auto r = device("name: d0\n    size: 1GiB\n    path: /x\n    direct: true\n");
     expect_error(r, "devices[0].path", 4, 11, "only for backend: file");
     expect_error(r, "devices[0].direct", 5, 13, "only for backend: file");
