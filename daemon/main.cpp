@@ -4,10 +4,12 @@
 #include <iostream>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "config/config.hpp"
 #include "daemon/cli.hpp"
 #include "daemon/server.hpp"
+#include "daemon/systemd_notify.hpp"
 
 using namespace nbdsched;
 
@@ -87,6 +89,20 @@ int main(int argc, char** argv) {
         return 2;
     }
     daemon::ServerOptions options;
+    // Socket activation: systemd's sockets replace the configured listeners.
+    for (const auto& s : daemon::inherited_sockets()) {
+        if (s.kind == daemon::InheritedSocket::Kind::other) {
+            spdlog::warn("ignoring inherited socket {}: not a listening stream socket", daemon::describe(s));
+            ::close(s.fd);
+            continue;
+        }
+        spdlog::info("socket activation: {}", daemon::describe(s));
+        options.activated_fds.push_back(s.fd);
+    }
+    options.on_ready = [&config] {
+        daemon::notify_ready("serving " + std::to_string(config.exports.size()) + " export(s)");
+    };
+    options.on_stopping = [] { daemon::notify_stopping(); };
     auto server = daemon::Server::create(config, options, error);
     if (!server) {
         spdlog::error("{}", error);

@@ -151,6 +151,7 @@ TEST_CASE("unknown options are ERR_UNSUP, STARTTLS is ERR_POLICY, ABORT acks and
     out.clear();
     r = run(st, Option::abort, {}, out);
     CHECK(r.next == Next::close);
+    CHECK(r.graceful);
     CHECK(replies(out).at(0).type == rep_ack);
 }
 

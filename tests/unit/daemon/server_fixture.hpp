@@ -1,0 +1,85 @@
+// Runs a real daemon::Server on its own thread, listening on a unix socket
+// in a private temporary directory, for tests that talk to it over the wire.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include "config/config.hpp"
+#include "daemon/server.hpp"
+
+namespace nbdsched::testing {
+
+inline config::Device ram_device(const std::string& name, std::uint64_t size) {
+    config::Device d;
+    d.name = name;
+    d.backend = config::BackendKind::ram;
+    d.size = size;
+    return d;
+}
+
+inline config::Export make_export(const std::string& name, const std::string& device, bool readonly = false) {
+    config::Export e;
+    e.name = name;
+    e.device = device;
+    e.readonly = readonly;
+    return e;
+}
+
+// One 16 MiB RAM device exported read-write as "default" and read-only as "ro".
+inline config::Config standard_config() {
+    config::Config c;
+    c.source = "<test>";
+    c.devices.push_back(ram_device("d0", 16u << 20));
+    c.exports.push_back(make_export("default", "d0"));
+    c.exports.push_back(make_export("ro", "d0", true));
+    config::Group g;
+    g.name = "default";
+    c.groups.push_back(g);
+    return c;
+}
+
+class TestServer {
+public:
+    explicit TestServer(config::Config config, daemon::ServerOptions options = {}) {
+        char tmpl[] = "/tmp/nbdsched-unit-XXXXXX";
+        if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+        dir_ = tmpl;
+        socket_ = dir_ + "/s.sock";
+        config::Listen l;
+        l.kind = config::Listen::Kind::unix_socket;
+        l.path = socket_;
+        config.listen = {l};
+        options.handle_signals = false;
+        std::string error;
+        server_ = daemon::Server::create(config, options, error);
+        if (!server_) throw std::runtime_error("server: " + error);
+        thread_ = std::thread([this] { exit_code_ = server_->run(); });
+    }
+    ~TestServer() { stop(); std::filesystem::remove_all(dir_); }
+
+    // Graceful stop; returns run()'s exit code.
+    int stop() {
+        if (thread_.joinable()) {
+            server_->stop();
+            thread_.join();
+        }
+        return exit_code_;
+    }
+    const std::string& socket() const { return socket_; }
+    const std::string& dir() const { return dir_; }
+
+private:
+    std::string dir_;
+    std::string socket_;
+    std::unique_ptr<daemon::Server> server_;
+    std::thread thread_;
+    int exit_code_ = -1;
+};
+
+} // namespace nbdsched::testing

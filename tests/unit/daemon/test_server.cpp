@@ -1,0 +1,231 @@
+// The server over a real unix socket: data paths, per-request errors,
+// pipelining, hostile clients, back-pressure and shutdown.
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <set>
+
+#include "daemon/protocol/handshake.hpp"
+#include "daemon/protocol/wire.hpp"
+#include "raw_client.hpp"
+#include "server_fixture.hpp"
+
+using namespace nbdsched;
+using namespace nbdsched::testing;
+using namespace nbdsched::protocol;
+
+namespace {
+
+constexpr auto READ = static_cast<std::uint16_t>(Command::read);
+constexpr auto WRITE = static_cast<std::uint16_t>(Command::write);
+constexpr auto FLUSH = static_cast<std::uint16_t>(Command::flush);
+constexpr auto TRIM = static_cast<std::uint16_t>(Command::trim);
+constexpr auto ZEROES = static_cast<std::uint16_t>(Command::write_zeroes);
+constexpr auto DISC = static_cast<std::uint16_t>(Command::disc);
+
+std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed) {
+    std::vector<std::uint8_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(seed + i * 7 + (i >> 9));
+    return v;
+}
+
+// One request, one reply.
+Reply roundtrip(RawClient& c, std::uint16_t type, std::uint64_t offset, std::uint32_t length,
+                std::uint16_t flags = 0, const std::vector<std::uint8_t>& payload = {}) {
+    static std::uint64_t cookie = 1000;
+    auto id = ++cookie;
+    c.send(type, id, offset, length, flags, payload);
+    auto r = c.receive(type == READ ? length : 0);
+    REQUIRE(r);
+    CHECK(r->cookie == id);
+    return *r;
+}
+
+} // namespace
+
+TEST_CASE("write, read back, flush, trim and write_zeroes, with simple and structured replies") {
+    TestServer server(standard_config());
+    for (bool structured : {false, true}) {
+        CAPTURE(structured);
+        RawClient c(server.socket());
+        REQUIRE(c.handshake("default", structured));
+        CHECK(c.size() == (16u << 20));
+        CHECK((c.flags() & tflag_read_only) == 0);
+        CHECK((c.flags() & tflag_can_multi_conn) != 0);
+        CHECK(((c.flags() & tflag_send_df) != 0) == structured);
+
+        auto data = pattern(65536, structured ? 3 : 5);
+        CHECK(roundtrip(c, WRITE, 8192, 65536, 0, data).error == 0);
+        auto r = roundtrip(c, READ, 8192, 65536);
+        CHECK(r.error == 0);
+        CHECK(r.data == data);
+        CHECK(roundtrip(c, WRITE, 4096, 512, cmd_flag_fua, pattern(512, 9)).error == 0);
+        CHECK(roundtrip(c, FLUSH, 0, 0).error == 0);
+
+        CHECK(roundtrip(c, TRIM, 8192, 4096).error == 0);
+        r = roundtrip(c, READ, 8192, 4096);
+        CHECK(r.data == std::vector<std::uint8_t>(4096, 0));   // RAM frees trimmed pages
+        CHECK(roundtrip(c, ZEROES, 12288, 8192, cmd_flag_no_hole).error == 0);
+        r = roundtrip(c, READ, 12288, 8192);
+        CHECK(r.data == std::vector<std::uint8_t>(8192, 0));
+        r = roundtrip(c, READ, 20480, 100);   // untouched bytes survive
+        CHECK(std::equal(r.data.begin(), r.data.end(), data.begin() + 12288));
+
+        // Empty requests are answered without touching anything.
+        CHECK(roundtrip(c, READ, 0, 0).error == 0);
+        CHECK(roundtrip(c, WRITE, 0, 0).error == 0);
+    }
+}
+
+TEST_CASE("per-request errors keep the connection usable") {
+    TestServer server(standard_config());
+    const std::uint64_t size = 16u << 20;
+    for (bool structured : {false, true}) {
+        CAPTURE(structured);
+        RawClient c(server.socket());
+        REQUIRE(c.handshake("default", structured));
+        CHECK(roundtrip(c, READ, size - 512, 1024).error == err_inval);
+        CHECK(roundtrip(c, WRITE, size - 512, 1024, 0, pattern(1024, 1)).error == err_nospc);
+        CHECK(roundtrip(c, ZEROES, size, 4096).error == err_nospc);
+        CHECK(roundtrip(c, TRIM, ~0ull - 100, 4096).error == err_inval);
+        CHECK(roundtrip(c, 42, 0, 0).error == err_inval);                   // unknown command
+        CHECK(roundtrip(c, READ, 0, 512, 1u << 12).error == err_inval);     // unknown flag
+        CHECK(roundtrip(c, READ, 0, (32u << 20) + 1).error == (structured ? err_overflow : err_inval));
+        // An oversize WRITE's payload is consumed, so the next request parses.
+        CHECK(roundtrip(c, WRITE, 0, (32u << 20) + 4096, 0, std::vector<std::uint8_t>((32u << 20) + 4096, 1))
+                  .error == (structured ? err_overflow : err_inval));
+        auto data = pattern(4096, 77);
+        CHECK(roundtrip(c, WRITE, 0, 4096, 0, data).error == 0);
+        CHECK(roundtrip(c, READ, 0, 4096).data == data);
+    }
+}
+
+TEST_CASE("a read-only export refuses writes with EPERM and serves reads") {
+    TestServer server(standard_config());
+    RawClient c(server.socket());
+    REQUIRE(c.handshake("ro", true));
+    CHECK((c.flags() & tflag_read_only) != 0);
+    CHECK(roundtrip(c, WRITE, 0, 512, 0, pattern(512, 1)).error == err_perm);
+    CHECK(roundtrip(c, TRIM, 0, 512).error == err_perm);
+    CHECK(roundtrip(c, ZEROES, 0, 512).error == err_perm);
+    CHECK(roundtrip(c, READ, 0, 512).error == 0);
+    CHECK(roundtrip(c, FLUSH, 0, 0).error == 0);
+}
+
+TEST_CASE("many requests in flight on one connection, all answered once") {
+    auto config = standard_config();
+    config.limits.max_inflight_per_connection = 8;   // forces back-pressure pauses
+    config.limits.max_inflight_bytes_per_connection = 64u << 10;
+    TestServer server(config);
+    RawClient c(server.socket());
+    REQUIRE(c.handshake("default", true));
+    constexpr int n = 300;
+    // Each cookie writes its own block, then everything is read back.
+    std::vector<std::uint8_t> all;
+    for (int i = 0; i < n; ++i) {
+        auto block = pattern(4096, static_cast<std::uint8_t>(i));
+        c.send(WRITE, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(i) * 4096, 4096, 0, block);
+    }
+    std::set<std::uint64_t> seen;
+    for (int i = 0; i < n; ++i) {
+        auto r = c.receive(0);
+        REQUIRE(r);
+        CHECK(r->error == 0);
+        CHECK(seen.insert(r->cookie).second);
+    }
+    for (int i = 0; i < n; ++i) c.send(READ, 1000u + i, static_cast<std::uint64_t>(i) * 4096, 4096);
+    for (int i = 0; i < n; ++i) {
+        auto r = c.receive(4096);
+        REQUIRE(r);
+        REQUIRE(r->cookie >= 1000);
+        CHECK(r->data == pattern(4096, static_cast<std::uint8_t>(r->cookie - 1000)));
+    }
+}
+
+TEST_CASE("a malformed request closes only its own connection") {
+    TestServer server(standard_config());
+    RawClient good(server.socket());
+    REQUIRE(good.handshake("default", false));
+    RawClient bad(server.socket());
+    REQUIRE(bad.handshake("default", false));
+    std::vector<std::uint8_t> garbage(64, 0xab);
+    bad.send_raw(garbage.data(), garbage.size());
+    CHECK(bad.closed_by_server());
+    CHECK(roundtrip(good, WRITE, 0, 512, 0, pattern(512, 4)).error == 0);
+    CHECK(roundtrip(good, READ, 0, 512).data == pattern(512, 4));
+}
+
+TEST_CASE("a client vanishing mid-request does not disturb others") {
+    TestServer server(standard_config());
+    RawClient good(server.socket());
+    REQUIRE(good.handshake("default", true));
+    {
+        RawClient gone(server.socket());
+        REQUIRE(gone.handshake("default", true));
+        gone.send(WRITE, 1, 0, 65536, 0, pattern(1000, 1));   // 64 KiB promised, 1000 sent
+        std::uint8_t half[10] = {0x25, 0x60};
+        gone.send_raw(half, sizeof half);
+    }
+    CHECK(roundtrip(good, READ, 0, 4096).error == 0);
+}
+
+TEST_CASE("DISC answers what is in flight, then closes") {
+    TestServer server(standard_config());
+    RawClient c(server.socket());
+    REQUIRE(c.handshake("default", false));
+    for (int i = 0; i < 16; ++i) c.send(READ, static_cast<std::uint64_t>(i), 0, 4096);
+    c.send(DISC, 99, 0, 0);
+    for (int i = 0; i < 16; ++i) {
+        auto r = c.receive(4096);
+        REQUIRE(r);
+        CHECK(r->error == 0);
+    }
+    CHECK(c.closed_by_server());
+}
+
+TEST_CASE("hostile handshakes are closed cleanly") {
+    TestServer server(standard_config());
+    {
+        RawClient c(server.socket());
+        std::uint8_t greeting[greeting_size];
+        REQUIRE(c.read_exact(greeting, sizeof greeting));
+        std::uint8_t flags[4] = {0, 0, 0, 0x80};   // unknown client flag
+        c.send_raw(flags, 4);
+        CHECK(c.closed_by_server());
+    }
+    {
+        RawClient c(server.socket());
+        std::uint8_t greeting[greeting_size];
+        REQUIRE(c.read_exact(greeting, sizeof greeting));
+        std::uint8_t flags[4] = {0, 0, 0, 1};
+        c.send_raw(flags, 4);
+        auto opt = encode_option(999, {});
+        store_u32(opt.data() + 12, 0x7fffffffu);   // an option length nobody should buffer
+        c.send_raw(opt.data(), opt.size());
+        CHECK(c.closed_by_server());
+    }
+    RawClient c(server.socket());
+    CHECK(c.handshake("default", true));
+}
+
+TEST_CASE("max_connections refuses the connection over the limit") {
+    auto config = standard_config();
+    config.limits.max_connections = 1;
+    TestServer server(config);
+    RawClient first(server.socket());
+    REQUIRE(first.handshake("default", false));
+    RawClient second(server.socket());
+    CHECK(second.closed_by_server());
+    CHECK(roundtrip(first, READ, 0, 512).error == 0);
+}
+
+TEST_CASE("stop() answers in-flight requests and run() returns 0") {
+    TestServer server(standard_config());
+    RawClient c(server.socket());
+    REQUIRE(c.handshake("default", false));
+    c.send(WRITE, 1, 0, 4096, 0, pattern(4096, 1));
+    auto r = c.receive(0);
+    REQUIRE(r);
+    CHECK(server.stop() == 0);
+    CHECK(c.closed_by_server());
+}
