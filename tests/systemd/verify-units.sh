@@ -6,7 +6,7 @@
 #
 #   verify-units.sh BUILD_SYSTEMD_DIR SRC_SYSTEMD_DIR BINDIR DAEMON
 set -euo pipefail
-build=$1 src=$2 bindir=$3 daemon=$4
+build=$1 src=$2 bindir=$3 daemon=$(realpath "$4")
 
 if ! command -v systemd-analyze >/dev/null; then
     echo "SKIP: systemd-analyze is not installed (apt-get install systemd)"; exit 77
