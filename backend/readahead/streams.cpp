@@ -43,15 +43,23 @@ std::optional<Range> StreamTable::on_read(std::uint64_t queue, std::uint64_t off
     }
     s->last_use = ++clock_;
     ++s->reads;
-    if (!served && end <= s->ra_end)
-        s->ra_end = end;   // what we prefetched is gone: start again from here
+    bool grow = true;
+    if (!served && end <= s->ra_end) {
+        // What we prefetched is gone before it was read: evicted (the cache
+        // is too small for all streams: thrashing) or dropped by a write.
+        // Start again from here with half the window, as the kernel does.
+        s->ra_end = end;
+        s->window = std::max(s->window / 2, std::min(length, max_window_));
+        grow = false;
+    }
     s->next = std::max(s->next, end);
     s->ra_end = std::max(s->ra_end, s->next);
     if (s->ra_end >= device_size_ || s->ra_end - s->next > s->window / 2)
         return std::nullopt;
     const Range r{s->ra_end, std::min(s->window, device_size_ - s->ra_end)};
     s->ra_end = r.end();
-    s->window = std::min(s->window * 2, max_window_);
+    if (grow)
+        s->window = std::min(s->window * 2, max_window_);
     return r;
 }
 

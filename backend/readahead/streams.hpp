@@ -7,7 +7,9 @@
 // read of a stream starts read-ahead with a window of 4 x the request
 // (at least 16 KiB, at most the maximum); each further window doubles up
 // to the maximum. The next window is requested asynchronously, when what
-// is prefetched ahead of the reader drops to half the next window.
+// is prefetched ahead of the reader drops to half the next window. A miss
+// inside the prefetched range (evicted before use: thrashing) halves the
+// window of that stream, which then grows again as reads hit.
 // A read that continues no stream starts a new one, replacing the queue's
 // least recently used stream when the queue has `streams_per_queue`.
 #pragma once

@@ -171,7 +171,7 @@ TEST_CASE("read-ahead: memory bound holds with many streams, including data in f
     const Stats s = ra.stats();
     CHECK(s.bytes_cached + s.bytes_inflight <= limit);
     CHECK(s.prefetches > 0);
-    CHECK(s.hits > 0);
+    CHECK(s.hits > 400);   // thrashing shrinks windows instead of evicting everything (66 without)
     MESSAGE("skipped " << s.prefetches_skipped << " evicted " << s.bytes_evicted << " hits " << s.hits);
 }
 

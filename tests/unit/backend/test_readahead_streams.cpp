@@ -75,6 +75,7 @@ TEST_CASE("streams: a miss inside the prefetched range re-prefetches; off and en
     auto again = t.on_read(1, 128 * KiB, 64 * KiB, false);
     REQUIRE(again);
     CHECK(again->offset == 192 * KiB);
+    CHECK(again->length == 64 * KiB);   // thrash: half the window
     // Clipped at the end of the device, then nothing more.
     StreamTable small(128 * KiB, 8, 200 * KiB);
     small.on_read(1, 0, 64 * KiB, false);
