@@ -90,6 +90,14 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
     }
     std::uint64_t key = queue_key(r.queue, r.sync);
     auto it = queues_.find(key);
+    if (it != queues_.end() && it->second.group() != c->second.group &&
+        !busy(it->second.entity) && it->second.dispatched == 0) {
+        // The client moved to another group while this queue was busy; now
+        // that it is idle, rebuild it where the client lives.
+        groups_.at(it->second.group()).tree.remove(it->second.entity);
+        queues_.erase(it);
+        it = queues_.end();
+    }
     if (it == queues_.end()) {
         it = queues_.try_emplace(key, key, r.queue, c->second.group, r.sync).first;
         it->second.max_budget = 2 * max_budget() / 3;   // bfq_init_bfqq

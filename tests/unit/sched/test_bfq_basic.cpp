@@ -157,3 +157,22 @@ TEST_CASE("bfq run-time tunable change takes effect without losing requests") {
     rig.finish(Time{10s});
     CHECK(rig.completed() == rig.submitted());
 }
+
+TEST_CASE("bfq a client moved to another group follows it once idle") {
+    auto s = make(false, 4, {{"group_idle", "0"}});
+    s->set_group(1, 100);
+    s->set_group(2, 700);
+    s->open_queue(1, 1, Time{});
+    s->submit(Request{.id = 1, .queue = 1, .group = 1, .length = 4096}, Time{});
+    s->open_queue(1, 2, Time{});   // moved while busy: finishes in group 1
+    auto r = s->dispatch(Time{});
+    REQUIRE(r);
+    s->complete(r->id, Time{1ms});
+    s->submit(Request{.id = 2, .queue = 1, .group = 2, .length = 4096}, Time{2ms});
+    r = s->dispatch(Time{2ms});
+    REQUIRE(r);
+    s->complete(r->id, Time{3ms});
+    auto st = s->stats(Time{3ms});
+    CHECK(st.groups[1].completed == 1);
+    CHECK(st.groups[2].completed == 1);
+}
