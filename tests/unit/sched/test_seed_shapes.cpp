@@ -92,10 +92,7 @@ TEST_CASE("shape baseline: none ignores weights and never idles") {
 
 TEST_CASE("seed 000 shape: cfq on ssd, idling costs IOPS, auto picks 0") { seed000("cfq"); }
 
-// KNOWN FAILING (reported to the bfq owner, see the sim note): bfq never idles
-// here, so 8ms and 0 give identical runs. may_fail keeps the shape visible in
-// the output without breaking everyone's test run; drop it once bfq idles.
-TEST_CASE("seed 002 shape: bfq, 5 sync jobs, idling off wins on IOPS and stddev" * doctest::may_fail()) {
+TEST_CASE("seed 002 shape: bfq, 5 sync jobs, idling off wins on IOPS and stddev") {
     if (!built("bfq")) return;
     Results on = run(shapes::seed002("bfq", "8ms"));
     Results off = run(shapes::seed002("bfq", "0"));
@@ -108,10 +105,7 @@ TEST_CASE("seed 002 shape: bfq, 5 sync jobs, idling off wins on IOPS and stddev"
 }
 
 TEST_CASE("seed 003 shape: cfq groups 1000:100 on a queueing ssd") { seed003("cfq", 3.0); }
-// KNOWN FAILING (reported): bfq gives 1:1 with group_idle 8ms. may_fail as above.
-TEST_CASE("seed 003 shape: bfq groups 1000:100 on a queueing ssd" * doctest::may_fail()) {
-    seed003("bfq", 3.0);
-}
+TEST_CASE("seed 003 shape: bfq groups 1000:100 on a queueing ssd") { seed003("bfq", 3.0); }
 
 TEST_CASE("hdd shape: cfq idling keeps two sequential readers streaming") { hdd_readers("cfq"); }
 TEST_CASE("hdd shape: bfq idling keeps two sequential readers streaming") { hdd_readers("bfq"); }
