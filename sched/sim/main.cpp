@@ -1,6 +1,7 @@
 // nbdsched-sim: runs a workload file in virtual time and prints what each job,
 // each group and the device achieved.
-//   nbdsched-sim workload.yaml [--json] [--policy cfq] [--set slice_idle=0] [--runtime 5s]
+//   nbdsched-sim workload.yaml [--json] [--policy cfq] [--set slice_idle=0]
+//                [--profile hdd] [--device rpm=5400] [--runtime 5s]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -13,12 +14,13 @@
 int main(int argc, char** argv) {
     using namespace nbdsched;
     CLI::App app{"nbdsched discrete-event scheduler simulator"};
-    std::string path, policy, runtime;
+    std::string path, policy, profile, runtime;
     std::vector<std::string> sets, device_sets;
     bool json = false;
     app.add_option("workload", path, "workload YAML file")->required()->check(CLI::ExistingFile);
     app.add_flag("--json", json, "print JSON instead of a table");
     app.add_option("--policy", policy, "override scheduler.policy (none, cfq, bfq)");
+    app.add_option("--profile", profile, "override device.profile (hdd, ssd, nvme); keeps --device params only");
     app.add_option("--set", sets, "override a tunable: name=value (repeatable)");
     app.add_option("--device", device_sets, "override a profile parameter: name=value (repeatable)");
     app.add_option("--runtime", runtime, "override runtime (e.g. 5s)");
@@ -48,6 +50,10 @@ int main(int argc, char** argv) {
     };
     for (const auto& kv : sets)
         if (!split(kv, w.tunables)) { std::cerr << "nbdsched-sim: --set wants name=value\n"; return 2; }
+    if (!profile.empty() && profile != w.profile) {
+        w.profile = profile;
+        w.profile_params.clear();   // the file's parameters were for its own profile
+    }
     std::map<std::string, std::string, std::less<>> params(w.profile_params.begin(), w.profile_params.end());
     for (const auto& kv : device_sets)
         if (!split(kv, params)) { std::cerr << "nbdsched-sim: --device wants name=value\n"; return 2; }
