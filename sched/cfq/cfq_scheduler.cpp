@@ -49,11 +49,18 @@ void CfqScheduler::set_group(GroupId id, unsigned weight) {
 void CfqScheduler::open_queue(QueueId id, GroupId gid, Time now) {
     advance(now);
     auto& q = queues_[id];
-    if (q && q->group->id != gid && !q->on_rr && !q->dispatched && q->empty() && active_ != q.get())
-        q.reset();   // a client that moved to another group gets a fresh queue
+    if (q && q->group->id != gid) {
+        // A client that moved to another group gets a fresh queue there; what
+        // it still has queued or in flight finishes in the old group (as the
+        // kernel's check_blkcg_changed drops the old queue).
+        q->closed = true;
+        if (active_ == q.get()) expire_queue(*q, now, false);
+        retired_.push_back(std::move(q));
+    }
     if (!q) q = std::make_unique<CfqQueue>(next_queue_key_++, id, &group(gid), true, now);
     q->closed = false;
     closed_.erase(id);
+    reap_closed();
 }
 
 void CfqScheduler::close_queue(QueueId id, Time now) {
@@ -68,6 +75,9 @@ void CfqScheduler::close_queue(QueueId id, Time now) {
 }
 
 void CfqScheduler::reap_closed() {
+    std::erase_if(retired_, [this](const std::unique_ptr<CfqQueue>& q) {
+        return q->empty() && !q->dispatched && !q->on_rr && active_ != q.get();
+    });
     for (auto it = closed_.begin(); it != closed_.end();) {
         auto qit = queues_.find(*it);
         if (qit == queues_.end()) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "sched/cfq/group.hpp"
 #include "sched/cfq/queue.hpp"
@@ -125,6 +126,9 @@ private:
     // where order does not matter, so decisions stay deterministic.
     std::unordered_map<QueueId, std::unique_ptr<CfqQueue>> queues_;   // sync queues by client
     std::set<QueueId> closed_;
+    // Queues of clients that moved to another group while they still had
+    // requests: closed, drained by their old group, then freed.
+    std::vector<std::unique_ptr<CfqQueue>> retired_;
     std::unordered_map<RequestId, InFlight> in_flight_;
     std::uint64_t next_queue_key_ = 0;
 

@@ -59,6 +59,7 @@ SchedulerStats CfqScheduler::stats(Time now) const {
         }
     };
     for (const auto& [id, q] : queues_) count_queue(*q);
+    for (const auto& q : retired_) count_queue(*q);
     for (const auto& [id, g] : groups_)
         if (g->async_queue) count_queue(*g->async_queue);
     for (const auto& [id, f] : in_flight_) {

@@ -87,6 +87,21 @@ TEST_CASE("cfq: closing a queue with requests pending loses nothing") {
     rig.finish();
 }
 
+TEST_CASE("cfq: a client moving to another group keeps its requests") {
+    Rig rig(make_cfq_sched(false, 8), fixed_latency(300us, 8), 8);
+    rig.sched().set_group(1, 100);
+    rig.sched().set_group(2, 100);
+    rig.add_job({1, 1, Op::read, true, false, 4096, 0, 1ull << 30, 8, {}});
+    rig.add_job({2, 1, Op::read, true, true, 65536, 1ull << 31, 1ull << 30, 2, {}});
+    rig.run_until(Time(300ms));
+    CHECK(rig.sched().queued() + rig.sched().in_flight() > 0);
+    rig.sched().open_queue(1, 2, rig.now());   // requests queued/in flight stay in group 1
+    rig.run_until(Time(600ms));
+    auto st = rig.sched().stats(rig.now());
+    CHECK(st.groups.at(2).completed > 100);
+    rig.finish();
+}
+
 TEST_CASE("cfq: FIFO expiry rescues a request the elevator would starve") {
     // One queue: a sequential stream far ahead keeps the one-way elevator
     // busy, and a second stream of the same client reads far behind the head
