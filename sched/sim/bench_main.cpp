@@ -9,6 +9,7 @@
 #include <deque>
 
 #include "sched/scheduler.hpp"
+#include "sched/sim/assignments.hpp"
 
 namespace {
 
@@ -85,10 +86,9 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     sched::Tunables tunables;
-    for (const auto& kv : sets) {
-        auto eq = kv.find('=');
-        if (eq == std::string::npos) { std::fprintf(stderr, "--set wants name=value\n"); return 2; }
-        tunables[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (auto bad = sim::add_assignments(sets, tunables); !bad.empty()) {
+        std::fprintf(stderr, "--set wants name=value, got '%s'\n", bad.c_str());
+        return 2;
     }
     std::printf("%-6s %8s %12s %10s\n", "policy", "queues", "ns/request", "requests");
     int status = 0;

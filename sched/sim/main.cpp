@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "sched/sim/assignments.hpp"
 #include "sched/sim/engine.hpp"
 #include "sched/sim/report.hpp"
 #include "sched/sim/workload_yaml.hpp"
@@ -42,22 +43,18 @@ int main(int argc, char** argv) {
             return !keep;
         });
     }
-    auto split = [](const std::string& kv, std::map<std::string, std::string, std::less<>>& into) {
-        auto eq = kv.find('=');
-        if (eq == std::string::npos || eq == 0) return false;
-        into[kv.substr(0, eq)] = kv.substr(eq + 1);
-        return true;
-    };
-    for (const auto& kv : sets)
-        if (!split(kv, w.tunables)) { std::cerr << "nbdsched-sim: --set wants name=value\n"; return 2; }
+    if (auto bad = sim::add_assignments(sets, w.tunables); !bad.empty()) {
+        std::cerr << "nbdsched-sim: --set wants name=value, got '" << bad << "'\n";
+        return 2;
+    }
     if (!profile.empty() && profile != w.profile) {
         w.profile = profile;
         w.profile_params.clear();   // the file's parameters were for its own profile
     }
-    std::map<std::string, std::string, std::less<>> params(w.profile_params.begin(), w.profile_params.end());
-    for (const auto& kv : device_sets)
-        if (!split(kv, params)) { std::cerr << "nbdsched-sim: --device wants name=value\n"; return 2; }
-    w.profile_params = std::map<std::string, std::string>(params.begin(), params.end());
+    if (auto bad = sim::add_assignments(device_sets, w.profile_params); !bad.empty()) {
+        std::cerr << "nbdsched-sim: --device wants name=value, got '" << bad << "'\n";
+        return 2;
+    }
     if (!runtime.empty()) {
         auto d = parse_duration(runtime);
         if (!d || d->count() <= 0) { std::cerr << "nbdsched-sim: bad --runtime\n"; return 2; }
