@@ -333,9 +333,9 @@ void Daemon::wait_ready() {
     }
 }
 
-int Daemon::stop() {
+int Daemon::stop(int signal) {
     int result = 0;
-    for (pid_t pid : pids_) kill(pid, SIGTERM);
+    for (pid_t pid : pids_) kill(pid, signal);
     for (pid_t pid : pids_) {
         // nbdkit (development only) waits for connected clients on SIGTERM.
         int rc = wait_for(pid, choice_.nbdkit ? std::chrono::seconds(2) : k_stop_timeout);

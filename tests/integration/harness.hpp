@@ -6,6 +6,7 @@
 //   NBDSCHED_ITEST_NBDKIT=1  develop the tests against nbdkit instead
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <sys/types.h>
@@ -74,12 +75,14 @@ public:
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
 
-    // SIGTERM, wait (generous timeout for hangs), return the exit status
+    // SIGTERM (or SIGINT), wait (generous timeout for hangs), return the exit status
     // (0..255 for exit codes, 128+sig when killed, -1 on timeout).
-    int stop();
+    int stop(int signal = SIGTERM);
     // Starts it again with the same config, sockets and files.
     void restart();
     bool running();
+    // The daemon's process id (the first one in nbdkit mode); -1 if stopped.
+    pid_t pid() const { return pids_.empty() ? -1 : pids_.front(); }
 
     const std::string& socket_path(const std::string& export_name = "default") const;
     std::uint16_t tcp_port() const { return port_; }

@@ -175,3 +175,12 @@ TEST_CASE("SIGTERM with connected clients exits 0") {
     REQUIRE_MESSAGE(nbd_connect_uri(handshaking, d.uri().c_str()) == 0, nbd_error());
     CHECK(d.stop() == 0);
 }
+
+TEST_CASE("SIGINT stops the daemon cleanly too") {
+    Daemon d(standard_spec());
+    {
+        Nbd h = connect(d.uri());
+        REQUIRE(write_pattern(h, 4096, 0, 6) == 0);
+    }
+    CHECK(d.stop(SIGINT) == 0);
+}

@@ -8,6 +8,12 @@ nbdinfo --json "$NBD_URI_RO" > "$NBD_TMPDIR/info-ro.json"
 nbdinfo --list --json "nbd+unix://?socket=$NBD_SOCKET" > "$NBD_TMPDIR/list.json"
 nbdinfo --list "nbd+unix://?socket=$NBD_SOCKET" > "$NBD_TMPDIR/list.txt"
 
+if [ "$NBD_TCP_PORT" != 0 ]; then
+    size=$(nbdinfo --size "nbd://127.0.0.1:$NBD_TCP_PORT/default")
+    [ "$size" = $((128 << 20)) ] || { echo "FAIL: nbdinfo over TCP: size '$size'"; exit 1; }
+    echo "ok   nbdinfo --size over TCP"
+fi
+
 /usr/bin/python3 - "$NBD_TMPDIR" "$ITEST_SERVER" <<'PY'
 import json, os, sys
 folder, server = sys.argv[1], sys.argv[2]
