@@ -31,6 +31,7 @@ Usage: $PROG [options] --guest-script FILE [-- GUEST_ARGS...]
   --mem SIZE (2G)  --smp N (2)  --timeout SEC (300)  --accel auto|kvm|tcg
   --log FILE            guest console copy    --out DIR  guest's \$VMTEST_OUT
   --keep                keep the work dir     -q         no console on stdout
+  --systemd             boot systemd as PID 1; vmtest.service runs the script
 Exit: guest status; 124 timeout; 125 no result (panic); 2 setup error.
 EOF2
 }
@@ -42,6 +43,8 @@ log() { echo "[$PROG] $*" >&2; }
 . "$HERE/lib/kernel.sh"
 # shellcheck source=lib/initramfs.sh
 . "$HERE/lib/initramfs.sh"
+# shellcheck source=lib/systemd-guest.sh
+. "$HERE/lib/systemd-guest.sh"
 
 GUEST_SCRIPT=
 INCLUDES=()      # "SRC:DST"
@@ -58,6 +61,7 @@ LOGFILE=
 OUTDIR=
 KEEP=0
 QUIET=0
+SYSTEMD=0
 GUEST_ARGS=()
 
 while [ $# -gt 0 ]; do
@@ -79,6 +83,7 @@ while [ $# -gt 0 ]; do
     --log) LOGFILE=$2; shift 2;;
     --out) OUTDIR=$2; shift 2;;
     --keep) KEEP=1; shift;;
+    --systemd) SYSTEMD=1; shift;;
     -q|--quiet) QUIET=1; shift;;
     -h|--help) usage; exit 0;;
     --) shift; GUEST_ARGS=("$@"); break;;

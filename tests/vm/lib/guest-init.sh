@@ -20,6 +20,11 @@ hostname vmtest
 token=$(sed -n 's/.*vmtest\.token=\([0-9a-f]*\).*/\1/p' /proc/cmdline)
 echo "VMTEST-BOOTED $token uptime=$(cut -d' ' -f1 /proc/uptime) kernel=$(uname -r)"
 export HOME=/root VMTEST_OUT=/vmtest/out
+if [ -e /vmtest/systemd ]; then
+    # --systemd: systemd becomes PID 1; vmtest.service runs the script
+    echo "$token" > /vmtest/token   # systemd mounts a tmpfs on /run
+    exec /lib/systemd/systemd --unit=vmtest.target --log-target=console
+fi
 cd /vmtest
 # Honour a shebang when its interpreter is in the guest.
 interp=$(sed -n '1s/^#! *\([^ ]*\).*/\1/p' /vmtest/guest.sh)

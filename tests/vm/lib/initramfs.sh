@@ -4,7 +4,7 @@
 # script and an /init that runs it and powers off.
 #
 # In:  ROOT, WORKDIR, BUSYBOX, MODDIR, KVER, INCLUDES[], MODULES[], ENVS[],
-#      GUEST_SCRIPT, GUEST_ARGS[], HERE, die(), log()
+#      GUEST_SCRIPT, GUEST_ARGS[], SYSTEMD, HERE, die(), log()
 # Out: $WORKDIR/initramfs.cpio
 
 make_skeleton() {
@@ -21,7 +21,7 @@ make_skeleton() {
     mkdir -p "$ROOT"/{dev,proc,sys,tmp,run,etc,mnt,root,var,vmtest/bb,vmtest/out} \
              "$ROOT"/usr/{bin,sbin,lib}
     ln -s ../run "$ROOT/var/run"
-    ln -s ../tmp "$ROOT/var/tmp"
+    mkdir -p "$ROOT/var/tmp"   # a real directory: PrivateTmp= mounts over it
     # Without /dev/console in the cpio the kernel gives init no console.
     mknod -m 600 "$ROOT/dev/console" c 5 1 2>/dev/null || true
     mknod -m 666 "$ROOT/dev/null" c 1 3 2>/dev/null || true
@@ -143,6 +143,7 @@ build_initramfs() {
         [ -e "$ROOT/sbin/$a" ] || ln -s /vmtest/bb/busybox "$ROOT/sbin/$a"
     done
     [ ${#MODULES[@]} -gt 0 ] && copy_modules
+    [ "$SYSTEMD" = 1 ] && add_systemd_guest
     printf '%s\n' /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib /usr/lib \
         /usr/local/lib > "$ROOT/etc/ld.so.conf"
     ldconfig -r "$ROOT" 2>/dev/null || log "warning: ldconfig -r failed (continuing)"

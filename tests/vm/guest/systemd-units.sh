@@ -1,0 +1,58 @@
+# systemd-units.sh - guest script run by vmtest.service with systemd as PID 1:
+# the installed units for real. nbdsched.socket activates nbdsched.service
+# (Type=notify, sandboxed), nbdsched-nbd@nbd0.service attaches /dev/nbd0,
+# data goes through, reload works, stopping detaches and the daemon exits 0.
+# VM_CONFIG: the config path the units read.
+. /vmtest/lib.sh
+export SYSTEMD_PAGER= SYSTEMD_COLORS=0
+prop() { systemctl show -P "$2" "$1"; }
+dev_size() { cat /sys/block/nbd0/size 2>/dev/null || echo 0; }
+
+mkdir -p "$(dirname "$VM_CONFIG")"
+cat > "$VM_CONFIG" <<EOC
+listen:
+  - unix: /run/nbdsched/nbdsched.sock
+  - tcp: 127.0.0.1:10809
+devices:
+  - name: d0
+    backend: file
+    path: /var/lib/nbdsched/d0.img
+    size: 256MiB
+exports:
+  - name: default
+    device: d0
+EOC
+# the daemon's output to a file (no journald in this guest), shown on failure
+mkdir -p /etc/systemd/system/nbdsched.service.d
+printf '[Service]\nStandardOutput=append:/run/vmtest-nbdsched.log\nStandardError=inherit\nTimeoutStartSec=30s\n' \
+    > /etc/systemd/system/nbdsched.service.d/vmtest.conf
+vt_step daemon-reload systemctl daemon-reload
+vt_step modprobe-nbd modprobe nbd nbds_max=2
+
+vt_step socket-start systemctl start nbdsched.socket
+vt_step socket-listening vt_wait_for 5 test -S /run/nbdsched/nbdsched.sock
+vt_kv service_before_attach "$(prop nbdsched.service ActiveState)"
+vt_step attach-unit-start timeout 60 systemctl start nbdsched-nbd@nbd0.service
+vt_step nbd0-attached vt_wait_for 10 sh -c '[ "$(cat /sys/block/nbd0/size)" -gt 0 ]'
+vt_kv service_state "$(prop nbdsched.service ActiveState)/$(prop nbdsched.service SubState)"
+vt_kv status_text "$(prop nbdsched.service StatusText)"
+vt_step service-active [ "$(prop nbdsched.service ActiveState)" = active ]
+vt_step status-text-set [ -n "$(prop nbdsched.service StatusText)" ]
+vt_step data-roundtrip sh -c 'dd if=/dev/urandom of=/tmp/a bs=64k count=16 2>/dev/null &&
+    dd if=/tmp/a of=/dev/nbd0 bs=64k oflag=direct 2>/dev/null &&
+    dd if=/dev/nbd0 of=/tmp/b bs=64k count=16 iflag=direct 2>/dev/null && cmp /tmp/a /tmp/b'
+vt_step state-file-created test -s /var/lib/nbdsched/d0.img
+vt_step reload timeout 60 systemctl reload nbdsched.service
+vt_step active-after-reload [ "$(prop nbdsched.service ActiveState)" = active ]
+vt_step attach-unit-stop timeout 60 systemctl stop nbdsched-nbd@nbd0.service
+vt_step nbd0-detached vt_wait_for 10 sh -c '[ "$(cat /sys/block/nbd0/size)" = 0 ]'
+vt_step service-stop timeout 60 systemctl stop nbdsched.service
+vt_kv service_result "$(prop nbdsched.service Result) exit=$(prop nbdsched.service ExecMainStatus)"
+vt_step service-exit-0 [ "$(prop nbdsched.service ExecMainStatus)" = 0 ] &&
+    vt_step service-result-success [ "$(prop nbdsched.service Result)" = success ]
+vt_step socket-survives-restart test -S /run/nbdsched/nbdsched.sock
+if [ $VT_FAILED != 0 ]; then
+    systemctl status --no-pager nbdsched.service nbdsched.socket 'nbdsched-nbd@nbd0.service' 2>&1 | tail -n 30
+    echo "---- daemon output ----"; tail -n 30 /run/vmtest-nbdsched.log
+fi
+vt_finish
