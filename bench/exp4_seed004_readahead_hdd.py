@@ -1,0 +1,95 @@
+"""Experiment 4, seed 004 (read-ahead on a disk): `hdd` profile, 8 readers,
+each reading sequentially (iodepth 1, like buffered reads) in its own large
+region (region i starts at i x 128 GiB of the 1 TiB device, so the heads
+travel between them as between files spread over a disk), with 128 KiB and
+1 MiB requests: read_ahead_kb 128 vs auto (auto = 2 x max_io = 2560 KiB on
+this rotational device without an optimal I/O size). Scheduler `none`
+(no idling, like mq-deadline, the kernel's default for such disks)."""
+
+import glob
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import common  # noqa: E402
+import fio  # noqa: E402
+import report  # noqa: E402
+import servers  # noqa: E402
+
+NAME = "exp4-seed004-readahead-hdd"
+SEED = {("128k", "128"): 57, ("128k", "auto"): 165, ("1m", "128"): 122, ("1m", "auto"): 167}
+RA = ["128", "auto"]
+BS = ["128k", "1m"]
+REGION = 128 << 30
+
+
+def daemon_mentions_readahead():
+    """Whether the daemon's sources drive backend/readahead at all (a fact
+    for the report; the verdict rests on the measurement)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for p in glob.glob(os.path.join(root, "daemon", "*.[ch]pp")):
+        with open(p, errors="replace") as f:
+            if "readahead" in f.read().lower():
+                return True
+    return False
+
+
+def main():
+    a = common.args(__doc__)
+    runtime, ramp = (1, 0.5) if a.quick else (10, 1)
+    facts = report.Facts()
+    devices = [common.ram_device(f"hdd-{r}", "1TiB", "none", None, "hdd", read_ahead_kb=int(r) if r != "auto" else r)
+               for r in RA]
+    exports = [{"name": f"e-{r}", "device": f"hdd-{r}"} for r in RA]
+    res = {}
+    with common.Scratch("e4") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
+        for bs in BS:
+            for r in RA:   # interleaved per block size
+                g = common.fio_base(runtime, ramp)
+                g.update({"uri": srv.uri(f"e-{r}"), "rw": "read", "bs": bs, "iodepth": 1})
+                jobs = [(f"r{i}", {"offset": i * REGION, "size": "64GiB"}) for i in range(8)]
+                res[(bs, r)] = fio.run(g, jobs, [srv])
+        commands = common.commands_for(srv, list(res.values()))
+    s = {k: v.summary(rw="read") for k, v in res.items()}
+    mb = {k: v["bw_mib"] * 1.048576 for k, v in s.items()}   # MB/s, the seed's unit
+    rows = [(bs, f"`{r}`", report.f1(mb[(bs, r)]), report.f0(s[(bs, r)]["lat_us"]), SEED[(bs, r)])
+            for bs in BS for r in RA]
+    gains = {bs: mb[(bs, "auto")] / mb[(bs, "128")] if mb[(bs, "128")] else 0 for bs in BS}
+    seed_gains = {bs: SEED[(bs, "auto")] / SEED[(bs, "128")] for bs in BS}
+    wired = daemon_mentions_readahead()
+    effective = any(g > 1.1 for g in gains.values())
+    text = report.table(["request size", "read_ahead_kb", "MB/s (8 readers)", "avg lat (us)", "seed MB/s"], rows)
+    text += "\n\n" + report.table(["request size", "auto / 128 (ours)", "seed"],
+                                  [(bs, f"{gains[bs]:.2f}x", f"{seed_gains[bs]:.2f}x") for bs in BS])
+    text += f"\n\nOne run of {runtime} s (after {ramp} s ramp) per cell, the two settings interleaved."
+    if not effective:
+        verdict = ("**Not effective: read-ahead is not wired into the daemon yet** (`read_ahead_kb` is "
+                   "validated but *planned*, docs/configuration.md; the daemon sources "
+                   f"{'mention' if wired else 'do not mention'} backend/readahead). Both settings measure "
+                   "the same disk, so the table shows only the no-read-ahead baseline twice. The "
+                   "experiment will show the effect once the daemon drives `backend/readahead`; "
+                   "target not assessable.")
+        met = None
+    else:
+        met = all(g > 1 and g >= sg / 2 for g, sg in zip(gains.values(), seed_gains.values()))
+        verdict = ("Target (same direction, gain within 2x of the seed's): "
+                   f"**{'met' if met else 'missed'}** (128 KiB: {gains['128k']:.2f}x vs {seed_gains['128k']:.2f}x; "
+                   f"1 MiB: {gains['1m']:.2f}x vs {seed_gains['1m']:.2f}x).")
+    verdict += (" Baseline: without read-ahead every 128 KiB request of 8 interleaved streams pays a seek "
+                "plus half a rotation (~9-10 ms), so the disk delivers roughly 13 MB/s at 128 KiB and 60 MB/s "
+                "at 1 MiB, below the seed's 57/122 MB/s: the seed's XFS files sat closer together than "
+                "regions 128 GiB apart, and the kernel also reads ahead 128 KiB in the baseline.")
+    sections = [(None, __doc__.strip()), ("Result", text), ("Verdict", verdict),
+                ("Profile", common.profile_section("hdd") + "\n\nDevice: 1 TiB sparse RAM (matches `capacity`, "
+                 "so seek distances are the profile's); `read_ahead_cache` default 64 MiB.")]
+    labels = [f"{bs} ra={r}" for bs in BS for r in RA]
+    report.bars(report.plot_path(NAME, a.quick), "Seed 004: hdd, 8 sequential readers, read-ahead 128 KiB vs auto",
+                labels, [("nbdsched", [mb[(bs, r)] for bs in BS for r in RA]),
+                         ("seed SATA HDD", [SEED[(bs, r)] for bs in BS for r in RA])], "MB/s")
+    print(report.write(NAME, "Experiment 4: seed 004, read-ahead on a disk", sections, facts, commands,
+                       quick=a.quick))
+    return {"mb": mb, "gains": gains, "effective": effective, "met": met}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""What every experiment script shares: arguments, a scratch directory,
+device dicts, the stated profile parameters, the fio base options."""
+
+import argparse
+import os
+import shutil
+import tempfile
+
+# The profile defaults of docs/timing-models.md. The benchmarks use them
+# unchanged (no tuning toward the seed numbers); reports print this table.
+PROFILE_DEFAULTS = {
+    "hdd": {"rpm": 7200, "settle": "0.5ms", "avg_seek": "4.5ms", "full_stroke_seek": "9ms",
+            "transfer_rate": "170MiB/s", "max_io": "1280KiB", "optimal_io": "none",
+            "capacity": "1TiB", "queue_depth": 32},
+    "ssd": {"read_latency": "100us", "write_latency": "60us", "channels": 8, "queue_depth": 32,
+            "bandwidth": "530MiB/s", "max_io": "512KiB", "optimal_io": "none"},
+}
+
+
+def args(description):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true", help="smoke run: tiny runtimes, results/quick/")
+    return p.parse_args()
+
+
+class Scratch:
+    """A short /tmp directory (Unix socket paths are limited to 107 bytes),
+    removed at the end unless BENCH_KEEP is set."""
+
+    def __init__(self, tag):
+        self.path = tempfile.mkdtemp(prefix=f"nbdb-{tag}-", dir="/tmp")
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        if not os.environ.get("BENCH_KEEP"):
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def ram_device(name, size, scheduler="none", tunables=None, profile=None, params=None, **extra):
+    d = {"name": name, "backend": "ram", "size": size, "scheduler": scheduler}
+    if tunables:
+        d["tunables"] = tunables
+    if profile:
+        d["profile"] = profile
+        if params:
+            d[profile] = params
+    d.update(extra)
+    return d
+
+
+def fio_base(runtime, ramp):
+    """Options every fio run shares. thread: one process, many libnbd handles."""
+    return {"ioengine": "nbd", "thread": True, "time_based": True, "runtime": f"{runtime}s",
+            "ramp_time": f"{ramp}s", "randrepeat": 0, "norandommap": True}
+
+
+def profile_section(profile, overrides=None):
+    import report
+    params = dict(PROFILE_DEFAULTS[profile])
+    params.update(overrides or {})
+    rows = [(k, v, "" if k not in (overrides or {}) else "overridden") for k, v in params.items()]
+    return report.table([f"`{profile}` parameter", "value", ""], rows)
+
+
+def commands_for(srv, results):
+    """The daemon config and the fio commands, socket path replaced by SOCK."""
+    import json
+    cmds = [f"cat > cfg.yaml <<'EOF'", json.dumps(srv.config, indent=1).replace(srv.sock, "SOCK"), "EOF",
+            "$NBDSCHED --config cfg.yaml &"]
+    seen = set()
+    for r in results:
+        c = r.command.replace(srv.sock, "SOCK") if srv.sock else r.command
+        if c not in seen:
+            seen.add(c)
+            cmds.append(c)
+    return cmds

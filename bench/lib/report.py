@@ -1,0 +1,147 @@
+"""Machine facts, markdown tables and the report file of one experiment."""
+
+import os
+import platform
+import subprocess
+import time
+
+import fio
+import servers
+
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+
+
+def _cmd(argv):
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (p.stdout or p.stderr).strip().splitlines()[0]
+    except Exception as e:   # a missing peer is reported, not fatal
+        return f"unavailable ({e.__class__.__name__})"
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit():
+    return _cmd(["git", "-C", os.path.dirname(RESULTS), "rev-parse", "--short", "HEAD"])
+
+
+class Facts:
+    """Taken at the start of an experiment; load average again at the end."""
+
+    def __init__(self):
+        self.started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        self.t0 = time.monotonic()
+        self.load_start = loadavg()
+        self.load_end = None
+
+    def finish(self):
+        self.load_end = loadavg()
+        self.duration = time.monotonic() - self.t0
+
+    def markdown(self, peers=False):
+        rows = [
+            ("date", self.started),
+            ("nproc", str(os.cpu_count())),
+            ("cpu", cpu_model()),
+            ("kernel", platform.release()),
+            ("load average (1/5/15 min) at start / end", f"{self.load_start} / {self.load_end}"),
+            ("fio", fio.version()),
+            ("nbdsched", f"{_cmd([servers.nbdsched_binary(), '--version'])} (git {git_commit()}, "
+                         f"binary {os.environ.get('NBDSCHED', 'build/daemon/nbdsched')})"),
+            ("experiment wall time", f"{self.duration:.0f} s"),
+        ]
+        if peers:
+            rows.append(("nbdkit", _cmd(["nbdkit", "--version"])))
+            rows.append(("qemu-nbd", _cmd(["qemu-nbd", "--version"])))
+        return table(["fact", "value"], rows)
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+def f0(x):
+    return f"{x:,.0f}"
+
+
+def f1(x):
+    return f"{x:,.1f}"
+
+
+def f2(x):
+    return f"{x:.2f}"
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+def write(name, title, sections, facts, commands, peers=False, quick=False):
+    """sections: list of (heading or None, markdown text). Writes
+    results/<name>.md (or results/quick/<name>.md in --quick mode)."""
+    facts.finish()
+    d = os.path.join(RESULTS, "quick") if quick else RESULTS
+    os.makedirs(d, exist_ok=True)
+    lines = [f"# {title}", ""]
+    if quick:
+        lines += ["**--quick smoke run: runtimes too short for the numbers to mean anything.**", ""]
+    for heading, text in sections:
+        if heading:
+            lines += [f"## {heading}", ""]
+        lines += [text.rstrip(), ""]
+    lines += ["## Machine", "", facts.markdown(peers), ""]
+    lines += ["## Commands", "", "Reproduce with `NBDSCHED=build-bench/daemon/nbdsched bench/run-all --only "
+              f"{name}`. The daemon configurations are written as JSON (a subset of YAML) next to the fio "
+              "commands; `SOCK` stands for the Unix socket in the run's scratch directory.", ""]
+    lines += ["```sh"] + commands + ["```", ""]
+    path = os.path.join(d, f"{name}.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return path
+
+
+def plot_path(name, quick=False):
+    d = os.path.join(RESULTS, "quick") if quick else RESULTS
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, f"{name}.png")
+
+
+def bars(path, title, labels, series, ylabel, seed=None):
+    """Grouped bar chart: series = [(legend, [values per label])]."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    n = len(series)
+    width = 0.8 / max(n, 1)
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels) + 2), 4))
+    for i, (legend, values) in enumerate(series):
+        xs = [x + (i - (n - 1) / 2) * width for x in range(len(labels))]
+        ax.bar(xs, values, width, label=legend)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=20 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if n > 1:
+        ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
