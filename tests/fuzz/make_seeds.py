@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed inputs of tests/fuzz/corpus/<target>/seed-*.
+
+Run from anywhere; idempotent. Inputs found by fuzzing (crashes fixed,
+coverage worth keeping) are added next to these under other names."""
+import os
+import random
+import struct
+
+here = os.path.dirname(os.path.abspath(__file__))
+IHAVEOPT = 0x49484156454F5054
+
+
+def put(target, name, data):
+    d = os.path.join(here, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+def opt(option, data=b""):
+    return struct.pack(">QII", IHAVEOPT, option, len(data)) + data
+
+
+def info(name, infos=()):
+    n = name.encode()
+    return struct.pack(">I", len(n)) + n + struct.pack(">H", len(infos)) + b"".join(
+        struct.pack(">H", i) for i in infos)
+
+
+# --- handshake: client flags, then options
+FLAGS = struct.pack(">I", 3)
+put("handshake", "go-default", FLAGS + opt(7, info("", (0, 1, 2, 3))))
+put("handshake", "list-info-go", FLAGS + opt(8) + opt(3) + opt(6, info("ro", (1, 2))) + opt(7, info("default")))
+put("handshake", "export-name", FLAGS + opt(1, b"default"))
+put("handshake", "export-name-zeroes", struct.pack(">I", 1) + opt(1, b"ro"))
+put("handshake", "oldstyle-export-name", struct.pack(">I", 0) + opt(1, b""))
+put("handshake", "oldstyle-go", struct.pack(">I", 0) + opt(7, info("default")))
+put("handshake", "abort", FLAGS + opt(2))
+put("handshake", "refused", FLAGS + opt(5) + opt(9) + opt(10) + opt(11) + opt(99, b"xyz") + opt(7, info("nope")))
+put("handshake", "malformed", FLAGS + opt(6, b"\x00\x00\x10\x00ab") + opt(3, b"x") + opt(8, b"y") + opt(7, info("n" * 4096)))
+put("handshake", "bad-magic", FLAGS + b"IHAVEOPX" + struct.pack(">II", 7, 0))
+put("handshake", "loop", FLAGS + opt(3) * 40)
+put("handshake", "unknown-flags", struct.pack(">I", 0xFFFF))
+
+# --- transmission: shape byte, size, [max payload], errno draw, headers
+MAGIC = 0x25609513
+
+
+def req(typ, off, length, flags=0, cookie=1, magic=MAGIC):
+    return struct.pack(">IHHQQI", magic, flags, typ, cookie, off, length)
+
+
+ordinary = bytes([2]) + struct.pack("<I", 1 << 26) + struct.pack("<H", 5)
+reqs = [req(0, 0, 4096), req(1, 4096, 65536, 1, 2), req(3, 0, 0, 0, 3), req(4, 1 << 20, 1 << 20, 0, 4),
+        req(6, 0, 8192, 2, 5), req(2, 0, 0, 0, 6), req(0, 0, 0, 4, 7), req(0, (1 << 26) - 512, 1024, 0, 8),
+        req(1, 0, 33 << 20, 0, 9), req(7, 0, 4096, 0, 10), req(5, 0, 4096, 0, 11), req(0, 0, 4096, 0x20, 12)]
+put("transmission", "ordinary", ordinary + b"".join(reqs))
+put("transmission", "simple-ro", bytes([1]) + struct.pack("<I", 1 << 20) + struct.pack("<H", 28) + b"".join(reqs))
+put("transmission", "huge", bytes([4 | 8 | 2]) + struct.pack("<Q", 0) + struct.pack("<I", 512) + struct.pack("<H", 12)
+    + req(0, (1 << 64) - 4096, 8192) + req(1, (1 << 64) - 1, 1) + req(6, 0, 0xFFFFFFFF, 2))
+put("transmission", "bad-magic", ordinary + req(0, 0, 512, magic=0x25609514) + req(0, 0, 512))
+
+# --- config
+with open(os.path.join(here, "..", "..", "config", "nbdsched.example.yaml"), "rb") as f:
+    put("config", "example", f.read())
+put("config", "minimal", b"devices:\n  - {name: d0, size: 64MiB}\nexports:\n  - {name: default, device: d0}\n")
+put("config", "cfq-bfq", b"""listen:
+  - unix: /tmp/x.sock
+  - tcp: "[::1]:10809"
+devices:
+  - name: a
+    backend: file
+    path: /tmp/a.img
+    scheduler: cfq
+    tunables: {slice_idle: 8ms, quantum: 4, low_latency: 1}
+    profile: hdd
+    hdd: {rpm: 5400, avg_seek: 9ms}
+  - name: b
+    size: 1GiB
+    scheduler: bfq
+    tunables: {strict_guarantees: 1, max_budget: auto}
+    profile: ssd
+    ssd: {channels: 4}
+exports:
+  - {name: x, device: a, offset: 0, size: 1GiB, group: g1}
+  - {name: y, device: b, readonly: true}
+groups:
+  - {name: g1, weight: 500}
+  - {name: g2, weight: from-cgroup}
+rules:
+  - match: {uid: 1000, address: 10.0.0.0/8}
+    group: g1
+  - match: {}
+    group: g2
+limits: {max_connections: 10, max_request_bytes: 1MiB, max_inflight_bytes_per_connection: 2MiB}
+""")
+put("config", "errors", b"""devices:
+  - name: d0
+    size: abc
+    scheduler: xyz
+    tunables: {nope: 1}
+  - name: d0
+exports:
+  - {name: e, device: missing, offset: 100GiB}
+groups: [{name: g, weight: 0}]
+bogus: 1
+""")
+put("config", "syntax", b"devices: [ {name: d0, size: 1GiB\nexports: &a *a\n---\nx: 1\n")
+put("config", "anchors", b"devices:\n  - &d {name: d0, size: 1GiB}\nexports:\n  - {name: e, device: d0}\n  - <<: *d\n")
+
+# --- scheduler: policy, rotational, depth, tunable, then events
+rng = random.Random(8)
+for policy in range(3):
+    for rot in range(2):
+        head = struct.pack("<I", policy) + bytes([rot]) + struct.pack("<I", 31 + 17 * policy) + bytes([1]) + \
+            struct.pack("<I", rng.randrange(1 << 20)) + struct.pack("<I", rng.randrange(12))
+        opens = b"".join(struct.pack("<III", 0, q, q % 3) for q in range(4))
+        body = bytes(rng.randrange(256) for _ in range(3000))
+        put("scheduler", f"p{policy}-r{rot}", head + opens + body)
