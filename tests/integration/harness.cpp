@@ -147,6 +147,8 @@ ServerChoice server_choice() {
     return c;
 }
 
+bool nbdkit_mode() { return server_choice().nbdkit; }
+
 TempDir::TempDir() {
     const char* base = std::getenv("TMPDIR");
     // Unix socket paths are limited to 107 bytes: keep the directory short.

@@ -52,6 +52,8 @@ struct ServerChoice {
     std::string skip_reason;
 };
 ServerChoice server_choice();
+// True when the tests run on the nbdkit stand-in (development only).
+bool nbdkit_mode();
 
 // A private temporary directory, removed (recursively) when destroyed.
 class TempDir {

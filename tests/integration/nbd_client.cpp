@@ -21,6 +21,14 @@ Nbd connect(const std::string& uri) {
     return h;
 }
 
+Nbd connect(const std::string& uri, bool structured_replies) {
+    Nbd h;
+    if (nbd_set_request_structured_replies(h, structured_replies) != 0 ||
+        nbd_connect_uri(h, uri.c_str()) != 0)
+        throw std::runtime_error("connect " + uri + ": " + nbd_error());
+    return h;
+}
+
 std::string nbd_error() {
     const char* msg = nbd_get_error();
     return std::string(msg ? msg : "(no message)") + " [errno " +

@@ -25,6 +25,8 @@ private:
 
 // A connected handle (throws std::runtime_error with libnbd's message).
 Nbd connect(const std::string& uri);
+// The same, asking for structured replies or not.
+Nbd connect(const std::string& uri, bool structured_replies);
 
 // libnbd's last error message and errno for this thread.
 std::string nbd_error();

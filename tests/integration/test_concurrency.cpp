@@ -65,9 +65,7 @@ TEST_CASE("64 requests in flight on one connection") {
     Daemon d(standard_spec());
     for (bool structured : {true, false}) {
         CAPTURE(structured);
-        Nbd h;
-        REQUIRE(nbd_set_request_structured_replies(h, structured) == 0);
-        REQUIRE_MESSAGE(nbd_connect_uri(h, d.uri().c_str()) == 0, nbd_error());
+        Nbd h = connect(d.uri(), structured);
         constexpr int n = 64;
         constexpr std::size_t len = 65536 + 17;
         const std::uint32_t seed = structured ? 1000 : 2000;

@@ -91,7 +91,7 @@ TEST_CASE("writes, trims and zeroes on a read-only export fail with EPERM") {
         CHECK(nbd_get_errno() == EPERM);
         // Nothing changed, and the read-only connection still reads.
         CHECK(nbd_aio_is_ready(h) == 1);
-        if (!server_choice().nbdkit)   // nbdkit: exports do not share a device
+        if (!nbdkit_mode())   // nbdkit: exports do not share a device
             CHECK(verify_pattern(h, 65536, 0, 3) == "");
         CHECK(verify_pattern(rw, 65536, 0, 3) == "");
     }

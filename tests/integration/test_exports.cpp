@@ -37,7 +37,7 @@ ServerSpec window_spec() {
 } // namespace
 
 TEST_CASE("an export window maps onto its device and ends where it says") {
-    if (server_choice().nbdkit) {
+    if (nbdkit_mode()) {
         MESSAGE("nbdkit has no export windows; skipping");
         return;
     }
@@ -90,7 +90,7 @@ TEST_CASE("an export window maps onto its device and ends where it says") {
 }
 
 TEST_CASE("devices are separate, and rotational: true is advertised") {
-    if (server_choice().nbdkit) {
+    if (nbdkit_mode()) {
         MESSAGE("nbdkit: one device per export anyway; skipping");
         return;
     }
@@ -110,7 +110,7 @@ TEST_CASE("devices are separate, and rotational: true is advertised") {
 }
 
 TEST_CASE("TCP and unix clients see the same data") {
-    if (server_choice().nbdkit) {
+    if (nbdkit_mode()) {
         MESSAGE("the nbdkit stand-in listens on unix sockets only; skipping");
         return;
     }

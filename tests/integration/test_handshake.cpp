@@ -15,8 +15,6 @@ using namespace nbdsched::itest;
 
 namespace {
 
-bool nbdkit_mode() { return server_choice().nbdkit; }
-
 bool is_power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 int collect_export(void* user, const char* name, const char* description) {
@@ -144,9 +142,7 @@ TEST_CASE("structured replies on and off") {
     Daemon d(standard_spec());
     for (bool structured : {true, false}) {
         CAPTURE(structured);
-        Nbd h;
-        REQUIRE(nbd_set_request_structured_replies(h, structured) == 0);
-        REQUIRE_MESSAGE(nbd_connect_uri(h, d.uri().c_str()) == 0, nbd_error());
+        Nbd h = connect(d.uri(), structured);
         CHECK(nbd_get_structured_replies_negotiated(h) == (structured ? 1 : 0));
         const std::uint32_t seed = structured ? 11 : 12;
         REQUIRE_MESSAGE(write_pattern(h, 200000, 4097, seed) == 0, nbd_error());

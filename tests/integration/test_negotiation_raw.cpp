@@ -58,8 +58,6 @@ std::vector<std::uint8_t> info_request(const std::string& name) {
     return d;
 }
 
-bool nbdkit_mode() { return server_choice().nbdkit; }
-
 } // namespace
 
 TEST_CASE("unknown option, STARTTLS and unknown export are refused; negotiation goes on") {
