@@ -1,0 +1,28 @@
+// The control protocol: one JSON object per line each way.
+//
+//   {"cmd":"list"}                                   -> {"ok":true, "groups":[..], "devices":[..]}
+//   {"cmd":"stats"}                                  -> {"ok":true, "devices":[..]}
+//   {"cmd":"get","device":D,"tunable":T}             -> {"ok":true, "value":"8ms"}
+//   {"cmd":"set","device":D,"tunable":T,"value":V}   -> {"ok":true, "value":<as read back>}
+//   {"cmd":"weight","group":G,"weight":N}            -> {"ok":true}
+//   anything wrong                                   -> {"ok":false, "error":"..."}
+//
+// Runs on the event loop thread: it touches devices and schedulers directly.
+#pragma once
+
+#include <string>
+
+#include "daemon/control/report.hpp"
+#include "daemon/control/state.hpp"
+
+namespace nbdsched::daemon::control {
+
+Json handle_command(const Json& request, DaemonState& state);
+// The line form: parses (a parse error is an {"ok":false} reply), handles, serialises.
+std::string handle_line(const std::string& line, DaemonState& state);
+
+// The weight of a group on every device's scheduler and in the table; an
+// error message, empty on success. Shared by `ctl weight` and reload.
+std::string apply_weight(DaemonState& state, const std::string& group, unsigned weight);
+
+} // namespace nbdsched::daemon::control

@@ -1,0 +1,93 @@
+// `nbdsched ctl --socket PATH <list | get DEV TUNABLE | set DEV TUNABLE VALUE
+//  | weight GROUP N | stats> [--json]`
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "daemon/control/client.hpp"
+#include "daemon/control/render.hpp"
+
+namespace nbdsched::daemon::control {
+
+namespace {
+
+struct CtlArgs {
+    std::string socket;
+    bool json = false;
+    std::string device, tunable, value, group;
+    unsigned weight = 0;
+};
+
+int print_reply(const std::string& cmd, const Json& reply, bool json) {
+    if (!reply.value("ok", false)) {
+        std::cerr << "nbdsched ctl " << cmd << ": " << reply.value("error", std::string("failed")) << "\n";
+        return 1;
+    }
+    if (json) {
+        Json body = reply;
+        body.erase("ok");
+        std::cout << body.dump(2) << "\n";
+    } else if (cmd == "list") {
+        std::cout << render_list(reply);
+    } else if (cmd == "stats") {
+        std::cout << render_stats(reply);
+    } else if (reply.contains("value")) {
+        std::cout << reply["value"].get<std::string>() << "\n";
+    }
+    return 0;
+}
+
+} // namespace
+
+int run_ctl(int argc, char** argv) {
+    CLI::App app{"nbdsched ctl: inspect and steer a running nbdsched through its control socket"};
+    app.name("nbdsched ctl");
+    CtlArgs a;
+    app.add_option("-s,--socket", a.socket, "the daemon's control socket (config key `control:`)")->required();
+    app.add_flag("--json", a.json, "print the daemon's JSON reply instead of a table");
+    app.require_subcommand(1);
+    auto* list = app.add_subcommand("list", "devices, exports, groups and open queues");
+    auto* stats = app.add_subcommand("stats", "counters per device, export, group and queue");
+    auto* get = app.add_subcommand("get", "print a scheduler tunable of a device");
+    get->add_option("device", a.device)->required();
+    get->add_option("tunable", a.tunable)->required();
+    auto* set = app.add_subcommand("set", "change a scheduler tunable of a device now (same units as the YAML)");
+    set->add_option("device", a.device)->required();
+    set->add_option("tunable", a.tunable)->required();
+    set->add_option("value", a.value)->required();
+    auto* weight = app.add_subcommand("weight", "change a group's weight on every device now");
+    weight->add_option("group", a.group)->required();
+    weight->add_option("weight", a.weight)->required()->check(CLI::Range(1, 1000));
+    for (auto* sub : {list, stats, get, set, weight}) sub->add_flag("--json", a.json, "print the JSON reply");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+
+    Json req;
+    std::string cmd = app.get_subcommands().front()->get_name();
+    req["cmd"] = cmd;
+    if (cmd == "get" || cmd == "set") {
+        req["device"] = a.device;
+        req["tunable"] = a.tunable;
+    }
+    if (cmd == "set") req["value"] = a.value;
+    if (cmd == "weight") {
+        req["group"] = a.group;
+        req["weight"] = a.weight;
+    }
+    std::string error;
+    auto line = request(a.socket, req.dump(), error);
+    if (!line) {
+        std::cerr << "nbdsched ctl: " << error << "\n";
+        return 2;
+    }
+    try {
+        return print_reply(cmd, Json::parse(*line), a.json);
+    } catch (const Json::exception& e) {
+        std::cerr << "nbdsched ctl: unreadable reply: " << e.what() << "\n";
+        return 2;
+    }
+}
+
+} // namespace nbdsched::daemon::control

@@ -1,0 +1,119 @@
+#include "daemon/control/render.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/units.hpp"
+
+namespace nbdsched::daemon::control {
+
+namespace {
+
+std::string num(const Json& j) {
+    if (j.is_number_float()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.0f", j.get<double>());
+        return buf;
+    }
+    if (j.is_number()) return j.dump();
+    if (j.is_string()) return j.get<std::string>();
+    if (j.is_boolean()) return j.get<bool>() ? "yes" : "no";
+    return "-";
+}
+
+std::string bytes(const Json& j) {
+    return j.is_number_unsigned() ? format_size(j.get<std::uint64_t>()) : num(j);
+}
+
+const Json& at(const Json& j, const char* key) {
+    static const Json null;
+    auto it = j.find(key);
+    return it == j.end() ? null : *it;
+}
+
+bool flag(const Json& j) {
+    return j.is_boolean() && j.get<bool>();
+}
+
+// The counter columns shared by every row kind.
+std::vector<std::string> counter_cells(const Json& c, const Json& s) {
+    return {num(at(c, "reads")),          num(at(c, "writes")),          num(at(c, "flushes")),
+            num(at(c, "trims")),          num(at(c, "zeroes")),          bytes(at(c, "read_bytes")),
+            bytes(at(c, "write_bytes")),  num(at(c, "in_flight")),       num(at(c, "latency_mean_us")),
+            num(at(c, "latency_p50_us")), num(at(c, "latency_p99_us")),  num(at(s, "slices")),
+            num(at(s, "idle_ms")),        num(at(c, "readahead_hits")),  num(at(c, "errors"))};
+}
+
+std::vector<std::string> header(const std::string& first) {
+    return {first,  "reads", "writes", "flushes", "trims", "zeroes", "rd_bytes", "wr_bytes",
+            "inflt", "mean_us", "p50_us", "p99_us", "slices", "idle_ms", "ra_hits", "errors"};
+}
+
+std::vector<std::string> row(std::string first, std::vector<std::string> rest) {
+    rest.insert(rest.begin(), std::move(first));
+    return rest;
+}
+
+} // namespace
+
+std::string Table::str(const std::string& indent) const {
+    std::vector<std::size_t> width;
+    for (const auto& r : rows_) {
+        if (width.size() < r.size()) width.resize(r.size(), 0);
+        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    }
+    std::string out;
+    for (const auto& r : rows_) {
+        std::string line = indent;
+        for (std::size_t i = 0; i < r.size(); ++i) {
+            std::string pad(width[i] - r[i].size(), ' ');
+            line += i == 0 ? r[i] + pad : "  " + pad + r[i];
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out += line + "\n";
+    }
+    return out;
+}
+
+std::string render_list(const Json& reply) {
+    std::string out = "groups:\n";
+    Table groups({"group", "weight"});
+    for (const auto& g : at(reply, "groups"))
+        groups.add({num(at(g, "name")), num(at(g, "weight")) + (flag(at(g, "from_cgroup")) ? " (cgroup)" : "")});
+    out += groups.str("  ");
+    for (const auto& d : at(reply, "devices")) {
+        out += "device " + num(at(d, "name")) + ": scheduler " + num(at(d, "scheduler")) + ", " +
+               bytes(at(d, "size")) + (flag(at(d, "rotational")) ? ", rotational" : ", non-rotational") + "\n";
+        Table exports({"export", "offset", "size", "group", "ro"});
+        for (const auto& e : at(d, "exports"))
+            exports.add({num(at(e, "name")), bytes(at(e, "offset")), bytes(at(e, "size")), num(at(e, "group")),
+                         num(at(e, "read_only"))});
+        out += exports.str("  ");
+        Table queues({"queue", "export", "group", "peer"});
+        for (const auto& q : at(d, "queues"))
+            queues.add({num(at(q, "id")), num(at(q, "export")), num(at(q, "group")), num(at(q, "peer"))});
+        out += at(d, "queues").empty() ? "  no open queues\n" : queues.str("  ");
+    }
+    return out;
+}
+
+std::string render_stats(const Json& reply) {
+    std::string out;
+    for (const auto& d : at(reply, "devices")) {
+        out += "device " + num(at(d, "name")) + " (" + num(at(d, "scheduler")) +
+               (flag(at(d, "hw_tag")) ? ", queueing" : "") + "):\n";
+        Table t(header(""));
+        t.add(row("device", counter_cells(at(d, "counters"), at(d, "sched"))));
+        for (const auto& e : at(d, "exports")) t.add(row("export " + num(at(e, "name")), counter_cells(e, Json())));
+        for (const auto& g : at(d, "groups"))
+            t.add(row("group " + num(at(g, "name")) + " w" + num(at(g, "weight")),
+                      counter_cells(at(g, "counters"), at(g, "sched"))));
+        for (const auto& q : at(d, "queues"))
+            t.add(row("queue " + num(at(q, "id")) + " " + num(at(q, "export")) + "/" + num(at(q, "group")),
+                      counter_cells(at(q, "counters"), at(q, "sched"))));
+        out += t.str("  ");
+    }
+    return out;
+}
+
+} // namespace nbdsched::daemon::control

@@ -1,0 +1,138 @@
+#include "daemon/control/report.hpp"
+
+#include <chrono>
+
+namespace nbdsched::daemon::control {
+
+namespace {
+
+double micros(Nanos d) {
+    return static_cast<double>(d.count()) / 1000.0;
+}
+
+Json queue_info_json(sched::QueueId id, const stats::QueueInfo& info, const GroupTable& groups) {
+    Json j;
+    j["id"] = id;
+    j["export"] = info.export_name;
+    j["group"] = groups.name_of(info.group);
+    j["peer"] = info.peer;
+    return j;
+}
+
+} // namespace
+
+Device* DaemonState::find_device(std::string_view name) const {
+    for (auto& d : *devices)
+        if (d->name() == name) return d.get();
+    return nullptr;
+}
+
+Json counters_json(const stats::Counters& c) {
+    Json j;
+    j["requests"] = c.requests();
+    j["reads"] = c.reads;
+    j["writes"] = c.writes;
+    j["flushes"] = c.flushes;
+    j["trims"] = c.trims;
+    j["zeroes"] = c.zeroes;
+    j["read_bytes"] = c.read_bytes;
+    j["write_bytes"] = c.write_bytes;
+    j["in_flight"] = c.in_flight;
+    j["errors"] = c.errors;
+    j["readahead_hits"] = c.readahead_hits;
+    j["latency_mean_us"] = micros(c.latency.mean());
+    j["latency_p50_us"] = micros(c.latency.percentile(0.50));
+    j["latency_p99_us"] = micros(c.latency.percentile(0.99));
+    return j;
+}
+
+Json sched_json(const sched::EntityStats& s) {
+    Json j;
+    j["dispatched"] = s.dispatched;
+    j["completed"] = s.completed;
+    j["dispatched_sectors"] = s.dispatched_sectors;
+    j["slices"] = s.slices;
+    j["idle_ms"] = static_cast<double>(s.idle_time.count()) / 1e6;
+    j["queued"] = s.queued;
+    j["in_flight"] = s.in_flight;
+    return j;
+}
+
+Json list_json(const DaemonState& state) {
+    Json out;
+    out["groups"] = Json::array();
+    for (std::size_t i = 0; i < state.groups->size(); ++i) {
+        const auto& g = state.groups->entries()[i];
+        out["groups"].push_back({{"name", g.name}, {"weight", g.weight}, {"from_cgroup", g.weight_from_cgroup}});
+    }
+    out["devices"] = Json::array();
+    for (auto& dev : *state.devices) {
+        Json d;
+        d["name"] = dev->name();
+        d["scheduler"] = std::string(dev->scheduler().policy());
+        d["size"] = dev->size();
+        d["rotational"] = dev->rotational();
+        d["exports"] = Json::array();
+        for (std::size_t i = 0; i < state.exports->bindings.size(); ++i) {
+            const auto& b = state.exports->bindings[i];
+            if (b.device != dev.get()) continue;
+            d["exports"].push_back({{"name", state.exports->infos[i].name},
+                                    {"offset", b.offset},
+                                    {"size", state.exports->infos[i].size},
+                                    {"group", state.groups->name_of(b.group)},
+                                    {"read_only", b.read_only}});
+        }
+        d["queues"] = Json::array();
+        for (const auto& [id, q] : dev->stats().queues()) d["queues"].push_back(queue_info_json(id, q.info, *state.groups));
+        out["devices"].push_back(std::move(d));
+    }
+    return out;
+}
+
+Json stats_json(const DaemonState& state) {
+    Json out;
+    out["devices"] = Json::array();
+    auto now = steady_now();
+    for (auto& dev : *state.devices) {
+        const auto& st = dev->stats();
+        auto ss = dev->scheduler().stats(now);
+        Json d;
+        d["name"] = dev->name();
+        d["scheduler"] = std::string(dev->scheduler().policy());
+        d["hw_tag"] = ss.hw_tag;
+        d["idling"] = ss.idling;
+        d["counters"] = counters_json(st.device());
+        d["sched"] = sched_json(ss.device);
+        d["queues_opened"] = st.queues_opened();
+        d["exports"] = Json::array();
+        for (const auto& [name, c] : st.exports()) {
+            Json e = counters_json(c);
+            e["name"] = name;
+            d["exports"].push_back(std::move(e));
+        }
+        d["groups"] = Json::array();
+        for (std::size_t id = 0; id < state.groups->size(); ++id) {
+            auto gid = static_cast<sched::GroupId>(id);
+            Json g;
+            g["name"] = state.groups->name_of(gid);
+            g["weight"] = state.groups->at(gid).weight;
+            auto c = st.groups().find(gid);
+            g["counters"] = counters_json(c == st.groups().end() ? stats::Counters{} : c->second);
+            auto s = ss.groups.find(gid);
+            g["sched"] = sched_json(s == ss.groups.end() ? sched::EntityStats{} : s->second);
+            d["groups"].push_back(std::move(g));
+        }
+        d["queues"] = Json::array();
+        for (const auto& [id, q] : st.queues()) {
+            Json j = queue_info_json(id, q.info, *state.groups);
+            j["counters"] = counters_json(q.counters);
+            auto s = ss.queues.find(id);
+            j["sched"] = sched_json(s == ss.queues.end() ? sched::EntityStats{} : s->second);
+            d["queues"].push_back(std::move(j));
+        }
+        out["devices"].push_back(std::move(d));
+    }
+    return out;
+}
+
+} // namespace nbdsched::daemon::control

@@ -1,0 +1,23 @@
+// The JSON documents `ctl list` and `ctl stats` return (the human tables are
+// rendered from the same documents by the client, see render.hpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/control/state.hpp"
+#include "daemon/stats/counters.hpp"
+#include "sched/stats.hpp"
+
+namespace nbdsched::daemon::control {
+
+using Json = nlohmann::ordered_json;
+
+// reads, writes, ..., latency mean/p50/p99 in microseconds.
+Json counters_json(const stats::Counters& c);
+// dispatched, completed, slices, idle_ms, queued, in_flight (the scheduler's view).
+Json sched_json(const sched::EntityStats& s);
+
+Json list_json(const DaemonState& state);
+Json stats_json(const DaemonState& state);
+
+} // namespace nbdsched::daemon::control

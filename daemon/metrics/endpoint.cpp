@@ -1,0 +1,70 @@
+#include "daemon/metrics/endpoint.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <prometheus/collectable.h>
+#include <prometheus/exposer.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/metrics/families.hpp"
+
+namespace nbdsched::daemon::metrics {
+
+class Snapshot : public prometheus::Collectable {
+public:
+    std::vector<prometheus::MetricFamily> Collect() const override {
+        std::lock_guard lock(mutex_);
+        return families_;
+    }
+    void set(std::vector<prometheus::MetricFamily> families) {
+        std::lock_guard lock(mutex_);
+        families_ = std::move(families);
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::vector<prometheus::MetricFamily> families_;
+};
+
+Endpoint::Endpoint(boost::asio::io_context& io, std::string address, const control::DaemonState& state)
+    : timer_(io), address_(std::move(address)), state_(state), snapshot_(std::make_shared<Snapshot>()) {}
+
+Endpoint::~Endpoint() {
+    close();
+}
+
+std::unique_ptr<Endpoint> Endpoint::open(boost::asio::io_context& io, const std::string& address,
+                                         const control::DaemonState& state, std::string& error) {
+    std::unique_ptr<Endpoint> e(new Endpoint(io, address, state));
+    try {
+        e->exposer_ = std::make_unique<prometheus::Exposer>(address, 1);
+    } catch (const std::exception& ex) {
+        error = "metrics " + address + ": " + ex.what();
+        return nullptr;
+    }
+    e->exposer_->RegisterCollectable(e->snapshot_);
+    return e;
+}
+
+void Endpoint::start() {
+    spdlog::info("metrics on http://{}/metrics", address_);
+    publish();
+}
+
+void Endpoint::publish() {
+    if (closed_) return;
+    snapshot_->set(collect(state_));
+    timer_.expires_after(std::chrono::seconds(1));
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) publish();
+    });
+}
+
+void Endpoint::close() {
+    if (closed_) return;
+    closed_ = true;
+    timer_.cancel();
+    exposer_.reset();   // joins the exposer's threads; they never wait for us
+}
+
+} // namespace nbdsched::daemon::metrics

@@ -1,0 +1,98 @@
+// daemon/reload_plan: which config changes a SIGHUP may apply live.
+#include <doctest/doctest.h>
+
+#include "daemon/reload_plan.hpp"
+
+using namespace nbdsched;
+using namespace nbdsched::daemon;
+
+namespace {
+
+config::Config base() {
+    auto r = config::load_string(R"(
+listen: [{unix: /tmp/x.sock}]
+devices:
+  - {name: d0, backend: ram, size: 64MiB, scheduler: cfq, tunables: {slice_idle: 8ms}}
+exports:
+  - {name: a, device: d0, size: 32MiB, group: gold}
+  - {name: b, device: d0, offset: 32MiB}
+groups:
+  - {name: gold, weight: 1000}
+  - {name: bronze, weight: 100}
+rules:
+  - {match: {uid: 1000}, group: bronze}
+)");
+    REQUIRE_MESSAGE(r.config, (r.errors.empty() ? "" : r.errors.front().str()));
+    return *r.config;
+}
+
+} // namespace
+
+TEST_CASE("an identical config changes nothing") {
+    auto plan = plan_reload(base(), base());
+    CHECK(plan.ok());
+    CHECK(plan.groups.empty());
+    CHECK(plan.tunables.empty());
+    CHECK(plan.export_groups.empty());
+    CHECK_FALSE(plan.rules_changed);
+    CHECK(plan.notes.empty());
+}
+
+TEST_CASE("weights, new groups, tunables, rules and export groups apply live") {
+    auto next = base();
+    for (auto& g : next.groups)
+        if (g.name == "bronze") g.weight = 300;
+    config::Group silver;
+    silver.name = "silver";
+    silver.weight = 500;
+    next.groups.push_back(silver);
+    next.devices[0].tunables["slice_idle"] = "0";
+    next.devices[0].tunables["group_idle"] = "0";
+    next.exports[1].group = "silver";
+    next.rules[0].uid = 1001;
+    auto plan = plan_reload(base(), next);
+    REQUIRE(plan.ok());
+    REQUIRE(plan.groups.size() == 2);
+    CHECK(plan.groups[0].name == "bronze");
+    CHECK(plan.groups[0].weight == 300);
+    CHECK(plan.groups[1].name == "silver");
+    REQUIRE(plan.tunables.size() == 1);
+    CHECK(plan.tunables[0].first == "d0");
+    CHECK(plan.tunables[0].second.at("slice_idle") == "0");
+    CHECK(plan.tunables[0].second.at("group_idle") == "0");
+    REQUIRE(plan.export_groups.size() == 1);
+    CHECK(plan.export_groups[0] == std::pair<std::size_t, std::string>{1, "silver"});
+    CHECK(plan.rules_changed);
+}
+
+TEST_CASE("backend, size, listen, scheduler and export changes are refused") {
+    auto check_refused = [](auto mutate, const char* what) {
+        auto next = base();
+        mutate(next);
+        auto plan = plan_reload(base(), next);
+        CHECK_MESSAGE(!plan.ok(), what);
+        bool named = false;
+        for (const auto& r : plan.refused) named = named || r.find(what) != std::string::npos;
+        CHECK_MESSAGE(named, what);
+    };
+    check_refused([](config::Config& c) { c.devices[0].size = 128u << 20; }, "size");
+    check_refused([](config::Config& c) { c.devices[0].backend = config::BackendKind::file; c.devices[0].path = "/tmp/f"; }, "backend");
+    check_refused([](config::Config& c) { c.devices[0].scheduler = "bfq"; }, "scheduler");
+    check_refused([](config::Config& c) { c.devices[0].profile = "ssd"; }, "profile");
+    check_refused([](config::Config& c) { c.listen[0].path = "/tmp/y.sock"; }, "listen");
+    check_refused([](config::Config& c) { c.control = "/tmp/c.sock"; }, "control");
+    check_refused([](config::Config& c) { c.metrics = "127.0.0.1:9810"; }, "metrics");
+    check_refused([](config::Config& c) { c.exports.pop_back(); }, "exports");
+    check_refused([](config::Config& c) { c.exports[0].offset = 4096; }, "export a");
+    check_refused([](config::Config& c) { c.limits.max_connections = 5; }, "limits");
+}
+
+TEST_CASE("a device's default_group moves the exports that use it") {
+    auto next = base();
+    next.devices[0].default_group = "gold";
+    auto plan = plan_reload(base(), next);
+    REQUIRE(plan.ok());
+    REQUIRE(plan.export_groups.size() == 1);
+    CHECK(plan.export_groups[0].first == 1);   // export a names its group itself
+    CHECK(plan.export_groups[0].second == "gold");
+}
