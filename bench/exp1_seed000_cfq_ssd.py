@@ -77,7 +77,13 @@ def main():
                 [("nbdsched", [s[c]["iops"] for c in CONFIGS]),
                  ("seed cloud SSD", [SEED["8ms"][0], SEED["0"][0], SEED["0"][0]])], "IOPS")
     print(report.write(NAME, "Experiment 1: seed 000, CFQ idling on an SSD", sections, facts, commands,
-                       quick=a.quick))
+                       quick=a.quick, summary={
+                           "setup": "cfq, ssd profile, 10 x 4k randread qd64: slice_idle 8ms vs 0",
+                           "seed": f"7054 -> 29255 IOPS ({seed_gain:.2f}x; local SSD {local_gain:.2f}x)",
+                           "ours": f"{s['8ms']['iops']:,.0f} -> {s['0']['iops']:,.0f} IOPS ({gain:.2f}x); "
+                                   f"auto {s['auto']['iops']:,.0f}",
+                           "target": "same direction, within 2x of the seed ratio",
+                           "status": "met" if met else "missed"}))
     return {"iops": {c: s[c]["iops"] for c in CONFIGS}, "gain": gain, "met": met}
 
 

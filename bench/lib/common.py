@@ -52,8 +52,8 @@ def ram_device(name, size, scheduler="none", tunables=None, profile=None, params
 
 def fio_base(runtime, ramp):
     """Options every fio run shares. thread: one process, many libnbd handles."""
-    return {"ioengine": "nbd", "thread": True, "time_based": True, "runtime": f"{runtime}s",
-            "ramp_time": f"{ramp}s", "randrepeat": 0, "norandommap": True}
+    return {"ioengine": "nbd", "thread": True, "time_based": True, "runtime": f"{int(runtime * 1000)}ms",
+            "ramp_time": f"{int(ramp * 1000)}ms", "randrepeat": 0, "norandommap": True}
 
 
 def profile_section(profile, overrides=None):

@@ -93,7 +93,7 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if b else "n/a"
 
 
-def write(name, title, sections, facts, commands, peers=False, quick=False):
+def write(name, title, sections, facts, commands, peers=False, quick=False, summary=None):
     """sections: list of (heading or None, markdown text). Writes
     results/<name>.md (or results/quick/<name>.md in --quick mode)."""
     facts.finish()
@@ -114,6 +114,11 @@ def write(name, title, sections, facts, commands, peers=False, quick=False):
     path = os.path.join(d, f"{name}.md")
     with open(path, "w") as f:
         f.write("\n".join(lines))
+    if summary is not None:   # one row of results/README.md (bench/lib/summary.py)
+        import json
+        with open(os.path.join(d, f"{name}.json"), "w") as f:
+            json.dump(dict(summary, name=name, title=title, load=f"{facts.load_start} / {facts.load_end}"), f,
+                      indent=1)
     return path
 
 

@@ -139,7 +139,7 @@ def start_nbdkit_memory(workdir, tag, size="1G", transport="unix"):
 
 def start_qemu_nbd(workdir, tag, image, transport="unix", shared=64):
     """qemu-nbd on a raw image (a /dev/shm file); one address per process."""
-    argv = ["qemu-nbd", "--persistent", f"--shared={shared}", "-f", "raw", "-x", ""]
+    argv = ["qemu-nbd", "--persistent", f"--shared={shared}", "-f", "raw", "-x", "x"]
     sock = port = None
     if transport == "unix":
         sock = os.path.join(workdir, f"{tag}.sock")

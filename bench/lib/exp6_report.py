@@ -1,0 +1,112 @@
+"""Tables, verdict and plot of experiment 6 (kept apart from the runner)."""
+
+import report
+
+SERVERS = ["nbdsched-none", "nbdsched-cfq", "nbdsched-bfq", "nbdkit", "qemu-nbd"]
+
+
+def _val(m, w):
+    """IOPS for 4k, MiB/s for the 1 MiB read."""
+    if m is None:
+        return None
+    return m[1] if w[1] == "1m" else m[0]
+
+
+def _fmt(v, base):
+    if v is None:
+        return "-"
+    s = f"{v:,.0f}"
+    if base:
+        s += f" ({v / base:.2f})"
+    return s
+
+
+def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, failures):
+    sections = []
+    from exp6_peers import __doc__ as doc
+    sections.append((None, doc.strip()))
+    for tr in ("unix", "tcp"):
+        rows = []
+        for w in workloads:
+            base = _val(med.get(("nbdkit", tr, w)), w)
+            row = [wl_name(w) + (" (MiB/s)" if w[1] == "1m" else "")]
+            row += [_fmt(_val(med.get((s, tr, w)), w), base) for s in SERVERS]
+            row.append(_fmt(_val(med.get(("direct", "shm", w)), w), base))
+            rows.append(row)
+        sections.append((f"IOPS over {'a Unix socket' if tr == 'unix' else 'TCP loopback'} "
+                         "(median of the repetitions; in brackets: ratio to nbdkit)",
+                         report.table(["workload"] + SERVERS + ["fio on /dev/shm (no protocol)"], rows)))
+    rows = []
+    for w in workloads:
+        row = [wl_name(w)]
+        for s in SERVERS:
+            m = med.get((s, "unix", w))
+            row.append(f"{m[2]:.1f}" if m and m[2] is not None else "-")
+        rows.append(row)
+    sections.append(("Server CPU seconds per million requests (Unix socket, median)",
+                     report.table(["workload"] + SERVERS, rows) +
+                     "\n\nThe server process's utime+stime over the fio job (connection setup included) "
+                     "divided by the requests fio completed. nbdkit and qemu-nbd use worker threads; "
+                     "nbdsched serves everything on one Asio thread."))
+    # targets
+    w64 = ("randread", "4k", 64, 1)
+    v = {s: _val(med.get((s, "unix", w64)), w64) for s in SERVERS}
+    verdict = []
+    result = {}
+    if v.get("nbdsched-none") and v.get("nbdkit"):
+        r = v["nbdsched-none"] / v["nbdkit"]
+        result["none_vs_nbdkit"] = r
+        verdict.append(f"nbdsched `none` vs nbdkit memory, 4k randread qd64, Unix socket: **{r:.2f}x** "
+                       f"({v['nbdsched-none']:,.0f} vs {v['nbdkit']:,.0f} IOPS): target >= 1x "
+                       f"**{'met' if r >= 1 else 'missed'}**, aim 1.5x **{'met' if r >= 1.5 else 'missed'}**.")
+    costs = []
+    for w in workloads:
+        if w[2] != 64:
+            continue
+        for tr in ("unix", "tcp"):
+            none = _val(med.get(("nbdsched-none", tr, w)), w)
+            for s in ("cfq", "bfq"):
+                x = _val(med.get((f"nbdsched-{s}", tr, w)), w)
+                if none and x:
+                    costs.append((s, tr, wl_name(w), 1 - x / none))
+    if costs:
+        worst = max(costs, key=lambda c: c[3])
+        ok = all(c[3] <= 0.10 for c in costs)
+        result["sched_cost_worst"] = worst
+        verdict.append("cfq/bfq cost vs `none` at iodepth 64 (RAM): " + ", ".join(
+            f"{s} {tr} {wl}: {c:+.0%}" for s, tr, wl, c in costs) +
+            f" — target <= 10% **{'met' if ok else 'missed'}** (worst {worst[0]} {worst[1]} {worst[2]} "
+            f"{worst[3]:.0%}). Differences of a few percent are within this machine's noise.")
+    if failures:
+        verdict.append("Runs that failed or hung (fio killed after a timeout; the cell's median is over "
+                       "the other repetitions): " + "; ".join(failures))
+    sections.append(("Verdict", "\n\n".join(verdict)))
+    sections.append(("Method", f"{reps} repetitions of {runtime} s per job, no ramp (RAM servers need none). "
+                     "RAM everywhere: nbdsched `backend: ram` 1 GiB, `nbdkit memory 1G`, qemu-nbd "
+                     "(`--shared=64 -f raw`) on a sparse 1 GiB /dev/shm file. The no-protocol row is fio's "
+                     "libaio engine on that file (tmpfs: no O_DIRECT, so libaio completes synchronously)."))
+    labels = [wl_name(w) for w in workloads]
+    series = []
+    for s in SERVERS + ["direct"]:
+        tr = "shm" if s == "direct" else "unix"
+        vals = []
+        for w in workloads:
+            base = _val(med.get(("nbdkit", "unix", w)), w)
+            x = _val(med.get((s, tr, w)), w)
+            vals.append(x / base if x and base else 0)
+        series.append((s if s != "direct" else "fio on /dev/shm", vals))
+    report.bars(report.plot_path(name, quick), "Unix socket: throughput relative to nbdkit memory (=1)",
+                labels, series, "ratio to nbdkit")
+    print(report.write(name, "Experiment 6: protocol overhead against nbdkit and qemu-nbd", sections, facts,
+                       commands, peers=True, quick=quick,
+                       summary={"setup": "RAM, nbdsched none/cfq/bfq vs nbdkit memory vs qemu-nbd, unix + tcp",
+                                "seed": "-",
+                                "ours": f"none / nbdkit, 4k randread qd64 unix: {result.get('none_vs_nbdkit', 0):.2f}x"
+                                        + (f"; worst scheduler cost at qd64: {result['sched_cost_worst'][0]} "
+                                           f"{result['sched_cost_worst'][1]} {result['sched_cost_worst'][2]} "
+                                           f"{result['sched_cost_worst'][3]:+.0%}" if 'sched_cost_worst' in result else ""),
+                                "target": ">= 1x nbdkit (aim 1.5x); cfq/bfq <= 10% below none at qd64",
+                                "status": ("met" if result.get("none_vs_nbdkit", 0) >= 1 else "missed") +
+                                          " / " + ("met" if result.get("sched_cost_worst", (0, 0, 0, 0))[3] <= 0.10
+                                                   else "missed")}))
+    return result

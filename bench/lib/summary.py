@@ -1,0 +1,40 @@
+"""Writes results/README.md (or results/quick/README.md) from the .json
+summary rows the experiments leave next to their reports."""
+
+import json
+import os
+import sys
+
+import report
+
+NOTES = """Numbers are from one full run of `bench/run-all` on a shared 2-core machine while other engineers
+were compiling (load averages are in every report). The emulated profiles release replies by timers, so
+results are in emulated time; where the daemon or fio ran out of CPU the reports say so (\"daemon CPU\"
+columns). Each report states the profile parameters (the documented defaults, never tuned toward a seed
+number), the exact daemon configuration and fio commands, and the machine facts."""
+
+
+def main(quick):
+    d = os.path.join(report.RESULTS, "quick") if quick else report.RESULTS
+    rows = []
+    for f in sorted(os.listdir(d)):
+        if not f.endswith(".json"):
+            continue
+        with open(os.path.join(d, f)) as fh:
+            s = json.load(fh)
+        link = f"[{s['title'].split(':')[0]}]({s['name']}.md) ([plot]({s['name']}.png))"
+        rows.append((link, s["setup"], s["seed"], s["ours"], s["target"], f"**{s['status']}**"))
+    text = ["# Benchmark results", "", NOTES, "",
+            report.table(["experiment", "setup", "seed", "nbdsched", "target", "status"], rows), "",
+            "Reproduce everything (about 20 minutes):", "", "```sh",
+            "scripts/build build-bench", "NBDSCHED=build-bench/daemon/nbdsched bench/run-all",
+            "```", "", "`bench/run-all --quick` is the CI smoke check (a few minutes; it checks that the "
+            "scripts work, not speed, and writes to `bench/results/quick/`, which git ignores).", ""]
+    path = os.path.join(d, "README.md")
+    with open(path, "w") as fh:
+        fh.write("\n".join(text))
+    print(path)
+
+
+if __name__ == "__main__":
+    main("--quick" in sys.argv)
