@@ -251,6 +251,7 @@ void Daemon::write_config() const {
           << "\n    size: " << size_text(d.size) << "\n";
         if (d.backend == "file") f << "    path: " << quoted(d.path) << "\n";
         if (!d.rotational.empty()) f << "    rotational: " << d.rotational << "\n";
+        f << d.yaml;
     }
     f << "exports:\n";
     for (const auto& e : spec_.exports) {

@@ -20,6 +20,7 @@ struct DeviceSpec {
     std::uint64_t size = 64ull << 20;
     std::string path;              // file: empty = <tempdir>/<name>.img
     std::string rotational;        // "" (default) | auto | true | false
+    std::string yaml;              // more keys of the device, each line "    key: value\n"
 };
 
 struct ExportSpec {
