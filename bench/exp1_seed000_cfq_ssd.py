@@ -65,10 +65,16 @@ def main():
                 "reach the device at once; the local SSD of the seed was nearly saturated by one queue. "
                 "With idling, CFQ serves one seeky queue at a time as the last queue of the sync-noidle "
                 "tree, bounded by `quantum`. ")
-    if cpu["0"] > 0.8:
-        verdict += ("The no-idle runs were limited by the daemon's CPU on this shared machine "
-                    f"({cpu['0']:.0%} of one core), so the measured gain is a lower bound of the "
-                    "emulated one (the simulator gives 2.0x, docs/simulator.md).")
+    if s["0"]["iops"] < 0.6 * 80000:
+        who = "the daemon's CPU" if cpu["0"] > 0.8 else "fio's 10 client threads (the daemon used " \
+              f"{cpu['0']:.0%} of a core)"
+        verdict += (f"Without idling the device ran at {s['0']['iops']:,.0f} IOPS, well below the profile's "
+                    f"~80k: {who} on this shared 2-core machine, not the emulated SSD, set the rate, so the "
+                    "measured gain is a lower bound of the emulated one (the simulator, which has no such "
+                    "limit, gives 2.0x: docs/simulator.md). ")
+    verdict += ("Even unconstrained the profile gives ~2x, not 4.15x: with idling, CFQ serves one queue at "
+                "a time but lets it keep `quantum/2`..`quantum` (4-8) requests at the 8 channels, so about "
+                "half the channels stay busy; the cloud SSD's parallelism was evidently much deeper.")
     sections = [(None, __doc__.strip()), ("Result", text), ("Verdict", verdict),
                 ("Profile", common.profile_section("ssd") + "\n\nScheduler: cfq, defaults except "
                  "`slice_idle`. Device `queue_depth` 0 (= the profile's 32).")]

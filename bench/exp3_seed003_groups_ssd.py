@@ -66,19 +66,34 @@ def main():
                          "total / none", "seed MiB/s (share)"], rows)
     text += (f"\n\nThe run with the median share of {reps} interleaved runs of {runtime} s (after {ramp} s "
              "ramp); MiB/s is per fio job (= export = group). The weights ask for 10:1.")
+    # `none` serves both writers at once; if it measured clearly less than a
+    # scheduler, the machine (not the emulated device) set the totals.
+    none_sane = none_total >= 0.85 * max(out[c[0]][3] for c in CONFIGS)
     checks = []
     for sched in ("cfq", "bfq"):
         h, l_, rat, tot = out[f"{sched} group_idle 8ms"]
-        ok = rat > 1.64 * 2 and tot >= 0.85 * none_total
+        if rat <= 1.64 * 2:
+            ok = "missed"
+        elif not none_sane:
+            ok = "share met, total not assessable"
+        else:
+            ok = "met" if tot >= 0.85 * none_total else "missed (total)"
         checks.append((sched, rat, tot / none_total if none_total else 0, ok))
     verdict = "Target (share well beyond 1.64:1 with total >= 85% of `none`): " + "; ".join(
-        f"{s}: **{'met' if ok else 'missed'}** ({r:.2f}:1, total {t:.0%})" for s, r, t, ok in checks) + ". "
-    if any(not ok and r > 3.28 for _, r, _, ok in checks):
+        f"{s}: **{ok}** ({r:.2f}:1, total {t:.0%})" for s, r, t, ok in checks) + ". "
+    if any(ok == "missed (total)" for _, _, _, ok in checks):
         verdict += ("Where the share holds but the total falls short, that is inherent to this load: each "
                     "group has one writer at iodepth 1, so serving the heavy group alone (which is what a "
                     "10:1 share means) leaves one request at the device instead of two; the total can at best "
                     "approach (1 + 1/10) / 2 = 55% of `none`, which serves both writers at once "
                     "(docs/simulator.md). The 85% target is not reachable with depth-1 writers.")
+    best_total = max(out[c[0]][3] for c in CONFIGS)
+    if none_total < 0.85 * best_total:
+        verdict += (f" Note: `none` measured a lower total ({none_total:.1f} MiB/s) than the schedulers (up to "
+                    f"{best_total:.1f}). On the `ssd` profile a 32 KiB write takes ~0.12 ms of emulated time, so "
+                    "a depth-1 writer's rate is set by the real round trip through fio and the daemon on this "
+                    "loaded machine, not by the emulated device; the totals (and the \"total / none\" column) "
+                    "then measure the machine, and only the share ratios are meaningful.")
     sections = [(None, __doc__.strip()), ("Result", text), ("Verdict", verdict),
                 ("Profile", common.profile_section("ssd") + "\n\nExports: `heavy` = first 128 MiB, `light` = "
                  "the next 128 MiB of one 256 MiB RAM device; fio wraps around in them.")]
@@ -95,7 +110,7 @@ def main():
                                              f"{out[sch + ' group_idle 8ms'][1]:.1f} MiB/s), total {t:.0%} of none"
                                              for sch, r, t, _ in checks),
                            "target": "share well beyond 1.64:1, total >= 85% of none",
-                           "status": ", ".join(f"{sch} {'met' if ok else 'missed'}" for sch, _, _, ok in checks)}))
+                           "status": ", ".join(f"{sch}: {ok}" for sch, _, _, ok in checks)}))
     return {"out": out, "checks": checks}
 
 
