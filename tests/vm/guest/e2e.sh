@@ -2,7 +2,7 @@
 # driver on top of the daemon, points 1-8 of issue 6.  Each check is a
 # VMTEST-STEP line; a point that cannot run yet prints VMTEST-SKIP.
 . /vmtest/lib.sh
-for f in server p1-rotational p2-fio-verify p3-filesystem p4-discard \
+for f in server stats p1-rotational p2-fio-verify p3-filesystem p4-discard \
          p5-multiconn p6-tenants p7-kill p8-bfq; do
     . /vmtest/parts/$f.sh
 done

@@ -7,7 +7,7 @@ p8_bfq() {
     vt_step p8-bfq-active grep -q '\[bfq\]' /sys/block/nbd0/queue/scheduler
     vt_step p8-fio-on-bfq timeout 120 fio --name=p8 --filename=/dev/nbd0 \
         --ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=16 --numjobs=2 \
-        --size=8M --offset_increment=8M --verify=crc32c --group_reporting \
+        --size=4M --offset_increment=4M --verify=crc32c --group_reporting \
         --eta=never --output=/tmp/p8.out || tail -n 20 /tmp/p8.out
     echo none > /sys/block/nbd0/queue/scheduler
 }

@@ -4,7 +4,6 @@
 # VM_SERVER   nbdsched (default) | nbdkit (harness check: nbdkit memory 1G
 #             serves every export name; no rotational flag)
 # VM_DAEMON   path of the nbdsched binary in the guest
-# VM_PROFILES 1 = devices use `profile: hdd|ssd` instead of `rotational:`
 
 SOCK=/run/nbdsched.sock
 PORT=10809
@@ -12,39 +11,42 @@ CONF=/tmp/nbdsched.yaml
 SERVER_PID=
 SERVER_LOG=
 
-# Two small devices for the rotational check and one RAM device for the
-# data tests (sparse: only what fio and ext4 write costs memory).
+# Point 1: the hdd/ssd profiles set the rotational flag, and so does an
+# explicit `rotational:` on a plain device.  Point 6: one shared hdd device
+# per scheduler, its two halves exported to groups weighted 1000 and 100.
+# The rest: one RAM device for the data tests.  RAM is sparse: only what is
+# written costs memory; reads of unwritten blocks cost the profile's time.
 write_config() {
-    if [ "${VM_PROFILES:-0}" = 1 ]; then
-        hdd_kind="profile: hdd"; ssd_kind="profile: ssd"
-    else
-        hdd_kind="rotational: true"; ssd_kind="rotational: false"
-    fi
     cat > "$CONF" <<EOC
 listen:
   - unix: $SOCK
   - tcp: 127.0.0.1:$PORT
+control: $CTL_SOCK
+groups:
+  - {name: gold, weight: 1000}
+  - {name: bronze, weight: 100}
 devices:
-  - name: hdd
-    backend: ram
-    size: 64MiB
-    $hdd_kind
-  - name: ssd
-    backend: ram
-    size: 64MiB
-    $ssd_kind
-  - name: ram0
-    backend: ram
-    size: 1GiB
-    rotational: false
-exports:
-  - name: hdd
-    device: hdd
-  - name: ssd
-    device: ssd
-  - name: data
-    device: ram0
+  - {name: hdd, backend: ram, size: 64MiB, profile: hdd}
+  - {name: ssd, backend: ram, size: 64MiB, profile: ssd}
+  - {name: rot, backend: ram, size: 16MiB, rotational: true}
+  - {name: nonrot, backend: ram, size: 16MiB, rotational: false}
+  - {name: ram0, backend: ram, size: 1GiB, rotational: false}
 EOC
+    for _s in $P6_SCHEDULERS; do
+        echo "  - {name: shared-$_s, backend: ram, size: 1GiB, profile: hdd, scheduler: $_s}"
+    done >> "$CONF"
+    cat >> "$CONF" <<EOC
+exports:
+  - {name: hdd, device: hdd}
+  - {name: ssd, device: ssd}
+  - {name: rot, device: rot}
+  - {name: nonrot, device: nonrot}
+  - {name: data, device: ram0}
+EOC
+    for _s in $P6_SCHEDULERS; do
+        echo "  - {name: gold-$_s, device: shared-$_s, size: 512MiB, group: gold}"
+        echo "  - {name: bronze-$_s, device: shared-$_s, offset: 512MiB, group: bronze}"
+    done >> "$CONF"
 }
 
 server_cmd() {
