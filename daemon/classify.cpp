@@ -150,8 +150,15 @@ std::optional<unsigned> parse_cgroup_weight(std::string_view text) {
     return w;
 }
 
+std::string cgroup2_root() {
+    std::ifstream unified("/sys/fs/cgroup/cgroup.controllers");
+    if (unified) return "/sys/fs/cgroup";
+    std::ifstream hybrid("/sys/fs/cgroup/unified/cgroup.controllers");
+    return hybrid ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+}
+
 std::optional<unsigned> cgroup_weight(const std::string& cgroup, const std::string& cgroup_root) {
-    std::string dir = cgroup_root + cgroup;
+    std::string dir = (cgroup_root.empty() ? cgroup2_root() : cgroup_root) + cgroup;
     if (auto w = parse_cgroup_weight(read_file(dir + "/io.bfq.weight"))) return w;
     return parse_cgroup_weight(read_file(dir + "/io.weight"));
 }

@@ -48,7 +48,10 @@ const config::Rule* match_rule(const std::vector<config::Rule>& rules, const Pee
 // `weight: from-cgroup`: io.bfq.weight, else io.weight, of the cgroup
 // (files hold "default N" or "N"; both default to 100); io.weight's range
 // 1..10000 is clamped to the schedulers' 1..1000.
-std::optional<unsigned> cgroup_weight(const std::string& cgroup, const std::string& cgroup_root = "/sys/fs/cgroup");
+// cgroup_root empty: where the v2 hierarchy is mounted (cgroup2_root()).
+std::optional<unsigned> cgroup_weight(const std::string& cgroup, const std::string& cgroup_root = "");
+// /sys/fs/cgroup on a unified system, /sys/fs/cgroup/unified on a hybrid one.
+std::string cgroup2_root();
 // The parsing half, for tests: the weight in one of those files.
 std::optional<unsigned> parse_cgroup_weight(std::string_view text);
 

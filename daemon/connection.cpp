@@ -4,8 +4,16 @@
 
 namespace nbdsched::daemon {
 
+namespace {
+constexpr std::chrono::seconds handshake_timeout{60};
+}
+
 Connection::Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context)
-    : socket_(std::move(socket)), id_(id), peer_(std::move(peer)), context_(context) {}
+    : socket_(std::move(socket)),
+      id_(id),
+      peer_(std::move(peer)),
+      context_(context),
+      handshake_timer_(socket_.get_executor()) {}
 
 // Runs only when no handler and no device holds the connection any more;
 // the device may already be gone at shutdown, so nothing here touches it.
@@ -17,6 +25,12 @@ std::string Connection::tag() const {
 
 void Connection::start() {
     spdlog::debug("{}: connected", tag());
+    // A client that never finishes the handshake must not hold a
+    // connection slot forever.
+    handshake_timer_.expires_after(handshake_timeout);
+    handshake_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec && !self->in_transmission()) self->close("handshake not finished in time", spdlog::level::warn);
+    });
     send_greeting();
 }
 
@@ -34,9 +48,10 @@ void Connection::shutdown() {
     maybe_finish();
 }
 
-void Connection::close(const std::string& reason) {
+void Connection::close(const std::string& reason, spdlog::level::level_enum level) {
     if (closed_) return;
-    if (!reason.empty()) spdlog::info("{}: closing: {}", tag(), reason);
+    if (!reason.empty()) spdlog::log(level, "{}: closing: {}", tag(), reason);
+    handshake_timer_.cancel();
     closed_ = true;
     stop_reading_ = true;
     boost::system::error_code ignored;

@@ -12,6 +12,8 @@
 
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/common.h>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +39,11 @@ struct ConnectionContext {
     // Called (posted, never from inside a connection method) once the
     // connection is closed and no request of it is left anywhere.
     std::function<void(Connection&)> on_finished;
+    // Opens the connection's queue as it enters transmission (classification
+    // rules pick the group); unset: the export's group.
+    std::function<sched::QueueId(std::uint64_t connection, const std::string& export_name,
+                                 const ExportBinding& binding)>
+        open_queue;
 };
 
 class Connection final : public std::enable_shared_from_this<Connection>, public RequestSink {
@@ -50,7 +57,8 @@ public:
     // Graceful stop: no new requests; in-flight ones are answered; then close.
     void shutdown();
     // Closes the socket now (requests at the device still complete first).
-    void close(const std::string& reason);
+    // Protocol violations log at warn, ordinary endings at info.
+    void close(const std::string& reason, spdlog::level::level_enum level = spdlog::level::info);
 
     std::uint64_t id() const { return id_; }
     bool in_transmission() const { return device_ != nullptr; }
@@ -94,6 +102,7 @@ private:
     const ConnectionContext& context_;
 
     // handshake
+    boost::asio::steady_timer handshake_timer_;
     protocol::Negotiation negotiation_;
     std::vector<std::uint8_t> hs_in_;
     std::vector<std::uint8_t> hs_out_;
@@ -125,7 +134,7 @@ private:
 
     std::vector<IoRequest*> pending_;    // replies waiting for the writer
     std::vector<IoRequest*> batch_;      // replies being written now
-    std::vector<boost::asio::const_buffer> iov_;
+    std::vector<boost::asio::const_buffer> iov_;   // reused: no allocation per write
     bool writing_ = false;
 
     bool closed_ = false;

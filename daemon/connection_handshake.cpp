@@ -30,7 +30,7 @@ void Connection::read_client_flags() {
                                 if (ec) return self->close("reading client flags: " + ec.message());
                                 auto flags = protocol::decode_client_flags(
                                     std::span<const std::uint8_t, 4>(self->hs_in_.data(), 4), offered_flags);
-                                if (!flags) return self->close("client sent unknown client flags");
+                                if (!flags) return self->close("client sent unknown client flags", spdlog::level::warn);
                                 self->negotiation_.client = *flags;
                                 self->read_option_header();
                             });
@@ -52,10 +52,11 @@ void Connection::read_option_header() {
             auto header = protocol::decode_option_header(
                 std::span<const std::uint8_t, protocol::option_header_size>(self->hs_in_.data(),
                                                                             protocol::option_header_size));
-            if (!header) return self->close("malformed option (bad IHAVEOPT magic)");
+            if (!header) return self->close("malformed option (bad IHAVEOPT magic)", spdlog::level::warn);
             if (header->length > protocol::max_option_length)
                 return self->close("option " + std::string(protocol::option_name(header->option)) + " length " +
-                                   std::to_string(header->length) + " is too large");
+                                       std::to_string(header->length) + " is too large",
+                                   spdlog::level::warn);
             self->read_option_data(*header);
         });
 }
@@ -86,7 +87,7 @@ void Connection::answer_option(const protocol::OptionHeader& header) {
                 spdlog::debug("{}: {}", self->tag(), result.reason);
                 return self->close("");
             }
-            return self->close(result.reason);
+            return self->close(result.reason, spdlog::level::warn);
         case protocol::Next::transmission: return self->enter_transmission(result.chosen, result.transmission_flags);
         }
     };
@@ -104,8 +105,9 @@ void Connection::enter_transmission(const protocol::ExportInfo* info, std::uint1
     limits_.read_only = binding_->read_only;
     limits_.structured = negotiation_.structured_replies;
     limits_.max_payload = info->max_block;
-    queue_ = device_->open_queue(binding_->group);
+    queue_ = context_.open_queue ? context_.open_queue(id_, info->name, *binding_) : device_->open_queue(binding_->group);
     queue_open_ = true;
+    handshake_timer_.cancel();
     hs_in_ = {};
     hs_out_ = {};
     spdlog::info("{}: export '{}' on device {} (flags 0x{:x}, {} replies)", tag(), info->name, device_->name(),

@@ -35,7 +35,7 @@ bool Connection::over_limits() const {
 
 void Connection::read_more() {
     if (reading_ || stop_reading_ || closed_) return;
-    if (!rbuf_) rbuf_ = std::make_unique<std::uint8_t[]>(read_buffer_size);
+    if (!rbuf_) rbuf_ = std::make_unique_for_overwrite<std::uint8_t[]>(read_buffer_size);
     if (rbeg_ > 0) {   // keep the unparsed tail at the front
         std::memmove(rbuf_.get(), rbuf_.get() + rbeg_, rend_ - rbeg_);
         rend_ -= rbeg_;
@@ -55,7 +55,8 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
         if (ec == boost::asio::error::eof || stop_reading_) {
             if (!stop_reading_ || current_ || rstate_ != ReadState::header)
                 spdlog::debug("{}: client closed the connection", tag());
-            if (rstate_ != ReadState::header) return close("connection closed in the middle of a request");
+            if (rstate_ != ReadState::header)
+                return close("connection closed in the middle of a request", spdlog::level::warn);
             stop_reading_ = true;
             return maybe_finish();
         }
@@ -122,7 +123,7 @@ void Connection::parse() {
             std::span<const std::uint8_t, protocol::request_size>(rbuf_.get() + rbeg_, protocol::request_size));
         if (!header) {
             parsing_ = false;
-            return close("malformed request (bad magic); other connections are not affected");
+            return close("malformed request (bad magic); other connections are not affected", spdlog::level::warn);
         }
         rbeg_ += protocol::request_size;
         handle_request(*header);

@@ -67,7 +67,8 @@ void Connection::flush_replies() {
         if (r->send_data) iov_.emplace_back(r->buffer.data(), r->header.length);
     }
     writing_ = true;
-    boost::asio::async_write(socket_, iov_, [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+    // A span, not the vector: async_write copies its buffer sequence.
+    boost::asio::async_write(socket_, std::span<const boost::asio::const_buffer>(iov_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
         self->on_written(ec);
     });
 }

@@ -30,10 +30,29 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
       rotational_(parts.rotational),
       writes_sync_(parts.writes_sync),
       blocking_(backend_->blocking() && pool != nullptr),
+      io_limits_(parts.io_limits),
       wakeup_timer_(io),
-      release_timer_(io) {}
+      release_timer_(io) {
+    if (parts.read_ahead.window_bytes == 0) return;
+    read_ahead_ = std::make_unique<ReadAheadPath>(
+        parts.read_ahead, ReadAheadPath::Hooks{[this](IoRequest& r, bool prefetch) { enqueue(r, prefetch); },
+                                               [this](IoRequest& r) { answer(r); }});
+}
 
-Device::~Device() = default;
+Device::~Device() {
+    if (auto s = read_ahead_stats()) {
+        spdlog::info("device {}: read-ahead window {} KiB: {} hits, {} waits, {} misses, {} prefetches "
+                     "({} KiB, {} dropped, {} skipped), {} KiB evicted, {} KiB invalidated",
+                     name_, s->window_bytes >> 10, s->hits, s->waits, s->misses, s->prefetches,
+                     s->bytes_prefetched >> 10, s->prefetches_dropped, s->prefetches_skipped,
+                     s->bytes_evicted >> 10, s->bytes_invalidated >> 10);
+    }
+}
+
+std::optional<backend::readahead::Stats> Device::read_ahead_stats() const {
+    if (!read_ahead_) return std::nullopt;
+    return read_ahead_->stats();
+}
 
 sched::QueueId Device::open_queue(sched::GroupId group) {
     auto q = next_queue_++;
@@ -43,6 +62,8 @@ sched::QueueId Device::open_queue(sched::GroupId group) {
 
 void Device::close_queue(sched::QueueId queue) {
     scheduler_->close_queue(queue, steady_now());
+    if (read_ahead_) read_ahead_->on_queue_closed(queue);
+    stats_.close_queue(queue);
     pump();   // closing may end an idle wait on that queue
 }
 
@@ -58,9 +79,20 @@ sched::RequestId Device::alloc_slot(IoRequest& r) {
 }
 
 void Device::submit(IoRequest& r) {
+    ++outstanding_;
+    r.backend_errno = 0;
+    r.submitted_at = steady_now();
+    stats_.submitted(r.queue);
+    // Read-ahead may answer a read from its cache or park it on a prefetch.
+    if (read_ahead_ && read_ahead_->intercept(r)) return;
+    enqueue(r, false);
+}
+
+// Into the scheduler. A prefetch is an async read charged to the reader's
+// queue and group, but no client waits for it: not in outstanding().
+void Device::enqueue(IoRequest& r, bool prefetch) {
     r.id = alloc_slot(r);
     r.backend_errno = 0;
-    ++outstanding_;
     sched::Request s;
     s.id = r.id;
     s.queue = r.queue;
@@ -69,7 +101,7 @@ void Device::submit(IoRequest& r) {
     s.offset = r.offset;
     s.length = r.length;
     s.fua = r.fua;
-    s.sync = r.op == sched::Op::read || r.op == sched::Op::flush || r.fua || writes_sync_;
+    s.sync = !prefetch && (r.op == sched::Op::read || r.op == sched::Op::flush || r.fua || writes_sync_);
     auto now = steady_now();
     s.arrival = now;
     scheduler_->submit(s, now);
@@ -135,9 +167,18 @@ void Device::finish(IoRequest& r) {
     scheduler_->complete(r.id, steady_now());
     free_slots_.push_back(r.id);
     slots_[r.id] = nullptr;
+    if (read_ahead_ && read_ahead_->on_finished(r))
+        r.sink->request_done(r);   // a prefetch: its data goes to the read-ahead cache
+    else
+        answer(r);
+    pump();
+}
+
+// A client request is done: through the device, or from read-ahead.
+void Device::answer(IoRequest& r) {
+    stats_.done(r.queue, r.op, r.length, steady_now() - r.submitted_at, r.backend_errno != 0);
     --outstanding_;
     r.sink->request_done(r);
-    pump();
 }
 
 void Device::arm_wakeup() {

@@ -5,7 +5,10 @@
 // operations of blocking backends, which run on a thread pool and post their
 // completion back. With a timing model, the data operation runs at dispatch
 // and the reply is released by a timer at the model's completion time; the
-// emulated delay never blocks the loop.
+// emulated delay never blocks the loop. With read-ahead on (read_ahead_kb),
+// client requests pass through a ReadAheadPath first: cached reads are
+// answered at once, and prefetches enter the scheduler as async reads of
+// the reader's queue.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -20,7 +23,10 @@
 
 #include "backend/backend.hpp"
 #include "backend/timing/device_model.hpp"
+#include "daemon/io_limits.hpp"
 #include "daemon/io_request.hpp"
+#include "daemon/readahead_path.hpp"
+#include "daemon/stats/counters.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::daemon {
@@ -37,6 +43,8 @@ public:
         std::unique_ptr<timing::DeviceModel> model;   // nullptr: no emulated timing
         bool rotational = false;
         bool writes_sync = false;                     // plain writes count as sync
+        IoLimits io_limits;                           // what the device presents (model or storage)
+        backend::readahead::Options read_ahead{.window_bytes = 0};   // 0: read-ahead off (setup.cpp sets it)
     };
 
     // `pool` runs blocking backends; it may be null when the backend is not
@@ -52,6 +60,10 @@ public:
     backend::Backend& backend() { return *backend_; }
     sched::Scheduler& scheduler() { return *scheduler_; }
     const timing::DeviceModel* model() const { return model_.get(); }
+    const IoLimits& io_limits() const { return io_limits_; }
+    // Read-ahead counters and gauges (hits, misses, bytes prefetched/cached);
+    // nullopt when read-ahead is off for this device.
+    std::optional<backend::readahead::Stats> read_ahead_stats() const;
 
     sched::QueueId open_queue(sched::GroupId group);
     void close_queue(sched::QueueId queue);
@@ -64,6 +76,12 @@ public:
 
     std::size_t outstanding() const { return outstanding_; }   // submitted, not done
 
+    // Request counters (ctl stats, metrics); queues are registered by the server.
+    stats::DeviceStats& stats() { return stats_; }
+    const stats::DeviceStats& stats() const { return stats_; }
+    // Re-runs dispatch after a tunable or weight change (an idle wait may end).
+    void kick() { pump(); }
+
     // Synchronous flush, for shutdown (0 or errno).
     int flush_now() { return backend_->flush(); }
 
@@ -74,6 +92,8 @@ private:
         bool operator>(const Release& o) const { return at > o.at; }
     };
 
+    void enqueue(IoRequest& r, bool prefetch);
+    void answer(IoRequest& r);
     void pump();
     void start(IoRequest& r, sched::Time now);
     static int run_backend(backend::Backend& b, IoRequest& r);
@@ -93,6 +113,7 @@ private:
     bool rotational_;
     bool writes_sync_;
     bool blocking_;
+    IoLimits io_limits_;
 
     // Request ids index slots_, so finding a dispatched request costs no
     // hashing and no allocation once the table has grown.
@@ -108,6 +129,8 @@ private:
     boost::asio::steady_timer release_timer_;
     std::optional<sched::Time> release_armed_;
     std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
+    std::unique_ptr<ReadAheadPath> read_ahead_;   // null: off (declared last: its requests go first)
+    stats::DeviceStats stats_;
 };
 
 } // namespace nbdsched::daemon

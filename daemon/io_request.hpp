@@ -71,6 +71,7 @@ struct IoRequest {
 
     // --- set by the device
     sched::RequestId id = 0;
+    sched::Time submitted_at{};          // for the latency statistics
     sched::Time release_at{};            // timing model: reply not before this
     int backend_errno = 0;               // 0 or the backend's errno
 

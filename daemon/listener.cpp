@@ -47,7 +47,15 @@ std::string peer_of(const Socket& s) {
     boost::system::error_code ec;
     auto ep = s.remote_endpoint(ec);
     if (ec) return "?";
-    if (ep.protocol().family() == AF_UNIX) return "unix";
+    if (ep.protocol().family() == AF_UNIX) {
+        // The peer's process, for logs (and, later, classification rules).
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        auto fd = const_cast<Socket&>(s).native_handle();
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+            return "unix pid " + std::to_string(cred.pid) + " uid " + std::to_string(cred.uid);
+        return "unix";
+    }
     if (ep.protocol().family() == AF_INET || ep.protocol().family() == AF_INET6) {
         tcp::endpoint t;
         std::memcpy(t.data(), ep.data(), std::min<std::size_t>(ep.size(), sizeof(sockaddr_in6)));

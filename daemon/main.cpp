@@ -1,6 +1,7 @@
 // nbdsched: parse the command line, load the configuration, run the server.
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <iostream>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 
 #include "config/config.hpp"
 #include "daemon/cli.hpp"
+#include "daemon/control/client.hpp"
 #include "daemon/server.hpp"
 #include "daemon/systemd_notify.hpp"
 
@@ -59,6 +61,8 @@ void print_how_to_connect(const daemon::Server& server) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // `nbdsched ctl ...` talks to a running daemon's control socket.
+    if (argc > 1 && std::string_view(argv[1]) == "ctl") return daemon::control::run_ctl(argc - 1, argv + 1);
     daemon::CliOptions cli;
     if (auto code = daemon::parse_cli(argc, argv, cli)) return *code;
 
@@ -103,6 +107,7 @@ int main(int argc, char** argv) {
         daemon::notify_ready("serving " + std::to_string(config.exports.size()) + " export(s)");
     };
     options.on_stopping = [] { daemon::notify_stopping(); };
+    options.reload_adjust = [cli](config::Config& c, std::string& e) { return daemon::apply_listen_overrides(cli, c, e); };
     auto server = daemon::Server::create(config, options, error);
     if (!server) {
         spdlog::error("{}", error);

@@ -10,8 +10,9 @@ namespace {
 
 // RELOADING=1 now, READY=1 when the scope ends, whatever the outcome.
 struct NotifyReload {
+    std::string status = "reload failed: the previous configuration stays in force";
     NotifyReload() { notify_reloading(); }
-    ~NotifyReload() { notify_ready("configuration reloaded"); }
+    ~NotifyReload() { notify_ready(status); }
 };
 
 } // namespace
@@ -77,6 +78,7 @@ bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {
     for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
     apply_plan(state, plan, std::move(*loaded.config));
     spdlog::info("reload: done ({} change(s))", plan.notes.size());
+    notify.status = "configuration reloaded";
     return true;
 }
 

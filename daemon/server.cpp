@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 #include <system_error>
 
+#include "daemon/control/commands.hpp"
+#include "daemon/placement.hpp"
 #include "daemon/setup.hpp"
 
 namespace nbdsched::daemon {
@@ -32,10 +34,26 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
         s->devices_.push_back(std::move(device));
     }
     if (!build_exports(s->config_, s->devices_, s->exports_, error)) return nullptr;
+    s->groups_ = GroupTable(s->config_.groups);   // ids as build_device numbered them
+    s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_};
+    s->context_.open_queue = [raw = s.get()](std::uint64_t id, const std::string& name, const ExportBinding& b) {
+        return raw->open_queue(id, name, b);
+    };
+    if (!s->config_.control.empty()) {
+        s->control_ = control::ControlServer::open(
+            s->io_, s->config_.control,
+            [raw = s.get()](const std::string& line) { return control::handle_line(line, raw->state_); }, error);
+        if (!s->control_) return nullptr;
+    }
+    if (!s->config_.metrics.empty()) {
+        s->metrics_ = metrics::Endpoint::open(s->io_, s->config_.metrics, s->state_, error);
+        if (!s->metrics_) return nullptr;
+    }
     s->context_.exports = &s->exports_;
     s->context_.limits = s->config_.limits;
     s->context_.on_finished = [raw = s.get()](Connection& c) {
         raw->connections_.erase(c.id());
+        raw->peers_.erase(c.id());
         raw->check_drained();
     };
     if (!s->options_.activated_fds.empty()) {
@@ -66,6 +84,9 @@ void Server::accept(Socket socket, std::string peer) {
         return;
     }
     auto id = next_id_++;
+    // Now, not at export selection: the client's process may exit or move
+    // to another cgroup meanwhile.
+    peers_[id] = peer_info(socket.native_handle());
     auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), context_);
     connections_.emplace(id, c);
     c->start();
@@ -82,6 +103,8 @@ int Server::run() {
         signals_.add(SIGHUP);
         wait_signal();
     }
+    if (control_) control_->start();
+    if (metrics_) metrics_->start();
     spdlog::info("nbdsched: ready");
     if (options_.on_ready) options_.on_ready();
     io_.run();
@@ -99,7 +122,7 @@ void Server::wait_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
         if (ec) return;
         if (sig == SIGHUP) {
-            spdlog::info("SIGHUP: reload not implemented yet");
+            reload();
         } else if (stopping_) {
             spdlog::warn("{} again: stopping without waiting for in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
             finish_shutdown();
@@ -117,6 +140,8 @@ void Server::begin_shutdown(const std::string& why) {
     spdlog::info("{}: shutting down ({} connection(s) open)", why, connections_.size());
     if (options_.on_stopping) options_.on_stopping();
     for (auto& l : listeners_) l->close();
+    if (control_) control_->close();
+    if (metrics_) metrics_->close();
     // Copy: a connection may finish (and leave the map) inside shutdown().
     auto open = connections_;
     for (auto& [id, c] : open) c->shutdown();
@@ -152,6 +177,17 @@ void Server::finish_shutdown() {
     boost::system::error_code ignored;
     signals_.cancel(ignored);
     io_.stop();
+}
+
+sched::QueueId Server::open_queue(std::uint64_t connection, const std::string& export_name,
+                                  const ExportBinding& binding) {
+    auto it = peers_.find(connection);
+    PeerInfo peer = it == peers_.end() ? PeerInfo{} : it->second;
+    auto group = place_connection(state_, peer, export_name, binding.group);
+    auto queue = binding.device->open_queue(group);
+    binding.device->stats().open_queue(queue, {export_name, group, peer.describe()});
+    spdlog::debug("conn {}: queue {} in group {}", connection, queue, groups_.name_of(group));
+    return queue;
 }
 
 } // namespace nbdsched::daemon

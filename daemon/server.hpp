@@ -4,7 +4,11 @@
 //
 // Shutdown (SIGTERM/SIGINT or stop()): stop accepting, let every connection
 // answer what it has read (bounded by drain_timeout), flush every device,
-// return 0 from run(). SIGHUP only logs for now (reload is another issue).
+// return 0 from run(). SIGHUP reloads the config file (reload.hpp).
+//
+// Issue 5 (scheduling integration): connections are classified at accept
+// (placement.hpp), a control socket and a Prometheus endpoint run when the
+// config asks for them.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -19,10 +23,16 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "daemon/classify.hpp"
 #include "daemon/connection.hpp"
+#include "daemon/control/server.hpp"
+#include "daemon/control/state.hpp"
 #include "daemon/device.hpp"
 #include "daemon/exports.hpp"
+#include "daemon/groups.hpp"
 #include "daemon/listener.hpp"
+#include "daemon/metrics/endpoint.hpp"
+#include "daemon/reload.hpp"
 
 namespace nbdsched::daemon {
 
@@ -33,6 +43,7 @@ struct ServerOptions {
     std::vector<int> activated_fds;                  // systemd socket activation: listen on these instead
     std::function<void()> on_ready;                  // after listening (sd_notify READY=1)
     std::function<void()> on_stopping;               // shutdown begins (sd_notify STOPPING=1)
+    ConfigAdjust reload_adjust;                      // SIGHUP: applied to the re-read config
 };
 
 class Server {
@@ -50,6 +61,10 @@ public:
     const std::vector<std::unique_ptr<Listener>>& listeners() const { return listeners_; }
     const ExportTable& exports() const { return exports_; }
     boost::asio::io_context& io() { return io_; }
+    // What the control socket and reload act on (event loop thread only).
+    control::DaemonState& state() { return state_; }
+    // Re-reads the config file as SIGHUP does; true when it applied.
+    bool reload() { return reload_config(state_, options_.reload_adjust); }
 
 private:
     Server(const config::Config& config, ServerOptions options);
@@ -58,6 +73,7 @@ private:
     void begin_shutdown(const std::string& why);
     void check_drained();
     void finish_shutdown();
+    sched::QueueId open_queue(std::uint64_t connection, const std::string& export_name, const ExportBinding& binding);
 
     config::Config config_;
     ServerOptions options_;
@@ -72,6 +88,11 @@ private:
     ConnectionContext context_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;
+    std::map<std::uint64_t, PeerInfo> peers_;        // taken at accept, for classification
+    GroupTable groups_;
+    control::DaemonState state_;
+    std::unique_ptr<control::ControlServer> control_;
+    std::unique_ptr<metrics::Endpoint> metrics_;
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
     bool stopped_ = false;

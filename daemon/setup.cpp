@@ -1,12 +1,12 @@
 #include "daemon/setup.hpp"
 
-#include <bit>
 #include <spdlog/spdlog.h>
 
 #include "backend/factory.hpp"
 #include "backend/file_backend.hpp"
 #include "backend/timing/profiles.hpp"
 #include "common/units.hpp"
+#include "daemon/io_limits.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::daemon {
@@ -42,6 +42,8 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     std::optional<bool> profile_rotational;
     if (parts.model) profile_rotational = parts.model->rotational();
     parts.rotational = backend::resolve_rotational(dev, *parts.backend, profile_rotational);
+    parts.io_limits = io_limits(parts.model.get(), *parts.backend);
+    parts.read_ahead = read_ahead_options(dev, parts.rotational, parts.io_limits, parts.backend->size());
 
     sched::DeviceTraits traits;
     traits.rotational = parts.rotational;
@@ -54,9 +56,12 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     for (std::size_t i = 0; i < config.groups.size(); ++i)
         parts.scheduler->set_group(static_cast<sched::GroupId>(i), config.groups[i].weight);
 
-    spdlog::info("device {}: {}, scheduler {}, depth {}, {}{}", dev.name, parts.backend->describe(), dev.scheduler,
-                 traits.max_depth, parts.rotational ? "rotational" : "non-rotational",
-                 parts.model ? ", timing profile " + dev.profile : std::string());
+    spdlog::info("device {}: {}, scheduler {}, depth {}, {}{}, read-ahead {}", dev.name, parts.backend->describe(),
+                 dev.scheduler, traits.max_depth, parts.rotational ? "rotational" : "non-rotational",
+                 parts.model ? ", timing profile " + dev.profile : std::string(),
+                 parts.read_ahead.window_bytes ? format_size(parts.read_ahead.window_bytes) + " (cache " +
+                                                     format_size(parts.read_ahead.cache_bytes) + ")"
+                                               : std::string("off"));
     return std::make_unique<Device>(io, &pool, std::move(parts));
 }
 
@@ -96,11 +101,7 @@ bool build_exports(const config::Config& config, const std::vector<std::unique_p
         if (device->rotational()) info.flags |= protocol::tflag_rotational;
         info.min_block = 1;
         info.max_block = config.limits.max_request_bytes;
-        info.preferred_block = 4096;
-        if (auto* model = device->model()) {
-            auto opt = model->optimal_io_bytes();
-            if (opt >= 512 && std::has_single_bit(opt) && opt <= info.max_block) info.preferred_block = opt;
-        }
+        info.preferred_block = preferred_block(device->io_limits(), info.max_block);
         ExportBinding binding;
         binding.device = device;
         binding.offset = exp.offset;

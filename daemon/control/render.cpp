@@ -21,8 +21,22 @@ std::string num(const Json& j) {
     return "-";
 }
 
+// Exact when it is a whole number of units ("64MiB"), else one decimal ("1.3GiB").
 std::string bytes(const Json& j) {
-    return j.is_number_unsigned() ? format_size(j.get<std::uint64_t>()) : num(j);
+    if (!j.is_number_unsigned()) return num(j);
+    auto v = j.get<std::uint64_t>();
+    auto exact = format_size(v);
+    if (exact.size() <= 8) return exact;
+    static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double d = static_cast<double>(v);
+    int unit = 0;
+    while (unit < 4 && d >= 1024) {
+        d /= 1024;
+        ++unit;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%s", d, names[unit]);
+    return buf;
 }
 
 const Json& at(const Json& j, const char* key) {

@@ -1,5 +1,6 @@
 #include "daemon/control/server.hpp"
 
+#include <boost/asio/buffers_iterator.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>

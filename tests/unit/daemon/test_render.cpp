@@ -1,0 +1,38 @@
+// daemon/control/render: the ctl tables come from the JSON replies.
+#include <doctest/doctest.h>
+
+#include "daemon/control/render.hpp"
+
+using namespace nbdsched::daemon::control;
+
+TEST_CASE("table columns align and numbers right-align") {
+    Table t({"name", "n"});
+    t.add({"a", "1"});
+    t.add({"longer", "1234"});
+    CHECK(t.str() == "name       n\na          1\nlonger  1234\n");
+}
+
+TEST_CASE("stats and list render from their JSON") {
+    auto stats = Json::parse(R"({"ok":true,"devices":[{"name":"d0","scheduler":"cfq","hw_tag":true,
+        "counters":{"reads":5,"writes":2,"read_bytes":20480,"write_bytes":8192,"latency_p50_us":12.4},
+        "sched":{"slices":3,"idle_ms":1.5},
+        "exports":[{"name":"a","reads":5}],
+        "groups":[{"name":"gold","weight":1000,"counters":{"reads":5},"sched":{"slices":3}}],
+        "queues":[{"id":1,"export":"a","group":"gold","peer":"unix pid 1","counters":{"reads":5},"sched":{}}]}]})");
+    auto text = render_stats(stats);
+    CHECK(text.find("device d0 (cfq, queueing):") == 0);
+    CHECK(text.find("group gold w1000") != std::string::npos);
+    CHECK(text.find("queue 1 a/gold") != std::string::npos);
+    CHECK(text.find("20KiB") != std::string::npos);
+    CHECK(text.find("export a") != std::string::npos);
+
+    auto list = Json::parse(R"({"ok":true,"groups":[{"name":"gold","weight":1000,"from_cgroup":false}],
+        "devices":[{"name":"d0","scheduler":"bfq","size":1048576,"rotational":false,
+        "exports":[{"name":"a","offset":0,"size":1048576,"group":"gold","read_only":false}],"queues":[]}]})");
+    auto l = render_list(list);
+    CHECK(l.find("gold") != std::string::npos);
+    CHECK(l.find("device d0: scheduler bfq, 1MiB, non-rotational") != std::string::npos);
+    CHECK(l.find("no open queues") != std::string::npos);
+    // missing fields render as "-", never throw
+    CHECK_NOTHROW(render_stats(Json::parse(R"({"devices":[{"name":"x"}]})")));
+}
