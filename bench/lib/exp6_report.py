@@ -73,10 +73,13 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
         worst = max(costs, key=lambda c: c[3])
         ok = all(c[3] <= 0.10 for c in costs)
         result["sched_cost_worst"] = worst
-        verdict.append("cfq/bfq cost vs `none` at iodepth 64 (RAM): " + ", ".join(
+        verdict.append("cfq/bfq throughput cost vs `none` at iodepth 64 (RAM; positive = slower than `none`): "
+                       + ", ".join(
             f"{s} {tr} {wl}: {c:+.0%}" for s, tr, wl, c in costs) +
             f" — target <= 10% **{'met' if ok else 'missed'}** (worst {worst[0]} {worst[1]} {worst[2]} "
-            f"{worst[3]:.0%}). Differences of a few percent are within this machine's noise.")
+            f"{worst[3]:.0%}). On a shared machine these throughput ratios swing by tens of percent between "
+            "repetitions (negative costs are the same noise); the CPU per request table is the steadier measure "
+            "of what the schedulers cost.")
     if failures:
         verdict.append("Runs that failed or hung (fio killed after a timeout; the cell's median is over "
                        "the other repetitions): " + "; ".join(failures))

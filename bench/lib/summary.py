@@ -11,7 +11,8 @@ NOTES = """Numbers are from one full run of `bench/run-all` on a shared 2-core m
 were compiling (load averages are in every report). The emulated profiles release replies by timers, so
 results are in emulated time; where the daemon or fio ran out of CPU the reports say so (\"daemon CPU\"
 columns). Each report states the profile parameters (the documented defaults, never tuned toward a seed
-number), the exact daemon configuration and fio commands, and the machine facts."""
+number), the exact daemon configuration and fio commands, and the machine facts. What limited each
+result on the machine of the committed run, and the scheduler findings, are in [analysis.md](analysis.md)."""
 
 
 def main(quick):
