@@ -7,8 +7,9 @@ import sys
 
 import report
 
-NOTES = """Numbers are from one full run of `bench/run-all` on a shared 2-core machine while other engineers
-were compiling (load averages are in every report). The emulated profiles release replies by timers, so
+NOTES = """Numbers are from `bench/run-all` on a shared 2-core machine while other engineers were compiling
+(one full run of 17 minutes; experiments re-run alone with `--only` after a script change carry their own
+date and load averages in their reports). The emulated profiles release replies by timers, so
 results are in emulated time; where the daemon or fio ran out of CPU the reports say so (\"daemon CPU\"
 columns). Each report states the profile parameters (the documented defaults, never tuned toward a seed
 number), the exact daemon configuration and fio commands, and the machine facts. What limited each
