@@ -1,0 +1,60 @@
+"""SIGHUP reload: a weight and a tunable change apply live; a broken file and
+a change that needs a restart are refused with a log line, the old config
+stays in force, and the daemon keeps serving.
+"""
+import sys
+
+import nbd
+
+from ctlharness import Daemon, check
+
+BASE = """
+devices:
+  - {{name: d0, backend: ram, size: {size}, scheduler: cfq, tunables: {{slice_idle: {idle}}}}}
+exports:
+  - {{name: a, device: d0}}
+groups:
+  - {{name: gold, weight: 1000}}
+  - {{name: bronze, weight: {bronze}}}
+"""
+
+
+def weight(d, name):
+    return next(g for g in d.lst()["groups"] if g["name"] == name)["weight"]
+
+
+def main():
+    with Daemon(BASE.format(size="32MiB", idle="8ms", bronze=100), "reload") as d:
+        h = nbd.NBD()
+        h.connect_uri(d.uri("a"))
+        before = d.ctl("get", "d0", "slice_idle").strip()
+
+        d.write_config(BASE.format(size="32MiB", idle="2ms", bronze=500))
+        d.hup()
+        check(d.wait_log("reload: done"), "reload applied")
+        check(weight(d, "bronze") == 500, "bronze weight 100 -> 500 live")
+        after = d.ctl("get", "d0", "slice_idle").strip()
+        check(after != before and after.startswith("2"), f"slice_idle {before} -> {after}")
+        h.pread(4096, 0)   # the open connection survived
+
+        with open(d.config_path, "w") as f:
+            f.write("devices: [this is: not valid\n")
+        d.hup()
+        check(d.wait_log("keeping the configuration in force"), "broken file: kept the old config, logged")
+        check(weight(d, "bronze") == 500, "weights untouched by the broken file")
+
+        n = d.log().count("keeping the configuration in force")
+        d.write_config(BASE.format(size="64MiB", idle="2ms", bronze=7))
+        d.hup()
+        check(d.wait_log("size cannot change without a restart"), "size change refused with its reason")
+        deadline_ok = d.wait_log("reload refused")
+        check(deadline_ok and d.log().count("keeping the configuration in force") == n + 1, "refused as a whole")
+        check(weight(d, "bronze") == 500, "nothing of a refused reload applies")
+        h.pread(4096, 0)
+        h.shutdown()
+        check(d.stop() == 0, "clean stop after reloads")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

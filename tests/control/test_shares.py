@@ -1,0 +1,73 @@
+"""Seed 003, two tenants on one disk: two fio jobs (--ioengine=nbd), each on
+its own export of one `ssd`-profile device, in groups weighted 1000 and 100;
+one sequential sync 32 KiB writer each (writes_sync: true). With group_idle
+on, cfq and bfq give the heavy group more bandwidth; with cfq group_idle 0
+the queueing SSD serves both about equally. Only directions and generous
+bounds are asserted; bench/exp3_seed003_groups_ssd.py measures the ratios.
+`ctl stats` must agree with fio about who got more.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from ctlharness import Daemon, check, skip
+
+RUNTIME = os.environ.get("NBDSCHED_SHARES_RUNTIME", "4")
+# (device, scheduler, group_idle)
+CASES = [("cfq8", "cfq", "8ms"), ("bfq8", "bfq", "8ms"), ("cfq0", "cfq", "0")]
+
+
+def config():
+    devs, exps = [], []
+    for i, (name, sched, gi) in enumerate(CASES):
+        devs.append(f"  - {{name: {name}, backend: ram, size: 256MiB, scheduler: {sched}, profile: ssd, "
+                    f"writes_sync: true, tunables: {{slice_idle: 0, group_idle: {gi}}}}}")
+        exps.append(f"  - {{name: heavy-{name}, device: {name}, size: 128MiB, group: heavy}}")
+        exps.append(f"  - {{name: light-{name}, device: {name}, offset: 128MiB, group: light}}")
+    return ("devices:\n" + "\n".join(devs) + "\nexports:\n" + "\n".join(exps) +
+            "\ngroups:\n  - {name: heavy, weight: 1000}\n  - {name: light, weight: 100}\n")
+
+
+def fio(d, dev):
+    cmd = ["fio", "--output-format=json", "--ioengine=nbd", "--thread", "--time_based",
+           f"--runtime={RUNTIME}", "--ramp_time=0.5", "--rw=write", "--bs=32k", "--iodepth=1",
+           "--name=heavy", f"--uri={d.uri('heavy-' + dev)}",
+           "--name=light", f"--uri={d.uri('light-' + dev)}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise AssertionError(f"fio failed: {r.stderr}")
+    out = json.loads(r.stdout[r.stdout.index("{"):])
+    bw = {j["jobname"]: j["write"]["bw"] / 1024.0 for j in out["jobs"]}   # MiB/s
+    return bw["heavy"], bw["light"]
+
+
+def main():
+    if not shutil.which("fio"):
+        skip("fio is not installed")
+    r = subprocess.run(["fio", "--enghelp=nbd"], capture_output=True, text=True)
+    if "uri" not in r.stdout:
+        skip("this fio has no nbd engine")
+    with Daemon(config(), "shares") as d:
+        results = {}
+        for dev, sched, gi in CASES:
+            h, l_ = fio(d, dev)
+            ratio = h / l_ if l_ > 0 else float("inf")
+            results[dev] = ratio
+            ds = d.device(d.stats(), dev)
+            gh = d.group(ds, "heavy")["counters"]["write_bytes"]
+            gl = d.group(ds, "light")["counters"]["write_bytes"]
+            print(f"{sched} group_idle {gi}: heavy {h:.1f} MiB/s, light {l_:.1f} MiB/s, share {ratio:.2f}:1; "
+                  f"ctl stats write_bytes heavy {gh} light {gl}")
+            if gi != "0":
+                check(ratio > 1.5, f"{sched} group_idle {gi}: heavy gets more ({ratio:.2f}:1 > 1.5:1)")
+                check(gh > gl, f"{sched}: ctl stats agrees (heavy wrote more)")
+            else:
+                check(0.5 < ratio < 2.0, f"{sched} group_idle 0: about equal ({ratio:.2f}:1 within 0.5..2)")
+        check(results["cfq8"] > results["cfq0"], "cfq: group_idle on shifts the share towards the heavy group")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
