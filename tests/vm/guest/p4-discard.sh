@@ -28,7 +28,8 @@ p4_counted() {
     vt_kv "p4_daemon_$1" "${2:-?} -> ${_now:-?}"
     [ -n "$_now" ] && [ -n "$2" ] && [ "$_now" -gt "$2" ]
 }
-p4_counter() { stats_snapshot >/dev/null 2>&1 && export_counter data "$1"; }
+# p4_counter FIELD: now (an export shows up in the stats at its first request: 0 until then)
+p4_counter() { stats_snapshot >/dev/null 2>&1 && { _c=$(export_counter data "$1"); echo "${_c:-0}"; }; }
 
 p4_discard() {
     dev_attached /dev/nbd0 || vt_step p4-attach attach /dev/nbd0 data || return 1

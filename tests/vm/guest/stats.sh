@@ -9,14 +9,14 @@ CTL_SOCK=/run/nbdsched-control.sock
 STATS_FLAT=/tmp/stats.flat
 
 # json_flat < JSON: path=value lines (strings unquoted, escapes kept as is).
-# Walks the text once by index: substr(s, i) copies would make it quadratic,
-# and guest awk runs under TCG.
+# Line by line (JSON strings hold no raw newline), the state carried over:
+# one big string walked with substr is quadratic in busybox awk, and guest
+# awk runs under TCG.
 json_flat() {
     awk '
     function path(   p, k) { p = comp[1]; for (k = 2; k <= d; k++) p = p "." comp[k]; return p }
-    { s = s $0 " " }
-    END {
-        n = length(s); d = 0; i = 1
+    {
+        s = $0; n = length(s); i = 1
         while (i <= n) {
             c = substr(s, i, 1)
             if (c == "{") { comp[++d] = ""; obj[d] = 1; want[d] = 1; i++ }
@@ -42,8 +42,6 @@ json_flat() {
     }'
 }
 
-# The config names the control socket: with nbdsched, a missing socket is a
-# failure of the step that needs it, not a reason to skip.
 ctl_available() { [ "${VM_SERVER:-nbdsched}" = nbdsched ]; }
 
 # stats_snapshot: the daemon's stats, flattened, into $STATS_FLAT
