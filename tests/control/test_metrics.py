@@ -1,0 +1,53 @@
+"""The Prometheus endpoint (metrics: HOST:PORT) serves the same counters as
+`ctl stats`, per device, export and group."""
+import socket
+import sys
+import time
+import urllib.request
+
+import nbd
+
+from ctlharness import Daemon, check
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    port = free_port()
+    config = f"""
+metrics: 127.0.0.1:{port}
+devices:
+  - {{name: d0, backend: ram, size: 16MiB, scheduler: bfq}}
+exports:
+  - {{name: a, device: d0, group: gold}}
+groups:
+  - {{name: gold, weight: 700}}
+"""
+    with Daemon(config, "metrics") as d:
+        h = nbd.NBD()
+        h.connect_uri(d.uri("a"))
+        for i in range(10):
+            h.pread(4096, i * 4096)
+        for i in range(3):
+            h.pwrite(bytearray(512), i * 512)
+        want = 'nbdsched_export_requests_total{device="d0",export="a",op="read"} 10'
+        text = ""
+        deadline = time.time() + 10   # the snapshot is refreshed every second
+        while time.time() < deadline and want not in text:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            time.sleep(0.2)
+        check(want in text, "export read count")
+        check('nbdsched_group_requests_total{device="d0",group="gold",op="write"} 3' in text, "group write count")
+        check('nbdsched_device_bytes_total{device="d0",op="read"} 40960' in text, "device read bytes")
+        check('nbdsched_group_weight{device="d0",group="gold"} 700' in text, "group weight gauge")
+        check('nbdsched_device_latency_seconds{device="d0",quantile="0.99"}' in text, "latency summary")
+        h.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
