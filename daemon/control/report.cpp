@@ -102,6 +102,8 @@ Json stats_json(const DaemonState& state) {
         d["hw_tag"] = ss.hw_tag;
         d["idling"] = ss.idling;
         d["counters"] = counters_json(st.device());
+        // Read-ahead counts its hits per device (not yet per queue/group).
+        if (auto ra = dev->read_ahead_stats()) d["counters"]["readahead_hits"] = ra->hits;
         d["sched"] = sched_json(ss.device);
         d["queues_opened"] = st.queues_opened();
         d["exports"] = Json::array();
