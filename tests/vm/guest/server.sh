@@ -33,7 +33,7 @@ devices:
   - {name: ram0, backend: ram, size: 1GiB, rotational: false}
 EOC
     for _s in $P6_SCHEDULERS; do
-        echo "  - {name: shared-$_s, backend: ram, size: 1GiB, profile: hdd, scheduler: $_s}"
+        echo "  - {name: shared-$_s, backend: ram, size: 1GiB, profile: hdd, scheduler: $_s$(p6_tunables "$_s")}"
     done >> "$CONF"
     cat >> "$CONF" <<EOC
 exports:

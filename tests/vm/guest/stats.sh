@@ -62,13 +62,15 @@ export_counter() {
     _p=$(stats_prefix exports name "$1" | head -n 1)
     [ -n "$_p" ] && stats_value "$_p\.$2"
 }
-# group_counter DEVICE GROUP FIELD
-group_counter() {
+# group_value DEVICE GROUP SUBPATH (counters.read_bytes, sched.slices...)
+group_value() {
     _d=$(sed -n "s/^\(devices\.[0-9]*\)\.name=$1\$/\1/p" "$STATS_FLAT" | head -n 1)
     [ -n "$_d" ] || return 1
     _p=$(sed -n "s/^\($_d\.groups\.[0-9]*\)\.name=$2\$/\1/p" "$STATS_FLAT" | head -n 1)
-    [ -n "$_p" ] && stats_value "$_p\.counters\.$3"
+    [ -n "$_p" ] && stats_value "$_p\.$3"
 }
+# group_counter DEVICE GROUP FIELD
+group_counter() { group_value "$1" "$2" "counters\.$3"; }
 # queue_counters EXPORT FIELD: FIELD of every open queue (connection) on EXPORT
 queue_counters() {
     for _p in $(stats_prefix queues export "$1"); do stats_value "$_p\.counters\.$2"; done
