@@ -49,14 +49,14 @@ bool Reader::walk_map(const Field& field, const std::function<void(const Field&)
     }
     std::map<std::string, Origin> seen;
     for (auto it = field.value.begin(); it != field.value.end(); ++it) {
-        const YAML::Node& key = it->first;
+        const YAML::Node key = it->first;   // a copy: `it->` is a temporary proxy
         if (!key.IsScalar()) {
             error(origin(key), field.path, "keys must be words, got " + describe(key));
             continue;
         }
         std::string name = key.Scalar();
         std::string path = field.path.empty() ? name : field.path + "." + name;
-        const YAML::Node& value = it->second;
+        const YAML::Node value = it->second;
         // yaml-cpp marks an empty value at the next token; the key is where it is.
         Origin at = value.IsNull() || value.Mark().is_null() ? origin(key) : origin(value);
         auto [first, inserted] = seen.emplace(name, origin(key));
