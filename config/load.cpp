@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/documents.hpp"
 #include "config/parsers.hpp"
 
 namespace nbdsched::config {
@@ -80,12 +81,19 @@ LoadResult load_string(const std::string& yaml, const std::string& name) {
     Config config;
     config.source = name;
     try {
-        std::vector<YAML::Node> documents = YAML::LoadAll(yaml);
-        if (documents.size() > 1) {
-            // Silently using the first of several documents would hide edits made to the others.
-            reader.error(reader.origin(documents[1]), "", "a second YAML document ('---'); the configuration is one document");
+        const detail::DocumentProbe probe = detail::probe_documents(yaml);
+        using Outcome = detail::DocumentProbe::Outcome;
+        if (probe.outcome == Outcome::stuck) {
+            const std::size_t at = static_cast<std::size_t>(probe.at.pos);
+            const std::string seen = at < yaml.size() ? std::string("'") + yaml[at] + "'" : "end of input";
+            reader.error(reader.origin(probe.at), "", "YAML syntax error: unexpected " + seen + " where a value should start");
+        } else {
+            if (probe.outcome == Outcome::several) {
+                // Silently using the first of several documents would hide edits made to the others.
+                reader.error(reader.origin(probe.at), "", "a second YAML document ('---'); the configuration is one document");
+            }
+            detail::read_document(reader, YAML::Load(yaml), config);
         }
-        detail::read_document(reader, documents.empty() ? YAML::Node() : documents[0], config);
     } catch (const YAML::ParserException& e) {
         reader.error(reader.origin(e.mark), "", "YAML syntax error: " + e.msg);
     } catch (const YAML::Exception& e) {

@@ -6,9 +6,10 @@
 
 #include <libnbd.h>
 
+#include <cstdlib>
 #include <cstring>
-#include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness.hpp"
@@ -48,11 +49,18 @@ void check_range(nbd_handle* h, std::uint64_t offset, std::size_t len, std::uint
 }
 
 // "read-ahead window 2560 KiB: 12 hits, ..." from the daemon's shutdown log.
+// (Plain string search: g++ 12 -O2 with ASan warns inside <regex>.)
 std::uint64_t logged_hits(const std::string& log) {
-    std::smatch m;
-    std::regex re("read-ahead window ([0-9]+) KiB: ([0-9]+) hits");
-    if (!std::regex_search(log, m, re)) return 0;
-    return std::stoull(m[2]);
+    const std::string key = "read-ahead window ";
+    for (auto at = log.find(key); at != std::string::npos; at = log.find(key, at + 1)) {
+        const auto colon = log.find(" KiB: ", at);
+        if (colon == std::string::npos) return 0;
+        const char* digits = log.c_str() + colon + 6;
+        char* end = nullptr;
+        const auto hits = std::strtoull(digits, &end, 10);
+        if (end != digits && std::string_view(end).starts_with(" hits")) return hits;
+    }
+    return 0;
 }
 
 } // namespace

@@ -94,7 +94,19 @@ TEST_CASE("several YAML documents are refused") {
     auto r = load(std::string(minimal_tail) + "---\nlog_level: debug\n");
     REQUIRE_FALSE(r.config);
     CHECK(r.errors.at(0).message.find("a second YAML document") == 0);
-    CHECK(r.errors.at(0).origin.line == 6);
+    CHECK(r.errors.at(0).origin.line == 5);  // the '---' that starts it
+}
+
+TEST_CASE("a stray comma where a value starts is a syntax error, not a hang") {
+    // yaml-cpp 0.7's LoadAll loops for ever on this (found by fuzz-config).
+    auto r = load(", offset: 100GiB}\ngroups: [{name: ga}]\n");
+    REQUIRE_FALSE(r.config);
+    INFO(all_errors(r));
+    CHECK(r.errors.at(0).message == "YAML syntax error: unexpected ',' where a value should start");
+    auto leading = load(",\n");
+    REQUIRE(leading.errors.size() == 1);
+    CHECK(leading.errors[0].origin.line == 1);
+    CHECK(leading.errors[0].origin.column == 1);
 }
 
 TEST_CASE("garbage is reported, never thrown") {
