@@ -9,7 +9,9 @@
 
 namespace nbdsched::backend {
 
-std::unique_ptr<Backend> make_backend(const config::Device& device, std::string& error)
+namespace {
+
+std::unique_ptr<Backend> make_storage(const config::Device& device, std::string& error)
 {
     const std::string where = "device " + device.name + ": ";
     if (device.backend == config::BackendKind::ram) {
@@ -33,6 +35,16 @@ std::unique_ptr<Backend> make_backend(const config::Device& device, std::string&
     return file;
 }
 
+} // namespace
+
+std::unique_ptr<Backend> make_backend(const config::Device& device, std::string& error)
+{
+    auto storage = make_storage(device, error);
+    if (!storage || device.faults.empty())
+        return storage;
+    return std::make_unique<FaultyBackend>(std::move(storage), device.faults);
+}
+
 bool resolve_rotational(const config::Device& device, const Backend& backend,
                         std::optional<bool> profile_rotational)
 {
@@ -54,6 +66,13 @@ std::optional<std::uint64_t> allocated_bytes(const Backend& backend)
         return ram->allocated_bytes();
     if (const auto* faulty = dynamic_cast<const FaultyBackend*>(&backend))
         return allocated_bytes(faulty->inner());
+    return std::nullopt;
+}
+
+std::optional<FaultStats> fault_stats(const Backend& backend)
+{
+    if (const auto* faulty = dynamic_cast<const FaultyBackend*>(&backend))
+        return faulty->stats();
     return std::nullopt;
 }
 

@@ -8,12 +8,14 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "backend/faulty.hpp"
 #include "config/config.hpp"
 
 namespace nbdsched::backend {
 
 // nullptr and a message in `error` (naming the device) on failure: bad size,
 // file cannot be opened/created, size mismatch (see file_backend.hpp).
+// A device with `faults:` gets its storage wrapped in a FaultyBackend.
 std::unique_ptr<Backend> make_backend(const config::Device& device, std::string& error);
 
 // The rotational flag a device advertises (NBD_FLAG_ROTATIONAL, scheduler
@@ -28,5 +30,8 @@ bool resolve_rotational(const config::Device& device, const Backend& backend,
 // (looking through a FaultyBackend); nullopt for backends without such a
 // notion (files).
 std::optional<std::uint64_t> allocated_bytes(const Backend& backend);
+
+// What fault injection did, for stats; nullopt when the device has no faults.
+std::optional<FaultStats> fault_stats(const Backend& backend);
 
 } // namespace nbdsched::backend

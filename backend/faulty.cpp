@@ -1,5 +1,6 @@
 #include "backend/faulty.hpp"
 
+#include <bit>
 #include <cerrno>
 #include <thread>
 
@@ -15,104 +16,142 @@ std::uint64_t splitmix64(std::uint64_t x)
     return x ^ (x >> 31);
 }
 
-bool overlaps(const FaultConfig::Range& r, std::uint64_t offset, std::uint64_t length)
+bool touches(const FaultRule& r, FaultOp op, std::uint64_t offset, std::uint64_t length)
 {
-    return offset < r.offset + r.length && r.offset < offset + length;
+    if ((r.ops & op) == 0)
+        return false;
+    if (!r.has_range())
+        return true;
+    if (op == fault_flush || length == 0)
+        return false;
+    const std::uint64_t end = r.length > UINT64_MAX - r.offset ? UINT64_MAX : r.offset + r.length;
+    return offset < end && r.offset < offset + length;
+}
+
+// The n-th draw of a rule, uniform in [0, 1) from the top 53 bits.
+double draw(const FaultRule& r, std::uint64_t n)
+{
+    return static_cast<double>(splitmix64(r.seed * 0x100000001b3ull + n) >> 11) * 0x1.0p-53;
 }
 
 } // namespace
 
-FaultyBackend::FaultyBackend(std::unique_ptr<Backend> inner, FaultConfig config)
-    : inner_(std::move(inner)), config_(std::move(config))
+std::uint64_t FaultStats::total_errors() const
+{
+    std::uint64_t n = 0;
+    for (auto e : errors)
+        n += e;
+    return n;
+}
+
+std::uint64_t FaultStats::errors_of(FaultOp op) const
+{
+    return errors[std::countr_zero(static_cast<unsigned>(op))];
+}
+
+FaultyBackend::Active::Active(std::vector<FaultRule> r)
+    : rules(std::move(r)), matched(std::make_unique<std::atomic<std::uint64_t>[]>(rules.size()))
 {
 }
 
-void FaultyBackend::set_config(FaultConfig config)
+FaultyBackend::FaultyBackend(std::unique_ptr<Backend> inner, std::vector<FaultRule> rules)
+    : inner_(std::move(inner)), active_(std::make_shared<const Active>(std::move(rules)))
 {
-    std::lock_guard lock(mutex_);
-    config_ = std::move(config);
 }
 
-FaultConfig FaultyBackend::snapshot() const
+void FaultyBackend::set_rules(std::vector<FaultRule> rules)
+{
+    auto next = std::make_shared<const Active>(std::move(rules));
+    std::lock_guard lock(mutex_);
+    active_ = std::move(next);
+}
+
+std::shared_ptr<const FaultyBackend::Active> FaultyBackend::active() const
 {
     std::lock_guard lock(mutex_);
-    return config_;
+    return active_;
 }
 
 FaultStats FaultyBackend::stats() const
 {
-    return {errors_[read_kind].load(), errors_[write_kind].load(), errors_[flush_kind].load(), enospc_.load()};
+    FaultStats s;
+    for (unsigned i = 0; i < fault_op_count; ++i)
+        s.errors[i] = errors_[i].load(std::memory_order_relaxed);
+    s.enospc = enospc_.load(std::memory_order_relaxed);
+    s.delayed = delayed_.load(std::memory_order_relaxed);
+    return s;
 }
 
 bool FaultyBackend::blocking() const
 {
-    const FaultConfig c = snapshot();
-    const bool sleeps = c.read_latency.count() > 0 || c.write_latency.count() > 0 || c.flush_latency.count() > 0;
-    return sleeps || inner_->blocking();
+    for (const auto& r : active()->rules)
+        if (r.delay.count() > 0)
+            return true;
+    return inner_->blocking();
 }
 
-int FaultyBackend::inject(Kind kind, std::uint64_t offset, std::uint64_t length, bool may_enospc)
+std::string FaultyBackend::describe() const
 {
-    const FaultConfig c = snapshot();
-    const std::uint64_t n = calls_[kind].fetch_add(1, std::memory_order_relaxed);
-    const std::chrono::nanoseconds latency[] = {c.read_latency, c.write_latency, c.flush_latency};
-    if (latency[kind].count() > 0)
-        std::this_thread::sleep_for(latency[kind]);
+    return "faulty (" + std::to_string(active()->rules.size()) + " rules) " + inner_->describe();
+}
 
-    if (may_enospc && kind == write_kind && length > 0 && offset + length > c.enospc_from) {
-        enospc_.fetch_add(1, std::memory_order_relaxed);
-        return ENOSPC;
+int FaultyBackend::inject(FaultOp op, std::uint64_t offset, std::uint64_t length)
+{
+    const auto a = active();
+    Nanos delay{0};
+    int error = 0;
+    for (std::size_t i = 0; i < a->rules.size(); ++i) {
+        const FaultRule& r = a->rules[i];
+        if (!touches(r, op, offset, length))
+            continue;
+        const std::uint64_t n = a->matched[i].fetch_add(1, std::memory_order_relaxed);
+        delay += r.delay;
+        if (error == 0 && r.error != 0 && (r.rate >= 1.0 || draw(r, n) < r.rate))
+            error = r.error;
     }
-    const bool range_applies = kind == read_kind ? c.bad_ranges_fail_reads
-        : kind == write_kind ? c.bad_ranges_fail_writes : false;
-    bool fail = false;
-    if (range_applies)
-        for (const auto& r : c.bad_ranges)
-            fail = fail || overlaps(r, offset, length);
-    const double rate[] = {c.read_error_rate, c.write_error_rate, c.flush_error_rate};
-    if (!fail && rate[kind] > 0) {
-        // Top 53 bits as a uniform double in [0, 1).
-        const double draw = static_cast<double>(splitmix64(c.seed * 0x100000001b3ull + n * kind_count + kind) >> 11)
-            * 0x1.0p-53;
-        fail = draw < rate[kind];
+    if (delay.count() > 0) {
+        delayed_.fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::sleep_for(delay);
     }
-    if (!fail)
+    if (error == 0)
         return 0;
-    errors_[kind].fetch_add(1, std::memory_order_relaxed);
-    return c.error;
+    errors_[std::countr_zero(static_cast<unsigned>(op))].fetch_add(1, std::memory_order_relaxed);
+    if (error == ENOSPC)
+        enospc_.fetch_add(1, std::memory_order_relaxed);
+    return error;
 }
 
 int FaultyBackend::read(std::uint64_t offset, std::span<std::byte> out)
 {
-    if (int err = inject(read_kind, offset, out.size()))
+    if (int err = inject(fault_read, offset, out.size()))
         return err;
     return inner_->read(offset, out);
 }
 
 int FaultyBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua)
 {
-    if (int err = inject(write_kind, offset, data.size()))
+    if (int err = inject(fault_write, offset, data.size()))
         return err;
     return inner_->write(offset, data, fua);
 }
 
 int FaultyBackend::flush()
 {
-    if (int err = inject(flush_kind, 0, 0))
+    if (int err = inject(fault_flush, 0, 0))
         return err;
     return inner_->flush();
 }
 
 int FaultyBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua)
 {
-    if (int err = inject(write_kind, offset, length, false))
+    if (int err = inject(fault_trim, offset, length))
         return err;
     return inner_->trim(offset, length, fua);
 }
 
 int FaultyBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua)
 {
-    if (int err = inject(write_kind, offset, length))
+    if (int err = inject(fault_zeroes, offset, length))
         return err;
     return inner_->write_zeroes(offset, length, may_trim, fua);
 }

@@ -1,59 +1,40 @@
-// Fault injection around any Backend, for reliability tests: errors at a
-// deterministic pseudo-random rate or inside offset ranges, ENOSPC past a
-// byte offset, and added latency (sleeps in the calling thread, so a
-// wrapper with latency reports blocking() = true).
+// Fault injection around any Backend (config key `faults:`, reliability
+// tests): FaultRules make matching requests fail with an errno, at a
+// deterministic pseudo-random rate and/or inside an offset range, and add
+// latency (sleeps in the calling thread, so a wrapper with a delay reports
+// blocking() = true and the daemon runs it on its thread pool).
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "common/fault_rule.hpp"
 
 namespace nbdsched::backend {
 
-struct FaultConfig {
-    struct Range {
-        std::uint64_t offset = 0;
-        std::uint64_t length = 0;
-    };
-    // Probability (0..1) that a call fails with `error`. The draw is the
-    // n-th value of a splitmix64 sequence seeded with `seed`, n counting the
-    // calls of that kind: the same call sequence fails the same way.
-    double read_error_rate = 0;
-    double write_error_rate = 0;   // write, trim and write_zeroes
-    double flush_error_rate = 0;
-    std::uint64_t seed = 1;
-    int error = 5;                 // EIO
-    // Reads/writes touching any of these ranges fail with `error`.
-    std::vector<Range> bad_ranges;
-    bool bad_ranges_fail_reads = true;
-    bool bad_ranges_fail_writes = true;
-    // Writes (and write_zeroes) ending past this offset fail with ENOSPC.
-    std::uint64_t enospc_from = UINT64_MAX;
-    // Added before each call of that kind.
-    std::chrono::nanoseconds read_latency{0};
-    std::chrono::nanoseconds write_latency{0};
-    std::chrono::nanoseconds flush_latency{0};
-};
-
+// What the rules did so far, per operation (index: bit position of FaultOp).
 struct FaultStats {
-    std::uint64_t read_errors = 0;
-    std::uint64_t write_errors = 0;
-    std::uint64_t flush_errors = 0;
-    std::uint64_t enospc_errors = 0;
+    std::uint64_t errors[fault_op_count] = {};
+    std::uint64_t enospc = 0;    // of those errors, ENOSPC
+    std::uint64_t delayed = 0;   // requests a rule delayed
+
+    std::uint64_t total_errors() const;
+    std::uint64_t errors_of(FaultOp op) const;
 };
 
 class FaultyBackend final : public Backend {
 public:
-    FaultyBackend(std::unique_ptr<Backend> inner, FaultConfig config);
+    // The first rule that matches a request and fires decides its error;
+    // the delays of all matching rules add up.
+    FaultyBackend(std::unique_ptr<Backend> inner, std::vector<FaultRule> rules);
 
-    // Replace the fault configuration at run time (e.g. fail only after a
-    // test has written its data). The call counters keep running.
-    void set_config(FaultConfig config);
+    // Replace the rules at run time (e.g. fail only after a test has written
+    // its data). Rate draws restart with the new rules.
+    void set_rules(std::vector<FaultRule> rules);
     FaultStats stats() const;
     Backend& inner() { return *inner_; }
     const Backend& inner() const { return *inner_; }
@@ -61,7 +42,7 @@ public:
     std::uint64_t size() const override { return inner_->size(); }
     bool blocking() const override;
     std::optional<bool> detected_rotational() const override { return inner_->detected_rotational(); }
-    std::string describe() const override { return "faulty " + inner_->describe(); }
+    std::string describe() const override;
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
@@ -70,17 +51,24 @@ public:
     int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
 
 private:
-    enum Kind { read_kind, write_kind, flush_kind, kind_count };
-    // 0 or the errno to inject for this call (also sleeps the latency).
-    int inject(Kind kind, std::uint64_t offset, std::uint64_t length, bool may_enospc = true);
-    FaultConfig snapshot() const;
+    // The rules with a counter of the requests each matched; replaced as a
+    // whole so a request in flight keeps the set it started with.
+    struct Active {
+        explicit Active(std::vector<FaultRule> r);
+        std::vector<FaultRule> rules;
+        std::unique_ptr<std::atomic<std::uint64_t>[]> matched;
+    };
+
+    // 0 or the errno to inject for this request (after sleeping the delays).
+    int inject(FaultOp op, std::uint64_t offset, std::uint64_t length);
+    std::shared_ptr<const Active> active() const;
 
     std::unique_ptr<Backend> inner_;
     mutable std::mutex mutex_;
-    FaultConfig config_;
-    std::atomic<std::uint64_t> calls_[kind_count] = {};
-    std::atomic<std::uint64_t> errors_[kind_count] = {};
+    std::shared_ptr<const Active> active_;
+    std::atomic<std::uint64_t> errors_[fault_op_count] = {};
     std::atomic<std::uint64_t> enospc_{0};
+    std::atomic<std::uint64_t> delayed_{0};
 };
 
 } // namespace nbdsched::backend

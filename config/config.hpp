@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fault_rule.hpp"
 #include "common/units.hpp"
 #include "sched/scheduler.hpp"
 
@@ -49,6 +50,7 @@ struct Device {
     bool writes_sync = false;               // treat plain writes as sync requests
     unsigned queue_depth = 0;               // 0 = from the profile (none: 64)
     std::string default_group = "default";
+    std::vector<FaultRule> faults;          // fault injection (testing); empty = none
     Origin origin;
 };
 

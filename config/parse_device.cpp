@@ -53,13 +53,13 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
 std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
     Parsed<Device> p(item);
     Device& d = p.value;
-    std::optional<Field> scheduler, profile;
+    std::optional<Field> scheduler, profile, faults;
     std::vector<Field> tunables, param_blocks;
     bool size_parsed = false;
     bool ok = r.read_map(item,
         {"name", "backend", "size", "path", "direct", "rotational", "scheduler", "tunables", "profile",
          "hdd", "ssd", "nvme", "read_ahead_kb", "read_ahead_cache", "writes_sync", "queue_depth",
-         "default_group"},
+         "default_group", "faults"},
         [&](const Field& f) {
             p.at[f.key] = f.at;
             const std::string& k = f.key;
@@ -99,12 +99,15 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
                 if (auto v = r.integer(f, 0, max_queue_depth)) d.queue_depth = static_cast<unsigned>(*v);
             } else if (k == "default_group") {
                 if (auto v = read_name(r, f)) d.default_group = *v;
+            } else if (k == "faults") {
+                faults = f;   // after the loop: a range is checked against the size
             }
         });
     if (!ok) return std::nullopt;
     check_backend(r, p, item, size_parsed);
     check_scheduler(r, p.path, d, scheduler, tunables);
     check_profile(r, d, profile, param_blocks);
+    if (faults) d.faults = parse_faults(r, *faults, d.size);
     return named(r, item, p, "device");
 }
 

@@ -3,7 +3,8 @@
 // read), submitted to the export's device, and answered out of order through
 // one queue of replies written with scatter-gather, one write at a time.
 // Back-pressure: no new request is parsed while the connection has too many
-// requests (or bytes) read but not yet answered.
+// requests (or bytes) read but not yet answered, or while its device has
+// (InflightBudget: then it waits there for room).
 //
 // Lifetime: the server owns the connection (shared_ptr) until it reports
 // itself finished; Asio handlers hold it too. It never finishes while the
@@ -22,6 +23,7 @@
 
 #include "config/config.hpp"
 #include "daemon/exports.hpp"
+#include "daemon/inflight_budget.hpp"
 #include "daemon/io_request.hpp"
 #include "daemon/protocol/negotiation.hpp"
 #include "daemon/protocol/transmission.hpp"
@@ -46,7 +48,9 @@ struct ConnectionContext {
         open_queue;
 };
 
-class Connection final : public std::enable_shared_from_this<Connection>, public RequestSink {
+class Connection final : public std::enable_shared_from_this<Connection>,
+                         public RequestSink,
+                         public InflightBudget::Waiter {
 public:
     Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context);
     ~Connection();
@@ -64,6 +68,7 @@ public:
     bool in_transmission() const { return device_ != nullptr; }
 
     void request_done(IoRequest& request) override;
+    void budget_available() override;
 
 private:
     enum class ReadState { header, payload, discard };
@@ -84,7 +89,10 @@ private:
     void read_payload_direct();
     void handle_request(const protocol::RequestHeader& header);
     void submit(IoRequest& r);
+    void charge(IoRequest& r, std::uint64_t bytes);
     bool over_limits() const;
+    void pause();
+    void resume();
 
     // connection_writer.cpp
     IoRequest& acquire();
@@ -124,6 +132,7 @@ private:
     bool reading_ = false;               // an async read is pending
     bool parsing_ = false;
     bool paused_ = false;                // back-pressure
+    bool waiting_budget_ = false;        // registered with the device's InflightBudget
     bool stop_reading_ = false;          // DISC, EOF or shutdown: no more requests
 
     // requests read but not yet answered, and their bytes

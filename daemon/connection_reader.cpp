@@ -3,6 +3,7 @@
 // validated, and submitted to the device. WRITE payloads are copied out of
 // the buffer, or read straight into the request's buffer when large.
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <cstring>
 #include <spdlog/spdlog.h>
@@ -30,7 +31,36 @@ sched::Op op_of(std::uint16_t type) {
 
 bool Connection::over_limits() const {
     return inflight_ >= context_.limits.max_inflight_per_connection ||
-           inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection;
+           inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection ||
+           device_->inflight_budget().full();
+}
+
+// Stops parsing; waits at the device when it is the device that is full
+// (the connection's own limits lift as its replies leave: on_written).
+void Connection::pause() {
+    paused_ = true;
+    if (waiting_budget_ || !device_->inflight_budget().full()) return;
+    waiting_budget_ = true;
+    device_->inflight_budget().wait(std::weak_ptr<Connection>(shared_from_this()));
+}
+
+void Connection::resume() {
+    if (!paused_ || closed_) return;
+    if (over_limits()) return pause();
+    paused_ = false;
+    parse();
+}
+
+void Connection::budget_available() {
+    waiting_budget_ = false;
+    // Not from inside another connection's release(): on our own turn.
+    boost::asio::post(socket_.get_executor(), [self = shared_from_this()] { self->resume(); });
+}
+
+void Connection::charge(IoRequest& r, std::uint64_t bytes) {
+    r.charged_bytes = bytes;
+    inflight_bytes_ += bytes;
+    device_->inflight_budget().take_bytes(bytes);
 }
 
 void Connection::read_more() {
@@ -115,7 +145,7 @@ void Connection::parse() {
             break;
         }
         if (over_limits()) {
-            paused_ = true;
+            pause();
             break;
         }
         if (rend_ - rbeg_ < protocol::request_size) break;
@@ -159,8 +189,7 @@ void Connection::handle_request(const protocol::RequestHeader& h) {
             return;
         }
         r.buffer.reserve(h.length);
-        r.charged_bytes = h.length;
-        inflight_bytes_ += h.length;
+        charge(r, h.length);
         current_ = &r;
         rstate_ = ReadState::payload;
         return;
@@ -169,8 +198,7 @@ void Connection::handle_request(const protocol::RequestHeader& h) {
     if (r.error != 0 || empty) return queue_reply(r);
     if (h.type == static_cast<std::uint16_t>(Command::read)) {
         r.buffer.reserve(h.length);
-        r.charged_bytes = h.length;
-        inflight_bytes_ += h.length;
+        charge(r, h.length);
     }
     submit(r);
 }

@@ -28,12 +28,14 @@ IoRequest& Connection::acquire() {
     r->send_data = false;
     r->backend_errno = 0;
     ++inflight_;
+    device_->inflight_budget().take_request();
     return *r;
 }
 
 void Connection::release(IoRequest& r) {
     --inflight_;
     inflight_bytes_ -= r.charged_bytes;
+    device_->inflight_budget().give(r.charged_bytes);
     r.charged_bytes = 0;
     if (r.buffer.capacity() > keep_buffer) r.buffer.release();
     free_.push_back(&r);
@@ -82,10 +84,7 @@ void Connection::on_written(const boost::system::error_code& ec) {
         return maybe_finish();
     }
     flush_replies();
-    if (paused_ && !over_limits()) {
-        paused_ = false;
-        parse();
-    }
+    resume();
     maybe_finish();
 }
 

@@ -31,6 +31,7 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
       writes_sync_(parts.writes_sync),
       blocking_(backend_->blocking() && pool != nullptr),
       io_limits_(parts.io_limits),
+      budget_(parts.max_inflight, parts.max_inflight_bytes),
       wakeup_timer_(io),
       release_timer_(io) {
     if (parts.read_ahead.window_bytes == 0) return;

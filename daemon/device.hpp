@@ -23,6 +23,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/timing/device_model.hpp"
+#include "daemon/inflight_budget.hpp"
 #include "daemon/io_limits.hpp"
 #include "daemon/io_request.hpp"
 #include "daemon/readahead_path.hpp"
@@ -45,6 +46,9 @@ public:
         bool writes_sync = false;                     // plain writes count as sync
         IoLimits io_limits;                           // what the device presents (model or storage)
         backend::readahead::Options read_ahead{.window_bytes = 0};   // 0: read-ahead off (setup.cpp sets it)
+        // limits.max_inflight_per_device / max_inflight_bytes_per_device
+        std::uint64_t max_inflight = UINT64_MAX;
+        std::uint64_t max_inflight_bytes = UINT64_MAX;
     };
 
     // `pool` runs blocking backends; it may be null when the backend is not
@@ -75,6 +79,9 @@ public:
     void submit(IoRequest& request);
 
     std::size_t outstanding() const { return outstanding_; }   // submitted, not done
+    // What its connections may hold read but unanswered (charged by them).
+    InflightBudget& inflight_budget() { return budget_; }
+    const InflightBudget& inflight_budget() const { return budget_; }
 
     // Request counters (ctl stats, metrics); queues are registered by the server.
     stats::DeviceStats& stats() { return stats_; }
@@ -114,6 +121,7 @@ private:
     bool writes_sync_;
     bool blocking_;
     IoLimits io_limits_;
+    InflightBudget budget_;
 
     // Request ids index slots_, so finding a dispatched request costs no
     // hashing and no allocation once the table has grown.

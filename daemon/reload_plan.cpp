@@ -39,6 +39,7 @@ void compare_device(const config::Device& a, const config::Device& b, ReloadPlan
     if (a.read_ahead_kb != b.read_ahead_kb || a.read_ahead_cache != b.read_ahead_cache) refuse("read-ahead");
     if (a.writes_sync != b.writes_sync) refuse("writes_sync");
     if (a.queue_depth != b.queue_depth) refuse("queue_depth");
+    if (a.faults != b.faults) refuse("faults");
     sched::Tunables changed;
     for (const auto& [name, value] : b.tunables) {
         auto it = a.tunables.find(name);

@@ -5,7 +5,7 @@
 // export's group (and a device's default_group), export descriptions, the
 // log level. Anything else -- listeners, the control/metrics addresses,
 // devices added/removed or their backend, size, path, profile, scheduler
-// policy, queue depth, read-ahead, writes_sync, exports added/removed/moved,
+// policy, queue depth, read-ahead, writes_sync, faults, exports added/removed/moved,
 // limits -- would need the daemon restarted: such a reload is refused as a
 // whole and the old configuration stays.
 #pragma once

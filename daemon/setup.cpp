@@ -31,6 +31,8 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     Device::Parts parts;
     parts.name = dev.name;
     parts.writes_sync = dev.writes_sync;
+    parts.max_inflight = config.limits.max_inflight_per_device;
+    parts.max_inflight_bytes = config.limits.max_inflight_bytes_per_device;
     parts.backend = backend::make_backend(dev, error);
     if (!parts.backend) return nullptr;
     std::string why;

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "backend/factory.hpp"
+
 namespace nbdsched::daemon::control {
 
 namespace {
@@ -16,6 +18,31 @@ Json queue_info_json(sched::QueueId id, const stats::QueueInfo& info, const Grou
     j["export"] = info.export_name;
     j["group"] = groups.name_of(info.group);
     j["peer"] = info.peer;
+    return j;
+}
+
+// The device-wide in-flight limits (issue 8): what is held now, the
+// high-water marks, and how often a connection had to wait for room.
+Json inflight_json(const InflightBudget::Stats& s, const config::Limits& limits) {
+    Json j;
+    j["requests"] = s.requests;
+    j["bytes"] = s.bytes;
+    j["peak_requests"] = s.peak_requests;
+    j["peak_bytes"] = s.peak_bytes;
+    j["waits"] = s.waits;
+    j["max_requests"] = limits.max_inflight_per_device;
+    j["max_bytes"] = limits.max_inflight_bytes_per_device;
+    return j;
+}
+
+// What the device's `faults:` rules injected, per operation.
+Json faults_json(const backend::FaultStats& s) {
+    Json j;
+    j["errors"] = s.total_errors();
+    for (unsigned i = 0; i < fault_op_count; ++i)
+        j[std::string(fault_op_name(1u << i)) + "_errors"] = s.errors[i];
+    j["enospc"] = s.enospc;
+    j["delayed"] = s.delayed;
     return j;
 }
 
@@ -105,6 +132,8 @@ Json stats_json(const DaemonState& state) {
         // Read-ahead counts its hits per device (not yet per queue/group).
         if (auto ra = dev->read_ahead_stats()) d["counters"]["readahead_hits"] = ra->hits;
         d["sched"] = sched_json(ss.device);
+        d["inflight"] = inflight_json(dev->inflight_budget().stats(), state.config->limits);
+        if (auto f = backend::fault_stats(dev->backend())) d["faults"] = faults_json(*f);
         d["queues_opened"] = st.queues_opened();
         d["exports"] = Json::array();
         for (const auto& [name, c] : st.exports()) {

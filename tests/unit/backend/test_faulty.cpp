@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <limits>
 
 #include "backend/faulty.hpp"
 #include "backend/ram_backend.hpp"
@@ -12,9 +13,25 @@ using test::is_pattern;
 using test::pattern;
 
 namespace {
-std::unique_ptr<FaultyBackend> faulty(FaultConfig c)
+std::unique_ptr<FaultyBackend> faulty(std::vector<nbdsched::FaultRule> rules)
 {
-    return std::make_unique<FaultyBackend>(std::make_unique<RamBackend>(1 << 20), std::move(c));
+    return std::make_unique<FaultyBackend>(std::make_unique<RamBackend>(1 << 20), std::move(rules));
+}
+
+nbdsched::FaultRule rule(unsigned ops, int error)
+{
+    nbdsched::FaultRule r;
+    r.ops = ops;
+    r.error = error;
+    return r;
+}
+
+nbdsched::FaultRule ranged(unsigned ops, int error, std::uint64_t offset, std::uint64_t length)
+{
+    auto r = rule(ops, error);
+    r.offset = offset;
+    r.length = length;
+    return r;
 }
 
 int failures_of(FaultyBackend& b, int calls)
@@ -37,64 +54,67 @@ TEST_CASE("faulty: no faults configured passes everything through")
     CHECK(b->flush() == 0);
     CHECK_FALSE(b->blocking());
     CHECK(b->size() == 1 << 20);
-    CHECK(b->describe() == "faulty ram 1MiB");
-    CHECK(b->stats().read_errors == 0);
+    CHECK(b->describe() == "faulty (0 rules) ram 1MiB");
+    CHECK(b->stats().total_errors() == 0);
 }
 
 TEST_CASE("faulty: error rate is close to the configured one and deterministic per seed")
 {
-    FaultConfig c;
-    c.read_error_rate = 0.1;
-    c.seed = 42;
-    auto a = faulty(c);
-    auto b = faulty(c);
+    auto r = rule(nbdsched::fault_read, EIO);
+    r.rate = 0.1;
+    r.seed = 42;
+    auto a = faulty({r});
+    auto b = faulty({r});
     const int fa = failures_of(*a, 10000);
     CHECK(fa == failures_of(*b, 10000));   // same seed, same sequence
     CHECK(fa > 800);
     CHECK(fa < 1200);
-    CHECK(a->stats().read_errors == static_cast<std::uint64_t>(fa));
-    c.seed = 43;
-    auto d = faulty(c);
+    CHECK(a->stats().errors_of(nbdsched::fault_read) == static_cast<std::uint64_t>(fa));
+    r.seed = 43;
+    auto d = faulty({r});
     CHECK(failures_of(*d, 10000) != fa);
-    // Writes are not affected by the read rate.
+    // Writes are not affected by a read rule.
     CHECK(a->write(0, pattern(0, 4096), false) == 0);
 }
 
-TEST_CASE("faulty: bad ranges fail only the requests touching them")
+TEST_CASE("faulty: ranged rules fail only the requests touching them, per operation")
 {
-    FaultConfig c;
-    c.bad_ranges = {{8192, 4096}};
-    c.bad_ranges_fail_writes = false;
-    auto b = faulty(c);
+    auto b = faulty({ranged(nbdsched::fault_read, EIO, 8192, 4096)});
     std::vector<std::byte> buf(4096);
     CHECK(b->read(4096, buf) == 0);
     CHECK(b->read(4097, buf) == EIO);
     CHECK(b->read(12288, buf) == 0);
     CHECK(b->write(8192, buf, false) == 0);
-    c.bad_ranges_fail_writes = true;
-    c.error = EROFS;
-    b->set_config(c);
+    CHECK(b->flush() == 0);   // a flush touches no range
+    b->set_rules({ranged(nbdsched::fault_any, EROFS, 8192, 4096)});
     CHECK(b->write(8192, buf, false) == EROFS);
     CHECK(b->trim(0, 1 << 20, false) == EROFS);
-    CHECK(b->stats().write_errors == 2);
+    CHECK(b->flush() == 0);
+    CHECK(b->stats().errors_of(nbdsched::fault_write) == 1);
+    CHECK(b->stats().errors_of(nbdsched::fault_trim) == 1);
 }
 
-TEST_CASE("faulty: ENOSPC past an offset, flush errors, latency")
+TEST_CASE("faulty: ENOSPC past an offset, flush errors, delays; the first firing rule decides")
 {
-    FaultConfig c;
-    c.enospc_from = 65536;
-    c.flush_error_rate = 1.0;
-    c.write_latency = std::chrono::milliseconds(5);
-    auto b = faulty(c);
+    // An offset without a length reaches the end of the device.
+    auto enospc = ranged(nbdsched::fault_write | nbdsched::fault_zeroes, ENOSPC, 65536,
+                         std::numeric_limits<std::uint64_t>::max());
+    auto slow = rule(nbdsched::fault_write, 0);
+    slow.delay = std::chrono::milliseconds(5);
+    auto b = faulty({enospc, rule(nbdsched::fault_flush, EIO), slow, rule(nbdsched::fault_write, EIO)});
     CHECK(b->blocking());
     std::vector<std::byte> buf(4096);
     auto t0 = std::chrono::steady_clock::now();
-    CHECK(b->write(65536 - 4096, buf, false) == 0);
+    CHECK(b->write(65536 - 4096, buf, false) == EIO);
     CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(5));
     CHECK(b->write(65536 - 4095, buf, false) == ENOSPC);
     CHECK(b->write_zeroes(65536, 10, false, false) == ENOSPC);
-    CHECK(b->trim(65536, 4096, false) == 0);   // trim never runs out of space
+    CHECK(b->trim(65536, 4096, false) == 0);   // trim is not in the ENOSPC rule
     CHECK(b->flush() == EIO);
-    CHECK(b->stats().enospc_errors == 2);
-    CHECK(b->stats().flush_errors == 1);
+    const auto s = b->stats();
+    CHECK(s.enospc == 2);
+    CHECK(s.errors_of(nbdsched::fault_flush) == 1);
+    CHECK(s.errors_of(nbdsched::fault_write) == 2);
+    CHECK(s.delayed == 2);
+    CHECK(s.total_errors() == 4);
 }

@@ -96,3 +96,13 @@ TEST_CASE("a device's default_group moves the exports that use it") {
     CHECK(plan.export_groups[0].first == 1);   // export a names its group itself
     CHECK(plan.export_groups[0].second == "gold");
 }
+
+TEST_CASE("changed fault rules need a restart") {
+    auto next = base();
+    FaultRule rule;
+    rule.error = 5;
+    next.devices[0].faults.push_back(rule);
+    auto plan = plan_reload(base(), next);
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.refused.front().find("faults cannot change") != std::string::npos);
+}
