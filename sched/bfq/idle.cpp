@@ -84,7 +84,7 @@ void BfqScheduler::stop_idling(BfqQueue& q, Time now) {
     if (!idle_until_) return;
     Nanos idled = std::max(Nanos{}, std::min(now, *idle_until_) - idle_start_);
     groups_.at(q.group()).stats.idle_time += idled;
-    clients_[q.client()].stats.idle_time += idled;
+    q.client_stats->idle_time += idled;
     device_stats_.idle_time += idled;
     idle_until_.reset();
 }

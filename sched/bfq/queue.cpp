@@ -15,8 +15,10 @@ std::uint64_t sector(const Request& r) { return r.offset / 512; }
 
 } // namespace
 
-BfqQueue::BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync)
-    : key_(key), client_(client), group_(group), sync_(sync), short_ttime_(sync) {
+BfqQueue::BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync,
+                   std::pmr::memory_resource* pool)
+    : key_(key), client_(client), group_(group), sync_(sync), requests_(pool), by_sector_(pool),
+      fifo_(pool), short_ttime_(sync) {
     entity.key = key;
 }
 

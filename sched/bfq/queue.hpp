@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <set>
 
 #include "sched/bfq/wf2q.hpp"
 #include "sched/request.hpp"
+#include "sched/stats.hpp"
 
 namespace nbdsched::sched::bfq {
 
@@ -28,7 +30,9 @@ struct SeekPolicy {
 
 class BfqQueue {
 public:
-    BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync);
+    // `pool` holds the nodes of the request indexes (three per request).
+    BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync,
+             std::pmr::memory_resource* pool = std::pmr::get_default_resource());
 
     std::uint64_t key() const { return key_; }
     QueueId client() const { return client_; }
@@ -68,6 +72,9 @@ public:
     bool io_bound = false;
     unsigned requests_within_timer = 0;
     bool closed = false;
+    // The client's counters, kept by the scheduler: found once, not looked
+    // up by client id on every request.
+    EntityStats* client_stats = nullptr;
 
 private:
     void update_short_ttime(Nanos slice_idle);
@@ -76,9 +83,9 @@ private:
     QueueId client_;
     GroupId group_;
     bool sync_;
-    std::map<RequestId, QueuedRequest> requests_;
-    std::set<std::pair<std::uint64_t, RequestId>> by_sector_;
-    std::set<std::pair<Time, RequestId>> fifo_;
+    std::pmr::map<RequestId, QueuedRequest> requests_;
+    std::pmr::set<std::pair<std::uint64_t, RequestId>> by_sector_;
+    std::pmr::set<std::pair<Time, RequestId>> fifo_;
     bool fifo_checked_ = false;
     std::optional<RequestId> next_;          // cached choice (bfqq->next_rq)
     bool next_from_fifo_ = false;

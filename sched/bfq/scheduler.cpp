@@ -22,7 +22,7 @@ BfqScheduler::BfqScheduler(const DeviceTraits& device, const BfqTunables& tunabl
 }
 
 BfqGroup& BfqScheduler::group(GroupId id) {
-    auto [it, created] = groups_.try_emplace(id);
+    auto [it, created] = groups_.try_emplace(id, &pool_);
     if (created) {
         it->second.entity.key = id;
         it->second.entity.weight = 100;   // BFQ's default group weight
@@ -99,7 +99,8 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
         it = queues_.end();
     }
     if (it == queues_.end()) {
-        it = queues_.try_emplace(key, key, r.queue, c->second.group, r.sync).first;
+        it = queues_.try_emplace(key, key, r.queue, c->second.group, r.sync, &pool_).first;
+        it->second.client_stats = &c->second.stats;
         it->second.max_budget = 2 * max_budget() / 3;   // bfq_init_bfqq
         it->second.closed = !c->second.open;
         it->second.note_completion(now);   // a new queue counts as just served
@@ -117,7 +118,7 @@ void BfqScheduler::submit(const Request& r, Time now) {
     ++queued_;
     if (g.pending++ == 0) ++groups_with_pending_;
     ++g.stats.queued;
-    ++clients_[q.client()].stats.queued;
+    ++q.client_stats->queued;
     ++device_stats_.queued;
 
     if (!was_busy) {
@@ -173,10 +174,9 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
     const Request* next = next_rq(*q, now);
     Request r = q->take(next->id);
     BfqGroup& g = groups_.at(q->group());
-    Client& c = clients_[q->client()];
     --queued_;
     ++q->dispatched;
-    in_flight_[r.id] = InFlight{q->key(), r.sectors()};
+    in_flight_[r.id] = InFlight{q, r.sectors()};
     served(*q, charge(r, *q));
 
     std::uint64_t sector = r.offset / 512;
@@ -188,7 +188,7 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
     }
     last_position_ = sector + r.sectors();
 
-    for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), &c.stats, &device_stats_}) {
+    for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), q->client_stats, &device_stats_}) {
         ++s->dispatched;
         s->dispatched_sectors += r.sectors();
         --s->queued;
@@ -201,7 +201,7 @@ void BfqScheduler::complete(RequestId id, Time now) {
     process_timer(now);
     auto it = in_flight_.find(id);
     if (it == in_flight_.end()) return;
-    BfqQueue& q = queues_.at(it->second.queue_key);
+    BfqQueue& q = *it->second.queue;
     bool small = in_service_ && in_service_->has_short_ttime() &&
                  in_service_->dispatched + in_service_->size() < 3;
     hw_tag_.sample(unsigned(in_flight_.size()), queued_, small);
@@ -209,8 +209,7 @@ void BfqScheduler::complete(RequestId id, Time now) {
     --q.dispatched;
     BfqGroup& g = groups_.at(q.group());
     if (--g.pending == 0) --groups_with_pending_;
-    for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), &clients_[q.client()].stats,
-                           &device_stats_}) {
+    for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), q.client_stats, &device_stats_}) {
         ++s->completed;
         --s->in_flight;
     }

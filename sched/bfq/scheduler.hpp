@@ -9,11 +9,13 @@
 
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "sched/bfq/device_model.hpp"
 #include "sched/bfq/queue.hpp"
 #include "sched/bfq/tunables.hpp"
 #include "sched/bfq/wf2q.hpp"
+#include "sched/node_pool.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::sched::bfq {
@@ -22,6 +24,8 @@ namespace nbdsched::sched::bfq {
 enum class Expiry { too_idle, budget_timeout, budget_exhausted, no_more_requests, preempted };
 
 struct BfqGroup {
+    explicit BfqGroup(std::pmr::memory_resource* pool) : tree(pool) {}
+
     Entity entity;
     ServiceTree tree;              // this group's queues
     std::uint64_t pending = 0;     // queued + in flight, for the symmetry test
@@ -59,7 +63,8 @@ public:
 
 private:
     struct InFlight {
-        std::uint64_t queue_key;
+        // A queue with requests in flight is never destroyed (maybe_forget).
+        BfqQueue* queue;
         std::uint64_t sectors;
     };
     struct Client {
@@ -106,17 +111,23 @@ private:
 
     DeviceTraits device_;
     BfqTunables tunables_;
+    // Before the trees and maps whose nodes it holds, so it outlives them.
+    NodePool pool_;
     std::uint64_t computed_max_budget_;   // bfqd->bfq_max_budget
     std::uint64_t budgets_assigned_ = 0;  // smoothed towards 256
     bool peak_rate_known_ = false;        // the estimator produced a rate
     HwTagDetector hw_tag_;
     PeakRateEstimator peak_rate_;
 
-    ServiceTree root_;                    // groups
+    ServiceTree root_{&pool_};            // groups
     std::map<GroupId, BfqGroup> groups_;
-    std::map<std::uint64_t, BfqQueue> queues_;   // key = client * 2 + async
-    std::map<QueueId, Client> clients_;
-    std::map<RequestId, InFlight> in_flight_;
+    // Hash maps, looked up on every request: they are iterated nowhere but
+    // in stats(), where order does not matter, so decisions stay
+    // deterministic. Their elements do not move (BfqQueue::client_stats
+    // points into clients_, which is never erased).
+    std::unordered_map<std::uint64_t, BfqQueue> queues_;   // key = client * 2 + async
+    std::unordered_map<QueueId, Client> clients_;
+    std::pmr::map<RequestId, InFlight> in_flight_{&pool_};
     std::size_t queued_ = 0;
     std::uint64_t groups_with_pending_ = 0;
 

@@ -76,7 +76,7 @@ BfqQueue* BfqScheduler::set_in_service(Time now) {
     q.budget_timeout = now + tunables_.timeout_sync;
     last_budget_start_ = now;
     ++g.stats.slices;
-    ++clients_[q.client()].stats.slices;
+    ++q.client_stats->slices;
     ++device_stats_.slices;
     in_service_ = &q;
     return &q;

@@ -31,7 +31,7 @@ void ServiceTree::activate(Entity& e, bool backshift) {
     }
     if (e.where == Entity::Where::idle) {
         // Coming back from the idle tree: no earlier than its old finish.
-        idle_.erase(e.key);
+        idle_.erase({e.finish, e.key});
         e.start = later(min_vstart, e.finish) ? min_vstart : e.finish;
     } else {
         e.start = min_vstart;
@@ -76,7 +76,7 @@ void ServiceTree::deactivate(Entity& e) {
     }
     if (later(e.finish, vtime_)) {
         e.where = Entity::Where::idle;
-        idle_[e.key] = &e;
+        idle_.emplace(std::pair{e.finish, e.key}, &e);
     } else {
         e.where = Entity::Where::none;
         wsum_ -= e.weight;
@@ -86,7 +86,7 @@ void ServiceTree::deactivate(Entity& e) {
 void ServiceTree::remove(Entity& e) {
     if (e.in_service || e.where == Entity::Where::active) deactivate(e);
     if (e.where == Entity::Where::idle) {
-        idle_.erase(e.key);
+        idle_.erase({e.finish, e.key});
         wsum_ -= e.weight;
         e.where = Entity::Where::none;
     }
@@ -101,15 +101,12 @@ void ServiceTree::reweight(Entity& e, unsigned weight) {
 void ServiceTree::forget_idle() {
     // bfq_forget_idle: entities whose finish time vtime has passed can no
     // longer gain anything by coming back, so they stop weighing on vtime.
-    for (auto it = idle_.begin(); it != idle_.end();) {
-        Entity& e = *it->second;
-        if (!later(e.finish, vtime_)) {
-            e.where = Entity::Where::none;
-            wsum_ -= e.weight;
-            it = idle_.erase(it);
-        } else {
-            ++it;
-        }
+    // They are the front of the idle tree; the rest stays.
+    while (!idle_.empty() && !later(idle_.begin()->first.first, vtime_)) {
+        Entity& e = *idle_.begin()->second;
+        e.where = Entity::Where::none;
+        wsum_ -= e.weight;
+        idle_.erase(idle_.begin());
     }
 }
 

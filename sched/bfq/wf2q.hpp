@@ -8,11 +8,15 @@
 // The kernel keeps augmented rbtrees; here a std::map keyed by a stable id
 // holds the members and selection scans it. That is O(n) per selection, but
 // selection happens once per budget, not per request, and the scan order is
-// deterministic (ties go to the smaller key).
+// deterministic (ties go to the smaller key). The idle tree is ordered by
+// finish time, as the kernel's is, so that forgetting the entities vtime has
+// passed (on every dispatch) looks only at those.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory_resource>
+#include <utility>
 
 namespace nbdsched::sched::bfq {
 
@@ -36,6 +40,11 @@ struct Entity {
 
 class ServiceTree {
 public:
+    // `pool` holds the tree nodes: entities move between the trees on every
+    // activation and expiry.
+    explicit ServiceTree(std::pmr::memory_resource* pool = std::pmr::get_default_resource())
+        : active_(pool), idle_(pool) {}
+
     // Entity becomes backlogged. `backshift` is the kernel's
     // non_blocking_wait_rq: the entity was expired only because it waited
     // for its next request, so it may start from its old finish time.
@@ -75,8 +84,9 @@ private:
 
     std::uint64_t vtime_ = 0;
     std::uint64_t wsum_ = 0;   // weights of active and idle-tree entities
-    std::map<std::uint64_t, Entity*> active_;
-    std::map<std::uint64_t, Entity*> idle_;
+    std::pmr::map<std::uint64_t, Entity*> active_;
+    // (finish, key): an idle entity's finish does not change until it leaves.
+    std::pmr::map<std::pair<std::uint64_t, std::uint64_t>, Entity*> idle_;
 };
 
 } // namespace nbdsched::sched::bfq

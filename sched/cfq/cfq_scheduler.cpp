@@ -32,7 +32,7 @@ void CfqScheduler::advance(Time now) {
 
 CfqGroup& CfqScheduler::group(GroupId id) {
     auto& g = groups_[id];
-    if (!g) g = std::make_unique<CfqGroup>(id, kDefaultWeight, now_);
+    if (!g) g = std::make_unique<CfqGroup>(id, kDefaultWeight, now_, &pool_);
     return *g;
 }
 
@@ -57,7 +57,7 @@ void CfqScheduler::open_queue(QueueId id, GroupId gid, Time now) {
         if (active_ == q.get()) expire_queue(*q, now, false);
         retired_.push_back(std::move(q));
     }
-    if (!q) q = std::make_unique<CfqQueue>(next_queue_key_++, id, &group(gid), true, now);
+    if (!q) q = std::make_unique<CfqQueue>(next_queue_key_++, id, &group(gid), true, now, &pool_);
     q->closed = false;
     closed_.erase(id);
     reap_closed();
@@ -104,7 +104,8 @@ CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
     // Async requests go to the group's shared async queue, as in the kernel.
     CfqGroup& g = *it->second->group;
     if (!g.async_queue)
-        g.async_queue = std::make_unique<CfqQueue>(next_queue_key_++, std::nullopt, &g, false, now);
+        g.async_queue =
+            std::make_unique<CfqQueue>(next_queue_key_++, std::nullopt, &g, false, now, &pool_);
     return *g.async_queue;
 }
 
@@ -166,6 +167,7 @@ void CfqScheduler::complete(RequestId id, Time now) {
     if (it == in_flight_.end()) return;
     CfqQueue& q = *it->second.queue;
     const Request req = it->second.req;
+    EntityStats& client = *it->second.client_stats;
     in_flight_.erase(it);
 
     update_hw_tag();
@@ -173,8 +175,7 @@ void CfqScheduler::complete(RequestId id, Time now) {
     --q.dispatched;
     --q.group->dispatched;
     --rq_in_flight_[q.sync ? 1 : 0];
-    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats),
-                           &queue_stats(req)})
+    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats), &client})
         ++s->completed;
 
     if (req.sync) {

@@ -22,6 +22,7 @@
 #include "sched/cfq/group.hpp"
 #include "sched/cfq/queue.hpp"
 #include "sched/cfq/tunables.hpp"
+#include "sched/node_pool.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::sched::cfq {
@@ -56,6 +57,7 @@ private:
     struct InFlight {
         CfqQueue* queue;
         Request req;
+        EntityStats* client_stats;   // queue_stats_ of req.queue
     };
 
     // cfq_scheduler.cpp
@@ -116,10 +118,13 @@ private:
     // stats.cpp
     void start_timer(Nanos delay, Time now);
     void cancel_timer(Time now);
-    EntityStats& queue_stats(const Request& req);
+    EntityStats& client_stats(CfqQueue& q);   // q must be a client's sync queue
+    EntityStats& queue_stats(CfqQueue& q, const Request& req);
 
     DeviceTraits device_;
     CfqTunables t_;
+    // First, so it outlives every container whose nodes it holds.
+    NodePool pool_;
 
     std::map<GroupId, std::unique_ptr<CfqGroup>> groups_;
     // Hash maps for lookups only: they are iterated nowhere but in stats(),
@@ -129,10 +134,10 @@ private:
     // Queues of clients that moved to another group while they still had
     // requests: closed, drained by their old group, then freed.
     std::vector<std::unique_ptr<CfqQueue>> retired_;
-    std::unordered_map<RequestId, InFlight> in_flight_;
+    std::pmr::unordered_map<RequestId, InFlight> in_flight_{&pool_};
     std::uint64_t next_queue_key_ = 0;
 
-    GroupTree grp_tree_;
+    GroupTree grp_tree_{&pool_};
     unsigned active_weight_ = 0;   // the root's children_weight
     CfqGroup* serving_group_ = nullptr;
     WlType serving_type_ = WlType::sync_noidle;

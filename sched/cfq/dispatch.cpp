@@ -53,10 +53,10 @@ std::optional<Request> CfqScheduler::dispatch_request(CfqQueue& q, Time now) {
     // cfq_activate_request: the device now holds it; the head moves to its end.
     ++rq_in_driver_;
     last_position_ = req.offset / 512 + req.sectors();
-    in_flight_.emplace(req.id, InFlight{&q, req});
+    EntityStats& client = queue_stats(q, req);
+    in_flight_.emplace(req.id, InFlight{&q, req, &client});
 
-    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats),
-                           &queue_stats(req)}) {
+    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats), &client}) {
         ++s->dispatched;
         s->dispatched_sectors += req.sectors();
     }

@@ -2,7 +2,8 @@
 
 namespace nbdsched::sched::cfq {
 
-CfqGroup::CfqGroup(GroupId id_, unsigned weight_, Time now) : id(id_), weight(weight_) {
+CfqGroup::CfqGroup(GroupId id_, unsigned weight_, Time now, std::pmr::memory_resource* pool)
+    : id(id_), weight(weight_), trees{QueueTree(pool), QueueTree(pool), QueueTree(pool)} {
     ttime.last_end_request = now;
     for (auto& t : trees) t.ttime.last_end_request = now;
     stats.weight = weight_;

@@ -14,7 +14,8 @@
 namespace nbdsched::sched::cfq {
 
 struct CfqGroup {
-    CfqGroup(GroupId id, unsigned weight, Time now);
+    // `pool` holds the nodes of the group's service trees.
+    CfqGroup(GroupId id, unsigned weight, Time now, std::pmr::memory_resource* pool);
 
     const GroupId id;
     unsigned weight;

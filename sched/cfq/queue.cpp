@@ -39,8 +39,8 @@ std::optional<CfqQueue::PendingIt> choose_req(std::optional<CfqQueue::PendingIt>
 }
 
 CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup* group_,
-                   bool sync_, Time now)
-    : key(key_), client(client_), group(group_), sync(sync_) {
+                   bool sync_, Time now, std::pmr::memory_resource* pool)
+    : key(key_), client(client_), group(group_), sync(sync_), fifo(pool), sorted(pool) {
     idle_window = sync;   // cfq_init_cfqq: sync queues start with an idle window
     ttime.last_end_request = now;
 }

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <list>
 #include <map>
+#include <memory_resource>
 #include <optional>
 
 #include "sched/cfq/ttime.hpp"
 #include "sched/request.hpp"
+#include "sched/stats.hpp"
 
 namespace nbdsched::sched::cfq {
 
@@ -29,13 +31,15 @@ struct CfqQueue {
     struct Pending {
         Request req;
         Time fifo_time{};
-        std::multimap<std::uint64_t, std::list<Pending>::iterator>::iterator sorted_pos;
+        std::pmr::multimap<std::uint64_t, std::pmr::list<Pending>::iterator>::iterator sorted_pos;
         std::uint64_t sector() const { return req.offset / 512; }
     };
-    using PendingList = std::list<Pending>;
+    using PendingList = std::pmr::list<Pending>;
     using PendingIt = PendingList::iterator;
 
-    CfqQueue(std::uint64_t key, std::optional<QueueId> client, CfqGroup* group, bool sync, Time now);
+    // `pool` holds the nodes of the pending-request lists (two per request).
+    CfqQueue(std::uint64_t key, std::optional<QueueId> client, CfqGroup* group, bool sync, Time now,
+             std::pmr::memory_resource* pool = std::pmr::get_default_resource());
 
     // --- requests ---
     void add(const Request& req, Time fifo_time, std::uint64_t last_position, const ElevatorParams& e);
@@ -56,7 +60,7 @@ struct CfqQueue {
     const bool sync;
 
     PendingList fifo;
-    std::multimap<std::uint64_t, PendingIt> sorted;
+    std::pmr::multimap<std::uint64_t, PendingIt> sorted;
     std::optional<PendingIt> next_rq;
 
     // Service tree membership.
@@ -76,6 +80,9 @@ struct CfqQueue {
     std::uint32_t seek_history = 0;
     std::uint64_t last_request_pos = 0;
     ThinkTime ttime;   // the process's think time (cic->ttime)
+    // The client's counters (CfqScheduler::queue_stats_), found once rather
+    // than hashed on every dispatch; null for a group's async queue.
+    EntityStats* client_stats = nullptr;
 
     bool on_rr = false, wait_request = false, must_dispatch = false, fifo_expire = false;
     bool idle_window = false, slice_new = false, deep = false, wait_busy = false;

@@ -105,7 +105,7 @@ void CfqScheduler::set_active_queue(CfqQueue* q, Time now) {
         cancel_timer(now);
         ++q->group->stats.slices;
         ++device_stats_.slices;
-        if (q->client) ++queue_stats_[*q->client].slices;
+        if (q->client) ++client_stats(*q).slices;
     }
     active_ = q;
 }

@@ -1,9 +1,11 @@
 // Service trees. The kernel uses rbtrees where equal keys go to the right,
 // i.e. ties are served in insertion order; a (key, sequence) ordered set
-// gives the same order deterministically.
+// gives the same order deterministically. Queues and groups move on these
+// trees at every slice, so their nodes come from the scheduler's NodePool.
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <set>
 
 #include "sched/cfq/ttime.hpp"
@@ -21,7 +23,10 @@ struct QueueTree {
         CfqQueue* queue;
         bool operator<(const Entry& o) const { return key != o.key ? key < o.key : seq < o.seq; }
     };
-    std::set<Entry> entries;
+    explicit QueueTree(std::pmr::memory_resource* pool = std::pmr::get_default_resource())
+        : entries(pool) {}
+
+    std::pmr::set<Entry> entries;
     ThinkTime ttime;
 
     std::size_t count() const { return entries.size(); }
@@ -43,7 +48,10 @@ struct GroupTree {
             return vdisktime != o.vdisktime ? vdisktime < o.vdisktime : seq < o.seq;
         }
     };
-    std::set<Entry> entries;
+    explicit GroupTree(std::pmr::memory_resource* pool = std::pmr::get_default_resource())
+        : entries(pool) {}
+
+    std::pmr::set<Entry> entries;
     std::uint64_t min_vdisktime = 0;
 
     bool empty() const { return entries.empty(); }

@@ -19,11 +19,23 @@ void CfqScheduler::cancel_timer(Time now) {
     device_stats_.idle_time += idle;
     if (active_) {
         active_->group->stats.idle_time += idle;
-        if (active_->client) queue_stats_[*active_->client].idle_time += idle;
+        if (active_->client) client_stats(*active_).idle_time += idle;
     }
 }
 
-EntityStats& CfqScheduler::queue_stats(const Request& req) { return queue_stats_[req.queue]; }
+// queue_stats_ never erases, so a pointer to an entry stays valid; the entry
+// is still created at the same event as before, so stats() lists the same
+// clients.
+EntityStats& CfqScheduler::client_stats(CfqQueue& q) {
+    if (!q.client_stats) q.client_stats = &queue_stats_[*q.client];
+    return *q.client_stats;
+}
+
+// A sync queue's requests are all its client's; the group's shared async
+// queue holds requests of many clients.
+EntityStats& CfqScheduler::queue_stats(CfqQueue& q, const Request& req) {
+    return q.client ? client_stats(q) : queue_stats_[req.queue];
+}
 
 SchedulerStats CfqScheduler::stats(Time now) const {
     SchedulerStats s;
