@@ -2,8 +2,11 @@
 // daemon half of backend/readahead/readahead.hpp, driven exactly as that
 // header asks. The device hands it every client request before scheduling:
 //
-//   READ   answered from the cache at once (hit), parked until a prefetch in
-//          flight lands (wait), or scheduled as usual (miss). Whatever the
+//   READ   answered from the cache at once (hit), parked until the
+//          prefetches in flight that cover it have landed (wait: one at a
+//          time, ReadAhead::resume names the next), or scheduled as usual
+//          (miss). A fill (the missing part of a partly covered read) is
+//          scheduled as a sync read, since a client waits for it. Whatever the
 //          outcome, the prefetches the decision asks for are scheduled as
 //          async reads of the reader's queue and group, so the scheduler
 //          charges them to the client that caused them.

@@ -34,6 +34,14 @@ bool ExtentCache::contains(std::uint64_t offset, std::uint64_t length) const
     return true;
 }
 
+std::optional<Range> ExtentCache::extent_from(std::uint64_t offset) const
+{
+    const auto it = first_ending_after(offset);
+    if (it == map_.end())
+        return std::nullopt;
+    return Range{it->first, it->second.data.size()};
+}
+
 bool ExtentCache::lookup(std::uint64_t offset, std::span<std::byte> out)
 {
     if (out.empty() || !contains(offset, out.size()))
@@ -46,6 +54,7 @@ bool ExtentCache::lookup(std::uint64_t offset, std::span<std::byte> out)
         std::memcpy(out.data() + (pos - offset), it->second.data.data() + (pos - it->first), n);
         pos += n;
         // Read to its end: consumed, evict first. Otherwise still in use.
+        it->second.consumed = it->second.consumed || pos == extent_end;
         lru_.splice(pos == extent_end ? lru_.begin() : lru_.end(), lru_, it->second.lru);
     }
     return true;
@@ -69,13 +78,15 @@ std::uint64_t ExtentCache::invalidate(std::uint64_t offset, std::uint64_t length
     return dropped;
 }
 
-bool ExtentCache::make_room(std::uint64_t extra)
+bool ExtentCache::make_room(std::uint64_t extra, bool consumed_only)
 {
     if (extra > limit_)
         return false;
     while (bytes_ + extra > limit_ && !lru_.empty()) {
         const std::uint64_t victim = lru_.front();
         auto it = map_.find(victim);
+        if (consumed_only && !it->second.consumed)
+            return false;   // consumed extents sit at the front: none left
         evicted_ += it->second.data.size();
         erase(it);
     }

@@ -12,8 +12,11 @@
 #include <cstdint>
 #include <list>
 #include <map>
+#include <optional>
 #include <span>
 #include <vector>
+
+#include "backend/readahead/range.hpp"
 
 namespace nbdsched::backend::readahead {
 
@@ -27,6 +30,9 @@ public:
     bool lookup(std::uint64_t offset, std::span<std::byte> out);
     // True when the whole range is cached (no LRU change).
     bool contains(std::uint64_t offset, std::uint64_t length) const;
+    // The cached extent holding `offset`, or else the first one after it
+    // (no LRU change). Adjacent extents are returned one at a time.
+    std::optional<Range> extent_from(std::uint64_t offset) const;
 
     // Adds an extent, replacing any extents overlapping it, after evicting
     // enough to respect the limit with `reserved` bytes set aside (data in
@@ -35,8 +41,9 @@ public:
     // Drops every extent overlapping the range; returns the bytes dropped.
     std::uint64_t invalidate(std::uint64_t offset, std::uint64_t length);
     // Evicts LRU extents until bytes() + extra <= limit(); false if even an
-    // empty cache could not (extra > limit).
-    bool make_room(std::uint64_t extra);
+    // empty cache could not (extra > limit). `consumed_only`: evict only
+    // extents read to their end, never data still ahead of a reader.
+    bool make_room(std::uint64_t extra, bool consumed_only = false);
     void clear();
 
     std::uint64_t bytes() const { return bytes_; }
@@ -48,6 +55,7 @@ private:
     struct Entry {
         std::vector<std::byte> data;
         std::list<std::uint64_t>::iterator lru;   // position in lru_
+        bool consumed = false;                     // read up to its end
         std::uint64_t end(std::uint64_t start) const { return start + data.size(); }
     };
     using Map = std::map<std::uint64_t, Entry>;

@@ -14,37 +14,117 @@ ReadAhead::ReadAhead(const Options& options)
 
 ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out)
 {
-    ReadDecision d;
     const std::uint64_t length = out.size();
     if (!enabled() || length == 0 || offset > options_.device_size || length > options_.device_size - offset)
-        return d;
+        return {};
     std::lock_guard lock(mutex_);
-    bool served = true;
-    if (cache_.lookup(offset, out)) {
-        d.kind = ReadDecision::Kind::hit;
+    ReadDecision d = decide(queue, {offset, length}, out, true);
+    switch (d.kind) {
+    case ReadDecision::Kind::hit:
         ++stats_.hits;
-        stats_.hit_bytes += length;
-    } else {
-        const Range wanted{offset, length};
-        auto covering = std::find_if(inflight_.begin(), inflight_.end(), [&](const auto& entry) {
-            const InFlight& f = entry.second;
-            return !f.stale && f.range.offset <= wanted.offset && wanted.end() <= f.range.end();
-        });
-        if (covering != inflight_.end()) {
-            d.kind = ReadDecision::Kind::wait;
-            d.wait_ticket = covering->first;
-            ++stats_.waits;
-        } else {
-            ++stats_.misses;
-            served = false;
-        }
+        break;
+    case ReadDecision::Kind::wait:
+        ++stats_.waits;
+        stats_.fills += d.prefetch.empty() ? 0 : 1;
+        break;
+    case ReadDecision::Kind::miss:
+        ++stats_.misses;
+        break;
     }
-    if (auto r = streams_.on_read(queue, offset, length, served))
-        d.prefetch = issue(queue, *r);
+    // A fill (in d.prefetch already) goes before the stream's next window:
+    // the client waits for the fill, and the window continues where it ends.
+    if (auto r = streams_.on_read(queue, offset, length, d.kind != ReadDecision::Kind::miss)) {
+        auto more = issue(queue, *r);
+        d.prefetch.insert(d.prefetch.end(), more.begin(), more.end());
+    }
     return d;
 }
 
-std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r)
+ReadDecision ReadAhead::resume(std::uint64_t offset, std::span<std::byte> out)
+{
+    if (!enabled() || out.empty())
+        return {};
+    std::lock_guard lock(mutex_);
+    ReadDecision d = decide(0, {offset, out.size()}, out, false);
+    stats_.waits_failed += d.kind == ReadDecision::Kind::miss ? 1 : 0;
+    return d;
+}
+
+ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill)
+{
+    ReadDecision d;
+    if (cache_.lookup(r.offset, out)) {
+        d.kind = ReadDecision::Kind::hit;
+        stats_.hit_bytes += r.length;
+        return d;
+    }
+    const Cover c = cover(r);
+    if (c.gap.length == 0) {
+        d.kind = ReadDecision::Kind::wait;
+        d.wait_ticket = c.ticket;
+        return d;
+    }
+    // Partly covered: fill the missing span (see the header for why), but
+    // only as a whole, or the read would go to the backend anyway; and not
+    // by evicting read-ahead nobody has read yet (a plain miss needs no
+    // cache memory at all).
+    if (may_fill && c.covered_bytes > 0 && !write_pending(c.gap)
+        && cache_.make_room(inflight_bytes_ + c.gap.length, true)) {
+        d.prefetch = issue(queue, c.gap, true);
+        if (!d.prefetch.empty()) {
+            d.kind = ReadDecision::Kind::wait;
+            d.wait_ticket = d.prefetch.back().ticket;
+        }
+    }
+    return d;
+}
+
+const ReadAhead::InFlight* ReadAhead::inflight_at(std::uint64_t pos, std::uint64_t* ticket) const
+{
+    const InFlight* best = nullptr;
+    for (const auto& [t, f] : inflight_)
+        if (!f.stale && f.range.contains(pos) && (best == nullptr || f.range.end() > best->range.end())) {
+            best = &f;
+            *ticket = t;
+        }
+    return best;
+}
+
+ReadAhead::Cover ReadAhead::cover(const Range& r) const
+{
+    Cover c;
+    std::uint64_t gap_start = 0, gap_end = 0;
+    for (std::uint64_t pos = r.offset; pos < r.end();) {
+        const auto extent = cache_.extent_from(pos);
+        std::uint64_t ticket = 0;
+        std::uint64_t covered_to = 0;
+        if (extent && extent->contains(pos)) {
+            covered_to = extent->end();
+        } else if (const InFlight* f = inflight_at(pos, &ticket)) {
+            covered_to = f->range.end();
+            c.ticket = ticket;
+        }
+        if (covered_to != 0) {
+            c.covered_bytes += std::min(covered_to, r.end()) - pos;
+            pos = covered_to;
+            continue;
+        }
+        // Missing up to the next byte that is cached or in flight.
+        std::uint64_t next = extent ? std::min(extent->offset, r.end()) : r.end();
+        for (const auto& [t, f] : inflight_)
+            if (!f.stale && f.range.offset > pos)
+                next = std::min(next, f.range.offset);
+        if (gap_end == 0)
+            gap_start = pos;
+        gap_end = next;
+        pos = next;
+    }
+    if (gap_end != 0)
+        c.gap = {gap_start, gap_end - gap_start};
+    return c;
+}
+
+std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand)
 {
     std::vector<Prefetch> out;
     // Reading a range a write is busy with would be thrown away anyway.
@@ -60,9 +140,13 @@ std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r)
         const std::uint64_t ticket = next_ticket_++;
         inflight_.emplace(ticket, InFlight{{pos, n}, false});
         inflight_bytes_ += n;
-        ++stats_.prefetches;
-        stats_.bytes_prefetched += n;
-        out.push_back({ticket, queue, pos, n});
+        if (demand) {
+            stats_.bytes_filled += n;
+        } else {
+            ++stats_.prefetches;
+            stats_.bytes_prefetched += n;
+        }
+        out.push_back({ticket, queue, pos, n, demand});
         pos += n;
     }
     return out;

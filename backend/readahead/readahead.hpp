@@ -14,14 +14,17 @@
 //   READ arrives (queue q, offset, buffer):
 //       auto d = ra.on_read(q, offset, buffer);
 //       d.kind == hit  -> buffer is filled: reply now, no backend I/O.
-//       d.kind == wait -> a prefetch covering it is in flight: park the read
+//       d.kind == wait -> the read is wholly covered by cached data and
+//                         prefetches in flight (any number of them): park it
 //                         under d.wait_ticket; when that prefetch completes,
-//                         call ra.lookup(offset, buffer) and reply on true,
-//                         or submit the read normally on false.
+//                         call ra.resume(offset, buffer) and act on its
+//                         kind the same way (hit: reply; wait: park again
+//                         under the new ticket; miss: submit the read).
 //       d.kind == miss -> submit the read to the scheduler as usual.
 //       In every case, submit each of d.prefetch as a read (queue p.queue,
-//       async, not a client request) into a buffer of p.length bytes, and
-//       on completion call ra.on_prefetch_done(p.ticket, err, std::move(buf)).
+//       async unless p.demand, not a client request) into a buffer of
+//       p.length bytes, and on completion call
+//       ra.on_prefetch_done(p.ticket, err, std::move(buf)).
 //       Every Prefetch must be completed exactly once, also when it is never
 //       submitted or its queue went away (pass an errno, e.g. ECANCELED):
 //       until then its bytes count against the memory bound.
@@ -32,6 +35,18 @@
 //   Connection closes: ra.on_queue_closed(q) (its prefetches in flight still
 //       complete normally; their data stays useful to other queues).
 //   Stats: ra.stats() (gauges and counters for the control socket/metrics).
+//
+// Partial coverage: a read that is partly cached or in flight and partly
+// not gets a demand prefetch (a "fill") of just the missing span, from its
+// first missing byte to its last, and waits as above. On a disk the seek
+// is paid either way; the fill saves transferring what is already cached
+// and never reads again what a prefetch in flight is reading (issuing the
+// whole read did both, and the duplicate competed with the prefetches for
+// the one actuator). Gaps on both sides of covered data become one fill
+// spanning both: skipping the middle would cost a rotation, more than
+// re-reading it. A fill is a sync read (a client waits for it). When it
+// cannot be issued (a write pending over it, or no room without evicting
+// read-ahead nobody has read yet) the read is a plain miss.
 //
 // Memory bound: cached bytes + bytes of prefetches in flight <= cache_bytes.
 // A prefetch that does not fit after evicting is simply not issued.
@@ -63,6 +78,8 @@ struct Prefetch {
     std::uint64_t queue = 0;     // the queue whose stream asked for it
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
+    bool demand = false;         // a fill a parked client read waits for: schedule it sync
+    std::uint64_t end() const { return offset + length; }
 };
 
 struct ReadDecision {
@@ -75,7 +92,10 @@ struct ReadDecision {
 struct Stats {
     std::uint64_t window_bytes = 0;
     std::uint64_t hits = 0;            // reads answered from the cache
-    std::uint64_t waits = 0;           // reads parked on a prefetch in flight
+    std::uint64_t waits = 0;           // reads parked on prefetches in flight (fills included)
+    std::uint64_t fills = 0;           // of those, reads partly covered: their missing span was read
+    std::uint64_t bytes_filled = 0;
+    std::uint64_t waits_failed = 0;    // parked reads that went to the backend after all
     std::uint64_t misses = 0;          // reads that went to the backend
     std::uint64_t hit_bytes = 0;
     std::uint64_t prefetches = 0;      // issued
@@ -94,6 +114,9 @@ public:
 
     bool enabled() const { return options_.window_bytes > 0; }
     ReadDecision on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out);
+    // A parked read's prefetch completed: hit (`out` filled), wait (another
+    // prefetch still covers part of it) or miss. Never prefetches.
+    ReadDecision resume(std::uint64_t offset, std::span<std::byte> out);
     // Copies a wholly cached range into `out`; false (untouched) otherwise.
     bool lookup(std::uint64_t offset, std::span<std::byte> out);
     void on_write(std::uint64_t offset, std::uint64_t length);
@@ -108,7 +131,17 @@ private:
         Range range;
         bool stale = false;   // a write overlapped it after it was issued
     };
-    std::vector<Prefetch> issue(std::uint64_t queue, Range r);
+    // How a range not wholly cached stands: covered (cache + prefetches
+    // in flight, waiting on `ticket`), and if not, the span to fill.
+    struct Cover {
+        std::uint64_t covered_bytes = 0;
+        std::uint64_t ticket = 0;   // the in-flight prefetch covering the highest part
+        Range gap;                  // first missing byte to last; empty: wholly covered
+    };
+    Cover cover(const Range& r) const;
+    const InFlight* inflight_at(std::uint64_t pos, std::uint64_t* ticket) const;
+    ReadDecision decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill);
+    std::vector<Prefetch> issue(std::uint64_t queue, Range r, bool demand = false);
     bool write_pending(const Range& r) const;
     void mark_stale(std::uint64_t offset, std::uint64_t length);
 

@@ -73,3 +73,20 @@ TEST_CASE("cache: an insert replaces overlapping extents")
     CHECK(is_pattern(out, 4096, 2));
     CHECK_FALSE(c.contains(0, 1));
 }
+
+TEST_CASE("cache: extent_from finds the extent holding an offset or the next; consumed-only eviction")
+{
+    ExtentCache c(3 * 4096);
+    REQUIRE(c.insert(0, pattern(0, 4096)));
+    REQUIRE(c.insert(8192, pattern(8192, 4096)));
+    CHECK(c.extent_from(100) == Range{0, 4096});
+    CHECK(c.extent_from(4096) == Range{8192, 4096});   // in the gap: the next one
+    CHECK_FALSE(c.extent_from(12288).has_value());
+    // Nothing read yet: room for two more pages only by evicting unread data.
+    CHECK_FALSE(c.make_room(2 * 4096, true));
+    CHECK(c.bytes() == 2 * 4096);
+    std::vector<std::byte> out(4096);
+    REQUIRE(c.lookup(0, out));   // read to its end: consumed
+    CHECK(c.make_room(2 * 4096, true));
+    CHECK(c.extent_from(0) == Range{8192, 4096});   // the unread extent stayed
+}
