@@ -133,7 +133,7 @@ private:
     bool pumping_ = false;
     bool repump_ = false;
     boost::asio::steady_timer wakeup_timer_;
-    std::optional<sched::Time> wakeup_armed_;
+    std::optional<sched::Time> wakeup_armed_;   // when the timer fires; only moved earlier
     boost::asio::steady_timer release_timer_;
     std::optional<sched::Time> release_armed_;
     std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
