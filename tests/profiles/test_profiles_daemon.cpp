@@ -23,15 +23,9 @@ using ptest::profile_spec;
 namespace {
 
 bool usable() {
-    if (nbdkit_mode()) {
-        MESSAGE("SKIP: profiles need nbdsched");
-        return false;
-    }
-    if (auto why = ptest::missing_tools(); !why.empty()) {
-        MESSAGE("SKIP: " << why);
-        return false;
-    }
-    return true;
+    const auto why = ptest::skip_reason();
+    if (!why.empty()) MESSAGE("SKIP: " << why);
+    return why.empty();
 }
 
 nlohmann::json export_info(const std::string& yaml) {

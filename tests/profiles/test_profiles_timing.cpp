@@ -17,15 +17,9 @@ using ptest::profile_spec;
 namespace {
 
 bool usable() {
-    if (nbdkit_mode()) {
-        MESSAGE("SKIP: profiles need nbdsched");
-        return false;
-    }
-    if (auto why = ptest::missing_tools(); !why.empty()) {
-        MESSAGE("SKIP: " << why);
-        return false;
-    }
-    return true;
+    const auto why = ptest::skip_reason();
+    if (!why.empty()) MESSAGE("SKIP: " << why);
+    return why.empty();
 }
 
 constexpr double mib = 1 << 20;

@@ -35,6 +35,11 @@ std::string missing_tools() {
     return {};
 }
 
+std::string skip_reason() {
+    if (itest::nbdkit_mode()) return "profiles need nbdsched";
+    return missing_tools();
+}
+
 namespace {
 // fio prints notes before the JSON (and libnbd may log); the report is the
 // outermost object.

@@ -22,6 +22,9 @@ Command run(const std::string& command);
 
 // Empty when fio (with its nbd engine) and nbdinfo are here, else why not.
 std::string missing_tools();
+// Empty when the profile tests can run: nbdsched (not the nbdkit harness
+// mode) and the tools above; else the reason to print with SKIP.
+std::string skip_reason();
 
 // Runs fio against `uri` with the nbd engine and `args` (name, rw, bs, ...),
 // requires success and returns its JSON report.

@@ -11,6 +11,12 @@
 
 namespace nbdsched::testing {
 
+std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed) {
+    std::vector<std::uint8_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(seed + i * 7 + (i >> 9));
+    return v;
+}
+
 using namespace nbdsched::protocol;
 
 RawClient::RawClient(const std::string& socket_path) {

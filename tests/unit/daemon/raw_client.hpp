@@ -12,6 +12,17 @@
 
 namespace nbdsched::testing {
 
+// NBD command codes as RawClient::send takes them.
+constexpr auto READ = static_cast<std::uint16_t>(protocol::Command::read);
+constexpr auto WRITE = static_cast<std::uint16_t>(protocol::Command::write);
+constexpr auto FLUSH = static_cast<std::uint16_t>(protocol::Command::flush);
+constexpr auto TRIM = static_cast<std::uint16_t>(protocol::Command::trim);
+constexpr auto ZEROES = static_cast<std::uint16_t>(protocol::Command::write_zeroes);
+constexpr auto DISC = static_cast<std::uint16_t>(protocol::Command::disc);
+
+// n bytes of a pattern that differs per seed and per 512-byte sector.
+std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed);
+
 struct Reply {
     std::uint64_t cookie = 0;
     std::uint32_t error = 0;

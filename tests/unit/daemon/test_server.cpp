@@ -16,19 +16,6 @@ using namespace nbdsched::protocol;
 
 namespace {
 
-constexpr auto READ = static_cast<std::uint16_t>(Command::read);
-constexpr auto WRITE = static_cast<std::uint16_t>(Command::write);
-constexpr auto FLUSH = static_cast<std::uint16_t>(Command::flush);
-constexpr auto TRIM = static_cast<std::uint16_t>(Command::trim);
-constexpr auto ZEROES = static_cast<std::uint16_t>(Command::write_zeroes);
-constexpr auto DISC = static_cast<std::uint16_t>(Command::disc);
-
-std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed) {
-    std::vector<std::uint8_t> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(seed + i * 7 + (i >> 9));
-    return v;
-}
-
 // One request, one reply.
 Reply roundtrip(RawClient& c, std::uint16_t type, std::uint64_t offset, std::uint32_t length,
                 std::uint16_t flags = 0, const std::vector<std::uint8_t>& payload = {}) {

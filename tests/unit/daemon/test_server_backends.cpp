@@ -15,17 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr auto READ = static_cast<std::uint16_t>(Command::read);
-constexpr auto WRITE = static_cast<std::uint16_t>(Command::write);
-constexpr auto FLUSH = static_cast<std::uint16_t>(Command::flush);
-constexpr auto ZEROES = static_cast<std::uint16_t>(Command::write_zeroes);
-
-std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed) {
-    std::vector<std::uint8_t> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(seed ^ (i * 13));
-    return v;
-}
-
 struct TempFile {
     std::string path;
     TempFile() {
