@@ -37,7 +37,10 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
     if (parts.read_ahead.window_bytes == 0) return;
     read_ahead_ = std::make_unique<ReadAheadPath>(
         parts.read_ahead, ReadAheadPath::Hooks{[this](IoRequest& r, bool prefetch) { enqueue(r, prefetch); },
-                                               [this](IoRequest& r) { answer(r); }});
+                                               [this](IoRequest& r) {
+                                                   stats_.readahead_hit(r.queue);
+                                                   answer(r);
+                                               }});
 }
 
 Device::~Device() {

@@ -33,7 +33,8 @@ public:
     // How the path reaches back into its device (both run on the loop):
     //   schedule(r, prefetch): queue r at the scheduler; prefetch requests are
     //       async reads the device does not count as client requests.
-    //   answer(r): r is a client request taken by intercept(); reply now.
+    //   answer(r): r, a client read taken by intercept(), was served from
+    //       the read-ahead cache (a hit, at once or after waiting); reply now.
     struct Hooks {
         std::function<void(IoRequest&, bool prefetch)> schedule;
         std::function<void(IoRequest&)> answer;

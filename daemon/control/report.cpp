@@ -129,8 +129,6 @@ Json stats_json(const DaemonState& state) {
         d["hw_tag"] = ss.hw_tag;
         d["idling"] = ss.idling;
         d["counters"] = counters_json(st.device());
-        // Read-ahead counts its hits per device (not yet per queue/group).
-        if (auto ra = dev->read_ahead_stats()) d["counters"]["readahead_hits"] = ra->hits;
         d["sched"] = sched_json(ss.device);
         d["inflight"] = inflight_json(dev->inflight_budget().stats(), state.config->limits);
         if (auto f = backend::fault_stats(dev->backend())) d["faults"] = faults_json(*f);

@@ -52,10 +52,18 @@ def main():
         check(gold["counters"]["requests"] == 72 and gold["weight"] == 1000, "group gold has them")
         check(gold["sched"]["dispatched"] > 0, "the scheduler dispatched for gold (read-ahead may serve some)")
         check(d.group(dev, "bronze")["counters"]["requests"] == 0, "bronze has none")
+        # The 37 sequential reads stream through read-ahead (128 KiB on a
+        # non-rotational device): its hits are counted where the reads were.
+        hits = c["readahead_hits"]
+        check(0 < hits <= 37, f"read-ahead served some of the reads ({hits})")
+        check(gold["counters"]["readahead_hits"] == hits and exp["readahead_hits"] == hits,
+              "read-ahead hits per group and export add up to the device's")
+        check(d.group(dev, "bronze")["counters"]["readahead_hits"] == 0, "bronze has no read-ahead hits")
         q = dev["queues"]
         check(len(q) == 1 and q[0]["export"] == "a" and q[0]["group"] == "gold", f"one queue: {q}")
         check("pid" in q[0]["peer"], "the queue's peer carries its pid")
         check(q[0]["counters"]["requests"] == 72, "the queue has them too")
+        check(q[0]["counters"]["readahead_hits"] == hits, "and its read-ahead hits")
 
         table = d.ctl("stats")
         check("group gold w1000" in table and "device" in table, "human stats table")
