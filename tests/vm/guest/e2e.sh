@@ -13,14 +13,12 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 write_config
 vt_step server-start server_start main || vt_finish
 
-p1_rotational
-p2_fio_verify
-p3_filesystem
-p4_discard
-p8_bfq
-p5_multiconn
-p6_tenants
-p7_kill
+# VM_POINTS (run-vm-test.sh --env VM_POINTS="p6_tenants") runs a subset,
+# for investigating one point; the test proper runs them all.
+for _point in ${VM_POINTS:-p1_rotational p2_fio_verify p3_filesystem p4_discard \
+                            p8_bfq p5_multiconn p6_tenants p7_kill}; do
+    "$_point"
+done
 
 dev_attached /dev/nbd0 && detach /dev/nbd0
 server_gone || server_signal TERM
