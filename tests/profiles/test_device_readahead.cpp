@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,7 +37,8 @@ struct Rig final : daemon::RequestSink {
     sched::QueueId queue = 0;
 
     explicit Rig(const std::string& profile, std::optional<std::uint64_t> read_ahead_kb,
-                 std::uint64_t cache = 64ull << 20, std::uint64_t size = 64ull << 20) {
+                 std::uint64_t cache = 64ull << 20, std::uint64_t size = 64ull << 20,
+                 std::map<std::string, std::string> profile_params = {}) {
         config::Config config;
         config.groups.push_back({});
         config.groups.back().name = "default";
@@ -44,6 +46,7 @@ struct Rig final : daemon::RequestSink {
         d.name = "d0";
         d.size = size;
         d.profile = profile;
+        d.profile_params = std::move(profile_params);
         d.read_ahead_kb = read_ahead_kb;
         d.read_ahead_cache = cache;
         std::string error;
@@ -147,8 +150,10 @@ TEST_CASE("a write into cached read-ahead data is seen by the next read") {
 
 TEST_CASE("a write into a window being prefetched: the stale prefetch is dropped") {
     // The ssd model keeps every read in flight for its latency, so the
-    // write lands while the prefetch that read the old data is pending.
-    Rig rig("ssd", 512);
+    // write lands while the prefetch that read the old data is pending. A
+    // long latency: a completion whose time has passed when its data copy
+    // ends is answered at once, and a sanitized build copies slowly.
+    Rig rig("ssd", 512, 64ull << 20, 64ull << 20, {{"read_latency", "200ms"}});
     rig.write(0, 4ull << 20, 1);
     rig.settle();
     for (std::uint64_t off = 0; off < (512 * kib); off += 128 * kib) rig.read(off, 128 * kib);

@@ -178,7 +178,13 @@ TEST_CASE("thousands of connections opened and dropped in parallel leave nothing
                 "RSS %ld -> %ld MiB\n", threads * per_thread, fds_before, fds_after, rss_before / 1024,
                 rss_after / 1024);
     CHECK(fds_after <= fds_before);
+#if defined(__SANITIZE_ADDRESS__)
+    // ASan's quarantine holds freed memory back (256 MiB by default), so the
+    // daemon's RSS says nothing about leaks in this build; LeakSanitizer does.
+    MESSAGE("ASan build: the RSS bound is checked in the normal build only");
+#else
     CHECK(rss_after - rss_before < 64 * 1024);
+#endif
     witness.finish();
     CHECK(witness.error() == "");
     CHECK(d.stop(SIGTERM) == 0);
