@@ -4,6 +4,7 @@ device without emulation, `none` vs `cfq` vs `bfq`. Every connection is one
 fio job (thread) doing 4k random reads at iodepth 8."""
 
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
@@ -16,35 +17,67 @@ NAME = "exp7-sched-cost"
 SCHEDS = ["none", "cfq", "bfq"]
 
 
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def measure(r):
+    """(requests/s, daemon CPU us per request, daemon CPU / wall, requests / wall, avg latency us)."""
+    sm = r.summary()
+    us = r.server_cpu[0] / sm["ios"] * 1e6 if sm["ios"] else 0
+    floor = sm["ios"] / r.wall if r.wall else 0
+    busy = r.server_cpu[0] / r.wall if r.wall else 0
+    return sm["iops"], us, busy, floor, sm["lat_us"]
+
+
+def scheduler_alone(quick):
+    """The schedulers' own dispatch cost without sockets, from
+    nbdsched-sched-bench next to the daemon (None when it is not built)."""
+    daemon = os.environ.get("NBDSCHED", "build/daemon/nbdsched")
+    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(daemon))), "sched", "sim",
+                        "nbdsched-sched-bench")
+    if not os.access(tool, os.X_OK):
+        return None
+    argv = [tool, "--pattern", "inline", "--queues", "1", "--queues", "100", "--queues", "1000"]
+    if quick:
+        argv += ["--requests", "20000"]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=300).stdout
+    return ("The same load without sockets or fio: `nbdsched-sched-bench --pattern inline` feeds each "
+            "scheduler one request per queue in turn and completes every dispatched request at once (a RAM "
+            "device), on one thread; ns/request is the scheduler's own cost per request, the rest of the "
+            "daemon's CPU per request above is the NBD protocol and the sockets.\n\n```\n$ "
+            + " ".join(["nbdsched-sched-bench"] + argv[1:]) + "\n" + out.strip() + "\n```")
+
+
 def main():
     a = common.args(__doc__)
-    runtime, counts = (1, [1, 20]) if a.quick else (5, [1, 100, 1000])
+    runtime, counts, reps = (1, [1, 20], 1) if a.quick else (5, [1, 100, 1000], 3)
     facts = report.Facts()
     devices = [common.ram_device(f"ram-{s}", "1GiB", s) for s in SCHEDS]
     exports = [{"name": f"e-{s}", "device": f"ram-{s}"} for s in SCHEDS]
-    res = {}
+    res = {(n, s): [] for n in counts for s in SCHEDS}
     with common.Scratch("e7") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
-        for n in counts:
-            for s in SCHEDS:   # interleaved per connection count
-                g = common.fio_base(runtime, 0)
-                g.update({"uri": srv.uri(f"e-{s}"), "rw": "randread", "bs": "4k", "iodepth": 8, "numjobs": n})
-                res[(n, s)] = fio.run(g, [("c", {})], [srv], timeout=120 + 10 * runtime + n)
-        commands = common.commands_for(srv, list(res.values()))
+        for _ in range(reps):
+            for n in counts:
+                for s in SCHEDS:   # interleaved per connection count and repetition
+                    g = common.fio_base(runtime, 0)
+                    g.update({"uri": srv.uri(f"e-{s}"), "rw": "randread", "bs": "4k", "iodepth": 8, "numjobs": n})
+                    res[(n, s)].append(fio.run(g, [("c", {})], [srv], timeout=120 + 10 * runtime + n))
+        commands = common.commands_for(srv, [r for k in res for r in res[k]])
     rows, out = [], {}
     for n in counts:
-        base = res[(n, "none")].summary()["iops"]
         for s in SCHEDS:
-            r = res[(n, s)]
-            sm = r.summary()
-            us = r.server_cpu[0] / sm["ios"] * 1e6 if sm["ios"] else 0
-            floor = sm["ios"] / r.wall if r.wall else 0
-            busy = r.server_cpu[0] / r.wall if r.wall else 0
-            out[(n, s)] = (sm["iops"], us, busy, floor)
-            rows.append((n, s, report.f0(sm["iops"]), report.f0(floor), f"{sm['iops'] / base:.2f}" if base else "-",
-                         f"{us:.1f}", f"{busy:.0%}", report.f0(sm["lat_us"])))
+            out[(n, s)] = tuple(median(measure(r)[i] for r in res[(n, s)]) for i in range(5))
+        base = out[(n, "none")][0]
+        for s in SCHEDS:
+            iops, us, busy, floor, lat = out[(n, s)]
+            rows.append((n, s, report.f0(iops), report.f0(floor), f"{iops / base:.2f}" if base else "-",
+                         f"{us:.1f}", f"{busy:.0%}", report.f0(lat)))
     text = report.table(["connections", "scheduler", "requests/s (sum of jobs)", "requests / fio wall s",
                          "vs none", "daemon CPU us/request", "daemon CPU / fio wall", "avg lat (us)"], rows)
-    text += (f"\n\nOne run of {runtime} s per cell, the schedulers interleaved per connection count. CPU per "
+    text += (f"\n\nEach column is the median of {reps} runs of {runtime} s per cell (taken per column), the "
+             "schedulers interleaved per connection count and repetition. CPU per "
              "request is the daemon's utime+stime over the run (connection setup included) divided by the "
              "requests completed; it includes the NBD protocol work, which is the same for all three "
              "schedulers, so the scheduler's own cost is the difference to `none`. \"requests/s\" sums fio's "
@@ -64,6 +97,9 @@ def main():
                 f"{busy_none:.0%} of a core: where that is well below 100%, fio (on the same 2 shared "
                 "cores) and not the daemon set the rate, and the per-request CPU is the better measure.")
     sections = [(None, __doc__.strip()), ("Result", text), ("Verdict", verdict)]
+    alone = scheduler_alone(a.quick)
+    if alone:
+        sections.append(("The schedulers alone", alone))
     labels = [f"{n} conn" for n in counts]
     report.bars(report.plot_path(NAME, a.quick), "RAM, 4k randread qd8 per connection: daemon CPU per request",
                 labels, [(s, [out[(n, s)][1] for n in counts]) for s in SCHEDS], "daemon CPU us / request")
