@@ -1,6 +1,6 @@
 """Experiment 1, seed 000 (CFQ on an SSD): 10 jobs of 4k random reads at
 iodepth 64, each its own connection (= scheduler queue), slice_idle 8ms vs 0
-vs auto on the `ssd` profile."""
+vs auto, on the `ssd` profile and on a slower, deeper cloud-like variant."""
 
 import os
 import sys
@@ -13,84 +13,120 @@ import servers  # noqa: E402
 
 NAME = "exp1-seed000-cfq-ssd"
 SEED = {"8ms": (7054, 90.107e3, 38.697e3, 28217 / 1024), "0": (29255, 21.836e3, 11.730e3, 117022 / 1024)}
-LOCAL = {"8ms": 19320, "0": 21626}
+LOCAL = {"8ms": (19320, 33.043e3, 14.068e3, 77281 / 1024), "0": (21626, 29.465e3, 12.662e3, 86507 / 1024)}
 CONFIGS = ["8ms", "0", "auto"]
+# The kernel's request pool: nr_requests defaults to 128, so of the 640 I/Os
+# fio keeps in flight only 128 reach the scheduler, handed out first come,
+# first served. limits.max_inflight_per_device does the same here.
+NR_REQUESTS = 128
+# (profile overrides, what it stands for, the seed's table it is compared with)
+VARIANTS = {
+    "ssd": (None, "the `ssd` profile as documented (a SATA SSD: 8 channels x 100 us)", LOCAL),
+    "cloud": ({"read_latency": "550us", "channels": 16},
+              "`ssd` with `read_latency: 550us, channels: 16`: a network-attached volume, slower per request "
+              "and deeper", SEED),
+}
 
 
 def main():
     a = common.args(__doc__)
     runtime, ramp, reps = (1, 0.5, 1) if a.quick else (5, 1, 2)
     facts = report.Facts()
-    devices = [common.ram_device(f"ssd-{c}", "1GiB", "cfq", {"slice_idle": c}, "ssd") for c in CONFIGS]
-    exports = [{"name": f"e-{c}", "device": f"ssd-{c}"} for c in CONFIGS]
-    res = {c: [] for c in CONFIGS}
-    with common.Scratch("e1") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
+    keys = [(v, c) for v in VARIANTS for c in CONFIGS]
+    devices = [common.ram_device(f"{v}-{c}", "1GiB", "cfq", {"slice_idle": c}, "ssd", VARIANTS[v][0])
+               for v, c in keys]
+    exports = [{"name": f"e-{v}-{c}", "device": f"{v}-{c}"} for v, c in keys]
+    res = {k: [] for k in keys}
+    with common.Scratch("e1") as tmp, servers.start_nbdsched(tmp, "d", devices, exports,
+                                                             limits={"max_inflight_per_device": NR_REQUESTS}) as srv:
         for _ in range(reps):           # interleaved: 8ms, 0, auto, 8ms, 0, auto
-            for c in CONFIGS:
+            for v, c in keys:
                 g = common.fio_base(runtime, ramp)
-                g.update({"uri": srv.uri(f"e-{c}"), "rw": "randread", "bs": "4k", "iodepth": 64, "numjobs": 10})
-                res[c].append(fio.run(g, [("temp", {})], [srv]))
-        commands = common.commands_for(srv, [r for c in CONFIGS for r in res[c]])
+                g.update({"uri": srv.uri(f"e-{v}-{c}"), "rw": "randread", "bs": "4k", "iodepth": 64,
+                          "numjobs": 10})
+                res[(v, c)].append(fio.run(g, [("temp", {})], [srv]))
+        commands = common.commands_for(srv, [r for k in keys for r in res[k]])
 
-    def best(c):   # the median of 2 is their mean; report the run closest to it
-        runs = sorted(res[c], key=lambda r: r.summary()["iops"])
+    def best(k):   # the median of 2 is their mean; report the run closest to it
+        runs = sorted(res[k], key=lambda r: r.summary()["iops"])
         return runs[len(runs) // 2]
 
-    s = {c: best(c).summary() for c in CONFIGS}
-    cpu = {c: max(r.busy(ramp) for r in res[c]) for c in CONFIGS}
+    s = {k: best(k).summary() for k in keys}
+    cpu = {k: max(r.busy(ramp) for r in res[k]) for k in keys}
     rows = []
-    for c in CONFIGS:
-        seed = SEED.get(c)
-        rows.append((f"`slice_idle {c}`", report.f0(s[c]["iops"]), report.f0(s[c]["lat_us"]),
-                     report.f0(s[c]["sd_us"]), report.f1(s[c]["bw_mib"]),
-                     f"{cpu[c]:.0%}",
+    for v, c in keys:
+        seed = VARIANTS[v][2].get(c)
+        rows.append((v, f"`slice_idle {c}`", report.f0(s[(v, c)]["iops"]), report.f0(s[(v, c)]["lat_us"]),
+                     report.f0(s[(v, c)]["sd_us"]), report.f1(s[(v, c)]["bw_mib"]), f"{cpu[(v, c)]:.0%}",
                      f"{seed[0]} / {seed[1]:,.0f} / {seed[2]:,.0f} / {seed[3]:.1f}" if seed else "-"))
-    gain = s["0"]["iops"] / s["8ms"]["iops"]
-    gain_auto = s["auto"]["iops"] / s["8ms"]["iops"]
+    gain = {v: s[(v, "0")]["iops"] / s[(v, "8ms")]["iops"] for v in VARIANTS}
+    gain_auto = {v: s[(v, "auto")]["iops"] / s[(v, "8ms")]["iops"] for v in VARIANTS}
     seed_gain = SEED["0"][0] / SEED["8ms"][0]
-    local_gain = LOCAL["0"] / LOCAL["8ms"]
-    met = gain > 1 and seed_gain / 2 <= gain
-    text = report.table(["cfq on `ssd`", "IOPS", "avg lat (us)", "lat stddev (us)", "bw (MiB/s)",
-                         "daemon CPU", "seed cloud SSD: IOPS / avg lat (us) / stddev (us) / MiB/s"], rows)
-    text += (f"\n\nIdling off / on: **{gain:.2f}x** (`auto` / on: {gain_auto:.2f}x); seed: {seed_gain:.2f}x "
-             f"on a cloud SSD, {local_gain:.2f}x on a local SSD.\n\n"
+    local_gain = LOCAL["0"][0] / LOCAL["8ms"][0]
+    within = {v: gain[v] > 1 and (VARIANTS[v][2]["0"][0] / VARIANTS[v][2]["8ms"][0]) / 2 <= gain[v]
+              for v in VARIANTS}
+    text = report.table(["device", "cfq", "IOPS", "avg lat (us)", "lat stddev (us)", "bw (MiB/s)", "daemon CPU",
+                         "seed (local SSD for ssd, cloud SSD for cloud): IOPS / avg lat (us) / stddev (us) / MiB/s"],
+                        rows)
+    text += ("\n\n" + "; ".join(f"`{v}`: idling off / on **{gain[v]:.2f}x** (`auto` / on {gain_auto[v]:.2f}x)"
+                                for v in VARIANTS) +
+             f". Seed: {seed_gain:.2f}x on a cloud SSD, {local_gain:.2f}x on a local SSD.\n\n"
+             + "\n".join(f"* `{v}`: {VARIANTS[v][1]}" for v in VARIANTS) +
+             f"\n\nBoth with `limits.max_inflight_per_device: {NR_REQUESTS}`, the kernel's default `nr_requests`: "
+             "of the 640 reads fio keeps in flight, 128 reach the scheduler and the rest wait in line, first "
+             "come, first served, as they did in the seed's kernel. "
              f"Each row is the median of {reps} interleaved runs of {runtime} s (after {ramp} s ramp); "
              "latency is fio's `lat` (submission to completion), pooled over the 10 jobs. "
-             "\"daemon CPU\" is the daemon's CPU time over fio's measured time (highest of the runs): near 100% means "
-             "the single Asio thread, not the emulated device, was the limit.")
-    verdict = (f"Target (same direction, ratio within 2x of the seed's {seed_gain:.2f}x): "
-               f"**{'met' if met else 'missed'}** ({gain:.2f}x). ")
-    verdict += ("The `ssd` profile (8 channels x 100 us: ~80k IOPS ceiling, ~9k at depth 1) has a "
-                "deep internal parallelism like the cloud SSD, whose gain came from letting 10 queues "
-                "reach the device at once; the local SSD of the seed was nearly saturated by one queue. "
-                "With idling, CFQ serves one seeky queue at a time as the last queue of the sync-noidle "
-                "tree, bounded by `quantum`. ")
-    if s["0"]["iops"] < 0.6 * 80000:
-        who = "the daemon's CPU" if cpu["0"] > 0.8 else "fio's 10 client threads (the daemon used " \
-              f"{cpu['0']:.0%} of a core)"
-        verdict += (f"Without idling the device ran at {s['0']['iops']:,.0f} IOPS, well below the profile's "
-                    f"~80k: {who} on this shared 2-core machine, not the emulated SSD, set the rate, so the "
-                    "measured gain is a lower bound of the emulated one (the simulator, which has no such "
-                    "limit, gives 2.0x: docs/simulator.md). ")
-    verdict += ("Even unconstrained the profile gives ~2x, not 4.15x: with idling, CFQ serves one queue at "
-                "a time but lets it keep `quantum/2`..`quantum` (4-8) requests at the 8 channels, so about "
-                "half the channels stay busy; the cloud SSD's parallelism was evidently much deeper.")
+             "\"daemon CPU\" is the daemon's CPU time over fio's measured time (highest of the runs): near 100% "
+             "means the single Asio thread, not the emulated device, was the limit.")
+    verdict = ("Target (same direction, ratio within 2x of the seed's): " +
+               f"`ssd` against the local SSD's {local_gain:.2f}x: **{'met' if within['ssd'] else 'missed'}** "
+               f"({gain['ssd']:.2f}x); `cloud` against the cloud SSD's {seed_gain:.2f}x (needs >= "
+               f"{seed_gain / 2:.2f}x): **{'met' if within['cloud'] else 'missed'}** ({gain['cloud']:.2f}x). ")
+    verdict += ("How CFQ gets there (the model follows `cfq_may_dispatch`): with idling on an SSD each queue is "
+                "served alone and may keep only `quantum/2` = 4 reads at the device, because "
+                "`now + slice_idle * dispatched` runs past the slice end (`cfq_slice_used_soon`); without "
+                "idling the active queue may keep `quantum` = 8, and when it runs dry (its client waits in the "
+                "128-request line behind the other nine) the next queue starts while the previous one's reads "
+                "are still at the device. So idling costs half or more of a device that is deeper than 4. "
+                "The `cloud` variant's 550 us per read is not independent evidence: it is what 4 reads in "
+                "flight need to give the seed's 7054 IOPS with idling on, so its idle-on row matches the seed "
+                "by construction; the 16 channels put the ceiling near the seed's 29255 IOPS without idling. "
+                "The ratio is what the model adds: about 2x, not the seed's 4.15x. The rest of the kernel's "
+                "gain must come from what is not modelled here (the kernel's idle-off run kept ~16 reads in "
+                "flight if the device took 550 us each, twice our overlap between successive queues; the "
+                "cloud device's latency under load is unknown). ")
+    fio_bound = s[("ssd", "0")]["iops"] < 0.6 * 80000
+    if fio_bound:
+        who = "the daemon's CPU" if cpu[("ssd", "0")] > 0.8 else "fio's 10 client threads (the daemon used " \
+              f"{cpu[('ssd', '0')]:.0%} of a core)"
+        verdict += (f"On `ssd` without idling the device ran at {s[('ssd', '0')]['iops']:,.0f} IOPS, well below "
+                    f"the profile's ~80k: {who} on this shared 2-core machine set that rate, so the `ssd` gain "
+                    "is a lower bound (the simulator gives 2.0x for it: docs/simulator.md). ")
+    verdict += ("`auto` picks 0 on a non-rotational device, so it should equal the idling-off row (seed 000's "
+                "change).")
     sections = [(None, __doc__.strip()), ("Result", text), ("Verdict", verdict),
-                ("Profile", common.profile_section("ssd") + "\n\nScheduler: cfq, defaults except "
-                 "`slice_idle`. Device `queue_depth` 0 (= the profile's 32).")]
-    report.bars(report.plot_path(NAME, a.quick), "Seed 000: cfq on ssd, 10 x 4k randread qd64",
-                [f"slice_idle {c}" for c in CONFIGS],
-                [("nbdsched", [s[c]["iops"] for c in CONFIGS]),
-                 ("seed cloud SSD", [SEED["8ms"][0], SEED["0"][0], SEED["0"][0]])], "IOPS")
+                ("Profile", common.profile_section("ssd") + "\n\nThe `cloud` rows override `read_latency: 550us` "
+                 "and `channels: 16`. Scheduler: cfq, defaults except `slice_idle`. Device `queue_depth` 0 (= the "
+                 "profile's 32).")]
+    report.bars(report.plot_path(NAME, a.quick), "Seed 000: cfq, 10 x 4k randread qd64, 128-request pool",
+                [f"{v} slice_idle {c}" for v, c in keys],
+                [("nbdsched", [s[k]["iops"] for k in keys]),
+                 ("seed (local for ssd, cloud for cloud)",
+                  [VARIANTS[v][2]["8ms" if c == "8ms" else "0"][0] for v, c in keys])], "IOPS")
     print(report.write(NAME, "Experiment 1: seed 000, CFQ idling on an SSD", sections, facts, commands,
                        quick=a.quick, summary={
-                           "setup": "cfq, ssd profile, 10 x 4k randread qd64: slice_idle 8ms vs 0",
-                           "seed": f"7054 -> 29255 IOPS ({seed_gain:.2f}x; local SSD {local_gain:.2f}x)",
-                           "ours": f"{s['8ms']['iops']:,.0f} -> {s['0']['iops']:,.0f} IOPS ({gain:.2f}x); "
-                                   f"auto {s['auto']['iops']:,.0f}",
+                           "setup": "cfq, ssd profile (+ a cloud-like variant), 10 x 4k randread qd64, "
+                                    "128-request pool: slice_idle 8ms vs 0",
+                           "seed": f"cloud SSD 7054 -> 29255 IOPS ({seed_gain:.2f}x); local SSD "
+                                   f"19320 -> 21626 ({local_gain:.2f}x)",
+                           "ours": "; ".join(f"{v}: {s[(v, '8ms')]['iops']:,.0f} -> {s[(v, '0')]['iops']:,.0f} "
+                                             f"IOPS ({gain[v]:.2f}x), auto {s[(v, 'auto')]['iops']:,.0f}"
+                                             for v in VARIANTS),
                            "target": "same direction, within 2x of the seed ratio",
-                           "status": "met" if met else "missed"}))
-    return {"iops": {c: s[c]["iops"] for c in CONFIGS}, "gain": gain, "met": met}
+                           "status": f"ssd vs local SSD: {'met' if within['ssd'] else 'missed'}; cloud vs cloud "
+                                     f"SSD: {'met' if within['cloud'] else 'missed'}"}))
+    return {"iops": {f"{v}-{c}": s[(v, c)]["iops"] for v, c in keys}, "gain": gain, "met": within}
 
 
 if __name__ == "__main__":

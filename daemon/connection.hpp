@@ -132,7 +132,8 @@ private:
     bool reading_ = false;               // an async read is pending
     bool parsing_ = false;
     bool paused_ = false;                // back-pressure
-    bool waiting_budget_ = false;        // registered with the device's InflightBudget
+    bool waiting_budget_ = false;        // in line at the device's InflightBudget
+    bool has_ticket_ = false;            // reached the head of that line: may take one request
     bool stop_reading_ = false;          // DISC, EOF or shutdown: no more requests
 
     // requests read but not yet answered, and their bytes

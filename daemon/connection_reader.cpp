@@ -32,14 +32,15 @@ sched::Op op_of(std::uint16_t type) {
 bool Connection::over_limits() const {
     return inflight_ >= context_.limits.max_inflight_per_connection ||
            inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection ||
-           device_->inflight_budget().full();
+           !device_->inflight_budget().admits(has_ticket_);
 }
 
-// Stops parsing; waits at the device when it is the device that is full
-// (the connection's own limits lift as its replies leave: on_written).
+// Stops parsing with a complete request in the buffer; joins the device's
+// line when it is the device that refuses it (the connection's own limits
+// lift as its replies leave: on_written).
 void Connection::pause() {
     paused_ = true;
-    if (waiting_budget_ || !device_->inflight_budget().full()) return;
+    if (waiting_budget_ || device_->inflight_budget().admits(has_ticket_)) return;
     waiting_budget_ = true;
     device_->inflight_budget().wait(std::weak_ptr<Connection>(shared_from_this()));
 }
@@ -53,6 +54,7 @@ void Connection::resume() {
 
 void Connection::budget_available() {
     waiting_budget_ = false;
+    has_ticket_ = true;
     // Not from inside another connection's release(): on our own turn.
     boost::asio::post(socket_.get_executor(), [self = shared_from_this()] { self->resume(); });
 }
@@ -144,11 +146,14 @@ void Connection::parse() {
             direct = rstate_ == ReadState::payload && payload_left_ >= direct_payload;
             break;
         }
+        // Over a limit, the socket is still read until a whole request is
+        // buffered (at most the read buffer): only a connection with a
+        // request to submit waits in the device's line.
+        if (rend_ - rbeg_ < protocol::request_size) break;
         if (over_limits()) {
             pause();
             break;
         }
-        if (rend_ - rbeg_ < protocol::request_size) break;
         auto header = protocol::decode_request(
             std::span<const std::uint8_t, protocol::request_size>(rbuf_.get() + rbeg_, protocol::request_size));
         if (!header) {

@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
+#include <utility>
 
 #include "daemon/connection.hpp"
 
@@ -28,7 +29,7 @@ IoRequest& Connection::acquire() {
     r->send_data = false;
     r->backend_errno = 0;
     ++inflight_;
-    device_->inflight_budget().take_request();
+    device_->inflight_budget().take_request(std::exchange(has_ticket_, false));
     return *r;
 }
 
@@ -102,6 +103,10 @@ void Connection::maybe_finish() {
     }
     if (reading_) return;   // its handler still refers to our buffers
     finished_ = true;
+    if (has_ticket_) {   // woken in line but closed before using its turn
+        has_ticket_ = false;
+        device_->inflight_budget().return_ticket();
+    }
     if (queue_open_) {
         queue_open_ = false;
         device_->close_queue(queue_);

@@ -103,7 +103,7 @@ def nbdsched_binary():
     return os.path.abspath(path)
 
 
-def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_level="warn"):
+def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_level="warn", limits=None):
     """devices/exports/groups are lists of dicts in the configuration's
     schema. YAML is a superset of JSON, so the file is written as JSON."""
     sock = os.path.join(workdir, f"{tag}.sock")
@@ -112,6 +112,8 @@ def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_l
     cfg = {"listen": listen, "devices": devices, "exports": exports, "log_level": log_level}
     if groups:
         cfg["groups"] = groups
+    if limits:
+        cfg["limits"] = limits
     cfg_path = os.path.join(workdir, f"{tag}.yaml")
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=1)

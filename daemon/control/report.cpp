@@ -30,6 +30,7 @@ Json inflight_json(const InflightBudget::Stats& s, const config::Limits& limits)
     j["peak_requests"] = s.peak_requests;
     j["peak_bytes"] = s.peak_bytes;
     j["waits"] = s.waits;
+    j["tickets"] = s.tickets;
     j["max_requests"] = limits.max_inflight_per_device;
     j["max_bytes"] = limits.max_inflight_bytes_per_device;
     return j;
