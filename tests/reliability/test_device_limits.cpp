@@ -8,7 +8,10 @@
 
 #include <libnbd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,5 +125,68 @@ TEST_CASE("max_inflight_bytes_per_device: at most one request beyond the byte bu
     CHECK(inflight.at("waits").get<long>() > 0);
     CHECK(inflight.at("bytes") == 0);
     CHECK(dev.at("counters").at("errors") == 0);
+    CHECK(d.stop(SIGTERM) == 0);
+}
+
+namespace {
+
+// libnbd completion callback: counts finished reads of the bursting client.
+int count_completion(void* user_data, int* /*error*/) {
+    static_cast<std::atomic<int>*>(user_data)->fetch_add(1);
+    return 1;   // auto-retire the command
+}
+
+} // namespace
+
+TEST_CASE("a full device serves waiting connections in turn: a bursting client cannot take every freed slot") {
+    TempDir ctl_dir;
+    const std::string control = ctl_dir.file("ctl.sock");
+    // scheduler none: the device serves requests in the order they were
+    // admitted, so the order of admission is what the test observes.
+    DaemonProc d("control: " + control + "\n"
+                 "devices:\n"
+                 "  - {name: d0, backend: ram, size: 256MiB, profile: hdd, scheduler: none}\n"
+                 "exports:\n  - {name: default, device: d0}\n"
+                 "limits:\n  max_inflight_per_device: 2\n");
+    d.start();
+    constexpr int burst_reads = 64;
+    std::atomic<int> burst_done{0};
+    std::string burst_error;
+    std::thread burster([&] {
+        try {
+            Nbd h = connect(d.uri());
+            std::vector<std::uint8_t> buf(4096 * burst_reads);
+            for (int i = 0; i < burst_reads; ++i) {
+                // Far apart: every read seeks (~9 ms on the hdd profile).
+                const std::uint64_t off = static_cast<std::uint64_t>((i * 37) % burst_reads) * (2u << 20);
+                if (nbd_aio_pread(h, buf.data() + 4096 * i, 4096, off,
+                                  nbd_completion_callback{.callback = count_completion, .user_data = &burst_done,
+                                                          .free = nullptr},
+                                  0) == -1)
+                    throw std::runtime_error(nbd_error());
+            }
+            while (nbd_aio_in_flight(h) > 0)
+                if (nbd_poll(h, -1) == -1) throw std::runtime_error(nbd_error());
+        } catch (const std::exception& e) {
+            burst_error = e.what();
+        }
+    });
+    // The late client arrives once the burster's requests fill the device
+    // and the rest wait behind the limit.
+    while (burst_done.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Nbd late = connect(d.uri());
+    std::vector<std::uint8_t> one(4096);
+    REQUIRE(nbd_pread(late, one.data(), one.size(), 200u << 20, 0) == 0);
+    const int burst_done_when_late_finished = burst_done.load();
+    burster.join();
+    CHECK(burst_error == "");
+    CHECK(burst_done.load() == burst_reads);
+    INFO("the burster had finished " << burst_done_when_late_finished << " of " << burst_reads
+                                     << " reads when the late client's one read completed");
+    // In turn: the late read is admitted after at most the burster's one
+    // request already in line, so it completes a few seeks later, not after
+    // the burster's whole backlog.
+    CHECK(burst_done_when_late_finished < burst_reads / 2);
+    CHECK(device_stats(control, "d0").at("inflight").at("waits").get<long>() > 0);
     CHECK(d.stop(SIGTERM) == 0);
 }
