@@ -1,6 +1,10 @@
 #include "daemon/metrics/families.hpp"
 
 #include <map>
+#include <string>
+
+#include "backend/factory.hpp"
+#include "common/fault_rule.hpp"
 
 namespace nbdsched::daemon::metrics {
 
@@ -75,6 +79,24 @@ void add_sched(Builder& b, const std::string& level, const Labels& labels, const
     b.gauge(p + "queued", "requests waiting in the scheduler", labels, static_cast<double>(s.queued));
 }
 
+// The device's in-flight budget (limits.max_inflight_per_device and its line).
+void add_inflight(Builder& b, const Labels& d, const InflightBudget::Stats& s) {
+    b.gauge("nbdsched_device_inflight_requests", "requests read from clients and not yet answered", d,
+            static_cast<double>(s.requests));
+    b.gauge("nbdsched_device_inflight_bytes", "data bytes of those requests", d, static_cast<double>(s.bytes));
+    b.counter("nbdsched_device_inflight_waits_total", "times a connection waited in line for the in-flight limit", d,
+              static_cast<double>(s.waits));
+}
+
+// What the device's `faults:` rules injected.
+void add_faults(Builder& b, const Labels& d, const backend::FaultStats& s) {
+    for (unsigned i = 0; i < fault_op_count; ++i)
+        b.counter("nbdsched_device_injected_errors_total", "errors the faults: rules injected, by operation",
+                  with(d, "op", std::string(fault_op_name(1u << i))), static_cast<double>(s.errors[i]));
+    b.counter("nbdsched_device_injected_delays_total", "requests the faults: rules delayed", d,
+              static_cast<double>(s.delayed));
+}
+
 } // namespace
 
 std::vector<MetricFamily> collect(const control::DaemonState& state) {
@@ -98,6 +120,8 @@ std::vector<MetricFamily> collect(const control::DaemonState& state) {
                     static_cast<double>(state.groups->at(gid).weight));
         }
         b.gauge("nbdsched_device_queues", "open client queues", d, static_cast<double>(st.queues().size()));
+        add_inflight(b, d, dev->inflight_budget().stats());
+        if (auto f = backend::fault_stats(dev->backend())) add_faults(b, d, *f);
     }
     return b.take();
 }

@@ -21,7 +21,8 @@ def main():
     config = f"""
 metrics: 127.0.0.1:{port}
 devices:
-  - {{name: d0, backend: ram, size: 16MiB, scheduler: bfq}}
+  - {{name: d0, backend: ram, size: 16MiB, scheduler: bfq,
+      faults: [{{op: write, offset: 8MiB, length: 1MiB, error: EIO}}]}}
 exports:
   - {{name: a, device: d0, group: gold}}
 groups:
@@ -45,6 +46,20 @@ groups:
         check('nbdsched_device_bytes_total{device="d0",op="read"} 40960' in text, "device read bytes")
         check('nbdsched_group_weight{device="d0",group="gold"} 700' in text, "group weight gauge")
         check('nbdsched_device_latency_seconds{device="d0",quantile="0.99"}' in text, "latency summary")
+        check('nbdsched_device_inflight_waits_total{device="d0"} 0' in text, "in-flight line counter")
+        # A write into the failing range: the injected error shows per operation.
+        try:
+            h.pwrite(bytearray(512), 8 << 20)
+            check(False, "write into the faults: range should fail")
+        except nbd.Error:
+            pass
+        want = 'nbdsched_device_injected_errors_total{device="d0",op="write"} 1'
+        deadline = time.time() + 10
+        while time.time() < deadline and want not in text:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            time.sleep(0.2)
+        check(want in text, "injected write error counter")
+        check('nbdsched_device_injected_errors_total{device="d0",op="read"} 0' in text, "no injected read errors")
         h.shutdown()
     return 0
 
