@@ -7,13 +7,13 @@ import sys
 
 import report
 
-NOTES = """Numbers are from `bench/run-all` on a shared 2-core machine while other engineers were compiling
-(one full run of 17 minutes; experiments re-run alone with `--only` after a script change carry their own
-date and load averages in their reports). The emulated profiles release replies by timers, so
-results are in emulated time; where the daemon or fio ran out of CPU the reports say so (\"daemon CPU\"
-columns). Each report states the profile parameters (the documented defaults, never tuned toward a seed
-number), the exact daemon configuration and fio commands, and the machine facts. What limited each
-result on the machine of the committed run, and the scheduler findings, are in [analysis.md](analysis.md)."""
+NOTES = """Numbers are from one `bench/run-all` on a shared 2-core machine at a quiet hour (load average
+about 1-2 at the start of each experiment; experiments re-run alone with `--only` after a script change
+carry their own date and load averages in their reports). The emulated profiles release replies by timers,
+so results are in emulated time; where the daemon or fio ran out of CPU the reports say so (\"daemon CPU\"
+columns). Each report states the profile parameters (the documented defaults; the one variant derived from
+a seed's own numbers, experiment 1's `cloud`, says so), the exact daemon configuration and fio commands, and
+the machine facts. What limited each result, and the scheduler findings, are in [analysis.md](analysis.md)."""
 
 
 def main(quick):
