@@ -76,4 +76,9 @@ std::optional<FaultStats> fault_stats(const Backend& backend)
     return std::nullopt;
 }
 
+FaultyBackend* faulty_backend(Backend& backend)
+{
+    return dynamic_cast<FaultyBackend*>(&backend);
+}
+
 } // namespace nbdsched::backend

@@ -34,4 +34,8 @@ std::optional<std::uint64_t> allocated_bytes(const Backend& backend);
 // What fault injection did, for stats; nullopt when the device has no faults.
 std::optional<FaultStats> fault_stats(const Backend& backend);
 
+// The device's fault injection to switch on or off (`ctl faults`); nullptr
+// when the device has no faults.
+FaultyBackend* faulty_backend(Backend& backend);
+
 } // namespace nbdsched::backend

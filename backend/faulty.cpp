@@ -82,6 +82,21 @@ FaultStats FaultyBackend::stats() const
     return s;
 }
 
+std::size_t FaultyBackend::rule_count() const
+{
+    return active()->rules.size();
+}
+
+void FaultyBackend::set_enabled(bool on)
+{
+    enabled_.store(on, std::memory_order_relaxed);   // guards no other data
+}
+
+bool FaultyBackend::enabled() const
+{
+    return enabled_.load(std::memory_order_relaxed);
+}
+
 bool FaultyBackend::blocking() const
 {
     for (const auto& r : active()->rules)
@@ -92,11 +107,13 @@ bool FaultyBackend::blocking() const
 
 std::string FaultyBackend::describe() const
 {
-    return "faulty (" + std::to_string(active()->rules.size()) + " rules) " + inner_->describe();
+    return "faulty (" + std::to_string(rule_count()) + " rules) " + inner_->describe();
 }
 
 int FaultyBackend::inject(FaultOp op, std::uint64_t offset, std::uint64_t length)
 {
+    if (!enabled())
+        return 0;
     const auto a = active();
     Nanos delay{0};
     int error = 0;

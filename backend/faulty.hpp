@@ -36,6 +36,15 @@ public:
     // its data). Rate draws restart with the new rules.
     void set_rules(std::vector<FaultRule> rules);
     FaultStats stats() const;
+    std::size_t rule_count() const;
+
+    // Switch injection off (every request passes straight through: no error,
+    // no delay, no rate draw) or back on, keeping the rules and the counters
+    // (`nbdsched ctl faults`). Safe from any thread; a request already past
+    // the check finishes as it started. blocking() does not change with it,
+    // so the device keeps running I/O where it started running it.
+    void set_enabled(bool on);
+    bool enabled() const;
     Backend& inner() { return *inner_; }
     const Backend& inner() const { return *inner_; }
 
@@ -66,6 +75,7 @@ private:
     std::unique_ptr<Backend> inner_;
     mutable std::mutex mutex_;
     std::shared_ptr<const Active> active_;
+    std::atomic<bool> enabled_{true};
     std::atomic<std::uint64_t> errors_[fault_op_count] = {};
     std::atomic<std::uint64_t> enospc_{0};
     std::atomic<std::uint64_t> delayed_{0};

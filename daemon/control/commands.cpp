@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backend/factory.hpp"
+
 namespace nbdsched::daemon::control {
 
 namespace {
@@ -23,14 +25,28 @@ std::string field(const Json& request, const char* name, std::string& error) {
     return {};
 }
 
+Json with_ok(Json body) {
+    Json out{{"ok", true}};
+    for (auto& [k, v] : body.items()) out[k] = std::move(v);
+    return out;
+}
+
+// The device the request names, or nullptr with the reason in `error`.
+Device* requested_device(const Json& request, DaemonState& state, std::string& error) {
+    auto name = field(request, "device", error);
+    if (!error.empty()) return nullptr;
+    Device* dev = state.find_device(name);
+    if (!dev) error = "no device '" + name + "'";
+    return dev;
+}
+
 Json tunable_command(const Json& request, DaemonState& state, bool set) {
     std::string error;
-    auto device = field(request, "device", error);
+    Device* dev = requested_device(request, state, error);
     auto tunable = field(request, "tunable", error);
     auto value = set ? field(request, "value", error) : std::string();
     if (!error.empty()) return fail(error);
-    Device* dev = state.find_device(device);
-    if (!dev) return fail("no device '" + device + "'");
+    const std::string& device = dev->name();
     auto& sched = dev->scheduler();
     if (set) {
         auto why = sched.set_tunable(tunable, value, steady_now());
@@ -48,6 +64,23 @@ Json tunable_command(const Json& request, DaemonState& state, bool set) {
     return Json{{"ok", true}, {"value", *now_value}};
 }
 
+// Reads, and with "enabled" switches, a device's fault injection. The
+// switch lives in the device's FaultyBackend, so a reload that keeps the
+// device (faults: unchanged) keeps it too.
+Json faults_command(const Json& request, DaemonState& state) {
+    std::string error;
+    Device* dev = requested_device(request, state, error);
+    if (!error.empty()) return fail(error);
+    auto* faulty = backend::faulty_backend(dev->backend());
+    if (!faulty) return fail("device " + dev->name() + " has no faults: rules");
+    if (auto it = request.find("enabled"); it != request.end()) {
+        if (!it->is_boolean()) return fail("\"enabled\" must be true or false");
+        faulty->set_enabled(it->get<bool>());
+        spdlog::info("control: device {}: faults {}", dev->name(), faulty->enabled() ? "on" : "off");
+    }
+    return with_ok(fault_switch_json(dev->name(), *faulty));
+}
+
 Json weight_command(const Json& request, DaemonState& state) {
     std::string error;
     auto group = field(request, "group", error);
@@ -60,12 +93,6 @@ Json weight_command(const Json& request, DaemonState& state) {
     if (!why.empty()) return fail(why);
     spdlog::info("control: group {} weight {}", group, w);
     return Json{{"ok", true}};
-}
-
-Json with_ok(Json body) {
-    Json out{{"ok", true}};
-    for (auto& [k, v] : body.items()) out[k] = std::move(v);
-    return out;
 }
 
 } // namespace
@@ -91,7 +118,8 @@ Json handle_command(const Json& request, DaemonState& state) {
     if (cmd == "get") return tunable_command(request, state, false);
     if (cmd == "set") return tunable_command(request, state, true);
     if (cmd == "weight") return weight_command(request, state);
-    return fail("unknown command '" + cmd + "' (list, stats, get, set, weight)");
+    if (cmd == "faults") return faults_command(request, state);
+    return fail("unknown command '" + cmd + "' (list, stats, get, set, weight, faults)");
 }
 
 std::string handle_line(const std::string& line, DaemonState& state) {

@@ -5,6 +5,7 @@
 //   {"cmd":"get","device":D,"tunable":T}             -> {"ok":true, "value":"8ms"}
 //   {"cmd":"set","device":D,"tunable":T,"value":V}   -> {"ok":true, "value":<as read back>}
 //   {"cmd":"weight","group":G,"weight":N}            -> {"ok":true}
+//   {"cmd":"faults","device":D[,"enabled":B]}        -> {"ok":true, "enabled":B, "rules":N, "faults":{..}}
 //   anything wrong                                   -> {"ok":false, "error":"..."}
 //
 // Runs on the event loop thread: it touches devices and schedulers directly.

@@ -1,5 +1,5 @@
 // `nbdsched ctl --socket PATH <list | get DEV TUNABLE | set DEV TUNABLE VALUE
-//  | weight GROUP N | stats> [--json]`
+//  | weight GROUP N | stats | faults DEV [on|off]> [--json]`
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -13,7 +13,7 @@ namespace {
 struct CtlArgs {
     std::string socket;
     bool json = false;
-    std::string device, tunable, value, group;
+    std::string device, tunable, value, group, faults_switch;
     unsigned weight = 0;
 };
 
@@ -30,6 +30,8 @@ int print_reply(const std::string& cmd, const Json& reply, bool json) {
         std::cout << render_list(reply);
     } else if (cmd == "stats") {
         std::cout << render_stats(reply);
+    } else if (cmd == "faults") {
+        std::cout << render_faults(reply);
     } else if (reply.contains("value")) {
         std::cout << reply["value"].get<std::string>() << "\n";
     }
@@ -57,7 +59,11 @@ int run_ctl(int argc, char** argv) {
     auto* weight = app.add_subcommand("weight", "change a group's weight on every device now");
     weight->add_option("group", a.group)->required();
     weight->add_option("weight", a.weight)->required()->check(CLI::Range(1, 1000));
-    for (auto* sub : {list, stats, get, set, weight}) sub->add_flag("--json", a.json, "print the JSON reply");
+    auto* faults = app.add_subcommand("faults", "show a device's fault injection; on/off switches it (keeps its counts)");
+    faults->add_option("device", a.device)->required();
+    faults->add_option("switch", a.faults_switch, "off: inject nothing; on: the configured rules again")
+        ->check(CLI::IsMember({"on", "off"}));
+    for (auto* sub : {list, stats, get, set, weight, faults}) sub->add_flag("--json", a.json, "print the JSON reply");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -67,10 +73,9 @@ int run_ctl(int argc, char** argv) {
     Json req;
     std::string cmd = app.get_subcommands().front()->get_name();
     req["cmd"] = cmd;
-    if (cmd == "get" || cmd == "set") {
-        req["device"] = a.device;
-        req["tunable"] = a.tunable;
-    }
+    if (cmd == "get" || cmd == "set" || cmd == "faults") req["device"] = a.device;
+    if (cmd == "get" || cmd == "set") req["tunable"] = a.tunable;
+    if (!a.faults_switch.empty()) req["enabled"] = a.faults_switch == "on";
     if (cmd == "set") req["value"] = a.value;
     if (cmd == "weight") {
         req["group"] = a.group;

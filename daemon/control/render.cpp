@@ -130,4 +130,19 @@ std::string render_stats(const Json& reply) {
     return out;
 }
 
+std::string render_faults(const Json& reply) {
+    const auto rules = at(reply, "rules");
+    std::string out = "device " + num(at(reply, "device")) + ": faults " + (flag(at(reply, "enabled")) ? "on" : "off") +
+                      ", " + num(rules) + (rules == 1 ? " rule" : " rules") + "\n";
+    // The columns are the reply's own keys, so they follow what `stats` reports.
+    std::vector<std::string> names{""}, values{"injected"};
+    for (const auto& [name, value] : at(reply, "faults").items()) {
+        names.push_back(name);
+        values.push_back(num(value));
+    }
+    Table t(std::move(names));
+    t.add(std::move(values));
+    return out + t.str("  ");
+}
+
 } // namespace nbdsched::daemon::control

@@ -1,4 +1,4 @@
-// Human tables for `nbdsched ctl list` and `ctl stats`, rendered from the
+// Human tables for `nbdsched ctl list`, `ctl stats` and `ctl faults`, rendered from the
 // JSON replies (so `--json` and the tables always show the same numbers).
 #pragma once
 
@@ -10,6 +10,8 @@ namespace nbdsched::daemon::control {
 
 std::string render_list(const Json& reply);
 std::string render_stats(const Json& reply);
+// "device d0: faults on, 1 rule" and a row of the injected counts.
+std::string render_faults(const Json& reply);
 
 // Left-aligned first column, right-aligned numbers; column widths from content.
 class Table {

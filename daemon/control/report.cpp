@@ -165,4 +165,13 @@ Json stats_json(const DaemonState& state) {
     return out;
 }
 
+Json fault_switch_json(const std::string& device, const backend::FaultyBackend& faulty) {
+    Json j;
+    j["device"] = device;
+    j["enabled"] = faulty.enabled();
+    j["rules"] = faulty.rule_count();
+    j["faults"] = faults_json(faulty.stats());
+    return j;
+}
+
 } // namespace nbdsched::daemon::control

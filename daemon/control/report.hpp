@@ -1,9 +1,10 @@
-// The JSON documents `ctl list` and `ctl stats` return (the human tables are
-// rendered from the same documents by the client, see render.hpp).
+// The JSON documents `ctl list`, `ctl stats` and `ctl faults` return (the
+// human output is rendered from the same documents by the client, see render.hpp).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include "backend/faulty.hpp"
 #include "daemon/control/state.hpp"
 #include "daemon/stats/counters.hpp"
 #include "sched/stats.hpp"
@@ -19,5 +20,7 @@ Json sched_json(const sched::EntityStats& s);
 
 Json list_json(const DaemonState& state);
 Json stats_json(const DaemonState& state);
+// device, enabled, rules (how many), faults (the counts `stats` shows under `faults`).
+Json fault_switch_json(const std::string& device, const backend::FaultyBackend& faulty);
 
 } // namespace nbdsched::daemon::control

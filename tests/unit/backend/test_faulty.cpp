@@ -118,3 +118,27 @@ TEST_CASE("faulty: ENOSPC past an offset, flush errors, delays; the first firing
     CHECK(s.delayed == 2);
     CHECK(s.total_errors() == 4);
 }
+
+TEST_CASE("faulty: switched off, nothing is injected; on again, the same rules fire; counts stay")
+{
+    auto slow = rule(nbdsched::fault_write, 0);
+    slow.delay = std::chrono::milliseconds(1);
+    auto b = faulty({ranged(nbdsched::fault_write, EIO, 8192, 4096), slow});
+    std::vector<std::byte> buf(4096);
+    CHECK(b->enabled());
+    CHECK(b->write(8192, buf, false) == EIO);
+    b->set_enabled(false);
+    CHECK_FALSE(b->enabled());
+    CHECK(b->rule_count() == 2);
+    CHECK(b->blocking());   // the device keeps running I/O where it started
+    REQUIRE(b->write(8192, pattern(8192, 4096), false) == 0);
+    REQUIRE(b->read(8192, buf) == 0);
+    CHECK(is_pattern(buf, 8192));
+    CHECK(b->stats().errors_of(nbdsched::fault_write) == 1);
+    CHECK(b->stats().delayed == 1);   // the write while off was not delayed
+    b->set_enabled(true);
+    CHECK(b->write(8192, buf, false) == EIO);
+    const auto s = b->stats();
+    CHECK(s.errors_of(nbdsched::fault_write) == 2);
+    CHECK(s.delayed == 2);
+}

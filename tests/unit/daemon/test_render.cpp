@@ -36,3 +36,16 @@ TEST_CASE("stats and list render from their JSON") {
     // missing fields render as "-", never throw
     CHECK_NOTHROW(render_stats(Json::parse(R"({"devices":[{"name":"x"}]})")));
 }
+
+TEST_CASE("ctl faults renders the switch, the rule count and the counts") {
+    auto reply = Json::parse(R"({"ok":true,"device":"d0","enabled":false,"rules":1,
+        "faults":{"errors":2,"read_errors":0,"write_errors":2,"enospc":0,"delayed":0}})");
+    auto text = render_faults(reply);
+    CHECK(text.find("device d0: faults off, 1 rule\n") == 0);
+    CHECK(text.find("\n  injected       2") != std::string::npos);
+    CHECK(text.find("errors  read_errors  write_errors  enospc  delayed\n") != std::string::npos);
+    reply["enabled"] = true;
+    reply["rules"] = 3;
+    CHECK(render_faults(reply).find("device d0: faults on, 3 rules\n") == 0);
+    CHECK_NOTHROW(render_faults(Json::parse("{}")));
+}
