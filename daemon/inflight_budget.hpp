@@ -47,8 +47,11 @@ public:
     InflightBudget(std::uint64_t max_requests, std::uint64_t max_bytes);
 
     // May a connection take a request now? One holding a ticket always may;
-    // others only when there is room and nobody is waiting in line.
-    bool admits(bool holds_ticket) const { return holds_ticket || (has_room() && waiters_.empty()); }
+    // others only when there is room and nobody is in line -- the holder of
+    // an unused ticket included, whose request's bytes are not counted yet.
+    bool admits(bool holds_ticket) const {
+        return holds_ticket || (has_room() && waiters_.empty() && tickets_ == 0);
+    }
     void take_request(bool with_ticket);
     void take_bytes(std::uint64_t n);
     // Gives back one request and its bytes; the room goes to the line first.

@@ -99,6 +99,7 @@ TEST_CASE("inflight budget: one ticket at a time, the next once the last request
     b.wait(d);
     b.give(1000);         // room for many requests by count, but their sizes are unknown
     CHECK(log == std::vector<int>{1});
+    CHECK_FALSE(b.admits(false));   // the line is empty, but 1's request is still to come
     b.take_request(true);
     CHECK(log == std::vector<int>{1});   // not before 1's bytes are in
     b.take_bytes(400);
