@@ -4,6 +4,7 @@ device without emulation, `none` vs `cfq` vs `bfq`. Every connection is one
 fio job (thread) doing 4k random reads at iodepth 8."""
 
 import os
+import statistics
 import subprocess
 import sys
 
@@ -15,11 +16,6 @@ import servers  # noqa: E402
 
 NAME = "exp7-sched-cost"
 SCHEDS = ["none", "cfq", "bfq"]
-
-
-def median(values):
-    v = sorted(values)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
 
 def measure(r):
@@ -68,7 +64,7 @@ def main():
     rows, out = [], {}
     for n in counts:
         for s in SCHEDS:
-            out[(n, s)] = tuple(median(measure(r)[i] for r in res[(n, s)]) for i in range(5))
+            out[(n, s)] = tuple(statistics.median(measure(r)[i] for r in res[(n, s)]) for i in range(5))
         base = out[(n, "none")][0]
         for s in SCHEDS:
             iops, us, busy, floor, lat = out[(n, s)]
