@@ -91,6 +91,8 @@ struct Limits {
     // Across all connections of one device (issue 8): requests read but not yet answered.
     unsigned max_inflight_per_device = 4096;
     std::uint64_t max_inflight_bytes_per_device = 1ull << 30;
+    // Threads that run blocking (file) backends' I/O; RAM runs on the event loop.
+    unsigned io_threads = 16;
 };
 
 struct Config {

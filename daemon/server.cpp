@@ -15,7 +15,7 @@ Server::Server(const config::Config& config, ServerOptions options)
     : config_(config),
       options_(std::move(options)),
       io_(1),
-      pool_(options_.io_threads ? options_.io_threads : 1),
+      pool_(config_.limits.io_threads ? config_.limits.io_threads : 1),
       signals_(io_),
       drain_timer_(io_) {}
 

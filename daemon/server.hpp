@@ -37,7 +37,6 @@
 namespace nbdsched::daemon {
 
 struct ServerOptions {
-    unsigned io_threads = 16;                        // blocking backends
     std::chrono::milliseconds drain_timeout{10000};  // shutdown: wait for in-flight requests
     bool handle_signals = true;
     std::vector<int> activated_fds;                  // systemd socket activation: listen on these instead

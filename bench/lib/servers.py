@@ -139,9 +139,17 @@ def start_nbdkit_memory(workdir, tag, size="1G", transport="unix"):
     return Server("nbdkit", argv, workdir, sock, port, os.path.join(workdir, f"{tag}.log"))
 
 
-def start_qemu_nbd(workdir, tag, image, transport="unix", shared=64):
-    """qemu-nbd on a raw image (a /dev/shm file); one address per process."""
-    argv = ["qemu-nbd", "--persistent", f"--shared={shared}", "-f", "raw", "-x", "x"]
+def start_nbdkit_file(workdir, tag, image):
+    """nbdkit's file plugin (a thread pool, 16 threads by default), Unix socket."""
+    sock = os.path.join(workdir, f"{tag}.sock")
+    argv = ["nbdkit", "-f", "--exit-with-parent", "-U", sock, "-e", "x", "file", image]
+    return Server("nbdkit", argv, workdir, sock, None, os.path.join(workdir, f"{tag}.log"))
+
+
+def start_qemu_nbd(workdir, tag, image, transport="unix", shared=64, extra=()):
+    """qemu-nbd on a raw image; one address per process. extra: more options
+    (--aio=..., --cache=...)."""
+    argv = ["qemu-nbd", "--persistent", f"--shared={shared}", "-f", "raw", "-x", "x", *extra]
     sock = port = None
     if transport == "unix":
         sock = os.path.join(workdir, f"{tag}.sock")

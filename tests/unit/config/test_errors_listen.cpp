@@ -57,12 +57,14 @@ TEST_CASE("limits") {
   max_inflight_per_connection: many
   max_inflight_bytes_per_connection: 1MiB
   max_inflight_per_devices: 4
+  io_threads: 0
 )");
     expect_error(r, "limits.max_connections", 2, 20, "out of range: 0");
     expect_error(r, "limits.max_request_bytes", 3, 22, "allowed 512 bytes to 32MiB");
     expect_error(r, "limits.max_inflight_per_connection", 4, 32, "expected a whole number");
     expect_error(r, "limits.max_inflight_bytes_per_connection", 5, 38, "is below max_request_bytes");
     expect_error(r, "limits.max_inflight_per_devices", 6, 3, "did you mean 'max_inflight_per_device'?");
+    expect_error(r, "limits.io_threads", 7, 15, "out of range: 0");
 }
 
 TEST_CASE("parse_tcp_listen: the tcp: syntax for the command line") {

@@ -102,3 +102,31 @@ TEST_CASE("timing model: replies wait for the emulated device without blocking o
     CHECK(fast_done < slow_done);
     CHECK(fast_done < 150ms);
 }
+
+namespace {
+std::size_t thread_count() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+    return n;
+}
+
+// Threads a server with `io_threads` adds to this process while it runs.
+std::size_t threads_added(unsigned io_threads) {
+    TempFile file;
+    auto config = standard_config();
+    config.devices[0].backend = config::BackendKind::file;
+    config.devices[0].path = file.path;
+    config.devices[0].size = 1u << 20;
+    config.limits.io_threads = io_threads;
+    const std::size_t before = thread_count();
+    TestServer server(config);
+    const std::size_t during = thread_count();
+    CHECK(server.stop() == 0);
+    return during - before;
+}
+} // namespace
+
+TEST_CASE("limits.io_threads sizes the pool that runs blocking backends") {
+    // The difference cancels the server's own event-loop thread.
+    CHECK(threads_added(7) - threads_added(2) == 5);
+}
