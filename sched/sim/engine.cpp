@@ -28,6 +28,15 @@ struct Pending {
     std::size_t job;
     Time submitted;
     std::uint64_t bytes;
+    bool dispatched = false;
+};
+
+// A job's requests waiting in the scheduler, for the starvation metrics:
+// `since` is when the current stretch without a dispatch began (the later of
+// the job's last dispatch and the moment its backlog became non-empty).
+struct Backlog {
+    std::uint64_t queued = 0;
+    Time since{};
 };
 
 class Runner {
@@ -43,6 +52,7 @@ private:
     void complete(std::uint64_t id, Time now);
     void pump(Time now);
     void device_busy_change(Time now, bool busy);
+    void note_dispatch(std::uint64_t id, Time now);
     Results collect();
 
     const Workload& w_;
@@ -58,6 +68,7 @@ private:
     std::unordered_map<std::uint64_t, Pending> pending_;
     std::vector<EntityResult> job_results_;
     std::vector<LatencyLog> job_logs_;
+    std::vector<Backlog> backlog_;
     std::optional<Time> armed_;
     unsigned device_in_flight_ = 0;
     Time busy_since_{};
@@ -77,7 +88,8 @@ void Runner::issue(std::size_t job, Time now) {
     req.length = spec.block_size;
     req.sync = spec.op == sched::Op::read || spec.sync;
     req.arrival = now;
-    pending_.emplace(req.id, Pending{job, now, req.length});
+    pending_.emplace(req.id, Pending{job, now, req.length, false});
+    if (backlog_[job].queued++ == 0) backlog_[job].since = now;
     ++r_.submitted;
     s_.submit(req, now);
 }
@@ -108,9 +120,23 @@ void Runner::device_busy_change(Time now, bool busy) {
     if (to > from) busy_ += to - from;
 }
 
+void Runner::note_dispatch(std::uint64_t id, Time now) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    Pending& p = it->second;
+    p.dispatched = true;
+    EntityResult& jr = job_results_[p.job];
+    Backlog& b = backlog_[p.job];
+    jr.wait_max = std::max(jr.wait_max, now - p.submitted);
+    jr.starved_max = std::max(jr.starved_max, now - b.since);
+    if (b.queued > 0) --b.queued;
+    b.since = now;   // any requests still queued start waiting for the next one now
+}
+
 void Runner::pump(Time now) {
     while (auto req = s_.dispatch(now)) {
         ++r_.dispatched;
+        note_dispatch(req->id, now);
         if (device_in_flight_ >= m_.queue_depth()) ++r_.depth_violations;
         if (device_in_flight_++ == 0) device_busy_change(now, true);
         Time done = m_.submit(timing::Io{req->op, req->offset, req->length}, now);
@@ -155,6 +181,7 @@ Results Runner::run(std::string& error) {
     for (std::size_t c = 0; c < w_.changes.size(); ++c) push(w_.changes[c].at, Kind::change, c);
     job_results_.resize(n);
     job_logs_.resize(n);
+    backlog_.resize(n);
 
     while (!events_.empty() && events_.top().at <= end_) {
         Event e = events_.top();
@@ -196,8 +223,16 @@ Results Runner::collect() {
         for (const auto& spec : w_.groups)
             if (spec.name == name) g.weight = spec.weight;
     }
+    // Requests still queued when the clock stops have waited (and their
+    // jobs starved) until now.
+    for (const auto& [id, p] : pending_) {
+        if (p.dispatched) continue;
+        Nanos& wait = job_results_[p.job].wait_max;
+        wait = std::max(wait, end_ - p.submitted);
+    }
     for (std::size_t j = 0; j < w_.jobs.size(); ++j) {
         EntityResult& jr = job_results_[j];
+        if (backlog_[j].queued > 0) jr.starved_max = std::max(jr.starved_max, end_ - backlog_[j].since);
         jr.name = w_.jobs[j].name;
         jr.group = w_.jobs[j].group;
         auto& [g, glog] = groups[job_group_[j]];
@@ -206,6 +241,10 @@ Results Runner::collect() {
         g.ios += jr.ios;
         g.bytes += jr.bytes;
         glog.append(job_logs_[j]);
+        for (EntityResult* e : {&g, &r_.total}) {
+            e->wait_max = std::max(e->wait_max, jr.wait_max);
+            e->starved_max = std::max(e->starved_max, jr.starved_max);
+        }
         r_.total.ios += jr.ios;
         r_.total.bytes += jr.bytes;
         all.append(job_logs_[j]);

@@ -6,6 +6,8 @@
 namespace nbdsched::sim {
 namespace {
 
+double micros(Nanos d) { return double(d.count()) / 1e3; }
+
 std::string fmt(const char* format, double value) {
     char buf[64];
     std::snprintf(buf, sizeof buf, format, value);
@@ -14,10 +16,11 @@ std::string fmt(const char* format, double value) {
 
 void table_row(std::ostream& out, const char* kind, const EntityResult& e) {
     char line[256];
-    std::snprintf(line, sizeof line, "%-6s %-16s %-10s %6s %10.0f %9.2f %11.1f %11.1f %11.1f\n",
-                  kind, e.name.c_str(), e.group.c_str(),
-                  e.weight ? std::to_string(e.weight).c_str() : "-", e.iops, e.mib_s,
-                  e.latency.mean_us, e.latency.stddev_us, e.latency.p99_us);
+    std::snprintf(line, sizeof line,
+                  "%-6s %-16s %-10s %6s %10.0f %9.2f %11.1f %11.1f %11.1f %11.1f %11.1f\n", kind,
+                  e.name.c_str(), e.group.c_str(), e.weight ? std::to_string(e.weight).c_str() : "-",
+                  e.iops, e.mib_s, e.latency.mean_us, e.latency.stddev_us, e.latency.p99_us,
+                  micros(e.wait_max), micros(e.starved_max));
     out << line;
 }
 
@@ -38,7 +41,9 @@ void json_entity(std::ostream& out, const EntityResult& e, const char* indent) {
         << ", \"lat_mean_us\": " << fmt("%.2f", e.latency.mean_us)
         << ", \"lat_stddev_us\": " << fmt("%.2f", e.latency.stddev_us)
         << ", \"lat_p99_us\": " << fmt("%.2f", e.latency.p99_us)
-        << ", \"lat_max_us\": " << fmt("%.2f", e.latency.max_us) << "}";
+        << ", \"lat_max_us\": " << fmt("%.2f", e.latency.max_us)
+        << ", \"wait_max_us\": " << fmt("%.2f", micros(e.wait_max))
+        << ", \"starved_max_us\": " << fmt("%.2f", micros(e.starved_max)) << "}";
 }
 
 void json_list(std::ostream& out, const char* key, const std::vector<EntityResult>& list) {
@@ -57,8 +62,9 @@ void print_table(std::ostream& out, const Results& r) {
         << format_duration(r.measured) << "  device utilisation " << fmt("%.1f%%", 100 * r.utilisation)
         << "  hw_tag " << (r.scheduler.hw_tag ? 1 : 0) << "\n";
     char head[256];
-    std::snprintf(head, sizeof head, "%-6s %-16s %-10s %6s %10s %9s %11s %11s %11s\n", "", "name",
-                  "group", "weight", "IOPS", "MiB/s", "lat_mean_us", "lat_sd_us", "lat_p99_us");
+    std::snprintf(head, sizeof head, "%-6s %-16s %-10s %6s %10s %9s %11s %11s %11s %11s %11s\n", "",
+                  "name", "group", "weight", "IOPS", "MiB/s", "lat_mean_us", "lat_sd_us",
+                  "lat_p99_us", "wait_max_us", "starved_us");
     out << head;
     for (const auto& j : r.jobs) table_row(out, "job", j);
     for (const auto& g : r.groups) table_row(out, "group", g);

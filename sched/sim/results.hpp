@@ -38,6 +38,15 @@ struct EntityResult {
     double iops = 0;
     double mib_s = 0;
     LatencySummary latency;
+    // Starvation, over the whole run (ramp included), jobs only; a group and
+    // the total show the worst of their jobs. wait_max: the longest a request
+    // waited in the scheduler (submission to dispatch). starved_max: the
+    // longest stretch in which the job had requests queued in the scheduler
+    // but got none dispatched (still running when the clock stops counts).
+    // A deep job's own backlog raises wait_max, not starved_max: its queue
+    // keeps getting dispatches.
+    Nanos wait_max{0};
+    Nanos starved_max{0};
 };
 
 struct Results {

@@ -78,7 +78,10 @@ void weights(const std::string& policy, const std::string& profile) {
     double ratio = group_ratio(r);
     MESSAGE(policy << " " << profile << " weights 300:100 service " << r.groups[0].iops << ":"
                    << r.groups[1].iops << " IOPS (" << ratio << ":1)");
-    CHECK(ratio == doctest::Approx(3.0).epsilon(0.10));
+    // Within 10% of 3:1, checked as plain bounds: doctest's Approx scales
+    // epsilon by max(|lhs|, |rhs|), which lets more than 10% through.
+    CHECK(ratio >= 2.7);
+    CHECK(ratio <= 3.3);
 }
 
 } // namespace
@@ -104,8 +107,11 @@ TEST_CASE("seed 002 shape: bfq, 5 sync jobs, idling off wins on IOPS and stddev"
     CHECK(off.total.latency.stddev_us < on.total.latency.stddev_us);
 }
 
-TEST_CASE("seed 003 shape: cfq groups 1000:100 on a queueing ssd") { seed003("cfq", 3.0); }
-TEST_CASE("seed 003 shape: bfq groups 1000:100 on a queueing ssd") { seed003("bfq", 3.0); }
+// With group_idle 8ms the runs reach 9.7:1 (cfq) and 8.3:1 (bfq) of the
+// 10:1 the weights ask for (the kernel's seed run: 1.64:1); 7 keeps margin
+// for small model changes and still fails a policy that only half-holds.
+TEST_CASE("seed 003 shape: cfq groups 1000:100 on a queueing ssd") { seed003("cfq", 7.0); }
+TEST_CASE("seed 003 shape: bfq groups 1000:100 on a queueing ssd") { seed003("bfq", 7.0); }
 
 TEST_CASE("hdd shape: cfq idling keeps two sequential readers streaming") { hdd_readers("cfq"); }
 TEST_CASE("hdd shape: bfq idling keeps two sequential readers streaming") { hdd_readers("bfq"); }
