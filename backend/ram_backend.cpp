@@ -207,12 +207,35 @@ int RamBackend::trim(std::uint64_t offset, std::uint64_t length, bool /*fua*/)
     return write_zeroes(offset, length, true, false);
 }
 
-int RamBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool /*may_trim*/, bool /*fua*/)
+bool RamBackend::provision_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length)
 {
-    // Freed pages read as zeros, so NO_HOLE makes no observable difference
-    // here; freeing is what the memory budget wants either way.
+    // Shared, like write(): pages are only added here, never freed.
+    std::shared_lock lock(stripe_of(li).mutex);
+    Leaf* leaf = leaf_or_create(li);
+    if (leaf == nullptr)
+        return false;
+    return for_each_page(offset, length, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t) {
+        std::byte* page = page_or_create(*leaf, slot);   // a fresh page is already zero
+        if (page == nullptr)
+            return false;
+        std::memset(page + in_page, 0, n);
+        return true;
+    });
+}
+
+int RamBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool /*fua*/)
+{
     if (!in_range(offset, length))
         return EINVAL;
+    if (!may_trim) {
+        // NBD_CMD_FLAG_NO_HOLE: the client wants the range provisioned (a
+        // later write there must not fail for lack of memory), so allocate.
+        const bool ok = for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
+            return provision_in_leaf(li, pos, chunk);
+        });
+        return ok ? 0 : ENOSPC;
+    }
+    // A hole is allowed: free what the range covers (the memory budget wants it).
     for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
         zero_in_leaf(li, pos, chunk);
         return true;

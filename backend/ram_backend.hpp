@@ -1,7 +1,9 @@
 // Sparse, thread-safe RAM backend. Memory is allocated a 4 KiB page at a time
 // on the first write that is not all zeros; never-written pages read as zeros
 // and cost nothing. TRIM and WRITE_ZEROES free the whole pages they cover and
-// zero the partial ones. Volatile by design: FLUSH and FUA are no-ops.
+// zero the partial ones; WRITE_ZEROES with NBD_CMD_FLAG_NO_HOLE (may_trim
+// false) instead allocates zero-filled pages for the whole range, as the spec
+// asks. Volatile by design: FLUSH and FUA are no-ops.
 //
 // Layout: a fixed top table (one slot per 16 MiB "leaf") of atomic pointers
 // to leaf tables of 4096 atomic page pointers, both allocated lazily with a
@@ -61,6 +63,9 @@ private:
     std::byte* page_or_create(Leaf& leaf, std::uint64_t slot);
     // Zeroes [offset, offset+length) inside one leaf, freeing whole pages.
     void zero_in_leaf(std::uint64_t leaf_index, std::uint64_t offset, std::uint64_t length);
+    // Zeroes [offset, offset+length) inside one leaf, allocating every page it
+    // touches (NO_HOLE); false when memory runs out.
+    bool provision_in_leaf(std::uint64_t leaf_index, std::uint64_t offset, std::uint64_t length);
 
     std::uint64_t size_;
     std::uint64_t leaf_count_;

@@ -18,6 +18,33 @@ bool backend_read_only(backend::Backend& b) {
     auto* file = dynamic_cast<backend::FileBackend*>(&b);
     return file && file->read_only();
 }
+
+// The export's window against the opened device. The loader checks this
+// already when the config gives the device's size; a file device without one
+// is only measured when opened, so the error is made here, in the loader's
+// form: "file:line:col: exports[N].size: ...". The config keeps only where
+// the export entry starts, so line:column point at the entry.
+bool window_fits(const config::Export& exp, std::size_t index, const Device& device, std::string& error) {
+    const std::uint64_t device_size = device.size();
+    const std::string where = "device '" + exp.device + "' (" + format_size(device_size) + " when opened)";
+    const std::string key = "exports[" + std::to_string(index) + "].";
+    if (exp.offset >= device_size) {
+        error = config::Error{exp.origin, key + "offset",
+                              "export '" + exp.name + "': offset " + format_size(exp.offset) +
+                                  " is at or past the end of " + where}
+                    .str();
+        return false;
+    }
+    if (exp.size && *exp.size > device_size - exp.offset) {
+        error = config::Error{exp.origin, key + "size",
+                              "export '" + exp.name + "': window " + format_size(exp.offset) + " + " +
+                                  format_size(*exp.size) + " ends past the end of " + where}
+                    .str();
+        return false;
+    }
+    return true;
+}
+
 } // namespace
 
 sched::GroupId group_id(const config::Config& config, const std::string& name) {
@@ -71,7 +98,8 @@ bool build_exports(const config::Config& config, const std::vector<std::unique_p
                    ExportTable& table, std::string& error) {
     table.infos.clear();
     table.bindings.clear();
-    for (const auto& exp : config.exports) {
+    for (std::size_t index = 0; index < config.exports.size(); ++index) {
+        const config::Export& exp = config.exports[index];
         Device* device = nullptr;
         const config::Device* dev_config = nullptr;
         for (std::size_t i = 0; i < config.devices.size(); ++i) {
@@ -85,12 +113,7 @@ bool build_exports(const config::Config& config, const std::vector<std::unique_p
             return false;
         }
         const std::uint64_t device_size = device->size();
-        if (exp.offset > device_size || (exp.size && *exp.size > device_size - exp.offset)) {
-            error = exp.origin.str() + ": export " + exp.name + ": window (offset " + format_size(exp.offset) +
-                    ", size " + format_size(exp.size.value_or(0)) + ") is outside device " + exp.device + " (" +
-                    format_size(device_size) + ")";
-            return false;
-        }
+        if (!window_fits(exp, index, *device, error)) return false;
         protocol::ExportInfo info;
         info.name = exp.name;
         info.description = exp.description;

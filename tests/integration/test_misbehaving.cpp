@@ -80,7 +80,26 @@ void check_daemon_serves(Daemon& d, std::uint32_t seed) {
 struct Misbehaviour {
     const char* name;
     std::function<void(Daemon&)> act;
+    // A malformed packet must leave a log line naming the problem; nullptr
+    // where the daemon has nothing it must say (a client that just hangs up).
+    const char* logged = nullptr;
 };
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+    return n;
+}
+
+// Waits (generously: the line is written as the daemon closes) until the
+// daemon's log holds more than `before` lines with `what`.
+bool logged_again(const Daemon& d, const std::string& what, std::size_t before) {
+    for (int i = 0; i < 1000; ++i) {
+        if (count_of(d.log(), what) > before) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
 
 const std::vector<Misbehaviour> k_cases = {
     {"garbage instead of client flags and options", [](Daemon& d) {
@@ -88,7 +107,7 @@ const std::vector<Misbehaviour> k_cases = {
          c.recv(18);
          c.send(garbage(256));
          CHECK_MESSAGE(c.wait_closed(), "the daemon kept a connection that sent garbage");
-     }},
+     }, "closing: client sent unknown client flags"},
     {"garbage right after connecting, without reading", [](Daemon& d) {
          RawConn c(d.socket_path());
          c.send(garbage(4096));
@@ -105,7 +124,7 @@ const std::vector<Misbehaviour> k_cases = {
          c.send(opt);
          // It may answer with an error first, but must not wait for 4 GiB.
          CHECK_MESSAGE(c.wait_closed(), "the daemon waits for a 4 GiB option");
-     }},
+     }, "closing: option NBD_OPT_GO length 4294967280 is too large"},
     {"disconnect in the middle of the handshake", [](Daemon& d) {
          RawConn c(d.socket_path());
          c.greet();
@@ -134,7 +153,7 @@ const std::vector<Misbehaviour> k_cases = {
          c.open_export("default");
          c.send(RawConn::request(nbd::k_cmd_read, 3, 0, 4096, 0, 0xDEADBEEF));
          CHECK_MESSAGE(c.wait_closed(), "the daemon kept a connection with bad magic");
-     }},
+     }, "closing: malformed request (bad magic)"},
     {"a write header announcing 1 GiB, then close", [](Daemon& d) {
          RawConn c(d.socket_path());
          c.open_export("default");
@@ -157,11 +176,15 @@ TEST_CASE("misbehaving clients close only their own connection") {
     for (const auto& m : k_cases) {
         const std::string name = m.name;
         CAPTURE(name);
+        const std::size_t logged_before = m.logged ? count_of(d.log(), m.logged) : 0;
         try {
             m.act(d);
         } catch (const std::exception& e) {
             FAIL_CHECK(m.name << ": " << e.what());
         }
+        if (m.logged && !nbdkit_mode())
+            CHECK_MESSAGE(logged_again(d, m.logged, logged_before),
+                          "no log line '" << std::string(m.logged) << "'");
         check_daemon_serves(d, seed++);
         CHECK_MESSAGE(witness.advances(), "the concurrent client stalled or failed");
     }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ctl_stats.hpp"
@@ -97,6 +98,18 @@ TEST_CASE("configured faults reach the client as NBD errors; the connection and 
     INFO(d.log());
     CHECK(rc == 1);
     CHECK(d.log().find("flush at shutdown failed") != std::string::npos);
+    // Each failed request left a warning naming the device, the request and
+    // the error (daemon/device.cpp data_done); the requests that succeeded did not.
+    const std::string log = d.log();
+    CHECK(log.find("device d0: read offset " + std::to_string(bad + 8192) +
+                   " length 4096 failed: Input/output error") != std::string::npos);
+    CHECK(log.find("device d0: read offset " + std::to_string(bad - 2048) +
+                   " length 4096 failed: Input/output error") != std::string::npos);
+    CHECK(log.find("device d0: write offset " + std::to_string(bad) +
+                   " length 4096 failed: No space left on device") != std::string::npos);
+    CHECK(log.find("device d0: flush offset 0 length 0 failed: Input/output error") != std::string::npos);
+    CHECK(log.find("device d0: read offset " + std::to_string(bad - 4096) + " length 4096 failed") ==
+          std::string::npos);
 }
 
 TEST_CASE("a device without faults reports none") {

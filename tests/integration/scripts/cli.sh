@@ -1,6 +1,7 @@
 #!/bin/bash
 # The nbdsched command line: --help, --version, --check-config on good and bad
-# files (exit status, and errors naming file:line:column and the key).
+# files (exit status, and errors naming file:line:column and the key), and a
+# start-up error (a file device too small for an export) before anything listens.
 set -uo pipefail
 [ -n "${NBDSCHED:-}" ] && [ -x "$NBDSCHED" ] || { echo "SKIP: nbdsched not built (NBDSCHED unset)"; exit 77; }
 
@@ -78,6 +79,40 @@ else
 fi
 "$NBDSCHED" --check-config "$tmp/does-not-exist.yaml" > /dev/null 2>&1 \
     && fail "a missing config file is accepted" || ok "a missing config file is an error"
+
+# A file device without a size is measured only when the daemon opens it, so
+# an export window past its end is found at start-up, not by --check-config:
+# the daemon must still name file:line:column and the key, exit non-zero, and
+# never listen.
+truncate -s 1MiB "$tmp/small.img"
+cat > "$tmp/window.yaml" <<YAML
+listen:
+  - unix: $tmp/window.sock
+devices:
+  - name: f0
+    backend: file
+    path: $tmp/small.img
+exports:
+  - name: whole
+    device: f0
+  - name: window
+    device: f0
+    offset: 512KiB
+    size: 1MiB
+YAML
+timeout 60 "$NBDSCHED" --config "$tmp/window.yaml" > "$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+    fail "a window past the end of a file device: exit status $rc (want non-zero, no hang)"
+    cat "$tmp/out"
+elif grep -qE 'window\.yaml:10:[0-9]+: exports\[1\]\.size: .*window.*1MiB' "$tmp/out"; then
+    ok "a window past the end of a file device: exit $rc, names window.yaml:line:col and exports[1].size"
+else
+    fail "a window past the end of a file device: the error does not name window.yaml:<line>:<col> and exports[1].size:"
+    cat "$tmp/out"
+fi
+[ -e "$tmp/window.sock" ] && fail "the daemon listened although an export did not fit" \
+    || ok "nothing listens when an export does not fit its file device"
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

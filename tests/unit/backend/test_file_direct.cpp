@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "backend/file_backend.hpp"
@@ -30,7 +34,50 @@ std::unique_ptr<FileBackend> open_direct(const std::string& path, std::uint64_t 
     return b;
 }
 
+// The open flags of this process's descriptor on `path`: found through
+// /proc/self/fd (readlink), read from /proc/self/fdinfo/N ("flags:", octal).
+// -1 when no descriptor points at the file.
+long open_flags_of(const std::string& path)
+{
+    const auto want = std::filesystem::canonical(path);
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        if (std::filesystem::read_symlink(entry.path(), ec) != want || ec)
+            continue;
+        std::ifstream info("/proc/self/fdinfo/" + entry.path().filename().string());
+        for (std::string key; info >> key;) {
+            if (key == "flags:") {
+                std::string octal;
+                info >> octal;
+                return std::stol(octal, nullptr, 8);
+            }
+        }
+    }
+    return -1;
+}
+
 } // namespace
+
+TEST_CASE("file O_DIRECT: the backend's descriptor really has O_DIRECT")
+{
+    TempDir dir;
+    auto b = open_direct(dir.file("d.img"), 1 << 20);
+    if (!b)
+        return;
+    CHECK(b->direct());
+    const long flags = open_flags_of(dir.file("d.img"));
+    INFO("flags (decimal) " << flags);
+    REQUIRE(flags >= 0);
+    CHECK((flags & O_DIRECT) != 0);
+    // The same look-up sees a buffered backend without it (the check can fail).
+    std::string error;
+    auto buffered = FileBackend::open({dir.file("b.img"), 1 << 20, false}, error);
+    INFO(error);
+    REQUIRE(buffered != nullptr);
+    const long buffered_flags = open_flags_of(dir.file("b.img"));
+    REQUIRE(buffered_flags >= 0);
+    CHECK((buffered_flags & O_DIRECT) == 0);
+}
 
 TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip")
 {

@@ -70,7 +70,7 @@ TEST_CASE("ram: trim and write_zeroes free whole pages and zero partial ones")
             break;
         }
     }
-    CHECK(ram.write_zeroes(0, 16 << 20, false, false) == 0);   // a whole leaf
+    CHECK(ram.write_zeroes(0, 16 << 20, true, false) == 0);   // a whole leaf, holes allowed
     CHECK(ram.allocated_bytes() == std::uint64_t{16} << 20);
     CHECK(ram.write_zeroes(16 << 20, 16 << 20, true, true) == 0);
     CHECK(ram.allocated_bytes() == 0);
@@ -82,6 +82,33 @@ TEST_CASE("ram: trim and write_zeroes free whole pages and zero partial ones")
     std::vector<std::byte> page(4096);
     REQUIRE(ram.read(4096, page) == 0);
     CHECK(is_pattern(page, 4096));
+}
+
+TEST_CASE("ram: write_zeroes with NO_HOLE allocates the range, zero-filled")
+{
+    RamBackend ram(32 << 20);
+    // Over a hole: every page the range touches is allocated, partial ones too
+    // (4096 + 100 .. 3 * 4096 + 50 touches pages 1, 2 and 3).
+    CHECK(ram.write_zeroes(4096 + 100, 2 * 4096 - 50, false, false) == 0);
+    CHECK(ram.allocated_bytes() == 3 * RamBackend::page_bytes);
+    // Across a leaf boundary, over data: the data becomes zeros and stays allocated.
+    const std::uint64_t off = (16 << 20) - 8192;
+    REQUIRE(ram.write(off, pattern(off, 16384), false) == 0);
+    CHECK(ram.allocated_bytes() == 7 * RamBackend::page_bytes);
+    CHECK(ram.write_zeroes(off - 4096, 4 * 4096 + 4096, false, true) == 0);
+    CHECK(ram.allocated_bytes() == 8 * RamBackend::page_bytes);
+    std::vector<std::byte> back(6 * 4096, std::byte{0xff});
+    REQUIRE(ram.read(off - 4096, back) == 0);
+    CHECK(all_zero(back));
+    // A whole leaf, provisioned.
+    CHECK(ram.write_zeroes(16 << 20, 16 << 20, false, false) == 0);
+    CHECK(ram.allocated_bytes() == (std::uint64_t{16} << 20) + 6 * RamBackend::page_bytes);
+    // Without NO_HOLE the same range is freed again.
+    CHECK(ram.write_zeroes(0, 32 << 20, true, false) == 0);
+    CHECK(ram.allocated_bytes() == 0);
+    std::vector<std::byte> all(32 << 20, std::byte{0xff});
+    REQUIRE(ram.read(0, all) == 0);
+    CHECK(all_zero(all));
 }
 
 TEST_CASE("ram: out of range is EINVAL, flush is a no-op")
