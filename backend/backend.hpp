@@ -26,6 +26,15 @@ public:
     // All return 0 or an errno (EIO, ENOSPC, ...). Ranges are checked by the
     // caller, but implementations still refuse out-of-range with EINVAL.
     virtual int read(std::uint64_t offset, std::span<std::byte> out) = 0;
+    // A blocking backend's read that can finish at once (the page cache holds
+    // the data): its result, or nullopt when it would block and must go to
+    // the thread pool. Lets cached reads skip the pool's two thread hand-offs
+    // (bench exp8). Only called on blocking backends.
+    virtual std::optional<int> read_if_cached(std::uint64_t offset, std::span<std::byte> out) {
+        (void)offset;
+        (void)out;
+        return std::nullopt;
+    }
     virtual int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) = 0;
     virtual int flush() = 0;
     virtual int trim(std::uint64_t offset, std::uint64_t length, bool fua) = 0;

@@ -196,6 +196,21 @@ int FileBackend::read(std::uint64_t offset, std::span<std::byte> out)
     return pread_full(fd_, out, offset);
 }
 
+std::optional<int> FileBackend::read_if_cached(std::uint64_t offset, std::span<std::byte> out)
+{
+    if (direct_ || out.size() > kCachedReadMax || !nowait_works_.load(std::memory_order_relaxed) ||
+        !in_range(offset, out.size()))
+        return std::nullopt;
+    const int err = pread_cached(fd_, out, offset);
+    if (err == EOPNOTSUPP || err == EINVAL) {   // no RWF_NOWAIT here: stop trying
+        nowait_works_.store(false, std::memory_order_relaxed);
+        return std::nullopt;
+    }
+    if (err == EAGAIN)
+        return std::nullopt;
+    return err;
+}
+
 int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua)
 {
     if (int err = check_mutation(offset, data.size()))

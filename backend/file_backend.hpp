@@ -27,6 +27,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,6 +57,11 @@ public:
     std::string describe() const override;
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
+    // Buffered mode only: RWF_NOWAIT, up to kCachedReadMax bytes.
+    std::optional<int> read_if_cached(std::uint64_t offset, std::span<std::byte> out) override;
+    // Larger reads go to the pool even when cached: copying them would hold
+    // the event loop (every connection) for too long.
+    static constexpr std::size_t kCachedReadMax = 256 * 1024;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
     int flush() override;
     int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
@@ -97,6 +103,7 @@ private:
     bool read_only_ = false;
     bool created_ = false;
     bool grown_ = false;
+    std::atomic<bool> nowait_works_{true};   // false once the kernel refuses RWF_NOWAIT
     std::uint32_t align_ = 4096;
     std::uint32_t optimal_io_ = 0;
     std::uint32_t max_io_ = 0;

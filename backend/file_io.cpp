@@ -28,6 +28,20 @@ int pread_full(int fd, std::span<std::byte> out, std::uint64_t offset)
     return 0;
 }
 
+int pread_cached(int fd, std::span<std::byte> out, std::uint64_t offset)
+{
+    ::iovec iov{out.data(), out.size()};
+    ssize_t n;
+    do {
+        n = ::preadv2(fd, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return errno == EWOULDBLOCK ? EAGAIN : errno;
+    // Short: part of the range is not cached, or end of file (a file shorter
+    // than the device); the blocking path handles both.
+    return static_cast<std::size_t>(n) == out.size() ? 0 : EAGAIN;
+}
+
 namespace {
 
 // pwritev2 with RWF_DSYNC; -1 with errno set on failure.

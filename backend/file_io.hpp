@@ -14,6 +14,12 @@ namespace nbdsched::backend {
 // Returns 0 or an errno.
 int pread_full(int fd, std::span<std::byte> out, std::uint64_t offset);
 
+// Reads out.size() bytes at offset only if the page cache holds them all
+// (preadv2 RWF_NOWAIT): 0 when read, EAGAIN when the read would have to wait
+// for the disk (or came back short), EOPNOTSUPP where the kernel or
+// filesystem lacks the flag, or another errno.
+int pread_cached(int fd, std::span<std::byte> out, std::uint64_t offset);
+
 // Writes all of data at offset. dsync: RWF_DSYNC via pwritev2 (the data is
 // durable when it returns), falling back to pwrite + fdatasync where the
 // kernel or filesystem refuses the flag. Returns 0 or an errno.

@@ -148,6 +148,13 @@ void Device::start(IoRequest& r, sched::Time now) {
         data_done(r);
         return;
     }
+    if (r.op == sched::Op::read) {
+        if (auto cached = backend_->read_if_cached(r.offset, r.buffer.span(r.length))) {
+            r.backend_errno = *cached;
+            data_done(r);
+            return;
+        }
+    }
     boost::asio::post(*pool_, [this, &r] {
         r.backend_errno = run_backend(*backend_, r);
         boost::asio::post(io_, [this, &r] { data_done(r); });

@@ -36,6 +36,11 @@ public:
         data_.reset();
         capacity_ = 0;
     }
+    // Gives the memory away (free() it); the buffer is empty afterwards.
+    std::byte* take() {
+        capacity_ = 0;
+        return data_.release();
+    }
 
 private:
     struct Free {

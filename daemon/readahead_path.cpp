@@ -1,6 +1,7 @@
 #include "daemon/readahead_path.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <spdlog/spdlog.h>
 
 namespace nbdsched::daemon {
@@ -91,10 +92,11 @@ void ReadAheadPath::request_done(IoRequest& r) {
     const std::uint64_t ticket = io.ticket;
     auto it = inflight_.find(ticket);
     if (it == inflight_.end()) return;
-    std::vector<std::byte> data;
-    if (io.backend_errno == 0) data.assign(io.buffer.data(), io.buffer.data() + io.length);
+    // The cache takes the I/O buffer itself: no copy of the prefetched bytes.
+    backend::readahead::ExtentBytes data;
+    if (io.backend_errno == 0) data = backend::readahead::ExtentBytes(io.buffer.take(), io.length, std::free);
     const int error = io.backend_errno;
-    inflight_.erase(it);   // frees the I/O buffer before the cache takes the copy
+    inflight_.erase(it);
     ra_.on_prefetch_done(ticket, error, std::move(data));
     wake_parked(ticket);
 }

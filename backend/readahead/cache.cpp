@@ -93,9 +93,9 @@ bool ExtentCache::make_room(std::uint64_t extra, bool consumed_only)
     return bytes_ + extra <= limit_;
 }
 
-bool ExtentCache::insert(std::uint64_t offset, std::vector<std::byte>&& data, std::uint64_t reserved)
+bool ExtentCache::insert(std::uint64_t offset, ExtentBytes&& data, std::uint64_t reserved)
 {
-    if (data.empty())
+    if (data.size() == 0)
         return false;
     invalidate(offset, data.size());
     if (!make_room(data.size() + reserved))

@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/readahead/extent_bytes.hpp"
 #include "backend/readahead/range.hpp"
 
 namespace nbdsched::backend::readahead {
@@ -37,7 +38,7 @@ public:
     // Adds an extent, replacing any extents overlapping it, after evicting
     // enough to respect the limit with `reserved` bytes set aside (data in
     // flight). Returns false, inserting nothing, when it cannot fit.
-    bool insert(std::uint64_t offset, std::vector<std::byte>&& data, std::uint64_t reserved = 0);
+    bool insert(std::uint64_t offset, ExtentBytes&& data, std::uint64_t reserved = 0);
     // Drops every extent overlapping the range; returns the bytes dropped.
     std::uint64_t invalidate(std::uint64_t offset, std::uint64_t length);
     // Evicts LRU extents until bytes() + extra <= limit(); false if even an
@@ -53,7 +54,7 @@ public:
 
 private:
     struct Entry {
-        std::vector<std::byte> data;
+        ExtentBytes data;
         std::list<std::uint64_t>::iterator lru;   // position in lru_
         bool consumed = false;                     // read up to its end
         std::uint64_t end(std::uint64_t start) const { return start + data.size(); }

@@ -200,7 +200,7 @@ void ReadAhead::on_write_done(std::uint64_t offset, std::uint64_t length)
         pending_writes_.erase(it);
 }
 
-void ReadAhead::on_prefetch_done(std::uint64_t ticket, int error, std::vector<std::byte>&& data)
+void ReadAhead::on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& data)
 {
     std::lock_guard lock(mutex_);
     auto it = inflight_.find(ticket);

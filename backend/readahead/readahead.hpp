@@ -122,7 +122,7 @@ public:
     void on_write(std::uint64_t offset, std::uint64_t length);
     void on_write_done(std::uint64_t offset, std::uint64_t length);
     // error != 0 or a short buffer drops the data. Unknown tickets are ignored.
-    void on_prefetch_done(std::uint64_t ticket, int error, std::vector<std::byte>&& data);
+    void on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& data);
     void on_queue_closed(std::uint64_t queue);
     Stats stats() const;
 

@@ -1,0 +1,82 @@
+// FileBackend::read_if_cached: the event-loop fast path for reads the page
+// cache can answer (preadv2 RWF_NOWAIT); everything else goes to the pool.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "backend/file_backend.hpp"
+#include "helpers.hpp"
+
+using namespace nbdsched::backend;
+using test::is_pattern;
+using test::pattern;
+using test::TempDir;
+
+namespace {
+
+// Drops the clean cached pages of a file; true when the first page is then
+// really not resident (mincore), i.e. the check below can mean something.
+bool evict(const std::string& path, std::size_t length)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    void* map = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    REQUIRE(map != MAP_FAILED);
+    unsigned char resident = 1;
+    const bool ok = ::mincore(map, 4096, &resident) == 0;
+    ::munmap(map, length);
+    return ok && (resident & 1) == 0;
+}
+
+} // namespace
+
+TEST_CASE("file: read_if_cached answers cached reads, declines what would block")
+{
+    TempDir dir;
+    const auto path = dir.file("d.img");
+    std::string error;
+    auto b = FileBackend::open({path, 4 << 20, false}, error);
+    REQUIRE(b != nullptr);
+    REQUIRE(b->write(8192, pattern(8192, 65536, 3), false) == 0);
+
+    std::vector<std::byte> back(65536);
+    auto hit = b->read_if_cached(8192, back);   // just written: in the page cache
+    REQUIRE(hit.has_value());
+    CHECK(*hit == 0);
+    CHECK(is_pattern(back, 8192, 3));
+
+    std::vector<std::byte> big(FileBackend::kCachedReadMax + 4096);
+    CHECK_FALSE(b->read_if_cached(0, big).has_value());          // too long for the event loop
+    std::vector<std::byte> tail(8192);
+    CHECK_FALSE(b->read_if_cached((4 << 20) - 4096, tail).has_value());   // out of range: the pool says EINVAL
+
+    REQUIRE(b->flush() == 0);   // clean pages can be dropped
+    if (evict(path, 4 << 20)) {
+        CHECK_FALSE(b->read_if_cached(8192, back).has_value());   // would wait for the disk
+        REQUIRE(b->read(8192, back) == 0);
+        CHECK(is_pattern(back, 8192, 3));
+    } else {
+        MESSAGE("NOTE: this filesystem keeps the pages cached after POSIX_FADV_DONTNEED (tmpfs?); "
+                "the would-block case is not checked here");
+    }
+}
+
+TEST_CASE("file: read_if_cached is never taken with O_DIRECT")
+{
+    TempDir dir;
+    std::string error;
+    FileBackend::Options o{dir.file("d.img"), 1 << 20, true};
+    auto b = FileBackend::open(o, error);
+    if (!b && error.find("O_DIRECT is not supported") != std::string::npos) {
+        MESSAGE("SKIP: " << error);
+        return;
+    }
+    INFO(error);
+    REQUIRE(b != nullptr);
+    std::vector<std::byte> buf(4096);
+    CHECK_FALSE(b->read_if_cached(0, buf).has_value());
+}
