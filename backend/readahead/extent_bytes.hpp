@@ -1,7 +1,6 @@
 // The bytes of one prefetched extent. Owns memory from any allocator, so the
-// daemon hands its I/O buffer over to the cache instead of copying it (a
-// copy of every prefetched byte, into freshly faulted pages, made a
-// page-cached file device 20x slower with read-ahead on; bench exp8).
+// daemon hands its I/O buffer over to the cache instead of copying every
+// prefetched byte once more.
 #pragma once
 
 #include <cstddef>
