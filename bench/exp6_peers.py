@@ -12,7 +12,6 @@ and repetition runs all of them back to back (`stonewall`), in an order
 rotated between repetitions: the servers are interleaved in time, 3 times."""
 
 import os
-import statistics
 import subprocess
 import sys
 
@@ -117,10 +116,7 @@ def main():
                     s.stop()
     finally:
         os.unlink(image)
-    med = {}
-    for key, vals in samples.items():
-        med[key] = tuple(statistics.median([v[i] for v in vals if v[i] is not None])
-                         if any(v[i] is not None for v in vals) else None for i in range(4))
+    med = common.medians(samples)
     result = exp6_report.write(NAME, a.quick, facts, med, workloads, reps, runtime, commands, wl_name,
                                 failures)
     return result

@@ -4,6 +4,7 @@ device dicts, the stated profile parameters, the fio base options."""
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
 
 # The profile defaults of docs/timing-models.md. The benchmarks use them
@@ -76,3 +77,14 @@ def commands_for(srv, results):
             seen.add(c)
             cmds.append(c)
     return cmds
+
+
+def medians(samples):
+    """{key: [tuple of measurements per repetition]} -> {key: tuple of the
+    per-field medians}. None values (not measured) are skipped; a field never
+    measured stays None."""
+    med = {}
+    for key, vals in samples.items():
+        med[key] = tuple(statistics.median([v[i] for v in vals if v[i] is not None])
+                         if any(v[i] is not None for v in vals) else None for i in range(len(vals[0])))
+    return med
