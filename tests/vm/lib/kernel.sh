@@ -35,11 +35,18 @@ extract_vmlinux() {
 # test runs may share the cache).
 unpack_kernel_pkg() {
     local pkg=$1 deb kv
-    log "fetching $pkg into $CACHE"
-    (cd "$CACHE" && rm -f "$pkg"_*.deb && apt-get download -q "$pkg" 2>&1 |
-        grep -v 'unsandboxed as root' >&2)
-    deb=$(ls "$CACHE/$pkg"_*.deb 2>/dev/null | head -n1)
-    [ -n "$deb" ] || die "apt-get download $pkg failed (apt-get update first?)"
+    local attempt
+    # A mirror's hiccup is not a test result: up to 3 downloads, 5 s apart.
+    for attempt in 1 2 3; do
+        log "fetching $pkg into $CACHE (attempt $attempt)"
+        (cd "$CACHE" && rm -f "$pkg"_*.deb && apt-get download -q "$pkg" 2>&1 |
+            grep -v 'unsandboxed as root' >&2) || true
+        deb=$(ls "$CACHE/$pkg"_*.deb 2>/dev/null | head -n1 || true)
+        if [ -n "$deb" ] && dpkg-deb --info "$deb" >/dev/null 2>&1; then break; fi
+        rm -f "$CACHE/$pkg"_*.deb; deb=
+        [ $attempt = 3 ] || sleep 5
+    done
+    [ -n "$deb" ] || die "apt-get download $pkg failed 3 times (apt-get update first?)"
     rm -rf "${CACHE:?}/${pkg:?}"
     mkdir -p "$CACHE/$pkg"
     dpkg-deb -x "$deb" "$CACHE/$pkg"
