@@ -11,23 +11,23 @@ namespace nbdsched::backend {
 
 namespace {
 
-std::unique_ptr<Backend> make_storage(const config::Device& device, std::string& error)
+std::unique_ptr<Backend> make_storage(const Spec& spec, std::string& error)
 {
-    const std::string where = "device " + device.name + ": ";
-    if (device.backend == config::BackendKind::ram) {
-        if (device.size == 0 || device.size > RamBackend::max_size) {
+    const std::string where = "device " + spec.name + ": ";
+    if (spec.kind == Kind::ram) {
+        if (spec.size == 0 || spec.size > RamBackend::max_size) {
             error = where + "ram size must be between 1 byte and " + format_size(RamBackend::max_size)
-                + ", got " + std::to_string(device.size);
+                + ", got " + std::to_string(spec.size);
             return nullptr;
         }
-        return std::make_unique<RamBackend>(device.size);
+        return std::make_unique<RamBackend>(spec.size);
     }
-    if (device.path.empty()) {
+    if (spec.path.empty()) {
         error = where + "file backend needs a path";
         return nullptr;
     }
     std::string why;
-    auto file = FileBackend::open({device.path, device.size, device.direct}, why);
+    auto file = FileBackend::open({spec.path, spec.size, spec.direct}, why);
     if (!file) {
         error = where + why;
         return nullptr;
@@ -37,22 +37,22 @@ std::unique_ptr<Backend> make_storage(const config::Device& device, std::string&
 
 } // namespace
 
-std::unique_ptr<Backend> make_backend(const config::Device& device, std::string& error)
+std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error)
 {
-    auto storage = make_storage(device, error);
-    if (!storage || device.faults.empty())
+    auto storage = make_storage(spec, error);
+    if (!storage || spec.faults.empty())
         return storage;
-    return std::make_unique<FaultyBackend>(std::move(storage), device.faults);
+    return std::make_unique<FaultyBackend>(std::move(storage), spec.faults);
 }
 
-bool resolve_rotational(const config::Device& device, const Backend& backend,
+bool resolve_rotational(const Spec& spec, const Backend& backend,
                         std::optional<bool> profile_rotational)
 {
-    if (device.rotational != config::Tristate::automatic)
-        return device.rotational == config::Tristate::yes;
+    if (spec.rotational)
+        return *spec.rotational;
     struct stat st {};
-    const bool block_device = device.backend == config::BackendKind::file
-        && ::stat(device.path.c_str(), &st) == 0 && S_ISBLK(st.st_mode);
+    const bool block_device = spec.kind == Kind::file
+        && ::stat(spec.path.c_str(), &st) == 0 && S_ISBLK(st.st_mode);
     if (block_device && backend.detected_rotational())
         return *backend.detected_rotational();
     if (profile_rotational)

@@ -1,5 +1,5 @@
-// Builds a device's data backend from its configuration. The timing profile
-// (config::Device::profile) is not applied here: it shapes *when* requests
+// Builds a device's data backend from its Spec. The timing profile is not
+// applied here: it shapes *when* requests
 // complete, which the daemon does with timing::make_model around the backend.
 #pragma once
 
@@ -9,21 +9,21 @@
 
 #include "backend/backend.hpp"
 #include "backend/faulty.hpp"
-#include "config/config.hpp"
+#include "backend/spec.hpp"
 
 namespace nbdsched::backend {
 
 // nullptr and a message in `error` (naming the device) on failure: bad size,
 // file cannot be opened/created, size mismatch (see file_backend.hpp).
 // A device with `faults:` gets its storage wrapped in a FaultyBackend.
-std::unique_ptr<Backend> make_backend(const config::Device& device, std::string& error);
+std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error);
 
 // The rotational flag a device advertises (NBD_FLAG_ROTATIONAL, scheduler
-// traits): `rotational: true/false` wins; `auto` is the real block device's
+// traits): Spec::rotational wins when set; `auto` is the real block device's
 // sysfs value when the backend is a block device, else the profile's model
 // (profile_rotational, nullopt for profile none), else what was detected
 // for the file's filesystem, else false (RAM).
-bool resolve_rotational(const config::Device& device, const Backend& backend,
+bool resolve_rotational(const Spec& spec, const Backend& backend,
                         std::optional<bool> profile_rotational);
 
 // Bytes of memory holding data, for stats: a RamBackend's allocated pages

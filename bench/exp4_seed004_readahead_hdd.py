@@ -86,7 +86,7 @@ def main():
                 "request size (up to max_sectors) and reads ahead asynchronously, hence the seed's 122 MB/s. "
                 "With `auto` each seek buys a 2560 KiB window (two 1280 KiB prefetches served back to back); "
                 "a 1 MiB read covered by cached data and prefetches in flight waits for them, and a partly "
-                "covered one reads only its missing span (backend/readahead/readahead.hpp). The shutdown "
+                "covered one reads only its missing span (readahead/readahead.hpp). The shutdown "
                 "summary of the daemon counts read-ahead hits, waits, misses and fills.")
     sections = [(None, __doc__.strip()), ("Result", text), ("Verdict", verdict),
                 ("Profile", common.profile_section("hdd") + "\n\nDevice: 1 TiB sparse RAM (matches `capacity`, "

@@ -31,7 +31,7 @@ def scheduler_alone(quick):
     """The schedulers' own dispatch cost without sockets, from
     nbdsched-sched-bench next to the daemon (None when it is not built)."""
     daemon = os.environ.get("NBDSCHED", "build/daemon/nbdsched")
-    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(daemon))), "sched", "sim",
+    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(daemon))), "tools", "sched_bench",
                         "nbdsched-sched-bench")
     if not os.access(tool, os.X_OK):
         return None

@@ -26,6 +26,12 @@ std::string Error::str() const {
     return out;
 }
 
+backend::Spec Device::backend_spec() const {
+    std::optional<bool> fixed_rotational;
+    if (rotational != Tristate::automatic) fixed_rotational = rotational == Tristate::yes;
+    return {name, backend, size, path, direct, fixed_rotational, faults};
+}
+
 const Device* Config::find_device(std::string_view name) const { return find_by_name(devices, name); }
 const Export* Config::find_export(std::string_view name) const { return find_by_name(exports, name); }
 const Group* Config::find_group(std::string_view name) const { return find_by_name(groups, name); }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/spec.hpp"
 #include "common/fault_rule.hpp"
 #include "common/units.hpp"
 #include "sched/scheduler.hpp"
@@ -31,7 +32,7 @@ struct Listen {
     Origin origin;
 };
 
-enum class BackendKind { ram, file };
+using BackendKind = backend::Kind;
 enum class Tristate { automatic, yes, no };
 
 struct Device {
@@ -52,6 +53,9 @@ struct Device {
     std::string default_group = "default";
     std::vector<FaultRule> faults;          // fault injection (testing); empty = none
     Origin origin;
+
+    // What backend/ builds the device's storage from.
+    backend::Spec backend_spec() const;
 };
 
 struct Export {
@@ -88,7 +92,7 @@ struct Limits {
     unsigned max_inflight_per_connection = 256;     // requests read but not yet answered
     std::uint64_t max_inflight_bytes_per_connection = 64ull << 20;
     std::uint32_t max_request_bytes = 32u << 20;    // NBD_INFO_BLOCK_SIZE max payload
-    // Across all connections of one device (issue 8): requests read but not yet answered.
+    // Across all connections of one device: requests read but not yet answered.
     unsigned max_inflight_per_device = 4096;
     std::uint64_t max_inflight_bytes_per_device = 1ull << 30;
     // Threads that run blocking (file) backends' I/O; RAM runs on the event loop.

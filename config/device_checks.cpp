@@ -3,7 +3,7 @@
 // and the daemon can never disagree about what is valid.
 #include <algorithm>
 
-#include "backend/timing/profiles.hpp"
+#include "timing/profiles.hpp"
 #include "config/parsers.hpp"
 #include "config/suggest.hpp"
 

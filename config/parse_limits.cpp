@@ -1,4 +1,4 @@
-// limits: bounds on what clients can make the daemon hold (issue 8).
+// limits: bounds on what clients can make the daemon hold.
 #include "config/parsers.hpp"
 
 namespace nbdsched::config::detail {

@@ -21,7 +21,7 @@ Json queue_info_json(sched::QueueId id, const stats::QueueInfo& info, const Grou
     return j;
 }
 
-// The device-wide in-flight limits (issue 8): what is held now, the
+// The device-wide in-flight limits: what is held now, the
 // high-water marks, and how often a connection had to wait for room.
 Json inflight_json(const InflightBudget::Stats& s, const config::Limits& limits) {
     Json j;

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "daemon/device.hpp"
-#include "daemon/exports.hpp"
-#include "daemon/groups.hpp"
+#include "daemon/device/device.hpp"
+#include "daemon/tenancy/exports.hpp"
+#include "daemon/tenancy/groups.hpp"
 
 namespace nbdsched::daemon::control {
 

@@ -1,7 +1,7 @@
 // Fuzz target: the fixed newstyle handshake as a hostile client drives it.
 // The input is the raw byte stream a client sends after the greeting (client
 // flags, then option headers and payloads), processed exactly as
-// daemon/connection_handshake.cpp does. Every reply the server produces must
+// daemon/session/connection_handshake.cpp does. Every reply the server produces must
 // decode, name the option it answers, and end with exactly one final reply.
 #include <algorithm>
 #include <cstdint>
@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "daemon/protocol/handshake.hpp"
-#include "daemon/protocol/negotiation.hpp"
-#include "daemon/protocol/wire.hpp"
+#include "nbd/handshake.hpp"
+#include "nbd/negotiation.hpp"
+#include "nbd/wire.hpp"
 #include "tests/fuzz/check.hpp"
 
 namespace {
 
-using namespace nbdsched::protocol;
+using namespace nbdsched::nbd;
 
 constexpr std::uint16_t offered = flag_fixed_newstyle | flag_no_zeroes;
 

@@ -8,14 +8,14 @@
 #include <cstdint>
 #include <span>
 
-#include "daemon/protocol/transmission.hpp"
-#include "daemon/protocol/wire.hpp"
+#include "nbd/transmission.hpp"
+#include "nbd/wire.hpp"
 #include "tests/fuzz/check.hpp"
 #include "tests/fuzz/input.hpp"
 
 namespace {
 
-using namespace nbdsched::protocol;
+using namespace nbdsched::nbd;
 
 bool known_error(std::uint32_t e) {
     switch (e) {

@@ -1,4 +1,4 @@
-// A client that sends many large reads and never reads the replies (issue 8):
+// A client that sends many large reads and never reads the replies:
 // the daemon must apply back-pressure on that connection instead of buffering
 // gigabytes, and keep serving everyone else. The memory bound is generous
 // (the per-connection in-flight limit defaults to 64 MiB); a daemon without

@@ -1,4 +1,4 @@
-// Per-request errors (issue 2): out of range -> EINVAL, write past the end ->
+// Per-request errors: out of range -> EINVAL, write past the end ->
 // ENOSPC, write on a read-only export -> EPERM, over the 32 MiB maximum ->
 // EINVAL/EOVERFLOW. None of them may cost the connection where the protocol
 // lets the server keep it. libnbd checks most of these client-side, so strict

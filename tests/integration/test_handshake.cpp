@@ -1,4 +1,4 @@
-// Handshake and export information as libnbd sees them (issue 2: GO, INFO,
+// Handshake and export information as libnbd sees them (GO, INFO,
 // LIST, BLOCK_SIZE, STRUCTURED_REPLY, unknown export, transmission flags).
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// Misbehaving clients (issues 2 and 8): each one closes only its own
+// Misbehaving clients: each one closes only its own
 // connection, while a well-behaved libnbd client on another connection keeps
 // writing and reading verified data throughout, and the daemon keeps running.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Option negotiation details libnbd hides (issue 2): unknown options get
+// Option negotiation details libnbd hides: unknown options get
 // NBD_REP_ERR_UNSUP and negotiation continues, STARTTLS is refused (POLICY or
 // UNSUP), unknown export names get NBD_REP_ERR_UNKNOWN, ABORT is acknowledged,
 // and the old NBD_OPT_EXPORT_NAME path still opens an export.

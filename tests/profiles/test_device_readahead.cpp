@@ -1,4 +1,4 @@
-// Read-ahead in the daemon's request path (daemon/readahead_path.hpp) through
+// Read-ahead in the daemon's request path (daemon/device/readahead_path.hpp) through
 // a real Device built by setup.cpp: RAM backend, `none` scheduler, optional
 // timing model. Requests go in through Device::submit as a connection would
 // send them; completions come back on the io_context.
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "daemon/device.hpp"
-#include "daemon/setup.hpp"
+#include "daemon/device/device.hpp"
+#include "daemon/process/setup.hpp"
 
 using namespace nbdsched;
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
-// Device profiles through the real daemon (issue 4): what a device advertises
+// Device profiles through the real daemon: what a device advertises
 // (nbdinfo), data integrity through every profile (fio verify), and the
 // read-ahead cache seen from a client (libnbd): coherent with writes, and
 // actually used (the daemon's read-ahead line at shutdown).

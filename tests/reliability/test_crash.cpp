@@ -1,4 +1,4 @@
-// Crash consistency of the file backend (issue 8): rounds of writers doing
+// Crash consistency of the file backend: rounds of writers doing
 // FUA writes, plain writes and FLUSHes through the daemon, the daemon
 // SIGKILLed at a random moment, restarted on the same file, and every block
 // checked against what was acknowledged as durable before the kill.

@@ -99,7 +99,7 @@ TEST_CASE("configured faults reach the client as NBD errors; the connection and 
     CHECK(rc == 1);
     CHECK(d.log().find("flush at shutdown failed") != std::string::npos);
     // Each failed request left a warning naming the device, the request and
-    // the error (daemon/device.cpp data_done); the requests that succeeded did not.
+    // the error (daemon/device/device.cpp data_done); the requests that succeeded did not.
     const std::string log = d.log();
     CHECK(log.find("device d0: read offset " + std::to_string(bad + 8192) +
                    " length 4096 failed: Input/output error") != std::string::npos);

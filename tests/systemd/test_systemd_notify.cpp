@@ -15,7 +15,7 @@
 
 #include <doctest/doctest.h>
 
-#include "daemon/systemd_notify.hpp"
+#include "daemon/process/systemd_notify.hpp"
 
 using namespace nbdsched::daemon;
 

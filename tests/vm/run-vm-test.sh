@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-vm-test.sh - the nbdsched VM test: boot Debian's 6.12 kernel under qemu
 # with the daemon, nbd-client, fio, e2fsprogs and blkdiscard in an initramfs,
-# and run guest/e2e.sh (points 1-8 of issue 6) against a real /dev/nbd0.
+# and run guest/e2e.sh (points p1-p8) against a real /dev/nbd0.
 #
 #   run-vm-test.sh --daemon BUILD/daemon/nbdsched [--log FILE] [--timeout SEC]
 #   run-vm-test.sh --nbdkit            (harness check: nbdkit memory 1G)

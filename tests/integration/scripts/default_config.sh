@@ -1,5 +1,5 @@
 #!/bin/bash
-# The embedded default (issue 2): `nbdsched` with no --config serves one 1 GiB
+# The embedded default: `nbdsched` with no --config serves one 1 GiB
 # RAM export "default" on $XDG_RUNTIME_DIR/nbdsched/nbdsched.sock and on
 # 127.0.0.1:10809, and prints how to connect (nbdinfo, nbd-client, fio).
 # The TCP port is fixed, so when something else holds it this test skips.

@@ -10,7 +10,7 @@ using namespace nbdsched::backend;
 
 TEST_CASE("factory: ram and file devices, errors name the device")
 {
-    config::Device d;
+    Spec d;
     d.name = "d0";
     d.size = 1 << 30;
     std::string error;
@@ -24,7 +24,7 @@ TEST_CASE("factory: ram and file devices, errors name the device")
     CHECK(error.find("device d0") != std::string::npos);
 
     test::TempDir dir;
-    d.backend = config::BackendKind::file;
+    d.kind = Kind::file;
     d.path = dir.file("f.img");
     d.size = 1 << 20;
     auto file = make_backend(d, error);
@@ -39,22 +39,22 @@ TEST_CASE("factory: ram and file devices, errors name the device")
 
 TEST_CASE("factory: resolve_rotational precedence")
 {
-    config::Device d;
+    Spec d;
     d.size = 1 << 20;
     std::string error;
     auto ram = make_backend(d, error);
     REQUIRE(ram);
     CHECK_FALSE(resolve_rotational(d, *ram, std::nullopt));   // RAM: non-rotational
     CHECK(resolve_rotational(d, *ram, true));                 // hdd profile
-    d.rotational = config::Tristate::no;
+    d.rotational = false;
     CHECK_FALSE(resolve_rotational(d, *ram, true));           // explicit wins
-    d.rotational = config::Tristate::yes;
+    d.rotational = true;
     CHECK(resolve_rotational(d, *ram, false));
 }
 
 TEST_CASE("factory: allocated_bytes sees RAM through the fault wrapper, not files")
 {
-    config::Device d;
+    Spec d;
     d.size = 1 << 20;
     std::string error;
     auto ram = make_backend(d, error);
@@ -64,7 +64,7 @@ TEST_CASE("factory: allocated_bytes sees RAM through the fault wrapper, not file
     FaultyBackend faulty(std::move(ram), {});
     CHECK(allocated_bytes(faulty) == 8192);
     test::TempDir dir;
-    d.backend = config::BackendKind::file;
+    d.kind = Kind::file;
     d.path = dir.file("f.img");
     auto file = make_backend(d, error);
     REQUIRE(file);

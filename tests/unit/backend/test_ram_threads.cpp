@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/ram_backend.hpp"
-#include "backend/readahead/readahead.hpp"
+#include "readahead/readahead.hpp"
 #include "helpers.hpp"
 
 using namespace nbdsched::backend;
@@ -74,7 +74,7 @@ TEST_CASE("ram: readers never see freed memory while trims free pages")
 
 TEST_CASE("read-ahead: concurrent readers and writers on one device")
 {
-    using namespace nbdsched::backend::readahead;
+    using namespace nbdsched::readahead;
     constexpr std::uint64_t size = 16 << 20;
     RamBackend disk(size);
     REQUIRE(disk.write(0, pattern(0, size), false) == 0);

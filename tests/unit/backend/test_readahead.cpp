@@ -1,11 +1,11 @@
 #include <doctest/doctest.h>
 
 #include "backend/ram_backend.hpp"
-#include "backend/readahead/readahead.hpp"
+#include "readahead/readahead.hpp"
 #include "helpers.hpp"
 
 using namespace nbdsched::backend;
-using namespace nbdsched::backend::readahead;
+using namespace nbdsched::readahead;
 using test::is_pattern;
 using test::pattern;
 

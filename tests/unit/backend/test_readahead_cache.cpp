@@ -1,10 +1,10 @@
 #include <doctest/doctest.h>
 
-#include "backend/readahead/cache.hpp"
+#include "readahead/cache.hpp"
 #include "helpers.hpp"
 
 using namespace nbdsched::backend;
-using namespace nbdsched::backend::readahead;
+using namespace nbdsched::readahead;
 using test::is_pattern;
 using test::pattern;
 

@@ -8,11 +8,11 @@
 #include <deque>
 
 #include "backend/ram_backend.hpp"
-#include "backend/readahead/readahead.hpp"
+#include "readahead/readahead.hpp"
 #include "helpers.hpp"
 
 using namespace nbdsched::backend;
-using namespace nbdsched::backend::readahead;
+using namespace nbdsched::readahead;
 using test::is_pattern;
 using test::pattern;
 using Kind = ReadDecision::Kind;

@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "backend/readahead/streams.hpp"
+#include "readahead/streams.hpp"
 
-using namespace nbdsched::backend::readahead;
+using namespace nbdsched::readahead;
 
 namespace {
 constexpr std::uint64_t KiB = 1024;

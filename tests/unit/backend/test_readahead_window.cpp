@@ -1,10 +1,10 @@
 #include <doctest/doctest.h>
 
-#include "backend/readahead/window.hpp"
-#include "backend/timing/profiles.hpp"
+#include "readahead/window.hpp"
+#include "timing/profiles.hpp"
 
 using namespace nbdsched;
-using namespace nbdsched::backend::readahead;
+using namespace nbdsched::readahead;
 
 TEST_CASE("read-ahead auto: 2 x max I/O on a rotational device without optimal I/O, else 128 KiB")
 {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "backend/timing/hdd_model.hpp"
-#include "backend/timing/profiles.hpp"
-#include "backend/timing/ssd_model.hpp"
+#include "timing/hdd_model.hpp"
+#include "timing/profiles.hpp"
+#include "timing/ssd_model.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::timing;

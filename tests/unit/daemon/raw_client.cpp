@@ -6,8 +6,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/protocol/handshake.hpp"
-#include "daemon/protocol/wire.hpp"
+#include "nbd/handshake.hpp"
+#include "nbd/wire.hpp"
 
 namespace nbdsched::testing {
 
@@ -17,7 +17,7 @@ std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed) {
     return v;
 }
 
-using namespace nbdsched::protocol;
+using namespace nbdsched::nbd;
 
 RawClient::RawClient(const std::string& socket_path) {
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -8,17 +8,17 @@
 #include <string>
 #include <vector>
 
-#include "daemon/protocol/transmission.hpp"
+#include "nbd/transmission.hpp"
 
 namespace nbdsched::testing {
 
 // NBD command codes as RawClient::send takes them.
-constexpr auto READ = static_cast<std::uint16_t>(protocol::Command::read);
-constexpr auto WRITE = static_cast<std::uint16_t>(protocol::Command::write);
-constexpr auto FLUSH = static_cast<std::uint16_t>(protocol::Command::flush);
-constexpr auto TRIM = static_cast<std::uint16_t>(protocol::Command::trim);
-constexpr auto ZEROES = static_cast<std::uint16_t>(protocol::Command::write_zeroes);
-constexpr auto DISC = static_cast<std::uint16_t>(protocol::Command::disc);
+constexpr auto READ = static_cast<std::uint16_t>(nbd::Command::read);
+constexpr auto WRITE = static_cast<std::uint16_t>(nbd::Command::write);
+constexpr auto FLUSH = static_cast<std::uint16_t>(nbd::Command::flush);
+constexpr auto TRIM = static_cast<std::uint16_t>(nbd::Command::trim);
+constexpr auto ZEROES = static_cast<std::uint16_t>(nbd::Command::write_zeroes);
+constexpr auto DISC = static_cast<std::uint16_t>(nbd::Command::disc);
 
 // n bytes of a pattern that differs per seed and per 512-byte sector.
 std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "config/config.hpp"
-#include "daemon/server.hpp"
+#include "daemon/process/server.hpp"
 
 namespace nbdsched::testing {
 

@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/classify.hpp"
+#include "daemon/tenancy/classify.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::daemon;

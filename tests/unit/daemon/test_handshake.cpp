@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
-#include "daemon/protocol/handshake.hpp"
-#include "daemon/protocol/wire.hpp"
+#include "nbd/handshake.hpp"
+#include "nbd/wire.hpp"
 
-using namespace nbdsched::protocol;
+using namespace nbdsched::nbd;
 
 namespace {
 std::vector<std::uint8_t> bytes(std::initializer_list<int> list) {

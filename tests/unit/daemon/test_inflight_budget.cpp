@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "daemon/inflight_budget.hpp"
+#include "daemon/device/inflight_budget.hpp"
 
 using nbdsched::daemon::InflightBudget;
 

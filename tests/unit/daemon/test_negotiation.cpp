@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
-#include "daemon/protocol/negotiation.hpp"
-#include "daemon/protocol/wire.hpp"
+#include "nbd/negotiation.hpp"
+#include "nbd/wire.hpp"
 
-using namespace nbdsched::protocol;
+using namespace nbdsched::nbd;
 
 namespace {
 

@@ -1,7 +1,7 @@
 // daemon/reload_plan: which config changes a SIGHUP may apply live.
 #include <doctest/doctest.h>
 
-#include "daemon/reload_plan.hpp"
+#include "daemon/process/reload_plan.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::daemon;

@@ -5,14 +5,14 @@
 #include <numeric>
 #include <set>
 
-#include "daemon/protocol/handshake.hpp"
-#include "daemon/protocol/wire.hpp"
+#include "nbd/handshake.hpp"
+#include "nbd/wire.hpp"
 #include "raw_client.hpp"
 #include "server_fixture.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::testing;
-using namespace nbdsched::protocol;
+using namespace nbdsched::nbd;
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 using namespace nbdsched;
 using namespace nbdsched::testing;
-using namespace nbdsched::protocol;
+using namespace nbdsched::nbd;
 using namespace std::chrono_literals;
 
 namespace {

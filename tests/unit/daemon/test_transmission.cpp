@@ -2,10 +2,10 @@
 
 #include <cerrno>
 
-#include "daemon/protocol/transmission.hpp"
-#include "daemon/protocol/wire.hpp"
+#include "nbd/transmission.hpp"
+#include "nbd/wire.hpp"
 
-using namespace nbdsched::protocol;
+using namespace nbdsched::nbd;
 
 namespace {
 RequestHeader req(Command c, std::uint64_t offset, std::uint32_t length, std::uint16_t flags = 0) {

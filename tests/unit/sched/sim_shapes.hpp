@@ -4,8 +4,8 @@
 
 #include <doctest/doctest.h>
 
-#include "sched/sim/engine.hpp"
-#include "sched/sim/workload.hpp"
+#include "tools/sim/engine.hpp"
+#include "tools/sim/workload.hpp"
 
 namespace nbdsched::sim::shapes {
 

@@ -4,10 +4,10 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "backend/timing/profiles.hpp"
+#include "timing/profiles.hpp"
 #include "sched/none.hpp"
-#include "sched/sim/report.hpp"
-#include "sched/sim/workload_yaml.hpp"
+#include "tools/sim/report.hpp"
+#include "tools/sim/workload_yaml.hpp"
 #include "sim_shapes.hpp"
 
 using namespace nbdsched;

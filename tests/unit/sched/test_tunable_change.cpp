@@ -1,5 +1,5 @@
 // Run-time tunable changes keep every queued request and do not reorder any
-// queue by accident (issue 3: "a change takes effect without losing or
+// queue by accident ("a change takes effect without losing or
 // reordering-by-accident queued requests"), for cfq and bfq.
 //
 // The closed-loop rigs (test_cfq_rig.hpp, test_bfq_rig.hpp) keep jobs issuing

@@ -1,5 +1,5 @@
 # e2e.sh - the nbdsched VM test (guest side, busybox sh): the kernel's nbd
-# driver on top of the daemon, points 1-8 of issue 6.  Each check is a
+# driver on top of the daemon, points p1-p8.  Each check is a
 # VMTEST-STEP line; a point that cannot run yet prints VMTEST-SKIP.
 . /vmtest/lib.sh
 for f in server stats p1-rotational p2-fio-verify p3-filesystem p4-discard \

@@ -1,0 +1,144 @@
+// A device loop: one per configured device. It owns the backend, the
+// scheduler and the optional timing model, and drives the scheduler as its
+// header asks: submit, drain dispatch(), complete, re-arm a timer at
+// next_wakeup(). Everything runs on the event loop thread except the data
+// operations of blocking backends, which run on a thread pool and post their
+// completion back. With a timing model, the data operation runs at dispatch
+// and the reply is released by a timer at the model's completion time; the
+// emulated delay never blocks the loop. With read-ahead on (read_ahead_kb),
+// client requests pass through a ReadAheadPath first: cached reads are
+// answered at once, and prefetches enter the scheduler as async reads of
+// the reader's queue.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "timing/device_model.hpp"
+#include "daemon/device/inflight_budget.hpp"
+#include "daemon/device/io_limits.hpp"
+#include "daemon/device/io_request.hpp"
+#include "daemon/device/readahead_path.hpp"
+#include "daemon/stats/counters.hpp"
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::daemon {
+
+// steady_clock as scheduler time.
+sched::Time steady_now();
+
+class Device {
+public:
+    struct Parts {
+        std::string name;
+        std::unique_ptr<backend::Backend> backend;
+        std::unique_ptr<sched::Scheduler> scheduler;
+        std::unique_ptr<timing::DeviceModel> model;   // nullptr: no emulated timing
+        bool rotational = false;
+        bool writes_sync = false;                     // plain writes count as sync
+        IoLimits io_limits;                           // what the device presents (model or storage)
+        readahead::Options read_ahead{.window_bytes = 0};   // 0: read-ahead off (setup.cpp sets it)
+        // limits.max_inflight_per_device / max_inflight_bytes_per_device
+        std::uint64_t max_inflight = UINT64_MAX;
+        std::uint64_t max_inflight_bytes = UINT64_MAX;
+    };
+
+    // `pool` runs blocking backends; it may be null when the backend is not
+    // blocking. The pool must be joined before a device is destroyed.
+    Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Parts parts);
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    const std::string& name() const { return name_; }
+    std::uint64_t size() const { return backend_->size(); }
+    bool rotational() const { return rotational_; }
+    backend::Backend& backend() { return *backend_; }
+    sched::Scheduler& scheduler() { return *scheduler_; }
+    const timing::DeviceModel* model() const { return model_.get(); }
+    const IoLimits& io_limits() const { return io_limits_; }
+    // Read-ahead counters and gauges (hits, misses, bytes prefetched/cached);
+    // nullopt when read-ahead is off for this device.
+    std::optional<readahead::Stats> read_ahead_stats() const;
+
+    sched::QueueId open_queue(sched::GroupId group);
+    void close_queue(sched::QueueId queue);
+
+    // Takes a filled request (op, offset, length, queue, group, sink); the
+    // device answers through request.sink->request_done(request) on the
+    // event loop thread -- possibly from inside submit() when the backend is
+    // not blocking, so a sink must not re-enter submit() from request_done().
+    void submit(IoRequest& request);
+
+    std::size_t outstanding() const { return outstanding_; }   // submitted, not done
+    // What its connections may hold read but unanswered (charged by them).
+    InflightBudget& inflight_budget() { return budget_; }
+    const InflightBudget& inflight_budget() const { return budget_; }
+
+    // Request counters (ctl stats, metrics); queues are registered by the server.
+    stats::DeviceStats& stats() { return stats_; }
+    const stats::DeviceStats& stats() const { return stats_; }
+    // Re-runs dispatch after a tunable or weight change (an idle wait may end).
+    void kick() { pump(); }
+
+    // Synchronous flush, for shutdown (0 or errno).
+    int flush_now() { return backend_->flush(); }
+
+private:
+    struct Release {
+        sched::Time at;
+        IoRequest* request;
+        bool operator>(const Release& o) const { return at > o.at; }
+    };
+
+    void enqueue(IoRequest& r, bool prefetch);
+    void answer(IoRequest& r);
+    void pump();
+    void start(IoRequest& r, sched::Time now);
+    static int run_backend(backend::Backend& b, IoRequest& r);
+    void data_done(IoRequest& r);
+    void finish(IoRequest& r);
+    void arm_wakeup();
+    void arm_release();
+    void on_release_timer();
+    sched::RequestId alloc_slot(IoRequest& r);
+
+    boost::asio::io_context& io_;
+    boost::asio::thread_pool* pool_;
+    std::string name_;
+    std::unique_ptr<backend::Backend> backend_;
+    std::unique_ptr<sched::Scheduler> scheduler_;
+    std::unique_ptr<timing::DeviceModel> model_;
+    bool rotational_;
+    bool writes_sync_;
+    bool blocking_;
+    IoLimits io_limits_;
+    InflightBudget budget_;
+
+    // Request ids index slots_, so finding a dispatched request costs no
+    // hashing and no allocation once the table has grown.
+    std::vector<IoRequest*> slots_;
+    std::vector<sched::RequestId> free_slots_;
+    std::size_t outstanding_ = 0;
+    sched::QueueId next_queue_ = 1;
+
+    bool pumping_ = false;
+    bool repump_ = false;
+    boost::asio::steady_timer wakeup_timer_;
+    std::optional<sched::Time> wakeup_armed_;   // when the timer fires; only moved earlier
+    boost::asio::steady_timer release_timer_;
+    std::optional<sched::Time> release_armed_;
+    std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
+    std::unique_ptr<ReadAheadPath> read_ahead_;   // null: off (declared last: its requests go first)
+    stats::DeviceStats stats_;
+};
+
+} // namespace nbdsched::daemon

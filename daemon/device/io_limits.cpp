@@ -1,0 +1,45 @@
+#include "daemon/device/io_limits.hpp"
+
+#include <bit>
+
+#include "backend/faulty.hpp"
+#include "backend/file_backend.hpp"
+#include "readahead/window.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+
+// Looks through fault injection to the backend that holds the data.
+const backend::Backend& innermost(const backend::Backend& b) {
+    if (auto* faulty = dynamic_cast<const backend::FaultyBackend*>(&b)) return innermost(faulty->inner());
+    return b;
+}
+
+} // namespace
+
+IoLimits io_limits(const timing::DeviceModel* model, const backend::Backend& backend) {
+    if (model) return {model->max_io_bytes(), model->optimal_io_bytes()};
+    if (auto* file = dynamic_cast<const backend::FileBackend*>(&innermost(backend)))
+        return {file->max_io_bytes(), file->optimal_io_bytes()};
+    return {};
+}
+
+readahead::Options read_ahead_options(const config::Device& device, bool rotational,
+                                               const IoLimits& limits, std::uint64_t device_size) {
+    readahead::Options o;
+    o.device_size = device_size;
+    o.window_bytes = readahead::window_bytes(device.read_ahead_kb, rotational, limits.max_io_bytes,
+                                                      limits.optimal_io_bytes);
+    o.cache_bytes = device.read_ahead_cache;
+    o.max_io_bytes = limits.max_io_bytes;
+    return o;
+}
+
+std::uint32_t preferred_block(const IoLimits& limits, std::uint32_t max_block) {
+    auto opt = limits.optimal_io_bytes;
+    if (opt >= 512 && std::has_single_bit(opt) && opt <= max_block) return opt;
+    return 4096;
+}
+
+} // namespace nbdsched::daemon

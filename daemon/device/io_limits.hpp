@@ -1,0 +1,31 @@
+// A device's I/O sizes, from whatever describes it best: the timing model
+// when a profile is set (the emulated disk is what clients see), else the
+// storage under a file backend (sysfs), else unknown. They size read-ahead
+// (`read_ahead_kb: auto`) and NBD_INFO_BLOCK_SIZE's preferred size.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.hpp"
+#include "readahead/readahead.hpp"
+#include "timing/device_model.hpp"
+#include "config/config.hpp"
+
+namespace nbdsched::daemon {
+
+struct IoLimits {
+    std::uint32_t max_io_bytes = 0;       // 0 = unknown
+    std::uint32_t optimal_io_bytes = 0;   // 0 = none reported
+};
+
+IoLimits io_limits(const timing::DeviceModel* model, const backend::Backend& backend);
+
+// The read-ahead the device runs with (window_bytes 0 = off).
+readahead::Options read_ahead_options(const config::Device& device, bool rotational,
+                                               const IoLimits& limits, std::uint64_t device_size);
+
+// NBD_INFO_BLOCK_SIZE preferred size: the optimal I/O size when there is a
+// usable one (a power of two in [512, max_block]), else 4096.
+std::uint32_t preferred_block(const IoLimits& limits, std::uint32_t max_block);
+
+} // namespace nbdsched::daemon

@@ -1,0 +1,91 @@
+// One NBD request on its way from a connection through a device's scheduler
+// and backend and back. Owned and recycled by the connection that read it
+// (with its data buffer, so steady-state I/O allocates nothing); the device
+// only borrows it between submit() and RequestSink::request_done().
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <span>
+
+#include "nbd/transmission.hpp"
+#include "sched/request.hpp"
+
+namespace nbdsched::daemon {
+
+// A data buffer aligned for O_DIRECT, grown on demand and then reused.
+class AlignedBuffer {
+public:
+    static constexpr std::size_t alignment = 4096;
+
+    std::span<std::byte> span(std::size_t n) { return {data_.get(), n}; }
+    std::byte* data() { return data_.get(); }
+    std::size_t capacity() const { return capacity_; }
+    // Makes room for n bytes; the old contents are not kept.
+    void reserve(std::size_t n) {
+        if (n <= capacity_) return;
+        std::size_t rounded = (n + alignment - 1) / alignment * alignment;
+        data_.reset(static_cast<std::byte*>(std::aligned_alloc(alignment, rounded)));
+        if (!data_) throw std::bad_alloc();
+        capacity_ = rounded;
+    }
+    void release() {
+        data_.reset();
+        capacity_ = 0;
+    }
+    // Gives the memory away (free() it); the buffer is empty afterwards.
+    std::byte* take() {
+        capacity_ = 0;
+        return data_.release();
+    }
+
+private:
+    struct Free {
+        void operator()(std::byte* p) const { std::free(p); }
+    };
+    std::unique_ptr<std::byte, Free> data_;
+    std::size_t capacity_ = 0;
+};
+
+struct IoRequest;
+
+// Whoever submitted a request hears back here, on the event loop thread.
+class RequestSink {
+public:
+    virtual void request_done(IoRequest& request) = 0;
+
+protected:
+    ~RequestSink() = default;
+};
+
+struct IoRequest {
+    // --- set by the connection before submit()
+    nbd::RequestHeader header;      // as the client sent it
+    RequestSink* sink = nullptr;
+    AlignedBuffer buffer;                // READ: filled by the backend; WRITE: the payload
+    sched::Op op = sched::Op::read;
+    std::uint64_t offset = 0;            // device-relative (export offset applied)
+    std::uint64_t length = 0;
+    bool fua = false;
+    bool may_trim = true;                // WRITE_ZEROES without NO_HOLE
+    sched::QueueId queue = 0;
+    sched::GroupId group = 0;
+
+    // --- set by the device
+    sched::RequestId id = 0;
+    sched::Time submitted_at{};          // for the latency statistics
+    sched::Time release_at{};            // timing model: reply not before this
+    int backend_errno = 0;               // 0 or the backend's errno
+
+    // --- the reply, encoded by the connection
+    std::uint32_t error = 0;             // NBD error value
+    std::array<std::uint8_t, nbd::max_reply_header> reply{};
+    std::uint8_t reply_size = 0;
+    bool send_data = false;              // READ success: buffer follows the header
+    std::uint64_t charged_bytes = 0;     // counted against the in-flight byte limit
+};
+
+} // namespace nbdsched::daemon

@@ -1,0 +1,85 @@
+#include "daemon/process/reload.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/process/systemd_notify.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+
+// RELOADING=1 now, READY=1 when the scope ends, whatever the outcome.
+struct NotifyReload {
+    std::string status = "reload failed: the previous configuration stays in force";
+    NotifyReload() { notify_reloading(); }
+    ~NotifyReload() { notify_ready(status); }
+};
+
+} // namespace
+
+void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next) {
+    auto now = steady_now();
+    for (const auto& g : plan.groups) {
+        auto existing = state.groups->find(g.name);
+        // A from-cgroup group keeps the weight its cgroup gave it.
+        unsigned weight = g.weight_from_cgroup && existing ? state.groups->at(*existing).weight : g.weight;
+        config::Group entry = g;
+        entry.weight = weight;
+        auto id = state.groups->upsert(entry);
+        for (auto& dev : *state.devices) {
+            dev->scheduler().set_group(id, weight);
+            dev->kick();
+        }
+    }
+    for (const auto& [device, tunables] : plan.tunables) {
+        Device* dev = state.find_device(device);
+        if (!dev) continue;
+        for (const auto& [name, value] : tunables) {
+            auto why = dev->scheduler().set_tunable(name, value, now);
+            if (!why.empty()) spdlog::error("reload: device {}: {} = {}: {}", device, name, value, why);
+        }
+        dev->kick();
+    }
+    for (const auto& [index, group] : plan.export_groups) {
+        auto id = state.groups->find(group);
+        if (id && index < state.exports->bindings.size()) state.exports->bindings[index].group = *id;
+    }
+    for (std::size_t i = 0; i < next.exports.size() && i < state.exports->infos.size(); ++i)
+        state.exports->infos[i].description = next.exports[i].description;
+    if (next.log_level != state.config->log_level) spdlog::set_level(spdlog::level::from_str(next.log_level));
+    *state.config = std::move(next);
+}
+
+bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {
+    NotifyReload notify;
+    const std::string path = state.config->source;
+    if (path.empty() || path.front() == '<') {
+        spdlog::warn("SIGHUP: running on {}: no file to reload", path);
+        return false;
+    }
+    spdlog::info("SIGHUP: reloading {}", path);
+    auto loaded = config::load_file(path);
+    if (!loaded.config) {
+        for (const auto& e : loaded.errors) spdlog::error("reload: {}", e.str());
+        spdlog::error("reload: {} has {} error(s); keeping the configuration in force", path, loaded.errors.size());
+        return false;
+    }
+    std::string error;
+    if (adjust && !adjust(*loaded.config, error)) {
+        spdlog::error("reload: {}; keeping the configuration in force", error);
+        return false;
+    }
+    auto plan = plan_reload(*state.config, *loaded.config);
+    if (!plan.ok()) {
+        for (const auto& why : plan.refused) spdlog::error("reload: {}", why);
+        spdlog::error("reload refused; keeping the configuration in force");
+        return false;
+    }
+    for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
+    apply_plan(state, plan, std::move(*loaded.config));
+    spdlog::info("reload: done ({} change(s))", plan.notes.size());
+    notify.status = "configuration reloaded";
+    return true;
+}
+
+} // namespace nbdsched::daemon

@@ -1,0 +1,122 @@
+#include "daemon/process/reload_plan.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+
+bool same_listen(const std::vector<config::Listen>& a, const std::vector<config::Listen>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].kind != b[i].kind || a[i].path != b[i].path || a[i].host != b[i].host || a[i].port != b[i].port)
+            return false;
+    return true;
+}
+
+bool same_rule(const config::Rule& a, const config::Rule& b) {
+    return a.cgroup == b.cgroup && a.uid == b.uid && a.gid == b.gid && a.address == b.address &&
+           a.export_name == b.export_name && a.group == b.group;
+}
+
+bool same_limits(const config::Limits& a, const config::Limits& b) {
+    return a.max_connections == b.max_connections && a.max_inflight_per_connection == b.max_inflight_per_connection &&
+           a.max_inflight_bytes_per_connection == b.max_inflight_bytes_per_connection &&
+           a.max_request_bytes == b.max_request_bytes && a.max_inflight_per_device == b.max_inflight_per_device &&
+           a.max_inflight_bytes_per_device == b.max_inflight_bytes_per_device && a.io_threads == b.io_threads;
+}
+
+// Device fields that are baked into the running device.
+void compare_device(const config::Device& a, const config::Device& b, ReloadPlan& plan) {
+    auto refuse = [&](const std::string& what) {
+        plan.refused.push_back(b.origin.str() + ": device " + b.name + ": " + what + " cannot change without a restart");
+    };
+    if (a.backend != b.backend) refuse("backend");
+    if (a.size != b.size) refuse("size");
+    if (a.path != b.path) refuse("path");
+    if (a.direct != b.direct) refuse("direct");
+    if (a.rotational != b.rotational) refuse("rotational");
+    if (a.scheduler != b.scheduler) refuse("scheduler (" + a.scheduler + " -> " + b.scheduler + ")");
+    if (a.profile != b.profile || a.profile_params != b.profile_params) refuse("profile");
+    if (a.read_ahead_kb != b.read_ahead_kb || a.read_ahead_cache != b.read_ahead_cache) refuse("read-ahead");
+    if (a.writes_sync != b.writes_sync) refuse("writes_sync");
+    if (a.queue_depth != b.queue_depth) refuse("queue_depth");
+    if (a.faults != b.faults) refuse("faults");
+    sched::Tunables changed;
+    for (const auto& [name, value] : b.tunables) {
+        auto it = a.tunables.find(name);
+        if (it == a.tunables.end() || it->second != value) {
+            changed[name] = value;
+            plan.notes.push_back("device " + b.name + ": " + name + " = " + value);
+        }
+    }
+    for (const auto& [name, value] : a.tunables)
+        if (!b.tunables.count(name))
+            plan.notes.push_back("device " + b.name + ": " + name + " left out: keeps its current value " + value);
+    if (!changed.empty()) plan.tunables.emplace_back(b.name, std::move(changed));
+}
+
+std::string effective_group(const config::Config& c, const config::Export& e) {
+    if (!e.group.empty()) return e.group;
+    const auto* d = c.find_device(e.device);
+    return d ? d->default_group : "default";
+}
+
+void compare_exports(const config::Config& old, const config::Config& next, ReloadPlan& plan) {
+    if (old.exports.size() != next.exports.size()) {
+        plan.refused.push_back("exports added or removed: cannot change without a restart");
+        return;
+    }
+    for (std::size_t i = 0; i < next.exports.size(); ++i) {
+        const auto& a = old.exports[i];
+        const auto& b = next.exports[i];
+        if (a.name != b.name || a.device != b.device || a.offset != b.offset || a.size != b.size ||
+            a.readonly != b.readonly) {
+            plan.refused.push_back(b.origin.str() + ": export " + b.name +
+                                   ": name, device, window or readonly cannot change without a restart");
+            continue;
+        }
+        auto ga = effective_group(old, a), gb = effective_group(next, b);
+        if (ga != gb) {
+            plan.export_groups.emplace_back(i, gb);
+            plan.notes.push_back("export " + b.name + ": new connections go to group " + gb);
+        }
+    }
+}
+
+} // namespace
+
+ReloadPlan plan_reload(const config::Config& old, const config::Config& next) {
+    ReloadPlan plan;
+    if (!same_listen(old.listen, next.listen)) plan.refused.push_back("listen: cannot change without a restart");
+    if (old.control != next.control) plan.refused.push_back("control: cannot change without a restart");
+    if (old.metrics != next.metrics) plan.refused.push_back("metrics: cannot change without a restart");
+    if (!same_limits(old.limits, next.limits)) plan.refused.push_back("limits: cannot change without a restart");
+    if (old.devices.size() != next.devices.size()) {
+        plan.refused.push_back("devices added or removed: cannot change without a restart");
+    } else {
+        for (std::size_t i = 0; i < next.devices.size(); ++i) {
+            if (old.devices[i].name != next.devices[i].name) {
+                plan.refused.push_back("device " + old.devices[i].name + " renamed: cannot change without a restart");
+                continue;
+            }
+            compare_device(old.devices[i], next.devices[i], plan);
+        }
+    }
+    compare_exports(old, next, plan);
+    for (const auto& g : next.groups) {
+        const auto* was = old.find_group(g.name);
+        if (was && was->weight == g.weight && was->weight_from_cgroup == g.weight_from_cgroup) continue;
+        plan.groups.push_back(g);
+        plan.notes.push_back("group " + g.name + (was ? "" : " (new)") + ": weight " +
+                             (g.weight_from_cgroup ? std::string("from-cgroup") : std::to_string(g.weight)));
+    }
+    for (const auto& g : old.groups)
+        if (!next.find_group(g.name)) plan.notes.push_back("group " + g.name + " left out: kept for open connections");
+    plan.rules_changed = old.rules.size() != next.rules.size();
+    for (std::size_t i = 0; !plan.rules_changed && i < next.rules.size(); ++i)
+        plan.rules_changed = !same_rule(old.rules[i], next.rules[i]);
+    if (plan.rules_changed) plan.notes.push_back("rules: " + std::to_string(next.rules.size()) + " (new connections)");
+    if (old.log_level != next.log_level) plan.notes.push_back("log_level: " + next.log_level);
+    return plan;
+}
+
+} // namespace nbdsched::daemon

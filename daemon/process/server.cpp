@@ -1,0 +1,193 @@
+#include "daemon/process/server.hpp"
+
+#include <boost/asio/post.hpp>
+#include <csignal>
+#include <spdlog/spdlog.h>
+#include <system_error>
+
+#include "daemon/control/commands.hpp"
+#include "daemon/process/placement.hpp"
+#include "daemon/process/setup.hpp"
+
+namespace nbdsched::daemon {
+
+Server::Server(const config::Config& config, ServerOptions options)
+    : config_(config),
+      options_(std::move(options)),
+      io_(1),
+      pool_(config_.limits.io_threads ? config_.limits.io_threads : 1),
+      signals_(io_),
+      drain_timer_(io_) {}
+
+Server::~Server() {
+    // Pool tasks refer to devices and requests: let them end first.
+    pool_.stop();
+    pool_.join();
+    connections_.clear();
+}
+
+std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptions options, std::string& error) {
+    std::unique_ptr<Server> s(new Server(config, std::move(options)));
+    for (const auto& dev : s->config_.devices) {
+        auto device = build_device(s->io_, s->pool_, dev, s->config_, error);
+        if (!device) return nullptr;
+        s->devices_.push_back(std::move(device));
+    }
+    if (!build_exports(s->config_, s->devices_, s->exports_, error)) return nullptr;
+    s->groups_ = GroupTable(s->config_.groups);   // ids as build_device numbered them
+    s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_};
+    s->context_.open_queue = [raw = s.get()](std::uint64_t id, const std::string& name, const ExportBinding& b) {
+        return raw->open_queue(id, name, b);
+    };
+    if (!s->config_.control.empty()) {
+        s->control_ = control::ControlServer::open(
+            s->io_, s->config_.control,
+            [raw = s.get()](const std::string& line) { return control::handle_line(line, raw->state_); }, error);
+        if (!s->control_) return nullptr;
+    }
+    if (!s->config_.metrics.empty()) {
+        s->metrics_ = metrics::Endpoint::open(s->io_, s->config_.metrics, s->state_, error);
+        if (!s->metrics_) return nullptr;
+    }
+    s->context_.exports = &s->exports_;
+    s->context_.limits = s->config_.limits;
+    s->context_.on_finished = [raw = s.get()](Connection& c) {
+        raw->connections_.erase(c.id());
+        raw->peers_.erase(c.id());
+        raw->check_drained();
+    };
+    if (!s->options_.activated_fds.empty()) {
+        for (int fd : s->options_.activated_fds) {
+            auto l = Listener::adopt(s->io_, fd, error);
+            if (!l) return nullptr;
+            s->listeners_.push_back(std::move(l));
+        }
+    } else {
+        for (const auto& where : s->config_.listen) {
+            auto l = Listener::open(s->io_, where, error);
+            if (!l) return nullptr;
+            s->listeners_.push_back(std::move(l));
+        }
+    }
+    if (s->listeners_.empty()) {
+        error = "nothing to listen on";
+        return nullptr;
+    }
+    return s;
+}
+
+void Server::accept(Socket socket, std::string peer) {
+    if (stopping_) return;   // the socket closes as it goes out of scope
+    if (connections_.size() >= config_.limits.max_connections) {
+        spdlog::warn("refusing connection from {}: max_connections ({}) reached", peer,
+                     config_.limits.max_connections);
+        return;
+    }
+    auto id = next_id_++;
+    // Now, not at export selection: the client's process may exit or move
+    // to another cgroup meanwhile.
+    peers_[id] = peer_info(socket.native_handle());
+    auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), context_);
+    connections_.emplace(id, c);
+    c->start();
+}
+
+int Server::run() {
+    for (auto& l : listeners_) {
+        l->start([this](Socket s, std::string peer) { accept(std::move(s), std::move(peer)); });
+        spdlog::info("listening on {}", l->describe());
+    }
+    if (options_.handle_signals) {
+        signals_.add(SIGINT);
+        signals_.add(SIGTERM);
+        signals_.add(SIGHUP);
+        wait_signal();
+    }
+    if (control_) control_->start();
+    if (metrics_) metrics_->start();
+    spdlog::info("nbdsched: ready");
+    if (options_.on_ready) options_.on_ready();
+    io_.run();
+    // Requests still on the pool (a forced shutdown) finish before we go.
+    pool_.join();
+    spdlog::info("nbdsched: stopped");
+    return exit_code_;
+}
+
+void Server::stop() {
+    boost::asio::post(io_, [this] { begin_shutdown("stop requested"); });
+}
+
+void Server::wait_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+            reload();
+        } else if (stopping_) {
+            spdlog::warn("{} again: stopping without waiting for in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
+            finish_shutdown();
+            return;
+        } else {
+            begin_shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
+        }
+        wait_signal();
+    });
+}
+
+void Server::begin_shutdown(const std::string& why) {
+    if (stopping_) return;
+    stopping_ = true;
+    spdlog::info("{}: shutting down ({} connection(s) open)", why, connections_.size());
+    if (options_.on_stopping) options_.on_stopping();
+    for (auto& l : listeners_) l->close();
+    if (control_) control_->close();
+    if (metrics_) metrics_->close();
+    // Copy: a connection may finish (and leave the map) inside shutdown().
+    auto open = connections_;
+    for (auto& [id, c] : open) c->shutdown();
+    drain_timer_.expires_after(options_.drain_timeout);
+    drain_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        spdlog::warn("{} connection(s) still busy after {} ms; closing them", connections_.size(),
+                     options_.drain_timeout.count());
+        finish_shutdown();
+    });
+    check_drained();
+}
+
+void Server::check_drained() {
+    if (!stopping_ || stopped_ || !connections_.empty()) return;
+    for (auto& d : devices_)
+        if (d->outstanding() != 0) return;
+    finish_shutdown();
+}
+
+void Server::finish_shutdown() {
+    if (stopped_) return;
+    stopped_ = true;
+    drain_timer_.cancel();
+    auto open = connections_;
+    for (auto& [id, c] : open) c->close("server stopping");
+    for (auto& d : devices_) {
+        if (int err = d->flush_now(); err != 0) {
+            spdlog::error("device {}: flush at shutdown failed: {}", d->name(), std::system_category().message(err));
+            exit_code_ = 1;
+        }
+    }
+    boost::system::error_code ignored;
+    signals_.cancel(ignored);
+    io_.stop();
+}
+
+sched::QueueId Server::open_queue(std::uint64_t connection, const std::string& export_name,
+                                  const ExportBinding& binding) {
+    auto it = peers_.find(connection);
+    PeerInfo peer = it == peers_.end() ? PeerInfo{} : it->second;
+    auto group = place_connection(state_, peer, export_name, binding.group);
+    auto queue = binding.device->open_queue(group);
+    binding.device->stats().open_queue(queue, {export_name, group, peer.describe()});
+    spdlog::debug("conn {}: queue {} in group {}", connection, queue, groups_.name_of(group));
+    return queue;
+}
+
+} // namespace nbdsched::daemon

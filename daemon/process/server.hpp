@@ -1,0 +1,101 @@
+// The whole daemon minus main(): devices, exports, listeners, connections,
+// signals and the orderly shutdown. One event loop thread runs everything;
+// a thread pool runs blocking backends.
+//
+// Shutdown (SIGTERM/SIGINT or stop()): stop accepting, let every connection
+// answer what it has read (bounded by drain_timeout), flush every device,
+// return 0 from run(). SIGHUP reloads the config file (reload.hpp).
+//
+// Scheduling: connections are classified at accept
+// (placement.hpp), a control socket and a Prometheus endpoint run when the
+// config asks for them.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "daemon/tenancy/classify.hpp"
+#include "daemon/session/connection.hpp"
+#include "daemon/control/server.hpp"
+#include "daemon/control/state.hpp"
+#include "daemon/device/device.hpp"
+#include "daemon/tenancy/exports.hpp"
+#include "daemon/tenancy/groups.hpp"
+#include "daemon/session/listener.hpp"
+#include "daemon/metrics/endpoint.hpp"
+#include "daemon/process/reload.hpp"
+
+namespace nbdsched::daemon {
+
+struct ServerOptions {
+    std::chrono::milliseconds drain_timeout{10000};  // shutdown: wait for in-flight requests
+    bool handle_signals = true;
+    std::vector<int> activated_fds;                  // systemd socket activation: listen on these instead
+    std::function<void()> on_ready;                  // after listening (sd_notify READY=1)
+    std::function<void()> on_stopping;               // shutdown begins (sd_notify STOPPING=1)
+    ConfigAdjust reload_adjust;                      // SIGHUP: applied to the re-read config
+};
+
+class Server {
+public:
+    // Builds everything and binds the listeners; nullptr and `error` when
+    // anything fails (nothing listens then).
+    static std::unique_ptr<Server> create(const config::Config& config, ServerOptions options, std::string& error);
+    ~Server();
+
+    // Runs the event loop on the calling thread until shut down; the exit code.
+    int run();
+    // Begins the graceful shutdown; callable from any thread.
+    void stop();
+
+    const std::vector<std::unique_ptr<Listener>>& listeners() const { return listeners_; }
+    const ExportTable& exports() const { return exports_; }
+    boost::asio::io_context& io() { return io_; }
+    // What the control socket and reload act on (event loop thread only).
+    control::DaemonState& state() { return state_; }
+    // Re-reads the config file as SIGHUP does; true when it applied.
+    bool reload() { return reload_config(state_, options_.reload_adjust); }
+
+private:
+    Server(const config::Config& config, ServerOptions options);
+    void accept(Socket socket, std::string peer);
+    void wait_signal();
+    void begin_shutdown(const std::string& why);
+    void check_drained();
+    void finish_shutdown();
+    sched::QueueId open_queue(std::uint64_t connection, const std::string& export_name, const ExportBinding& binding);
+
+    config::Config config_;
+    ServerOptions options_;
+    // Declared first so it is destroyed last: handlers still queued in it at
+    // the end hold connections, whose destructors touch nothing else.
+    boost::asio::io_context io_;
+    boost::asio::thread_pool pool_;
+    boost::asio::signal_set signals_;
+    boost::asio::steady_timer drain_timer_;
+    std::vector<std::unique_ptr<Device>> devices_;
+    ExportTable exports_;
+    ConnectionContext context_;
+    std::vector<std::unique_ptr<Listener>> listeners_;
+    std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;
+    std::map<std::uint64_t, PeerInfo> peers_;        // taken at accept, for classification
+    GroupTable groups_;
+    control::DaemonState state_;
+    std::unique_ptr<control::ControlServer> control_;
+    std::unique_ptr<metrics::Endpoint> metrics_;
+    std::uint64_t next_id_ = 1;
+    bool stopping_ = false;
+    bool stopped_ = false;
+    int exit_code_ = 0;
+};
+
+} // namespace nbdsched::daemon

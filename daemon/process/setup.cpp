@@ -1,0 +1,141 @@
+#include "daemon/process/setup.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "backend/factory.hpp"
+#include "backend/file_backend.hpp"
+#include "timing/profiles.hpp"
+#include "common/units.hpp"
+#include "daemon/device/io_limits.hpp"
+#include "sched/scheduler.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+constexpr unsigned default_depth = 64;   // config.hpp: queue_depth 0 with profile none
+
+bool backend_read_only(backend::Backend& b) {
+    auto* file = dynamic_cast<backend::FileBackend*>(&b);
+    return file && file->read_only();
+}
+
+// The export's window against the opened device. The loader checks this
+// already when the config gives the device's size; a file device without one
+// is only measured when opened, so the error is made here, in the loader's
+// form: "file:line:col: exports[N].size: ...". The config keeps only where
+// the export entry starts, so line:column point at the entry.
+bool window_fits(const config::Export& exp, std::size_t index, const Device& device, std::string& error) {
+    const std::uint64_t device_size = device.size();
+    const std::string where = "device '" + exp.device + "' (" + format_size(device_size) + " when opened)";
+    const std::string key = "exports[" + std::to_string(index) + "].";
+    if (exp.offset >= device_size) {
+        error = config::Error{exp.origin, key + "offset",
+                              "export '" + exp.name + "': offset " + format_size(exp.offset) +
+                                  " is at or past the end of " + where}
+                    .str();
+        return false;
+    }
+    if (exp.size && *exp.size > device_size - exp.offset) {
+        error = config::Error{exp.origin, key + "size",
+                              "export '" + exp.name + "': window " + format_size(exp.offset) + " + " +
+                                  format_size(*exp.size) + " ends past the end of " + where}
+                    .str();
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+sched::GroupId group_id(const config::Config& config, const std::string& name) {
+    for (std::size_t i = 0; i < config.groups.size(); ++i)
+        if (config.groups[i].name == name) return static_cast<sched::GroupId>(i);
+    return 0;
+}
+
+std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::thread_pool& pool,
+                                     const config::Device& dev, const config::Config& config, std::string& error) {
+    Device::Parts parts;
+    parts.name = dev.name;
+    parts.writes_sync = dev.writes_sync;
+    parts.max_inflight = config.limits.max_inflight_per_device;
+    parts.max_inflight_bytes = config.limits.max_inflight_bytes_per_device;
+    parts.backend = backend::make_backend(dev.backend_spec(), error);
+    if (!parts.backend) return nullptr;
+    std::string why;
+    parts.model = timing::make_model(dev.profile, dev.profile_params, why);
+    if (!parts.model && !why.empty()) {
+        error = "device " + dev.name + ": profile " + dev.profile + ": " + why;
+        return nullptr;
+    }
+    std::optional<bool> profile_rotational;
+    if (parts.model) profile_rotational = parts.model->rotational();
+    parts.rotational = backend::resolve_rotational(dev.backend_spec(), *parts.backend, profile_rotational);
+    parts.io_limits = io_limits(parts.model.get(), *parts.backend);
+    parts.read_ahead = read_ahead_options(dev, parts.rotational, parts.io_limits, parts.backend->size());
+
+    sched::DeviceTraits traits;
+    traits.rotational = parts.rotational;
+    traits.max_depth = dev.queue_depth ? dev.queue_depth : parts.model ? parts.model->queue_depth() : default_depth;
+    parts.scheduler = sched::make_scheduler(dev.scheduler, traits, dev.tunables, why);
+    if (!parts.scheduler) {
+        error = "device " + dev.name + ": scheduler " + dev.scheduler + ": " + why;
+        return nullptr;
+    }
+    for (std::size_t i = 0; i < config.groups.size(); ++i)
+        parts.scheduler->set_group(static_cast<sched::GroupId>(i), config.groups[i].weight);
+
+    spdlog::info("device {}: {}, scheduler {}, depth {}, {}{}, read-ahead {}", dev.name, parts.backend->describe(),
+                 dev.scheduler, traits.max_depth, parts.rotational ? "rotational" : "non-rotational",
+                 parts.model ? ", timing profile " + dev.profile : std::string(),
+                 parts.read_ahead.window_bytes ? format_size(parts.read_ahead.window_bytes) + " (cache " +
+                                                     format_size(parts.read_ahead.cache_bytes) + ")"
+                                               : std::string("off"));
+    return std::make_unique<Device>(io, &pool, std::move(parts));
+}
+
+bool build_exports(const config::Config& config, const std::vector<std::unique_ptr<Device>>& devices,
+                   ExportTable& table, std::string& error) {
+    table.infos.clear();
+    table.bindings.clear();
+    for (std::size_t index = 0; index < config.exports.size(); ++index) {
+        const config::Export& exp = config.exports[index];
+        Device* device = nullptr;
+        const config::Device* dev_config = nullptr;
+        for (std::size_t i = 0; i < config.devices.size(); ++i) {
+            if (config.devices[i].name == exp.device) {
+                device = devices[i].get();
+                dev_config = &config.devices[i];
+            }
+        }
+        if (!device) {
+            error = "export " + exp.name + ": no device " + exp.device;
+            return false;
+        }
+        const std::uint64_t device_size = device->size();
+        if (!window_fits(exp, index, *device, error)) return false;
+        nbd::ExportInfo info;
+        info.name = exp.name;
+        info.description = exp.description;
+        info.size = exp.size.value_or(device_size - exp.offset);
+        bool read_only = exp.readonly || backend_read_only(device->backend());
+        if (read_only && !exp.readonly) spdlog::warn("export {}: backing file is read-only; serving read-only", exp.name);
+        info.flags = nbd::tflag_has_flags | nbd::tflag_send_flush | nbd::tflag_send_fua |
+                     nbd::tflag_send_trim | nbd::tflag_send_write_zeroes | nbd::tflag_can_multi_conn;
+        if (read_only) info.flags |= nbd::tflag_read_only;
+        if (device->rotational()) info.flags |= nbd::tflag_rotational;
+        info.min_block = 1;
+        info.max_block = config.limits.max_request_bytes;
+        info.preferred_block = preferred_block(device->io_limits(), info.max_block);
+        ExportBinding binding;
+        binding.device = device;
+        binding.offset = exp.offset;
+        binding.read_only = read_only;
+        binding.group = group_id(config, exp.group.empty() ? dev_config->default_group : exp.group);
+        table.infos.push_back(std::move(info));
+        table.bindings.push_back(binding);
+    }
+    return true;
+}
+
+} // namespace nbdsched::daemon

@@ -1,0 +1,71 @@
+#include "daemon/session/connection.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace nbdsched::daemon {
+
+namespace {
+constexpr std::chrono::seconds handshake_timeout{60};
+}
+
+Connection::Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context)
+    : socket_(std::move(socket)),
+      id_(id),
+      peer_(std::move(peer)),
+      context_(context),
+      handshake_timer_(socket_.get_executor()) {}
+
+// Runs only when no handler and no device holds the connection any more;
+// the device may already be gone at shutdown, so nothing here touches it.
+Connection::~Connection() = default;
+
+std::string Connection::tag() const {
+    return "conn " + std::to_string(id_) + " (" + peer_ + ")";
+}
+
+void Connection::start() {
+    spdlog::debug("{}: connected", tag());
+    // A client that never finishes the handshake must not hold a
+    // connection slot forever.
+    handshake_timer_.expires_after(handshake_timeout);
+    handshake_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec && !self->in_transmission()) self->close("handshake not finished in time", spdlog::level::warn);
+    });
+    send_greeting();
+}
+
+void Connection::shutdown() {
+    if (closed_) return;
+    if (!in_transmission()) {
+        close("server shutting down during the handshake");
+        return;
+    }
+    stop_reading_ = true;
+    boost::system::error_code ignored;
+    // Wakes the pending read (it completes with EOF) without cancelling the
+    // replies being written.
+    socket_.shutdown(Socket::shutdown_receive, ignored);
+    maybe_finish();
+}
+
+void Connection::close(const std::string& reason, spdlog::level::level_enum level) {
+    if (closed_) return;
+    if (!reason.empty()) spdlog::log(level, "{}: closing: {}", tag(), reason);
+    handshake_timer_.cancel();
+    closed_ = true;
+    stop_reading_ = true;
+    boost::system::error_code ignored;
+    socket_.shutdown(Socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    // Replies nobody will read: drop them now. The batch being written comes
+    // back through on_written with an error and is released there.
+    for (auto* r : pending_) release(*r);
+    pending_.clear();
+    if (current_) {
+        release(*current_);
+        current_ = nullptr;
+    }
+    maybe_finish();
+}
+
+} // namespace nbdsched::daemon

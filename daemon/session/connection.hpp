@@ -1,0 +1,154 @@
+// One client connection: the fixed newstyle handshake, then the transmission
+// phase. Requests are parsed out of a large read buffer (many headers per
+// read), submitted to the export's device, and answered out of order through
+// one queue of replies written with scatter-gather, one write at a time.
+// Back-pressure: no new request is parsed while the connection has too many
+// requests (or bytes) read but not yet answered, or while its device has
+// (InflightBudget: then it waits there for room).
+//
+// Lifetime: the server owns the connection (shared_ptr) until it reports
+// itself finished; Asio handlers hold it too. It never finishes while the
+// device holds one of its requests.
+#pragma once
+
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/common.h>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "daemon/tenancy/exports.hpp"
+#include "daemon/device/inflight_budget.hpp"
+#include "daemon/device/io_request.hpp"
+#include "nbd/negotiation.hpp"
+#include "nbd/transmission.hpp"
+
+namespace nbdsched::daemon {
+
+using Socket = boost::asio::generic::stream_protocol::socket;
+
+class Connection;
+
+// What all connections share; owned by the server, outlives them.
+struct ConnectionContext {
+    const ExportTable* exports = nullptr;
+    config::Limits limits;
+    // Called (posted, never from inside a connection method) once the
+    // connection is closed and no request of it is left anywhere.
+    std::function<void(Connection&)> on_finished;
+    // Opens the connection's queue as it enters transmission (classification
+    // rules pick the group); unset: the export's group.
+    std::function<sched::QueueId(std::uint64_t connection, const std::string& export_name,
+                                 const ExportBinding& binding)>
+        open_queue;
+};
+
+class Connection final : public std::enable_shared_from_this<Connection>,
+                         public RequestSink,
+                         public InflightBudget::Waiter {
+public:
+    Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    void start();
+    // Graceful stop: no new requests; in-flight ones are answered; then close.
+    void shutdown();
+    // Closes the socket now (requests at the device still complete first).
+    // Protocol violations log at warn, ordinary endings at info.
+    void close(const std::string& reason, spdlog::level::level_enum level = spdlog::level::info);
+
+    std::uint64_t id() const { return id_; }
+    bool in_transmission() const { return device_ != nullptr; }
+
+    void request_done(IoRequest& request) override;
+    void budget_available() override;
+
+private:
+    enum class ReadState { header, payload, discard };
+
+    // connection_handshake.cpp
+    void send_greeting();
+    void read_client_flags();
+    void read_option_header();
+    void read_option_data(nbd::OptionHeader header);
+    void answer_option(const nbd::OptionHeader& header);
+    void enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags);
+
+    // connection_reader.cpp
+    void read_more();
+    void on_read(const boost::system::error_code& ec, std::size_t n);
+    void parse();
+    bool consume_payload();
+    void read_payload_direct();
+    void handle_request(const nbd::RequestHeader& header);
+    void submit(IoRequest& r);
+    void charge(IoRequest& r, std::uint64_t bytes);
+    bool over_limits() const;
+    void pause();
+    void resume();
+
+    // connection_writer.cpp
+    IoRequest& acquire();
+    void release(IoRequest& r);
+    void queue_reply(IoRequest& r);
+    void flush_replies();
+    void on_written(const boost::system::error_code& ec);
+    void maybe_finish();
+
+    std::string tag() const;
+
+    Socket socket_;
+    std::uint64_t id_;
+    std::string peer_;
+    const ConnectionContext& context_;
+
+    // handshake
+    boost::asio::steady_timer handshake_timer_;
+    nbd::Negotiation negotiation_;
+    std::vector<std::uint8_t> hs_in_;
+    std::vector<std::uint8_t> hs_out_;
+
+    // transmission
+    Device* device_ = nullptr;
+    const ExportBinding* binding_ = nullptr;
+    nbd::ExportLimits limits_;
+    sched::QueueId queue_ = 0;
+    bool queue_open_ = false;
+
+    std::unique_ptr<std::uint8_t[]> rbuf_;
+    std::size_t rbeg_ = 0;
+    std::size_t rend_ = 0;
+    ReadState rstate_ = ReadState::header;
+    IoRequest* current_ = nullptr;       // request whose WRITE payload is being read
+    std::uint64_t payload_left_ = 0;     // payload (or discarded) bytes still to come
+    std::size_t payload_got_ = 0;
+    bool reading_ = false;               // an async read is pending
+    bool parsing_ = false;
+    bool paused_ = false;                // back-pressure
+    bool waiting_budget_ = false;        // in line at the device's InflightBudget
+    bool has_ticket_ = false;            // reached the head of that line: may take one request
+    bool stop_reading_ = false;          // DISC, EOF or shutdown: no more requests
+
+    // requests read but not yet answered, and their bytes
+    std::size_t inflight_ = 0;
+    std::uint64_t inflight_bytes_ = 0;
+    std::vector<std::unique_ptr<IoRequest>> all_;
+    std::vector<IoRequest*> free_;
+
+    std::vector<IoRequest*> pending_;    // replies waiting for the writer
+    std::vector<IoRequest*> batch_;      // replies being written now
+    std::vector<boost::asio::const_buffer> iov_;   // reused: no allocation per write
+    bool writing_ = false;
+
+    bool closed_ = false;
+    bool finished_ = false;
+};
+
+} // namespace nbdsched::daemon

@@ -1,0 +1,118 @@
+// The handshake half of Connection: greeting, client flags, option haggling
+// (decided by nbd::handle_option), then the switch to transmission.
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include "daemon/session/connection.hpp"
+#include "nbd/handshake.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+constexpr std::uint16_t offered_flags = nbd::flag_fixed_newstyle | nbd::flag_no_zeroes;
+}
+
+void Connection::send_greeting() {
+    auto greeting = nbd::encode_greeting(offered_flags);
+    hs_out_.assign(greeting.begin(), greeting.end());
+    boost::asio::async_write(socket_, boost::asio::buffer(hs_out_),
+                             [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                                 if (ec) return self->close("greeting: " + ec.message());
+                                 self->read_client_flags();
+                             });
+}
+
+void Connection::read_client_flags() {
+    hs_in_.resize(4);
+    boost::asio::async_read(socket_, boost::asio::buffer(hs_in_),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+                                if (ec) return self->close("reading client flags: " + ec.message());
+                                auto flags = nbd::decode_client_flags(
+                                    std::span<const std::uint8_t, 4>(self->hs_in_.data(), 4), offered_flags);
+                                if (!flags) return self->close("client sent unknown client flags", spdlog::level::warn);
+                                self->negotiation_.client = *flags;
+                                self->read_option_header();
+                            });
+}
+
+void Connection::read_option_header() {
+    hs_in_.resize(nbd::option_header_size);
+    boost::asio::async_read(
+        socket_, boost::asio::buffer(hs_in_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            if (ec) {
+                // A client that only lists exports or asks for info usually
+                // just hangs up: not worth more than a debug line.
+                if (ec == boost::asio::error::eof) {
+                    spdlog::debug("{}: disconnected during the handshake", self->tag());
+                    return self->close("");
+                }
+                return self->close("reading option: " + ec.message());
+            }
+            auto header = nbd::decode_option_header(
+                std::span<const std::uint8_t, nbd::option_header_size>(self->hs_in_.data(),
+                                                                            nbd::option_header_size));
+            if (!header) return self->close("malformed option (bad IHAVEOPT magic)", spdlog::level::warn);
+            if (header->length > nbd::max_option_length)
+                return self->close("option " + std::string(nbd::option_name(header->option)) + " length " +
+                                       std::to_string(header->length) + " is too large",
+                                   spdlog::level::warn);
+            self->read_option_data(*header);
+        });
+}
+
+void Connection::read_option_data(nbd::OptionHeader header) {
+    hs_in_.resize(header.length);
+    boost::asio::async_read(socket_, boost::asio::buffer(hs_in_),
+                            [self = shared_from_this(), header](const boost::system::error_code& ec, std::size_t) {
+                                if (ec) return self->close("reading option data: " + ec.message());
+                                self->answer_option(header);
+                            });
+}
+
+void Connection::answer_option(const nbd::OptionHeader& header) {
+    hs_out_.clear();
+    auto result = nbd::handle_option(negotiation_, header, hs_in_, context_.exports->infos, hs_out_);
+    spdlog::debug("{}: option {} -> {}", tag(), nbd::option_name(header.option),
+                  result.next == nbd::Next::close          ? "close"
+                  : result.next == nbd::Next::transmission ? "transmission"
+                                                                : "continue");
+    auto next = [self = shared_from_this(), result](const boost::system::error_code& ec, std::size_t) {
+        if (ec) return self->close("writing option reply: " + ec.message());
+        switch (result.next) {
+        case nbd::Next::more_options: return self->read_option_header();
+        case nbd::Next::close:
+            // ABORT is a normal way to end; anything else is worth a line.
+            if (result.graceful) {
+                spdlog::debug("{}: {}", self->tag(), result.reason);
+                return self->close("");
+            }
+            return self->close(result.reason, spdlog::level::warn);
+        case nbd::Next::transmission: return self->enter_transmission(result.chosen, result.transmission_flags);
+        }
+    };
+    if (hs_out_.empty()) {
+        next({}, 0);
+        return;
+    }
+    boost::asio::async_write(socket_, boost::asio::buffer(hs_out_), std::move(next));
+}
+
+void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags) {
+    binding_ = &context_.exports->binding_of(info);
+    device_ = binding_->device;
+    limits_.size = info->size;
+    limits_.read_only = binding_->read_only;
+    limits_.structured = negotiation_.structured_replies;
+    limits_.max_payload = info->max_block;
+    queue_ = context_.open_queue ? context_.open_queue(id_, info->name, *binding_) : device_->open_queue(binding_->group);
+    queue_open_ = true;
+    handshake_timer_.cancel();
+    hs_in_ = {};
+    hs_out_ = {};
+    spdlog::info("{}: export '{}' on device {} (flags 0x{:x}, {} replies)", tag(), info->name, device_->name(),
+                 flags, limits_.structured ? "structured" : "simple");
+    read_more();
+}
+
+} // namespace nbdsched::daemon

@@ -1,0 +1,224 @@
+// The reading half of Connection's transmission phase: requests are parsed
+// out of one large buffer (a single read usually carries many headers),
+// validated, and submitted to the device. WRITE payloads are copied out of
+// the buffer, or read straight into the request's buffer when large.
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <cstring>
+#include <spdlog/spdlog.h>
+
+#include "daemon/session/connection.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+constexpr std::size_t read_buffer_size = 256u << 10;
+// Payload left over this size is read into the request's own buffer
+// instead of passing through the read buffer.
+constexpr std::size_t direct_payload = 64u << 10;
+
+sched::Op op_of(std::uint16_t type) {
+    switch (static_cast<nbd::Command>(type)) {
+    case nbd::Command::write: return sched::Op::write;
+    case nbd::Command::flush: return sched::Op::flush;
+    case nbd::Command::trim: return sched::Op::trim;
+    case nbd::Command::write_zeroes: return sched::Op::write_zeroes;
+    default: return sched::Op::read;
+    }
+}
+} // namespace
+
+bool Connection::over_limits() const {
+    return inflight_ >= context_.limits.max_inflight_per_connection ||
+           inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection ||
+           !device_->inflight_budget().admits(has_ticket_);
+}
+
+// Stops parsing with a complete request in the buffer; joins the device's
+// line when it is the device that refuses it (the connection's own limits
+// lift as its replies leave: on_written).
+void Connection::pause() {
+    paused_ = true;
+    if (waiting_budget_ || device_->inflight_budget().admits(has_ticket_)) return;
+    waiting_budget_ = true;
+    device_->inflight_budget().wait(std::weak_ptr<Connection>(shared_from_this()));
+}
+
+void Connection::resume() {
+    if (!paused_ || closed_) return;
+    if (over_limits()) return pause();
+    paused_ = false;
+    parse();
+}
+
+void Connection::budget_available() {
+    waiting_budget_ = false;
+    has_ticket_ = true;
+    // Not from inside another connection's release(): on our own turn.
+    boost::asio::post(socket_.get_executor(), [self = shared_from_this()] { self->resume(); });
+}
+
+void Connection::charge(IoRequest& r, std::uint64_t bytes) {
+    r.charged_bytes = bytes;
+    inflight_bytes_ += bytes;
+    device_->inflight_budget().take_bytes(bytes);
+}
+
+void Connection::read_more() {
+    if (reading_ || stop_reading_ || closed_) return;
+    if (!rbuf_) rbuf_ = std::make_unique_for_overwrite<std::uint8_t[]>(read_buffer_size);
+    if (rbeg_ > 0) {   // keep the unparsed tail at the front
+        std::memmove(rbuf_.get(), rbuf_.get() + rbeg_, rend_ - rbeg_);
+        rend_ -= rbeg_;
+        rbeg_ = 0;
+    }
+    reading_ = true;
+    socket_.async_read_some(boost::asio::buffer(rbuf_.get() + rend_, read_buffer_size - rend_),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                self->on_read(ec, n);
+                            });
+}
+
+void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
+    reading_ = false;
+    if (closed_) return maybe_finish();
+    if (ec) {
+        if (ec == boost::asio::error::eof || stop_reading_) {
+            if (!stop_reading_ || current_ || rstate_ != ReadState::header)
+                spdlog::debug("{}: client closed the connection", tag());
+            if (rstate_ != ReadState::header)
+                return close("connection closed in the middle of a request", spdlog::level::warn);
+            stop_reading_ = true;
+            return maybe_finish();
+        }
+        return close("read: " + ec.message());
+    }
+    rend_ += n;
+    parse();
+}
+
+// Moves payload bytes out of the read buffer. Returns false when the rest
+// must come from the socket.
+bool Connection::consume_payload() {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rend_ - rbeg_, payload_left_));
+    if (rstate_ == ReadState::payload) std::memcpy(current_->buffer.data() + payload_got_, rbuf_.get() + rbeg_, n);
+    rbeg_ += n;
+    payload_got_ += n;
+    payload_left_ -= n;
+    if (payload_left_ > 0) return false;
+    if (rstate_ == ReadState::payload) {
+        IoRequest& r = *current_;
+        current_ = nullptr;
+        rstate_ = ReadState::header;
+        submit(r);
+    }
+    rstate_ = ReadState::header;
+    return true;
+}
+
+void Connection::read_payload_direct() {
+    reading_ = true;
+    rbeg_ = rend_ = 0;
+    boost::asio::async_read(socket_,
+                            boost::asio::buffer(current_->buffer.data() + payload_got_, payload_left_),
+                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+                                self->reading_ = false;
+                                if (self->closed_) return self->maybe_finish();
+                                if (ec) return self->close("reading a WRITE payload: " + ec.message());
+                                self->payload_got_ += n;
+                                self->payload_left_ = 0;
+                                IoRequest& r = *self->current_;
+                                self->current_ = nullptr;
+                                self->rstate_ = ReadState::header;
+                                self->submit(r);
+                                self->parse();
+                            });
+}
+
+void Connection::parse() {
+    if (parsing_ || closed_) return;
+    parsing_ = true;
+    bool direct = false;
+    while (!closed_ && !stop_reading_) {
+        if (rstate_ != ReadState::header) {
+            if (consume_payload()) continue;
+            direct = rstate_ == ReadState::payload && payload_left_ >= direct_payload;
+            break;
+        }
+        // Over a limit, the socket is still read until a whole request is
+        // buffered (at most the read buffer): only a connection with a
+        // request to submit waits in the device's line.
+        if (rend_ - rbeg_ < nbd::request_size) break;
+        if (over_limits()) {
+            pause();
+            break;
+        }
+        auto header = nbd::decode_request(
+            std::span<const std::uint8_t, nbd::request_size>(rbuf_.get() + rbeg_, nbd::request_size));
+        if (!header) {
+            parsing_ = false;
+            return close("malformed request (bad magic); other connections are not affected", spdlog::level::warn);
+        }
+        rbeg_ += nbd::request_size;
+        handle_request(*header);
+    }
+    parsing_ = false;
+    flush_replies();   // one write for everything answered during this parse
+    if (direct)
+        read_payload_direct();
+    else if (!paused_)
+        read_more();
+    maybe_finish();
+}
+
+void Connection::handle_request(const nbd::RequestHeader& h) {
+    using nbd::Command;
+    if (h.type == static_cast<std::uint16_t>(Command::disc)) {
+        spdlog::debug("{}: NBD_CMD_DISC", tag());
+        stop_reading_ = true;
+        return;
+    }
+    IoRequest& r = acquire();
+    r.header = h;
+    r.error = nbd::validate_request(h, limits_);
+    if (r.error != 0)
+        spdlog::debug("{}: {} offset {} length {} flags 0x{:x}: error {}", tag(), nbd::command_name(h.type),
+                      h.offset, h.length, h.flags, r.error);
+    if (nbd::has_payload(h)) {
+        payload_left_ = h.length;
+        payload_got_ = 0;
+        if (r.error != 0 || h.length == 0) {
+            rstate_ = ReadState::discard;   // consumed, never stored
+            queue_reply(r);
+            return;
+        }
+        r.buffer.reserve(h.length);
+        charge(r, h.length);
+        current_ = &r;
+        rstate_ = ReadState::payload;
+        return;
+    }
+    bool empty = h.length == 0 && h.type != static_cast<std::uint16_t>(Command::flush);
+    if (r.error != 0 || empty) return queue_reply(r);
+    if (h.type == static_cast<std::uint16_t>(Command::read)) {
+        r.buffer.reserve(h.length);
+        charge(r, h.length);
+    }
+    submit(r);
+}
+
+void Connection::submit(IoRequest& r) {
+    const auto& h = r.header;
+    r.sink = this;
+    r.op = op_of(h.type);
+    r.offset = binding_->offset + h.offset;
+    r.length = r.op == sched::Op::flush ? 0 : h.length;
+    r.fua = (h.flags & nbd::cmd_flag_fua) != 0 && r.op != sched::Op::read && r.op != sched::Op::flush;
+    r.may_trim = (h.flags & nbd::cmd_flag_no_hole) == 0;
+    r.queue = queue_;
+    r.group = binding_->group;
+    device_->submit(r);
+}
+
+} // namespace nbdsched::daemon

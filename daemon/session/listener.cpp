@@ -1,0 +1,219 @@
+#include "daemon/session/listener.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace nbdsched::daemon {
+
+namespace {
+
+namespace asio = boost::asio;
+using local = asio::local::stream_protocol;
+using tcp = asio::ip::tcp;
+
+// A socket file nobody answers on is left over from a crash: remove it. One
+// somebody answers on belongs to a running server: refuse to steal it.
+bool clear_stale_socket(const std::string& path, std::string& error) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return true;   // nothing there
+    if (!S_ISSOCK(st.st_mode)) {
+        error = path + " exists and is not a socket";
+        return false;
+    }
+    asio::io_context probe_io;
+    local::socket probe(probe_io);
+    boost::system::error_code ec;
+    probe.connect(local::endpoint(path), ec);
+    if (!ec) {
+        error = path + " is in use by another running server";
+        return false;
+    }
+    if (::unlink(path.c_str()) != 0) {
+        error = "cannot remove stale socket " + path + ": " + std::strerror(errno);
+        return false;
+    }
+    spdlog::info("removed stale unix socket {}", path);
+    return true;
+}
+
+std::string peer_of(const Socket& s) {
+    boost::system::error_code ec;
+    auto ep = s.remote_endpoint(ec);
+    if (ec) return "?";
+    if (ep.protocol().family() == AF_UNIX) {
+        // The peer's process, for logs (and, later, classification rules).
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        auto fd = const_cast<Socket&>(s).native_handle();
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+            return "unix pid " + std::to_string(cred.pid) + " uid " + std::to_string(cred.uid);
+        return "unix";
+    }
+    if (ep.protocol().family() == AF_INET || ep.protocol().family() == AF_INET6) {
+        tcp::endpoint t;
+        std::memcpy(t.data(), ep.data(), std::min<std::size_t>(ep.size(), sizeof(sockaddr_in6)));
+        t.resize(ep.size());
+        return t.address().to_string() + ":" + std::to_string(t.port());
+    }
+    return "?";
+}
+
+} // namespace
+
+Listener::Listener(asio::io_context& io) : io_(io) {}
+
+Listener::~Listener() { close(); }
+
+std::unique_ptr<Listener> Listener::open(asio::io_context& io, const config::Listen& where, std::string& error) {
+    std::unique_ptr<Listener> l(new Listener(io));
+    boost::system::error_code ec;
+    if (where.kind == config::Listen::Kind::unix_socket) {
+        const auto& path = where.path;
+        auto parent = std::filesystem::path(path).parent_path();
+        std::error_code fs_ec;   // a missing directory shows up as a bind error below
+        if (!parent.empty()) std::filesystem::create_directories(parent, fs_ec);
+        if (!clear_stale_socket(path, error)) return nullptr;
+        l->unix_.emplace(io);
+        l->unix_->open(local(), ec);
+        if (!ec) l->unix_->bind(local::endpoint(path), ec);
+        if (!ec) l->unix_->listen(asio::socket_base::max_listen_connections, ec);
+        if (ec) {
+            error = "cannot listen on unix socket " + path + ": " + ec.message();
+            return nullptr;
+        }
+        l->path_ = path;
+        l->owns_path_ = true;
+        l->description_ = "unix:" + path;
+        return l;
+    }
+    std::string host = where.host;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    auto address = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
+    if (ec) {
+        error = "bad listen address '" + where.host + "': " + ec.message();
+        return nullptr;
+    }
+    tcp::endpoint endpoint(address, where.port);
+    l->tcp_.emplace(io);
+    l->tcp_->open(endpoint.protocol(), ec);
+    if (!ec) l->tcp_->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) l->tcp_->bind(endpoint, ec);
+    if (!ec) l->tcp_->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+        error = "cannot listen on tcp " + endpoint.address().to_string() + ":" + std::to_string(where.port) + ": " +
+                ec.message();
+        return nullptr;
+    }
+    l->host_ = endpoint.address().to_string();
+    l->port_ = l->tcp_->local_endpoint().port();
+    l->description_ = "tcp:" + (address.is_v6() ? "[" + l->host_ + "]" : l->host_) + ":" + std::to_string(l->port_);
+    return l;
+}
+
+std::unique_ptr<Listener> Listener::adopt(asio::io_context& io, int fd, std::string& error) {
+    std::unique_ptr<Listener> l(new Listener(io));
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+        error = "socket activation: fd " + std::to_string(fd) + ": " + std::strerror(errno);
+        return nullptr;
+    }
+    boost::system::error_code ec;
+    if (ss.ss_family == AF_UNIX) {
+        l->unix_.emplace(io);
+        l->unix_->assign(local(), fd, ec);
+        l->path_ = reinterpret_cast<sockaddr_un*>(&ss)->sun_path;
+        l->description_ = "unix:" + l->path_ + " (activated)";
+    } else if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+        l->tcp_.emplace(io);
+        l->tcp_->assign(ss.ss_family == AF_INET ? tcp::v4() : tcp::v6(), fd, ec);
+        if (!ec) {
+            auto ep = l->tcp_->local_endpoint(ec);
+            l->host_ = ep.address().to_string();
+            l->port_ = ep.port();
+        }
+        l->description_ = "tcp:" + l->host_ + ":" + std::to_string(l->port_) + " (activated)";
+    } else {
+        error = "socket activation: fd " + std::to_string(fd) + " is neither unix nor tcp";
+        return nullptr;
+    }
+    if (ec) {
+        error = "socket activation: fd " + std::to_string(fd) + ": " + ec.message();
+        return nullptr;
+    }
+    return l;
+}
+
+void Listener::start(Accept on_accept) {
+    on_accept_ = std::move(on_accept);
+    accept_next();
+}
+
+void Listener::accept_next() {
+    if (closed_) return;
+    auto deliver = [this](auto& accepted, const auto& protocol) {
+        boost::system::error_code ec;
+        Socket socket(io_);
+        socket.assign(protocol, accepted.release(), ec);
+        if (ec) {
+            spdlog::warn("{}: cannot adopt accepted socket: {}", description_, ec.message());
+            return;
+        }
+        ++accepted_;
+        auto peer = peer_of(socket);
+        on_accept_(std::move(socket), std::move(peer));
+    };
+    auto on_error = [this](const boost::system::error_code& ec) {
+        if (ec == asio::error::operation_aborted || closed_) return false;
+        // EMFILE and friends: log and keep accepting (slowly would be
+        // better; the connection limit normally keeps us away from it).
+        spdlog::warn("{}: accept: {}", description_, ec.message());
+        return true;
+    };
+    if (unix_) {
+        unix_->async_accept([this, deliver, on_error](const boost::system::error_code& ec, local::socket s) {
+            if (ec) {
+                if (on_error(ec)) accept_next();
+                return;
+            }
+            deliver(s, asio::generic::stream_protocol(AF_UNIX, 0));
+            accept_next();
+        });
+    } else {
+        tcp_->async_accept([this, deliver, on_error](const boost::system::error_code& ec, tcp::socket s) {
+            if (ec) {
+                if (on_error(ec)) accept_next();
+                return;
+            }
+            boost::system::error_code ignored;
+            s.set_option(tcp::no_delay(true), ignored);
+            auto family = s.local_endpoint(ignored).protocol().family();
+            deliver(s, asio::generic::stream_protocol(family, IPPROTO_TCP));
+            accept_next();
+        });
+    }
+}
+
+void Listener::close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ignored;
+    if (unix_) unix_->close(ignored);
+    if (tcp_) tcp_->close(ignored);
+    if (owns_path_) ::unlink(path_.c_str());
+}
+
+std::string Listener::uri(const std::string& export_name) const {
+    if (unix_) return "nbd+unix:///" + export_name + "?socket=" + path_;
+    std::string host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
+    return "nbd://" + host + ":" + std::to_string(port_) + "/" + export_name;
+}
+
+} // namespace nbdsched::daemon

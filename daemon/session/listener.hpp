@@ -1,0 +1,58 @@
+// Accepting sockets: a unix socket (a stale socket file is removed first) or
+// a TCP address. Accepted sockets come out as generic stream sockets, so a
+// connection does not care which kind it is.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/config.hpp"
+#include "daemon/session/connection.hpp"
+
+namespace nbdsched::daemon {
+
+class Listener {
+public:
+    using Accept = std::function<void(Socket socket, std::string peer)>;
+
+    // nullptr with `error` set when the address cannot be bound.
+    static std::unique_ptr<Listener> open(boost::asio::io_context& io, const config::Listen& where,
+                                          std::string& error);
+    // Adopts an already listening socket (systemd socket activation).
+    static std::unique_ptr<Listener> adopt(boost::asio::io_context& io, int fd, std::string& error);
+    ~Listener();
+
+    void start(Accept on_accept);
+    // Stops accepting; removes the unix socket file this listener created.
+    void close();
+    const std::string& describe() const { return description_; }
+    // "nbd+unix:///NAME?socket=PATH" or "nbd://HOST:PORT/NAME".
+    std::string uri(const std::string& export_name) const;
+    bool is_unix() const { return unix_.has_value(); }
+    const std::string& unix_path() const { return path_; }
+    const std::string& tcp_host() const { return host_; }
+    std::uint16_t tcp_port() const { return port_; }
+
+private:
+    explicit Listener(boost::asio::io_context& io);
+    void accept_next();
+
+    boost::asio::io_context& io_;
+    std::optional<boost::asio::local::stream_protocol::acceptor> unix_;
+    std::optional<boost::asio::ip::tcp::acceptor> tcp_;
+    std::string description_;
+    std::string path_;          // unix socket path
+    bool owns_path_ = false;    // we created the file: remove it on close
+    std::string host_;
+    std::uint16_t port_ = 0;
+    Accept on_accept_;
+    std::uint64_t accepted_ = 0;
+    bool closed_ = false;
+};
+
+} // namespace nbdsched::daemon

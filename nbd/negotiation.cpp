@@ -1,0 +1,143 @@
+#include "nbd/negotiation.hpp"
+
+#include <algorithm>
+
+namespace nbdsched::nbd {
+
+namespace {
+
+OptionResult close_with(std::string reason) {
+    OptionResult r;
+    r.next = Next::close;
+    r.reason = std::move(reason);
+    return r;
+}
+
+// NBD_OPT_INFO and NBD_OPT_GO share everything but the final step.
+OptionResult info_or_go(Negotiation& state, std::uint32_t option, std::span<const std::uint8_t> data,
+                        std::span<const ExportInfo> exports, std::vector<std::uint8_t>& out) {
+    auto request = decode_info_request(data);
+    if (!request) {
+        append_error(out, option, rep_err_invalid, "malformed NBD_OPT_INFO/NBD_OPT_GO payload");
+        return {};
+    }
+    const ExportInfo* e = find_export(exports, request->name);
+    if (!e) {
+        append_error(out, option, rep_err_unknown, "unknown export '" + std::string(request->name) + "'");
+        return {};
+    }
+    auto flags = transmission_flags(state, *e);
+    append_info_export(out, option, e->size, flags);
+    bool want_name = std::find(request->infos.begin(), request->infos.end(), info_name) != request->infos.end();
+    bool want_desc =
+        std::find(request->infos.begin(), request->infos.end(), info_description) != request->infos.end();
+    if (want_name) append_info_string(out, option, info_name, e->name);
+    if (want_desc && !e->description.empty()) append_info_string(out, option, info_description, e->description);
+    // Sent even when not asked: the constraints hold whether or not the
+    // client promised to honour them, and nbdinfo shows them.
+    append_info_block_size(out, option, e->min_block, e->preferred_block, e->max_block);
+    append_ack(out, option);
+    OptionResult r;
+    if (option == static_cast<std::uint32_t>(Option::go)) {
+        r.next = Next::transmission;
+        r.chosen = e;
+        r.transmission_flags = flags;
+    }
+    return r;
+}
+
+} // namespace
+
+const ExportInfo* find_export(std::span<const ExportInfo> exports, std::string_view name) {
+    if (name.empty()) {
+        for (const auto& e : exports)
+            if (e.name == "default") return &e;
+        return exports.empty() ? nullptr : &exports.front();
+    }
+    for (const auto& e : exports)
+        if (e.name == name) return &e;
+    return nullptr;
+}
+
+std::uint16_t transmission_flags(const Negotiation& state, const ExportInfo& e) {
+    std::uint16_t flags = e.flags | tflag_has_flags;
+    if (state.structured_replies) flags |= tflag_send_df;
+    return flags;
+}
+
+OptionResult handle_option(Negotiation& state, const OptionHeader& header,
+                           std::span<const std::uint8_t> data, std::span<const ExportInfo> exports,
+                           std::vector<std::uint8_t>& out) {
+    const auto option = header.option;
+    if (++state.options > max_options) return close_with("too many options");
+    if (option == static_cast<std::uint32_t>(Option::export_name)) {
+        std::string_view name(reinterpret_cast<const char*>(data.data()), data.size());
+        if (name.size() > max_string) return close_with("export name too long");
+        const ExportInfo* e = find_export(exports, name);
+        if (!e) return close_with("NBD_OPT_EXPORT_NAME: unknown export '" + std::string(name) + "'");
+        OptionResult r;
+        r.next = Next::transmission;
+        r.chosen = e;
+        r.transmission_flags = transmission_flags(state, *e);
+        append_export_name_reply(out, e->size, r.transmission_flags, state.client.no_zeroes);
+        return r;
+    }
+    // Only fixed newstyle clients may send anything but EXPORT_NAME, and
+    // only they understand error replies.
+    if (!state.client.fixed_newstyle)
+        return close_with("option " + std::string(option_name(option)) + " from a non-fixed-newstyle client");
+
+    switch (static_cast<Option>(option)) {
+    case Option::abort:
+    {
+        append_ack(out, option);
+        auto r = close_with("client sent NBD_OPT_ABORT");
+        r.graceful = true;
+        return r;
+    }
+    case Option::list:
+        if (!data.empty()) {
+            append_error(out, option, rep_err_invalid, "NBD_OPT_LIST takes no data");
+            return {};
+        }
+        for (const auto& e : exports) append_server(out, option, e.name, e.description);
+        append_ack(out, option);
+        return {};
+    case Option::starttls:
+        append_error(out, option, rep_err_policy, "TLS is not supported by this server");
+        return {};
+    case Option::info:
+    case Option::go:
+        return info_or_go(state, option, data, exports, out);
+    case Option::structured_reply:
+        if (!data.empty()) {
+            append_error(out, option, rep_err_invalid, "NBD_OPT_STRUCTURED_REPLY takes no data");
+            return {};
+        }
+        state.structured_replies = true;
+        append_ack(out, option);
+        return {};
+    default:
+        append_error(out, option, rep_err_unsup, "unsupported option " + std::string(option_name(option)));
+        return {};
+    }
+}
+
+std::string_view option_name(std::uint32_t option) {
+    switch (static_cast<Option>(option)) {
+    case Option::export_name: return "NBD_OPT_EXPORT_NAME";
+    case Option::abort: return "NBD_OPT_ABORT";
+    case Option::list: return "NBD_OPT_LIST";
+    case Option::peek_export: return "NBD_OPT_PEEK_EXPORT";
+    case Option::starttls: return "NBD_OPT_STARTTLS";
+    case Option::info: return "NBD_OPT_INFO";
+    case Option::go: return "NBD_OPT_GO";
+    case Option::structured_reply: return "NBD_OPT_STRUCTURED_REPLY";
+    case Option::list_meta_context: return "NBD_OPT_LIST_META_CONTEXT";
+    case Option::set_meta_context: return "NBD_OPT_SET_META_CONTEXT";
+    case Option::extended_headers: return "NBD_OPT_EXTENDED_HEADERS";
+    }
+    return "unknown";
+}
+
+} // namespace nbdsched::nbd

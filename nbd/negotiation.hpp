@@ -1,0 +1,64 @@
+// The option haggling of the fixed newstyle handshake as a pure state
+// machine: one decoded option in, the reply bytes and what to do next out.
+// No sockets here, so every path (including hostile input) is unit-tested.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nbd/constants.hpp"
+#include "nbd/handshake.hpp"
+
+namespace nbdsched::nbd {
+
+// What a client can see of an export.
+struct ExportInfo {
+    std::string name;
+    std::string description;
+    std::uint64_t size = 0;
+    std::uint16_t flags = tflag_has_flags;   // transmission flags, SEND_DF added on negotiation
+    std::uint32_t min_block = 1;
+    std::uint32_t preferred_block = 4096;
+    std::uint32_t max_block = 32u << 20;
+};
+
+// An empty name selects the default export: the one named "default", else
+// the first. nullptr when there is no such export.
+const ExportInfo* find_export(std::span<const ExportInfo> exports, std::string_view name);
+
+// Hostile-client limits: an option longer than this or more options than
+// this in one handshake closes the connection.
+inline constexpr std::uint32_t max_option_length = 64u << 10;
+inline constexpr unsigned max_options = 1024;
+
+struct Negotiation {
+    ClientFlags client;
+    bool structured_replies = false;
+    unsigned options = 0;
+};
+
+enum class Next { more_options, close, transmission };
+
+struct OptionResult {
+    Next next = Next::more_options;
+    const ExportInfo* chosen = nullptr;      // set when next == transmission
+    std::uint16_t transmission_flags = 0;    // what the client was told
+    std::string reason;                      // why we close, for the log
+    bool graceful = false;                   // the client asked to end (ABORT)
+};
+
+// Handles one option whose payload has been read completely. Replies are
+// appended to `out`; the caller writes them before acting on `next`.
+OptionResult handle_option(Negotiation& state, const OptionHeader& header,
+                           std::span<const std::uint8_t> data, std::span<const ExportInfo> exports,
+                           std::vector<std::uint8_t>& out);
+
+// The flags a client is told for an export in its negotiated state.
+std::uint16_t transmission_flags(const Negotiation& state, const ExportInfo& e);
+
+std::string_view option_name(std::uint32_t option);
+
+} // namespace nbdsched::nbd

@@ -1,0 +1,77 @@
+// A bounded cache of prefetched extents (non-overlapping byte ranges of the
+// device), evicted least-recently-used first. Not thread-safe: ReadAhead
+// serialises access.
+//
+// Use-once ordering: an insert is hot; a hit that reads up to an extent's
+// end marks it consumed and coldest (a sequential reader will not come
+// back), a hit inside it keeps it hot. So unread prefetched data outlives
+// data already handed to the client.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "readahead/extent_bytes.hpp"
+#include "readahead/range.hpp"
+
+namespace nbdsched::readahead {
+
+class ExtentCache {
+public:
+    explicit ExtentCache(std::uint64_t limit_bytes) : limit_(limit_bytes) {}
+
+    // Copies [offset, offset + out.size()) into `out` when it is wholly
+    // cached (possibly across adjacent extents) and returns true; otherwise
+    // returns false and leaves `out` untouched.
+    bool lookup(std::uint64_t offset, std::span<std::byte> out);
+    // True when the whole range is cached (no LRU change).
+    bool contains(std::uint64_t offset, std::uint64_t length) const;
+    // The cached extent holding `offset`, or else the first one after it
+    // (no LRU change). Adjacent extents are returned one at a time.
+    std::optional<Range> extent_from(std::uint64_t offset) const;
+
+    // Adds an extent, replacing any extents overlapping it, after evicting
+    // enough to respect the limit with `reserved` bytes set aside (data in
+    // flight). Returns false, inserting nothing, when it cannot fit.
+    bool insert(std::uint64_t offset, ExtentBytes&& data, std::uint64_t reserved = 0);
+    // Drops every extent overlapping the range; returns the bytes dropped.
+    std::uint64_t invalidate(std::uint64_t offset, std::uint64_t length);
+    // Evicts LRU extents until bytes() + extra <= limit(); false if even an
+    // empty cache could not (extra > limit). `consumed_only`: evict only
+    // extents read to their end, never data still ahead of a reader.
+    bool make_room(std::uint64_t extra, bool consumed_only = false);
+    void clear();
+
+    std::uint64_t bytes() const { return bytes_; }
+    std::uint64_t limit() const { return limit_; }
+    std::size_t extents() const { return map_.size(); }
+    std::uint64_t evicted_bytes() const { return evicted_; }
+
+private:
+    struct Entry {
+        ExtentBytes data;
+        std::list<std::uint64_t>::iterator lru;   // position in lru_
+        bool consumed = false;                     // read up to its end
+        std::uint64_t end(std::uint64_t start) const { return start + data.size(); }
+    };
+    using Map = std::map<std::uint64_t, Entry>;
+
+    // The first extent that ends after `offset` (the one containing it, or
+    // the next one), or end().
+    Map::iterator first_ending_after(std::uint64_t offset);
+    Map::const_iterator first_ending_after(std::uint64_t offset) const;
+    Map::iterator erase(Map::iterator it);
+
+    std::uint64_t limit_;
+    std::uint64_t bytes_ = 0;
+    std::uint64_t evicted_ = 0;
+    Map map_;
+    std::list<std::uint64_t> lru_;   // front = evicted first, back = hottest
+};
+
+} // namespace nbdsched::readahead

@@ -1,0 +1,233 @@
+#include "readahead/readahead.hpp"
+
+#include <algorithm>
+
+namespace nbdsched::readahead {
+
+ReadAhead::ReadAhead(const Options& options)
+    : options_(options),
+      cache_(options.cache_bytes),
+      streams_(options.window_bytes, options.streams_per_queue, options.device_size)
+{
+    stats_.window_bytes = options.window_bytes;
+}
+
+ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out)
+{
+    const std::uint64_t length = out.size();
+    if (!enabled() || length == 0 || offset > options_.device_size || length > options_.device_size - offset)
+        return {};
+    std::lock_guard lock(mutex_);
+    ReadDecision d = decide(queue, {offset, length}, out, true);
+    switch (d.kind) {
+    case ReadDecision::Kind::hit:
+        ++stats_.hits;
+        break;
+    case ReadDecision::Kind::wait:
+        ++stats_.waits;
+        stats_.fills += d.prefetch.empty() ? 0 : 1;
+        break;
+    case ReadDecision::Kind::miss:
+        ++stats_.misses;
+        break;
+    }
+    // A fill (in d.prefetch already) goes before the stream's next window:
+    // the client waits for the fill, and the window continues where it ends.
+    if (auto r = streams_.on_read(queue, offset, length, d.kind != ReadDecision::Kind::miss)) {
+        auto more = issue(queue, *r);
+        d.prefetch.insert(d.prefetch.end(), more.begin(), more.end());
+    }
+    return d;
+}
+
+ReadDecision ReadAhead::resume(std::uint64_t offset, std::span<std::byte> out)
+{
+    if (!enabled() || out.empty())
+        return {};
+    std::lock_guard lock(mutex_);
+    ReadDecision d = decide(0, {offset, out.size()}, out, false);
+    stats_.waits_failed += d.kind == ReadDecision::Kind::miss ? 1 : 0;
+    return d;
+}
+
+ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill)
+{
+    ReadDecision d;
+    if (cache_.lookup(r.offset, out)) {
+        d.kind = ReadDecision::Kind::hit;
+        stats_.hit_bytes += r.length;
+        return d;
+    }
+    const Cover c = cover(r);
+    if (c.gap.length == 0) {
+        d.kind = ReadDecision::Kind::wait;
+        d.wait_ticket = c.ticket;
+        return d;
+    }
+    // Partly covered: fill the missing span (see the header for why), but
+    // only as a whole, or the read would go to the backend anyway; and not
+    // by evicting read-ahead nobody has read yet (a plain miss needs no
+    // cache memory at all).
+    if (may_fill && c.covered_bytes > 0 && !write_pending(c.gap)
+        && cache_.make_room(inflight_bytes_ + c.gap.length, true)) {
+        d.prefetch = issue(queue, c.gap, true);
+        if (!d.prefetch.empty()) {
+            d.kind = ReadDecision::Kind::wait;
+            d.wait_ticket = d.prefetch.back().ticket;
+        }
+    }
+    return d;
+}
+
+const ReadAhead::InFlight* ReadAhead::inflight_at(std::uint64_t pos, std::uint64_t* ticket) const
+{
+    const InFlight* best = nullptr;
+    for (const auto& [t, f] : inflight_)
+        if (!f.stale && f.range.contains(pos) && (best == nullptr || f.range.end() > best->range.end())) {
+            best = &f;
+            *ticket = t;
+        }
+    return best;
+}
+
+ReadAhead::Cover ReadAhead::cover(const Range& r) const
+{
+    Cover c;
+    std::uint64_t gap_start = 0, gap_end = 0;
+    for (std::uint64_t pos = r.offset; pos < r.end();) {
+        const auto extent = cache_.extent_from(pos);
+        std::uint64_t ticket = 0;
+        std::uint64_t covered_to = 0;
+        if (extent && extent->contains(pos)) {
+            covered_to = extent->end();
+        } else if (const InFlight* f = inflight_at(pos, &ticket)) {
+            covered_to = f->range.end();
+            c.ticket = ticket;
+        }
+        if (covered_to != 0) {
+            c.covered_bytes += std::min(covered_to, r.end()) - pos;
+            pos = covered_to;
+            continue;
+        }
+        // Missing up to the next byte that is cached or in flight.
+        std::uint64_t next = extent ? std::min(extent->offset, r.end()) : r.end();
+        for (const auto& [t, f] : inflight_)
+            if (!f.stale && f.range.offset > pos)
+                next = std::min(next, f.range.offset);
+        if (gap_end == 0)
+            gap_start = pos;
+        gap_end = next;
+        pos = next;
+    }
+    if (gap_end != 0)
+        c.gap = {gap_start, gap_end - gap_start};
+    return c;
+}
+
+std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand)
+{
+    std::vector<Prefetch> out;
+    // Reading a range a write is busy with would be thrown away anyway.
+    if (write_pending(r) || cache_.contains(r.offset, r.length))
+        return out;
+    const std::uint64_t chunk = options_.max_io_bytes != 0 ? options_.max_io_bytes : r.length;
+    for (std::uint64_t pos = r.offset; pos < r.end();) {
+        const std::uint64_t n = std::min(chunk, r.end() - pos);
+        if (!cache_.make_room(inflight_bytes_ + n)) {
+            ++stats_.prefetches_skipped;
+            break;
+        }
+        const std::uint64_t ticket = next_ticket_++;
+        inflight_.emplace(ticket, InFlight{{pos, n}, false});
+        inflight_bytes_ += n;
+        if (demand) {
+            stats_.bytes_filled += n;
+        } else {
+            ++stats_.prefetches;
+            stats_.bytes_prefetched += n;
+        }
+        out.push_back({ticket, queue, pos, n, demand});
+        pos += n;
+    }
+    return out;
+}
+
+bool ReadAhead::lookup(std::uint64_t offset, std::span<std::byte> out)
+{
+    if (!enabled())
+        return false;
+    std::lock_guard lock(mutex_);
+    if (!cache_.lookup(offset, out))
+        return false;
+    stats_.hit_bytes += out.size();
+    return true;
+}
+
+bool ReadAhead::write_pending(const Range& r) const
+{
+    return std::any_of(pending_writes_.begin(), pending_writes_.end(),
+                       [&](const Range& w) { return w.overlaps(r.offset, r.length); });
+}
+
+void ReadAhead::mark_stale(std::uint64_t offset, std::uint64_t length)
+{
+    for (auto& [ticket, f] : inflight_)
+        if (f.range.overlaps(offset, length))
+            f.stale = true;
+}
+
+void ReadAhead::on_write(std::uint64_t offset, std::uint64_t length)
+{
+    if (!enabled() || length == 0)
+        return;
+    std::lock_guard lock(mutex_);
+    stats_.bytes_invalidated += cache_.invalidate(offset, length);
+    mark_stale(offset, length);
+    pending_writes_.push_back({offset, length});
+}
+
+void ReadAhead::on_write_done(std::uint64_t offset, std::uint64_t length)
+{
+    if (!enabled() || length == 0)
+        return;
+    std::lock_guard lock(mutex_);
+    // A prefetch issued while the write was pending may have read either
+    // side of it: stale too. The cache itself was cleaned in on_write and
+    // nothing overlapping could be inserted since (write_pending).
+    mark_stale(offset, length);
+    auto it = std::find(pending_writes_.begin(), pending_writes_.end(), Range{offset, length});
+    if (it != pending_writes_.end())
+        pending_writes_.erase(it);
+}
+
+void ReadAhead::on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& data)
+{
+    std::lock_guard lock(mutex_);
+    auto it = inflight_.find(ticket);
+    if (it == inflight_.end())
+        return;
+    const InFlight f = it->second;
+    inflight_.erase(it);
+    inflight_bytes_ -= f.range.length;
+    if (error != 0 || data.size() != f.range.length || f.stale || write_pending(f.range)
+        || !cache_.insert(f.range.offset, std::move(data), inflight_bytes_))
+        ++stats_.prefetches_dropped;
+}
+
+void ReadAhead::on_queue_closed(std::uint64_t queue)
+{
+    std::lock_guard lock(mutex_);
+    streams_.forget(queue);
+}
+
+Stats ReadAhead::stats() const
+{
+    std::lock_guard lock(mutex_);
+    Stats s = stats_;
+    s.bytes_cached = cache_.bytes();
+    s.bytes_inflight = inflight_bytes_;
+    s.bytes_evicted = cache_.evicted_bytes();
+    return s;
+}
+
+} // namespace nbdsched::readahead

@@ -1,0 +1,93 @@
+#include "tools/sim/report.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace nbdsched::sim {
+namespace {
+
+double micros(Nanos d) { return double(d.count()) / 1e3; }
+
+std::string fmt(const char* format, double value) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, value);
+    return buf;
+}
+
+void table_row(std::ostream& out, const char* kind, const EntityResult& e) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%-6s %-16s %-10s %6s %10.0f %9.2f %11.1f %11.1f %11.1f %11.1f %11.1f\n", kind,
+                  e.name.c_str(), e.group.c_str(), e.weight ? std::to_string(e.weight).c_str() : "-",
+                  e.iops, e.mib_s, e.latency.mean_us, e.latency.stddev_us, e.latency.p99_us,
+                  micros(e.wait_max), micros(e.starved_max));
+    out << line;
+}
+
+std::string quoted(const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') q += '\\';
+        if (static_cast<unsigned char>(c) < 0x20) continue;   // names have no control chars worth keeping
+        q += c;
+    }
+    return q + "\"";
+}
+
+void json_entity(std::ostream& out, const EntityResult& e, const char* indent) {
+    out << indent << "{\"name\": " << quoted(e.name) << ", \"group\": " << quoted(e.group)
+        << ", \"weight\": " << e.weight << ", \"ios\": " << e.ios << ", \"bytes\": " << e.bytes
+        << ", \"iops\": " << fmt("%.1f", e.iops) << ", \"mib_s\": " << fmt("%.3f", e.mib_s)
+        << ", \"lat_mean_us\": " << fmt("%.2f", e.latency.mean_us)
+        << ", \"lat_stddev_us\": " << fmt("%.2f", e.latency.stddev_us)
+        << ", \"lat_p99_us\": " << fmt("%.2f", e.latency.p99_us)
+        << ", \"lat_max_us\": " << fmt("%.2f", e.latency.max_us)
+        << ", \"wait_max_us\": " << fmt("%.2f", micros(e.wait_max))
+        << ", \"starved_max_us\": " << fmt("%.2f", micros(e.starved_max)) << "}";
+}
+
+void json_list(std::ostream& out, const char* key, const std::vector<EntityResult>& list) {
+    out << "  " << quoted(key) << ": [\n";
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        json_entity(out, list[i], "    ");
+        out << (i + 1 < list.size() ? ",\n" : "\n");
+    }
+    out << "  ],\n";
+}
+
+} // namespace
+
+void print_table(std::ostream& out, const Results& r) {
+    out << "policy " << r.policy << "  profile " << r.profile << "  measured "
+        << format_duration(r.measured) << "  device utilisation " << fmt("%.1f%%", 100 * r.utilisation)
+        << "  hw_tag " << (r.scheduler.hw_tag ? 1 : 0) << "\n";
+    char head[256];
+    std::snprintf(head, sizeof head, "%-6s %-16s %-10s %6s %10s %9s %11s %11s %11s %11s %11s\n", "",
+                  "name", "group", "weight", "IOPS", "MiB/s", "lat_mean_us", "lat_sd_us",
+                  "lat_p99_us", "wait_max_us", "starved_us");
+    out << head;
+    for (const auto& j : r.jobs) table_row(out, "job", j);
+    for (const auto& g : r.groups) table_row(out, "group", g);
+    table_row(out, "total", r.total);
+    if (r.depth_violations || r.late_wakeups)
+        out << "WARNING: depth violations " << r.depth_violations << ", late wakeups "
+            << r.late_wakeups << "\n";
+}
+
+void print_json(std::ostream& out, const Results& r) {
+    out << "{\n  \"policy\": " << quoted(r.policy) << ",\n  \"profile\": " << quoted(r.profile)
+        << ",\n  \"measured_s\": " << fmt("%.6f", double(r.measured.count()) / 1e9)
+        << ",\n  \"utilisation\": " << fmt("%.4f", r.utilisation)
+        << ",\n  \"hw_tag\": " << (r.scheduler.hw_tag ? "true" : "false")
+        << ",\n  \"submitted\": " << r.submitted << ",\n  \"dispatched\": " << r.dispatched
+        << ",\n  \"completed\": " << r.completed
+        << ",\n  \"depth_violations\": " << r.depth_violations
+        << ",\n  \"late_wakeups\": " << r.late_wakeups << ",\n";
+    json_list(out, "jobs", r.jobs);
+    json_list(out, "groups", r.groups);
+    out << "  \"total\": ";
+    json_entity(out, r.total, "");
+    out << "\n}\n";
+}
+
+} // namespace nbdsched::sim

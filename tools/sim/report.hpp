@@ -1,0 +1,14 @@
+// Prints simulator results as a fixed-width table (for people) or JSON (for
+// scripts and the bench reports).
+#pragma once
+
+#include <ostream>
+
+#include "tools/sim/results.hpp"
+
+namespace nbdsched::sim {
+
+void print_table(std::ostream& out, const Results& results);
+void print_json(std::ostream& out, const Results& results);
+
+} // namespace nbdsched::sim
