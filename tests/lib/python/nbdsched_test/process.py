@@ -1,0 +1,146 @@
+"""A server as a child process: its output captured in a log file, ready
+once it accepts connections on its Unix socket and/or TCP port, stopped with
+a signal (then killed if it does not exit). CPU time comes from
+/proc/PID/stat so that benchmarks can report CPU seconds per request."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout, step=0.05):
+    """True as soon as predicate() is; its last answer after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def run_bounded(cmd, timeout=30):
+    """(returncode, output); a server that never answers makes libnbd and
+    nbdinfo wait forever, so each client runs as a child with a deadline."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return r.returncode, (r.stdout + r.stderr).strip()
+    except subprocess.TimeoutExpired:
+        return None, f"no answer within {timeout} s"
+
+
+def _connectable(unix_paths, tcp_port):
+    try:
+        for path in unix_paths:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(path)
+        if tcp_port:
+            with socket.create_connection(("127.0.0.1", tcp_port), timeout=1):
+                pass
+        return True
+    except OSError:
+        return False
+
+
+class Server:
+    """A running server. `listens` are the Unix socket paths it must accept
+    on before the constructor returns (none: return at once, e.g. when
+    socket activation starts it later); `tcp_port` likewise."""
+
+    def __init__(self, name, argv, workdir, log_path, sock=None, tcp_port=None, listens=None,
+                 env=None, wait=True, timeout=30):
+        self.name = name
+        self.argv = argv
+        self.sock = sock
+        self.tcp_port = tcp_port
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=workdir, env=env)
+        if wait:
+            self._wait_listening([p for p in (listens or [sock]) if p], tcp_port, timeout)
+
+    def _wait_listening(self, unix_paths, tcp_port, timeout):
+        ready = wait_for(lambda: self.proc.poll() is not None or _connectable(unix_paths, tcp_port),
+                         timeout)
+        if ready and self.proc.poll() is None:
+            return
+        why = (f"exited with status {self.proc.returncode}" if self.proc.poll() is not None
+               else f"did not listen on {unix_paths or tcp_port} within {timeout} s")
+        tail = self.log_tail()
+        self.stop()
+        raise RuntimeError(f"{self.name} {why}:\n{tail}")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def cpu(self):
+        return cpu_seconds(self.proc.pid)
+
+    def uri(self, export="", transport="unix"):
+        if transport == "unix":
+            return f"nbd+unix:///{export}?socket={self.sock}"
+        return f"nbd://127.0.0.1:{self.tcp_port}/{export}"
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def send(self, sig):
+        self.proc.send_signal(sig)
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError as e:
+            return f"(no log: {e})\n"
+
+    def log_tail(self, lines=30):
+        return "".join(self.log().splitlines(keepends=True)[-lines:])
+
+    def print_log_tail(self, lines=30):
+        print(f"---- {self.name} log {self.log_path} (last {lines} lines) ----")
+        sys.stdout.write(self.log_tail(lines))
+        print("----")
+
+    def wait_log(self, text, timeout=10):
+        """True once `text` is in the log."""
+        return wait_for(lambda: text in self.log(), timeout)
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        """Sends `sig`, waits; the exit status, or a sentence saying it had
+        to be killed (which compares unequal to every status)."""
+        status = self.proc.poll()
+        if status is None:
+            self.proc.send_signal(sig)
+            try:
+                status = self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                status = f"still running {timeout} s after signal {int(sig)} (killed)"
+        self._log.close()
+        return status
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

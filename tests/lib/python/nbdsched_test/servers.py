@@ -1,0 +1,71 @@
+"""The NBD servers the benchmarks compare: nbdsched (from configuration
+dicts), nbdkit (memory, file) and qemu-nbd. Every server listens on a Unix
+socket in the run's scratch directory and, when asked, on TCP loopback;
+nbdkit and qemu-nbd serve one address per process."""
+import os
+
+from .daemon import Daemon
+from .process import Server, free_port
+
+
+def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_level="warn", limits=None):
+    """devices/exports/groups are lists of dicts in the configuration's
+    schema; `config` on the result is the dict as written (for reports)."""
+    cfg = {"devices": devices, "exports": exports, "log_level": log_level}
+    if groups:
+        cfg["groups"] = groups
+    if limits:
+        cfg["limits"] = limits
+    srv = Daemon(cfg, tag, workdir=workdir, tcp=tcp, control=False)
+    srv.config = {"listen": srv._listen(), **cfg}
+    return srv
+
+
+def _peer(name, argv, workdir, tag, transport, unix_args, tcp_args, image=()):
+    """nbdkit or qemu-nbd on one address: `unix_args(sock)` or `tcp_args(port)`."""
+    sock = port = None
+    if transport == "unix":
+        sock = os.path.join(workdir, f"{tag}.sock")
+        argv += unix_args(sock)
+    else:
+        port = free_port()
+        argv += tcp_args(port)
+    return Server(name, argv + list(image), workdir, os.path.join(workdir, f"{tag}.log"), sock=sock,
+                  tcp_port=port)
+
+
+def start_nbdkit_memory(workdir, tag, size="1G", transport="unix"):
+    """nbdkit's memory plugin (sparse RAM, default 16 worker threads)."""
+    return _peer("nbdkit", ["nbdkit", "-f", "--exit-with-parent"], workdir, tag, transport,
+                 lambda s: ["-U", s], lambda p: ["-i", "127.0.0.1", "-p", str(p)], ["memory", size])
+
+
+def start_nbdkit_file(workdir, tag, image):
+    """nbdkit's file plugin (a thread pool, 16 threads by default), Unix socket."""
+    return _peer("nbdkit", ["nbdkit", "-f", "--exit-with-parent"], workdir, tag, "unix",
+                 lambda s: ["-U", s, "-e", "x"], None, ["file", image])
+
+
+def start_qemu_nbd(workdir, tag, image, transport="unix", shared=64, extra=()):
+    """qemu-nbd on a raw image. extra: more options (--aio=..., --cache=...)."""
+    return _peer("qemu-nbd", ["qemu-nbd", "--persistent", f"--shared={shared}", "-f", "raw", "-x", "x",
+                              *extra], workdir, tag, transport,
+                 lambda s: ["-k", s], lambda p: ["-b", "127.0.0.1", "-p", str(p)], [image])
+
+
+class Fleet(dict):
+    """label -> running server. As a context manager it stops them all at
+    the end and, when the run itself went well, fails if one died in it."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *_):
+        try:
+            dead = [f"{label} died during the run; see its log {s.log_path}"
+                    for label, s in self.items() if not s.alive()]
+            if exc_type is None and dead:
+                raise RuntimeError("; ".join(dead))
+        finally:
+            for s in self.values():
+                s.stop()

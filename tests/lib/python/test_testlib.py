@@ -1,0 +1,93 @@
+"""The test library itself, without a daemon: pattern() gives the C++
+tests' bytes, TempDir cleans up, fio options become fio's argv, a Server
+waits for its socket, reports its exit and shows its log, and Daemon
+writes its listen and control addresses into a configuration."""
+import json
+import os
+import signal
+import stat
+import sys
+
+from nbdsched_test import fio
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.patterns import pattern
+from nbdsched_test.process import Server
+from nbdsched_test.tempdir import TempDir
+from nbdsched_test.verdict import check
+
+# tests/lib/cpp pattern(1048570, 16, 7) and pattern(0, 8), printed by the C++ code
+CPP_PATTERN = [135, 182, 175, 2, 237, 69, 60, 117, 118, 1, 216, 247, 87, 118, 155, 170,
+               233, 83, 124, 95, 127, 158, 163, 69]
+
+LISTENER = """
+import socket, sys, time
+print("listening", flush=True)
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen()
+time.sleep(60)
+"""
+
+
+def test_pattern():
+    check(list(pattern(1048570, 16, 7) + pattern(0, 8)) == CPP_PATTERN, "pattern() = the C++ pattern()")
+    check(pattern(4096, 512, 2)[100:200] == pattern(4196, 100, 2), "a sub-range checks on its own")
+
+
+def test_tempdir():
+    with TempDir("selftest") as path:
+        check(os.path.isdir(path) and len(path) < 60, f"a short private directory: {path}")
+    if not os.environ.get("NBDSCHED_KEEP_TMP"):
+        check(not os.path.exists(path), "removed at the end")
+
+
+def test_fio_command():
+    argv = fio.fio_command({"thread": True, "runtime": 4, "rw": "write"},
+                           [("a", {"uri": "nbd://x/a"}), ("b", {})])
+    check(argv == ["fio", "--output-format=json", "--thread", "--runtime=4", "--rw=write",
+                   "--name=a", "--uri=nbd://x/a", "--name=b"], f"fio argv: {argv}")
+
+
+def test_server():
+    tmp = TempDir("selftest")
+    sock = tmp.file("s.sock")
+    s = Server("listener", [sys.executable, "-c", LISTENER, sock], tmp.path, tmp.file("l.log"), sock=sock)
+    check(s.alive() and os.path.exists(sock), "returns once the socket accepts")
+    check(s.uri("x") == f"nbd+unix:///x?socket={sock}", "unix URI")
+    check(s.wait_log("listening"), "its output is in its log")
+    check(s.stop() == -signal.SIGTERM, "stopped by SIGTERM")
+    check(s.stop() == -signal.SIGTERM, "a second stop changes nothing")
+    try:
+        Server("fails", ["sh", "-c", "echo broken config; exit 3"], tmp.path, tmp.file("f.log"), sock=sock + "2")
+        check(False, "a server that exits must raise")
+    except RuntimeError as e:
+        check("status 3" in str(e) and "broken config" in str(e), f"start-up failure with its log: {e}")
+    tmp.remove()
+
+
+def test_daemon_config():
+    tmp = TempDir("selftest")
+    fake = tmp.file("fake-nbdsched")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\nexec sleep 60\n")
+    os.chmod(fake, stat.S_IRWXU)
+    d = Daemon("devices: []\nmetrics: {dir}/m\n", "t", workdir=tmp.path, binary=fake, wait=False)
+    with open(d.config_path) as f:
+        text = f.read()
+    check(f"listen: [{{\"unix\": \"{d.sock}\"}}]" in text and f"control: {d.control}" in text,
+          "YAML: listen and control added")
+    check(f"metrics: {tmp.path}/m" in text, "{dir} is the daemon's directory")
+    check(d.stop() == -signal.SIGTERM, "stopped")
+    d = Daemon({"devices": [], "listen": [{"unix": "/x"}]}, "j", workdir=tmp.path, binary=fake, tcp=True,
+               control=False, wait=False)
+    with open(d.config_path) as f:
+        cfg = json.load(f)
+    check(cfg == {"devices": [], "listen": [{"unix": "/x"}]} and d.sock is None and d.tcp_port is None,
+          "a dict with its own listen is written as it is")
+    d.stop()
+    tmp.remove()
+
+
+if __name__ == "__main__":
+    for t in (test_pattern, test_tempdir, test_fio_command, test_server, test_daemon_config):
+        t()
