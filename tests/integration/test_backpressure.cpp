@@ -6,33 +6,13 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <fstream>
 #include <string>
 
-#include "harness.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
 #include "raw_client.hpp"
 
-using namespace nbdsched::itest;
-
-namespace {
-
-// Peak resident set size of a process, in KiB (VmHWM); -1 if unknown.
-long peak_rss_kib(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-    std::string key;
-    long value = -1;
-    while (f >> key) {
-        if (key == "VmHWM:") {
-            f >> value;
-            return value;
-        }
-        f.ignore(4096, '\n');
-    }
-    return -1;
-}
-
-} // namespace
+using namespace nbdsched::testlib;
 
 TEST_CASE("a client that never reads its replies cannot make the daemon buffer without bound") {
     Daemon d(standard_spec());
@@ -40,12 +20,11 @@ TEST_CASE("a client that never reads its replies cannot make the daemon buffer w
         MESSAGE("nbdkit stand-in: only checking that others are served");
     }
     {
-        RawConn greedy(d.socket_path());
+        RawClient greedy(d.socket_path());
         greedy.open_export("default");
         // 64 reads of 32 MiB: 2 GiB of replies nobody collects.
         for (std::uint64_t i = 0; i < 64; ++i)
-            greedy.send(RawConn::request(nbd::k_cmd_read, i + 1, (i % 2) * (32ull << 20),
-                                         32u << 20));
+            greedy.send(RawClient::request(READ, i + 1, (i % 2) * (32ull << 20), 32u << 20));
         // Meanwhile another client is served, repeatedly.
         Nbd h = connect(d.uri());
         for (std::uint32_t i = 0; i < 20; ++i) {

@@ -13,10 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "harness.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
+#include "pattern.hpp"
 
-using namespace nbdsched::itest;
+using namespace nbdsched::testlib;
 
 namespace {
 
@@ -74,7 +75,7 @@ TEST_CASE("64 requests in flight on one connection") {
         std::vector<std::vector<std::uint8_t>> out;
         std::vector<std::int64_t> cookies;
         for (int i = 0; i < n; ++i) {
-            out.push_back(pattern(len, offset(i), seed + i));
+            out.push_back(pattern(offset(i), len, seed + i));
             std::uint32_t flags = (i % 4 == 0) ? LIBNBD_CMD_FLAG_FUA : 0;
             auto c = nbd_aio_pwrite(h, out.back().data(), len, offset(i),
                                     NBD_NULL_COMPLETION, flags);
@@ -92,7 +93,7 @@ TEST_CASE("64 requests in flight on one connection") {
             auto c = nbd_aio_pread(h, in[i].data(), len, offset(i), NBD_NULL_COMPLETION, 0);
             REQUIRE_MESSAGE(c > 0, nbd_error());
             cookies.push_back(c);
-            more.push_back(pattern(4096, 32 * k_mib + i * 4096, seed + n + i));
+            more.push_back(pattern(32 * k_mib + i * 4096, 4096, seed + n + i));
             c = nbd_aio_pwrite(h, more.back().data(), 4096, 32 * k_mib + i * 4096,
                                NBD_NULL_COMPLETION, 0);
             REQUIRE_MESSAGE(c > 0, nbd_error());
@@ -127,7 +128,7 @@ TEST_CASE("threads with their own connections keep their data apart") {
                 for (int i = 0; i < 150; ++i) {
                     std::size_t len = 1 + rng() % (128 * 1024);
                     std::uint64_t off = rng() % (stripe - len);
-                    auto data = pattern(len, base + off, std::uint32_t(t * 1000 + i));
+                    auto data = pattern(base + off, len, std::uint32_t(t * 1000 + i));
                     if (nbd_pwrite(h, data.data(), len, base + off, 0) != 0)
                         throw std::runtime_error("pwrite: " + nbd_error());
                     std::copy(data.begin(), data.end(), shadow.begin() + off);

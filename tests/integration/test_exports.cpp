@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "harness.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
+#include "pattern.hpp"
 
-using namespace nbdsched::itest;
+using namespace nbdsched::testlib;
 
 namespace {
 
@@ -51,14 +52,14 @@ TEST_CASE("an export window maps onto its device and ends where it says") {
 
         // Written through the window, seen at the device offset, and back.
         REQUIRE(write_pattern(win, 65536, 4097, 1) == 0);
-        auto data = pattern(65536, 4097, 1);
+        auto data = pattern(4097, 65536, 1);
         std::vector<std::uint8_t> got(65536);
         REQUIRE(nbd_pread(whole, got.data(), got.size(), 16 * k_mib + 4097, 0) == 0);
         CHECK((got == data));
         REQUIRE(write_pattern(whole, 4096, 16 * k_mib + 8 * k_mib - 4096, 2) == 0);
         REQUIRE(nbd_pread(win, got.data(), 4096, 8 * k_mib - 4096, 0) == 0);
         CHECK(std::equal(got.begin(), got.begin() + 4096,
-                         pattern(4096, 16 * k_mib + 8 * k_mib - 4096, 2).begin()));
+                         pattern(16 * k_mib + 8 * k_mib - 4096, 4096, 2).begin()));
         // Bytes just outside the window are not the window's.
         REQUIRE(write_pattern(whole, 4096, 24 * k_mib, 3) == 0);
 

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "harness.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
 
-using namespace nbdsched::itest;
+using namespace nbdsched::testlib;
 
 namespace {
 

@@ -8,10 +8,11 @@
 #include <fstream>
 #include <vector>
 
-#include "harness.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
+#include "pattern.hpp"
 
-using namespace nbdsched::itest;
+using namespace nbdsched::testlib;
 
 namespace {
 
@@ -49,8 +50,8 @@ TEST_CASE("file backend: created with its size, data persists across a restart")
         REQUIRE_MESSAGE(nbd_flush(h, 0) == 0, nbd_error());
         // After FLUSH (and FUA) the bytes are in the file itself.
         CHECK((read_file(path, 4097 + 8192 + 4096, 4096) ==
-               pattern(4096, 4097 + 8192 + 4096, 1)));
-        CHECK((read_file(path, k_size - 4096, 4096) == pattern(4096, k_size - 4096, 2)));
+               pattern(4097 + 8192 + 4096, 4096, 1)));
+        CHECK((read_file(path, k_size - 4096, 4096) == pattern(k_size - 4096, 4096, 2)));
     }
     REQUIRE(d.stop() == 0);
     d.restart();
@@ -71,7 +72,7 @@ TEST_CASE("file backend: SIGTERM flushes writes that were never flushed") {
         REQUIRE(write_pattern(h, 3 << 20, 12345, 3) == 0);
     }
     REQUIRE(d.stop() == 0);
-    CHECK((read_file(d.device_path("f0"), 12345, 3 << 20) == pattern(3 << 20, 12345, 3)));
+    CHECK((read_file(d.device_path("f0"), 12345, 3 << 20) == pattern(12345, 3 << 20, 3)));
     d.restart();
     {
         Nbd h = connect(d.uri());

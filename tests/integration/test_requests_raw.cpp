@@ -7,32 +7,29 @@
 #include <set>
 #include <vector>
 
-#include "harness.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
+#include "pattern.hpp"
+#include "nbd/wire.hpp"
 #include "raw_client.hpp"
 
-using namespace nbdsched::itest;
-
-namespace {
-constexpr std::uint16_t k_cmd_flush = 3;
-constexpr std::uint16_t k_cmd_trim = 4;
-constexpr std::uint16_t k_cmd_write_zeroes = 6;
-} // namespace
+using namespace nbdsched;
+using namespace nbdsched::testlib;
 
 TEST_CASE("DISC right after pipelined writes: every write lands") {
     Daemon d(standard_spec());
     {
-        RawConn c(d.socket_path());
+        RawClient c(d.socket_path());
         c.open_export("default");
         std::vector<std::uint8_t> burst;
         for (std::uint64_t i = 0; i < 16; ++i) {
             const std::uint64_t off = i * 100000 + 3;
-            auto r = RawConn::request(nbd::k_cmd_write, 100 + i, off, 65536);
-            auto data = pattern(65536, off, 40);
+            auto r = RawClient::request(WRITE, 100 + i, off, 65536);
+            auto data = pattern(off, 65536, 40);
             burst.insert(burst.end(), r.begin(), r.end());
             burst.insert(burst.end(), data.begin(), data.end());
         }
-        auto disc = RawConn::request(nbd::k_cmd_disc, 999, 0, 0);
+        auto disc = RawClient::request(DISC, 999, 0, 0);
         burst.insert(burst.end(), disc.begin(), disc.end());
         c.send(burst);   // one go: the DISC arrives while writes are in flight
         // Replies to the writes may or may not come; the connection ends.
@@ -51,21 +48,21 @@ TEST_CASE("DISC right after pipelined writes: every write lands") {
 TEST_CASE("zero-length requests get a reply and keep the connection") {
     Daemon d(standard_spec());
     {
-        RawConn c(d.socket_path());
+        RawClient c(d.socket_path());
         c.open_export("default");
         std::uint64_t handle = 1;
-        for (std::uint16_t type : {nbd::k_cmd_read, nbd::k_cmd_write, k_cmd_trim,
-                                   k_cmd_write_zeroes}) {
+        for (std::uint16_t type : {READ, WRITE, TRIM,
+                                   ZEROES}) {
             CAPTURE(type);
-            c.send(RawConn::request(type, handle, 4096, 0));
+            c.send(RawClient::request(type, handle, 4096, 0));
             std::uint32_t error = c.recv_simple_reply(handle++);
             CHECK((error == 0 || error == 22));   // success or NBD_EINVAL
         }
         // FLUSH must have offset and length 0; with others it may be refused.
-        c.send(RawConn::request(k_cmd_flush, handle, 0, 0));
+        c.send(RawClient::request(FLUSH, handle, 0, 0));
         CHECK(c.recv_simple_reply(handle++) == 0);
         // Still in step: a real read.
-        c.send(RawConn::request(nbd::k_cmd_read, handle, 0, 4096));
+        c.send(RawClient::request(READ, handle, 0, 4096));
         CHECK(c.recv_simple_reply(handle) == 0);
         CHECK(c.recv(4096).size() == 4096);
     }
@@ -75,7 +72,7 @@ TEST_CASE("zero-length requests get a reply and keep the connection") {
 TEST_CASE("pipelined requests all get exactly one reply, whatever the order") {
     Daemon d(standard_spec());
     {
-        RawConn c(d.socket_path());
+        RawClient c(d.socket_path());
         c.open_export("default");
         std::vector<std::uint8_t> burst;
         std::set<std::uint64_t> expected;
@@ -83,20 +80,20 @@ TEST_CASE("pipelined requests all get exactly one reply, whatever the order") {
             const std::uint64_t handle = 0xABCD000000000000ull + i;
             expected.insert(handle);
             if (i % 2 == 0) {
-                auto r = RawConn::request(nbd::k_cmd_write, handle, i * 8192, 4096);
+                auto r = RawClient::request(WRITE, handle, i * 8192, 4096);
                 burst.insert(burst.end(), r.begin(), r.end());
                 burst.resize(burst.size() + 4096, static_cast<std::uint8_t>(i));
             } else {
-                auto r = RawConn::request(k_cmd_flush, handle, 0, 0);
+                auto r = RawClient::request(FLUSH, handle, 0, 0);
                 burst.insert(burst.end(), r.begin(), r.end());
             }
         }
         c.send(burst);
         for (std::size_t n = 0; n < 48; ++n) {
             auto r = c.recv(16);
-            REQUIRE(get_be(r.data(), 4) == nbd::k_simple_reply_magic);
-            CHECK(get_be(r.data() + 4, 4) == 0);
-            const std::uint64_t handle = get_be(r.data() + 8, 8);
+            REQUIRE(nbd::load_u32(r.data()) == nbd::simple_reply_magic);
+            CHECK(nbd::load_u32(r.data() + 4) == 0);
+            const std::uint64_t handle = nbd::load_u64(r.data() + 8);
             CHECK_MESSAGE(expected.erase(handle) == 1, "unexpected or repeated handle " << handle);
         }
         CHECK(expected.empty());

@@ -14,9 +14,9 @@
 #include <string>
 #include <sys/wait.h>
 
-#include "harness.hpp"
+#include "daemon.hpp"
 
-using namespace nbdsched::itest;
+using namespace nbdsched::testlib;
 
 namespace {
 

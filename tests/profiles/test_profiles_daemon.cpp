@@ -12,25 +12,20 @@
 #include <string_view>
 #include <vector>
 
-#include "harness.hpp"
-#include "nbd_client.hpp"
+#include "case_report.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
+#include "pattern.hpp"
 #include "tools.hpp"
 
 using namespace nbdsched;
-using namespace nbdsched::itest;
-using ptest::profile_spec;
+using namespace nbdsched::testlib;
 
 namespace {
 
-bool usable() {
-    const auto why = ptest::skip_reason();
-    if (!why.empty()) MESSAGE("SKIP: " << why);
-    return why.empty();
-}
-
 nlohmann::json export_info(const std::string& yaml) {
     Daemon d(profile_spec(yaml));
-    auto info = ptest::nbdinfo(d.uri());
+    auto info = nbdinfo(d.uri());
     return info.at("exports").at(0);
 }
 
@@ -60,7 +55,7 @@ std::uint64_t logged_hits(const std::string& log) {
 } // namespace
 
 TEST_CASE("hdd advertises rotational, ssd/nvme/none do not; preferred block = optimal I/O size") {
-    if (!usable()) return;
+    SKIP_TEST_IF(fio_skip_reason());
     auto hdd = export_info("    profile: hdd\n");
     CHECK(hdd.at("is_rotational").get<bool>());
     CHECK(hdd.at("block_size_preferred").get<int>() == 4096);   // the seed-004 disk reports none
@@ -74,23 +69,23 @@ TEST_CASE("hdd advertises rotational, ssd/nvme/none do not; preferred block = op
 }
 
 TEST_CASE("data written is read back intact through every profile (fio verify=crc32c)") {
-    if (!usable()) return;
+    SKIP_TEST_IF(fio_skip_reason());
     for (const char* profile : {"none", "hdd", "ssd", "nvme"}) {
         CAPTURE(profile);
         Daemon d(profile_spec(std::string("    profile: ") + profile + "\n"));
         // Random writes of mixed sizes, each verified by reading it back;
         // a small region keeps the hdd's seeks short.
-        ptest::fio(d.uri(), "--name=verify --rw=randwrite --bsrange=4k-128k --size=8M --iodepth=8 "
+        fio(d.uri(), "--name=verify --rw=randwrite --bsrange=4k-128k --size=8M --iodepth=8 "
                             "--verify=crc32c --verify_fatal=1 --do_verify=1");
         // And sequentially (read-ahead serves these reads).
-        ptest::fio(d.uri(), "--name=seqverify --rw=write --bs=64k --offset=64M --size=8M --iodepth=4 "
+        fio(d.uri(), "--name=seqverify --rw=write --bs=64k --offset=64M --size=8M --iodepth=4 "
                             "--verify=crc32c --verify_fatal=1 --do_verify=1");
         CHECK(d.stop() == 0);
     }
 }
 
 TEST_CASE("read-ahead coherence: a write into the cached window is seen by the next read") {
-    if (!usable()) return;
+    SKIP_TEST_IF(fio_skip_reason());
     Daemon d(profile_spec("    profile: hdd\n    read_ahead_kb: auto\n"));
     {
         auto h = connect(d.uri());
@@ -109,7 +104,7 @@ TEST_CASE("read-ahead coherence: a write into the cached window is seen by the n
 }
 
 TEST_CASE("read-ahead coherence: a write racing a prefetch in flight") {
-    if (!usable()) return;
+    SKIP_TEST_IF(fio_skip_reason());
     Daemon d(profile_spec("    profile: hdd\n    read_ahead_kb: auto\n"));
     auto h = connect(d.uri());
     REQUIRE(write_pattern(h, 8 << 20, 0, 1) == 0);
@@ -122,7 +117,7 @@ TEST_CASE("read-ahead coherence: a write racing a prefetch in flight") {
         std::vector<char> buf(128 * kib);
         REQUIRE(nbd_aio_pread(h, buf.data(), buf.size(), base, NBD_NULL_COMPLETION, 0) >= 0);
         REQUIRE(nbd_aio_pread(h, buf.data(), buf.size(), base + 128 * kib, NBD_NULL_COMPLETION, 0) >= 0);
-        auto payload = pattern(32 * kib, base + 300 * kib + round * 64 * kib, 3);
+        auto payload = pattern(base + 300 * kib + round * 64 * kib, 32 * kib, 3);
         REQUIRE(nbd_aio_pwrite(h, payload.data(), payload.size(), base + 300 * kib + round * 64 * kib,
                                NBD_NULL_COMPLETION, 0) >= 0);
         while (nbd_aio_in_flight(h) > 0) REQUIRE(nbd_poll(h, -1) >= 0);
@@ -133,9 +128,9 @@ TEST_CASE("read-ahead coherence: a write racing a prefetch in flight") {
 }
 
 TEST_CASE("read-ahead serves sequential reads from its cache (hits in the daemon's log)") {
-    if (!usable()) return;
+    SKIP_TEST_IF(fio_skip_reason());
     Daemon d(profile_spec("    profile: hdd\n"));
-    ptest::fio(d.uri(), "--name=seq --rw=read --bs=128k --size=64M --iodepth=1");
+    fio(d.uri(), "--name=seq --rw=read --bs=128k --size=64M --iodepth=1");
     REQUIRE(d.stop() == 0);
     auto log = d.log();
     CHECK(log.find("read-ahead window 2560 KiB") != std::string::npos);

@@ -5,7 +5,8 @@
 #include <random>
 #include <stdexcept>
 
-#include "nbd_client.hpp"
+#include "nbd_handle.hpp"
+#include "pattern.hpp"
 
 namespace nbdsched::reliability {
 
@@ -19,7 +20,7 @@ constexpr std::uint32_t trimmed = ~0u;       // zeroes or what it held before
 
 // One client's state: its connection and what each block must hold.
 struct ModelRun {
-    itest::Nbd h;
+    testlib::Nbd h;
     std::mt19937_64 rng;
     std::vector<std::uint32_t> seed;   // per block: pattern seed, zero or trimmed
     std::vector<std::uint32_t> before_trim;
@@ -42,10 +43,10 @@ ModelStats ModelClient::stats() const { return stats_; }
 void ModelClient::run() {
     try {
         const std::size_t blocks = size_ / block;
-        ModelRun m{itest::connect(uri_), std::mt19937_64(seed_), std::vector<std::uint32_t>(blocks, trimmed),
+        ModelRun m{testlib::connect(uri_), std::mt19937_64(seed_), std::vector<std::uint32_t>(blocks, trimmed),
                    std::vector<std::uint32_t>(blocks, zero), 1, stats_};
         // Start from a known state: the region zeroed.
-        if (nbd_zero(m.h, size_, offset_, 0) != 0) throw std::runtime_error("zero: " + itest::nbd_error());
+        if (nbd_zero(m.h, size_, offset_, 0) != 0) throw std::runtime_error("zero: " + testlib::nbd_error());
         std::fill(m.seed.begin(), m.seed.end(), zero);
         while (!stop_) op(m);
     } catch (const std::exception& e) {
@@ -66,7 +67,7 @@ void ModelClient::op(ModelRun& m) {
         std::vector<std::uint8_t> buf;
         for (std::uint64_t b = 0; b < count; ++b) {
             m.seed[first + b] = m.next_seed++;
-            auto p = itest::pattern(block, off + b * block, m.seed[first + b]);
+            auto p = testlib::pattern(off + b * block, block, m.seed[first + b]);
             buf.insert(buf.end(), p.begin(), p.end());
         }
         rc = nbd_pwrite(m.h, buf.data(), len, off, kind % 4 == 0 ? LIBNBD_CMD_FLAG_FUA : 0);
@@ -79,7 +80,7 @@ void ModelClient::op(ModelRun& m) {
             const std::uint8_t* got = buf.data() + b * block;
             auto matches = [&](std::uint32_t s) {
                 if (s == zero) return std::all_of(got, got + block, [](std::uint8_t x) { return x == 0; });
-                auto want = itest::pattern(block, off + b * block, s);
+                auto want = testlib::pattern(off + b * block, block, s);
                 return std::memcmp(got, want.data(), block) == 0;
             };
             std::uint32_t s = m.seed[first + b];
@@ -108,7 +109,7 @@ void ModelClient::op(ModelRun& m) {
         what = "flush";
         ++m.stats.flushes;
     }
-    if (rc != 0) throw std::runtime_error(what + " failed: " + itest::nbd_error());
+    if (rc != 0) throw std::runtime_error(what + " failed: " + testlib::nbd_error());
     ++m.stats.requests;
     m.stats.max_latency = std::max(m.stats.max_latency,
                                    std::chrono::duration_cast<std::chrono::nanoseconds>(

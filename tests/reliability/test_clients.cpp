@@ -16,13 +16,14 @@
 #include <thread>
 #include <vector>
 
-#include "daemon_proc.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
+#include "nbd/wire.hpp"
 #include "raw_client.hpp"
 #include "witness.hpp"
 
-using namespace nbdsched::reliability;
-using namespace nbdsched::itest;
+using namespace nbdsched;
+using namespace nbdsched::testlib;
 using namespace std::chrono_literals;
 
 namespace {
@@ -51,22 +52,17 @@ std::size_t settle_fds(pid_t pid, std::size_t n) {
     return now;
 }
 
-std::vector<std::uint8_t> option(std::uint32_t opt, const std::vector<std::uint8_t>& data) {
-    std::vector<std::uint8_t> out;
-    put_be(out, nbd::k_opt_magic, 8);
-    put_be(out, opt, 4);
-    put_be(out, data.size(), 4);
-    out.insert(out.end(), data.begin(), data.end());
-    return out;
+std::vector<std::uint8_t> option(nbd::Option opt, const std::vector<std::uint8_t>& data = {}) {
+    return nbd::encode_option(static_cast<std::uint32_t>(opt), data);
 }
 
 // Reads option replies until the daemon closes; returns how many there were.
-int replies_until_closed(RawConn& c) {
+int replies_until_closed(RawClient& c) {
     int n = 0;
     try {
         for (;;) {
             auto h = c.recv(20);
-            std::uint32_t len = static_cast<std::uint32_t>(get_be(h.data() + 16, 4));
+            std::uint32_t len = nbd::load_u32(h.data() + 16);
             if (len) c.recv(len);
             ++n;
         }
@@ -78,22 +74,21 @@ int replies_until_closed(RawConn& c) {
 } // namespace
 
 TEST_CASE("greedy clients that never read their replies stay within the configured limits") {
-    DaemonProc d(ram_config("  max_request_bytes: 1MiB\n  max_inflight_bytes_per_connection: 4MiB\n"
-                            "  max_inflight_per_connection: 64\n"));
-    d.start();
+    Daemon d(yaml_spec(ram_config("  max_request_bytes: 1MiB\n  max_inflight_bytes_per_connection: 4MiB\n"
+                            "  max_inflight_per_connection: 64\n")));
     Witness witness(d.uri(), 200ull << 20);
     REQUIRE(witness.advances());
     const long start = rss_kib(d.pid());
     long peak = start;
     {
         // 8 clients x 256 reads of 1 MiB: 2 GiB of replies nobody collects.
-        std::vector<std::unique_ptr<RawConn>> greedy;
+        std::vector<std::unique_ptr<RawClient>> greedy;
         for (int c = 0; c < 8; ++c) {
-            greedy.push_back(std::make_unique<RawConn>(d.socket_path()));
+            greedy.push_back(std::make_unique<RawClient>(d.socket_path()));
             greedy.back()->open_export("default");
             std::vector<std::uint8_t> burst;
             for (std::uint64_t i = 0; i < 256; ++i) {
-                auto r = RawConn::request(nbd::k_cmd_read, i + 1, (i % 128) << 20, 1u << 20);
+                auto r = RawClient::request(READ, i + 1, (i % 128) << 20, 1u << 20);
                 burst.insert(burst.end(), r.begin(), r.end());
             }
             greedy.back()->send(burst);
@@ -119,8 +114,7 @@ TEST_CASE("greedy clients that never read their replies stay within the configur
 }
 
 TEST_CASE("thousands of connections opened and dropped in parallel leave nothing behind") {
-    DaemonProc d(ram_config("  max_connections: 1024\n"));
-    d.start();
+    Daemon d(yaml_spec(ram_config("  max_connections: 1024\n")));
     Witness witness(d.uri(), 200ull << 20);
     REQUIRE(witness.advances());
     const std::size_t fds_before = open_fds(d.pid()) - 1;   // minus the witness
@@ -133,13 +127,13 @@ TEST_CASE("thousands of connections opened and dropped in parallel leave nothing
             std::mt19937 rng(t);
             for (int i = 0; i < per_thread; ++i) {
                 try {
-                    RawConn c(d.socket_path());
+                    RawClient c(d.socket_path());
                     switch (rng() % 6) {
                     case 0: break;                                   // connect, drop
                     case 1: c.greet(); break;                        // drop after the greeting
                     case 2: {                                        // half an option header
                         c.greet();
-                        auto o = option(nbd::k_opt_go, {});
+                        auto o = option(nbd::Option::go);
                         o.resize(9);
                         c.send(o);
                         break;
@@ -147,19 +141,19 @@ TEST_CASE("thousands of connections opened and dropped in parallel leave nothing
                     case 3: {                                        // reads in flight, drop
                         c.open_export("default");
                         for (std::uint64_t k = 0; k < 4; ++k)
-                            c.send(RawConn::request(nbd::k_cmd_read, k, k << 16, 65536));
+                            c.send(RawClient::request(READ, k, k << 16, 65536));
                         break;
                     }
                     case 4: {                                        // a write cut short
                         c.open_export("default");
-                        auto r = RawConn::request(nbd::k_cmd_write, 1, 0, 65536);
+                        auto r = RawClient::request(WRITE, 1, 0, 65536);
                         r.resize(r.size() + 100);
                         c.send(r);
                         break;
                     }
                     default: {                                       // a proper request
                         c.open_export("default");
-                        c.send(RawConn::request(nbd::k_cmd_read, 7, 4096, 4096));
+                        c.send(RawClient::request(READ, 7, 4096, 4096));
                         if (c.recv_simple_reply(7) != 0) ++failures;
                         c.recv(4096);
                     }
@@ -192,18 +186,17 @@ TEST_CASE("thousands of connections opened and dropped in parallel leave nothing
 
 TEST_CASE("max_connections held: the next connection is refused, the others are served") {
     constexpr int limit = 1000;
-    DaemonProc d(ram_config("  max_connections: " + std::to_string(limit) + "\n"));
-    d.start();
+    Daemon d(yaml_spec(ram_config("  max_connections: " + std::to_string(limit) + "\n")));
     Witness witness(d.uri(), 200ull << 20);
     REQUIRE(witness.advances());
-    std::vector<std::unique_ptr<RawConn>> held;
+    std::vector<std::unique_ptr<RawClient>> held;
     for (int i = 1; i < limit; ++i) {   // the witness is the first
-        held.push_back(std::make_unique<RawConn>(d.socket_path()));
+        held.push_back(std::make_unique<RawClient>(d.socket_path()));
         // Held in every state: before the greeting is read, in the
         // handshake, and (every 97th) in transmission, answering a read.
         if (i % 97 == 0) {
             held.back()->open_export("default");
-            held.back()->send(RawConn::request(nbd::k_cmd_read, 5, 0, 512));
+            held.back()->send(RawClient::request(READ, 5, 0, 512));
             CHECK(held.back()->recv_simple_reply(5) == 0);
             held.back()->recv(512);
         } else if (i % 2) {
@@ -212,7 +205,7 @@ TEST_CASE("max_connections held: the next connection is refused, the others are 
     }
     CHECK(witness.advances());
     {
-        RawConn over(d.socket_path());
+        RawClient over(d.socket_path());
         CHECK_MESSAGE(over.wait_closed(), "connection over max_connections was not refused");
     }
     held.pop_back();   // one slot frees up
@@ -235,29 +228,22 @@ TEST_CASE("max_connections held: the next connection is refused, the others are 
 }
 
 TEST_CASE("option loops are cut off; the daemon and others carry on") {
-    DaemonProc d(ram_config("  max_connections: 64\n"));
-    d.start();
+    Daemon d(yaml_spec(ram_config("  max_connections: 64\n")));
     Witness witness(d.uri(), 200ull << 20);
     REQUIRE(witness.advances());
-    auto info_unknown = [] {
-        std::vector<std::uint8_t> p;
-        put_be(p, 4096, 4);
-        p.insert(p.end(), 4096, 'x');
-        put_be(p, 0, 2);
-        return p;
-    }();
+    const auto info_unknown = nbd::encode_info_request(std::string(4096, 'x'), {});
     struct Loop {
         const char* name;
         std::vector<std::uint8_t> opt;
     } loops[] = {
-        {"NBD_OPT_LIST", option(3, {})},
-        {"NBD_OPT_STRUCTURED_REPLY", option(8, {})},
-        {"NBD_OPT_INFO of an unknown 4 KiB name", option(6, info_unknown)},
-        {"unknown option 4242", option(4242, {1, 2, 3})},
+        {"NBD_OPT_LIST", option(nbd::Option::list)},
+        {"NBD_OPT_STRUCTURED_REPLY", option(nbd::Option::structured_reply)},
+        {"NBD_OPT_INFO of an unknown 4 KiB name", option(nbd::Option::info, info_unknown)},
+        {"unknown option 4242", nbd::encode_option(4242, std::vector<std::uint8_t>{1, 2, 3})},
     };
     for (const auto& l : loops) {
         CAPTURE(l.name);
-        RawConn c(d.socket_path());
+        RawClient c(d.socket_path());
         c.greet();
         // 3000 options sent in one go; the daemon answers at most 1024 and
         // then closes (max_options), whatever the client does with them.

@@ -16,12 +16,12 @@
 #include <thread>
 #include <vector>
 
-#include "ctl_stats.hpp"
-#include "daemon_proc.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
+#include "pattern.hpp"
+#include "tools.hpp"
 
-using namespace nbdsched::reliability;
-using namespace nbdsched::itest;
+using namespace nbdsched::testlib;
 
 namespace {
 
@@ -55,7 +55,7 @@ std::string burst(const std::string& uri, int client, std::size_t len) {
         for (int i = 0; i < requests_per_client; ++i) {
             // Spread over the region so the hdd model seeks: each takes ms.
             const std::uint64_t off = base + static_cast<std::uint64_t>((i * 7) % requests_per_client) * (1u << 20);
-            bufs[i] = pattern(len, off, client);
+            bufs[i] = pattern(off, len, client);
             cookies.push_back(nbd_aio_pwrite(h, bufs[i].data(), len, off, NBD_NULL_COMPLETION, 0));
         }
         if (auto e = wait_all("write"); !e.empty()) return e;
@@ -67,7 +67,7 @@ std::string burst(const std::string& uri, int client, std::size_t len) {
         if (auto e = wait_all("read"); !e.empty()) return e;
         for (int i = 0; i < requests_per_client; ++i) {
             const std::uint64_t off = base + static_cast<std::uint64_t>((i * 7) % requests_per_client) * (1u << 20);
-            if (bufs[i] != pattern(len, off, client)) return "wrong data at offset " + std::to_string(off);
+            if (bufs[i] != pattern(off, len, client)) return "wrong data at offset " + std::to_string(off);
         }
         return "";
     } catch (const std::exception& e) {
@@ -76,7 +76,7 @@ std::string burst(const std::string& uri, int client, std::size_t len) {
 }
 
 // Runs `clients` bursts at once; returns the device's stats afterwards.
-nlohmann::json run_clients(DaemonProc& d, const std::string& control, std::size_t len) {
+nlohmann::json run_clients(Daemon& d, const std::string& control, std::size_t len) {
     std::vector<std::string> errors(clients);
     std::vector<std::thread> threads;
     for (int c = 0; c < clients; ++c) threads.emplace_back([&, c] { errors[c] = burst(d.uri(), c, len); });
@@ -93,8 +93,7 @@ nlohmann::json run_clients(DaemonProc& d, const std::string& control, std::size_
 TEST_CASE("max_inflight_per_device holds a device's requests to the limit, by waiting, not refusing") {
     TempDir ctl_dir;
     const std::string control = ctl_dir.file("ctl.sock");
-    DaemonProc d(slow_device(control, "  max_inflight_per_device: 4\n"));
-    d.start();
+    Daemon d(yaml_spec(slow_device(control, "  max_inflight_per_device: 4\n")));
     const auto dev = run_clients(d, control, 65536);
     INFO(dev.dump(2));
     const auto& inflight = dev.at("inflight");
@@ -114,8 +113,7 @@ TEST_CASE("max_inflight_bytes_per_device: at most one request beyond the byte bu
     TempDir ctl_dir;
     const std::string control = ctl_dir.file("ctl.sock");
     // A budget of exactly one maximal request: each one alone must pass.
-    DaemonProc d(slow_device(control, "  max_request_bytes: 256KiB\n  max_inflight_bytes_per_device: 256KiB\n"));
-    d.start();
+    Daemon d(yaml_spec(slow_device(control, "  max_request_bytes: 256KiB\n  max_inflight_bytes_per_device: 256KiB\n")));
     const auto dev = run_clients(d, control, 192u << 10);
     INFO(dev.dump(2));
     const auto& inflight = dev.at("inflight");
@@ -143,12 +141,11 @@ TEST_CASE("a full device serves waiting connections in turn: a bursting client c
     const std::string control = ctl_dir.file("ctl.sock");
     // scheduler none: the device serves requests in the order they were
     // admitted, so the order of admission is what the test observes.
-    DaemonProc d("control: " + control + "\n"
+    Daemon d(yaml_spec("control: " + control + "\n"
                  "devices:\n"
                  "  - {name: d0, backend: ram, size: 256MiB, profile: hdd, scheduler: none}\n"
                  "exports:\n  - {name: default, device: d0}\n"
-                 "limits:\n  max_inflight_per_device: 2\n");
-    d.start();
+                 "limits:\n  max_inflight_per_device: 2\n"));
     constexpr int burst_reads = 64;
     std::atomic<int> burst_done{0};
     std::string burst_error;

@@ -13,13 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "ctl_stats.hpp"
-#include "daemon_proc.hpp"
-#include "nbd_client.hpp"
+#include "daemon.hpp"
+#include "nbd_handle.hpp"
+#include "tools.hpp"
 #include "witness.hpp"
 
-using namespace nbdsched::reliability;
-using namespace nbdsched::itest;
+using namespace nbdsched::testlib;
 using namespace std::chrono_literals;
 
 namespace {
@@ -49,8 +48,7 @@ int errno_of(int rc) { return rc == 0 ? 0 : nbd_get_errno(); }
 TEST_CASE("configured faults reach the client as NBD errors; the connection and other clients carry on") {
     TempDir ctl_dir;
     const std::string control = ctl_dir.file("ctl.sock");
-    DaemonProc d(faulty_config(control));
-    d.start();
+    Daemon d(yaml_spec(faulty_config(control)));
     Witness other(d.uri(), 16u << 20);   // a second client, away from the faults
     std::optional<Nbd> client(connect(d.uri()));
     nbd_handle* h = client->get();
@@ -115,9 +113,8 @@ TEST_CASE("configured faults reach the client as NBD errors; the connection and 
 TEST_CASE("a device without faults reports none") {
     TempDir ctl_dir;
     const std::string control = ctl_dir.file("ctl.sock");
-    DaemonProc d("control: " + control +
-                 "\ndevices:\n  - {name: d0, size: 16MiB}\nexports:\n  - {name: default, device: d0}\n");
-    d.start();
+    Daemon d(yaml_spec("control: " + control +
+                 "\ndevices:\n  - {name: d0, size: 16MiB}\nexports:\n  - {name: default, device: d0}\n"));
     const auto dev = device_stats(control, "d0");
     CHECK_FALSE(dev.contains("faults"));
     CHECK(d.stop(SIGTERM) == 0);

@@ -7,7 +7,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "nbd_client.hpp"
+#include "nbd_handle.hpp"
 
 namespace nbdsched::reliability {
 
@@ -30,9 +30,9 @@ Writers::~Writers() {
 void Writers::stop() { stop_ = true; }
 
 void Writers::run(const std::string& uri, unsigned t, unsigned threads, std::uint64_t seed) {
-    std::optional<itest::Nbd> h;
+    std::optional<testlib::Nbd> h;
     try {
-        h.emplace(itest::connect(uri));
+        h.emplace(testlib::connect(uri));
     } catch (const std::exception& e) {
         std::lock_guard lock(setup_mutex);
         setup_errors_.push_back(e.what());
@@ -82,14 +82,14 @@ void Writers::run(const std::string& uri, unsigned t, unsigned threads, std::uin
 }
 
 std::vector<std::int64_t> read_all_blocks(const std::string& uri, std::size_t blocks) {
-    itest::Nbd h = itest::connect(uri);
+    testlib::Nbd h = testlib::connect(uri);
     std::vector<std::int64_t> out(blocks);
     constexpr std::size_t chunk = 256;
     std::vector<std::uint8_t> buf(chunk * block_size);
     for (std::size_t b = 0; b < blocks; b += chunk) {
         const std::size_t n = std::min(chunk, blocks - b);
         if (nbd_pread(h, buf.data(), n * block_size, b * block_size, 0) != 0)
-            throw std::runtime_error("read back: " + itest::nbd_error());
+            throw std::runtime_error("read back: " + testlib::nbd_error());
         for (std::size_t i = 0; i < n; ++i)
             out[b + i] = decode_block(std::span(buf).subspan(i * block_size, block_size), b + i);
     }

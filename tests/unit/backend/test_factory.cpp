@@ -3,7 +3,8 @@
 #include "backend/factory.hpp"
 #include "backend/faulty.hpp"
 #include "backend/ram_backend.hpp"
-#include "helpers.hpp"
+#include "pattern.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::backend;
@@ -23,7 +24,7 @@ TEST_CASE("factory: ram and file devices, errors name the device")
     CHECK(make_backend(d, error) == nullptr);
     CHECK(error.find("device d0") != std::string::npos);
 
-    test::TempDir dir;
+    nbdsched::testlib::TempDir dir;
     d.kind = Kind::file;
     d.path = dir.file("f.img");
     d.size = 1 << 20;
@@ -59,11 +60,11 @@ TEST_CASE("factory: allocated_bytes sees RAM through the fault wrapper, not file
     std::string error;
     auto ram = make_backend(d, error);
     REQUIRE(ram);
-    REQUIRE(ram->write(0, test::pattern(0, 8192), false) == 0);
+    REQUIRE(ram->write(0, nbdsched::testlib::byte_pattern(0, 8192), false) == 0);
     CHECK(allocated_bytes(*ram) == 8192);
     FaultyBackend faulty(std::move(ram), {});
     CHECK(allocated_bytes(faulty) == 8192);
-    test::TempDir dir;
+    nbdsched::testlib::TempDir dir;
     d.kind = Kind::file;
     d.path = dir.file("f.img");
     auto file = make_backend(d, error);

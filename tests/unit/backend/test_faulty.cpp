@@ -6,11 +6,11 @@
 
 #include "backend/faulty.hpp"
 #include "backend/ram_backend.hpp"
-#include "helpers.hpp"
+#include "pattern.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched::backend;
-using test::is_pattern;
-using test::pattern;
+using namespace nbdsched::testlib;
 
 namespace {
 std::unique_ptr<FaultyBackend> faulty(std::vector<nbdsched::FaultRule> rules)
@@ -47,7 +47,7 @@ int failures_of(FaultyBackend& b, int calls)
 TEST_CASE("faulty: no faults configured passes everything through")
 {
     auto b = faulty({});
-    REQUIRE(b->write(1000, pattern(1000, 5000), true) == 0);
+    REQUIRE(b->write(1000, byte_pattern(1000, 5000), true) == 0);
     std::vector<std::byte> back(5000);
     REQUIRE(b->read(1000, back) == 0);
     CHECK(is_pattern(back, 1000));
@@ -74,7 +74,7 @@ TEST_CASE("faulty: error rate is close to the configured one and deterministic p
     auto d = faulty({r});
     CHECK(failures_of(*d, 10000) != fa);
     // Writes are not affected by a read rule.
-    CHECK(a->write(0, pattern(0, 4096), false) == 0);
+    CHECK(a->write(0, byte_pattern(0, 4096), false) == 0);
 }
 
 TEST_CASE("faulty: ranged rules fail only the requests touching them, per operation")
@@ -131,7 +131,7 @@ TEST_CASE("faulty: switched off, nothing is injected; on again, the same rules f
     CHECK_FALSE(b->enabled());
     CHECK(b->rule_count() == 2);
     CHECK(b->blocking());   // the device keeps running I/O where it started
-    REQUIRE(b->write(8192, pattern(8192, 4096), false) == 0);
+    REQUIRE(b->write(8192, byte_pattern(8192, 4096), false) == 0);
     REQUIRE(b->read(8192, buf) == 0);
     CHECK(is_pattern(buf, 8192));
     CHECK(b->stats().errors_of(nbdsched::fault_write) == 1);

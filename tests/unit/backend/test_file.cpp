@@ -6,13 +6,11 @@
 #include <sys/stat.h>
 
 #include "backend/file_backend.hpp"
-#include "helpers.hpp"
+#include "pattern.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched::backend;
-using test::all_zero;
-using test::is_pattern;
-using test::pattern;
-using test::TempDir;
+using namespace nbdsched::testlib;
 
 namespace {
 
@@ -48,7 +46,7 @@ TEST_CASE("file: created sparse with the configured size, reopened with size 0")
         CHECK(b->describe().find(path) != std::string::npos);
         CHECK(std::filesystem::file_size(path) == 8 << 20);
         CHECK(allocated_on_disk(path) < (1 << 20));
-        REQUIRE(b->write(4096, pattern(4096, 8192), false) == 0);
+        REQUIRE(b->write(4096, byte_pattern(4096, 8192), false) == 0);
     }
     auto b = open_ok({path, 0, false});
     CHECK_FALSE(b->created());
@@ -87,7 +85,7 @@ TEST_CASE("file: bad paths are errors with a message")
     CHECK(FileBackend::open({dir.file("missing.img"), 0, false}, error) == nullptr);
     CHECK(error.find("no size") != std::string::npos);
     error.clear();
-    CHECK(FileBackend::open({dir.path().string(), 0, false}, error) == nullptr);   // a directory
+    CHECK(FileBackend::open({dir.path(), 0, false}, error) == nullptr);   // a directory
     CHECK_FALSE(error.empty());
     error.clear();
     { std::ofstream(dir.file("empty.img")); }
@@ -102,7 +100,7 @@ TEST_CASE("file: read/write patterns, flush, fua, out of range")
     auto b = open_ok({dir.file("d.img"), 4 << 20, false});
     const std::uint64_t offs[] = {0, 1, 511, 4095, 4097, (4 << 20) - 70000};
     for (auto off : offs) {
-        REQUIRE(b->write(off, pattern(off, 65537, 7), off % 2 == 1) == 0);
+        REQUIRE(b->write(off, byte_pattern(off, 65537, 7), off % 2 == 1) == 0);
         std::vector<std::byte> back(65537);
         REQUIRE(b->read(off, back) == 0);
         CHECK(is_pattern(back, off, 7));
@@ -119,7 +117,7 @@ TEST_CASE("file: trim punches holes that read as zeros")
     TempDir dir;
     const auto path = dir.file("d.img");
     auto b = open_ok({path, 4 << 20, false});
-    REQUIRE(b->write(0, pattern(0, 4 << 20), false) == 0);
+    REQUIRE(b->write(0, byte_pattern(0, 4 << 20), false) == 0);
     REQUIRE(b->flush() == 0);
     const auto before = allocated_on_disk(path);
     REQUIRE(b->trim(1 << 20, 2 << 20, true) == 0);
@@ -137,7 +135,7 @@ TEST_CASE("file: write_zeroes with and without may_trim")
     TempDir dir;
     const auto path = dir.file("d.img");
     auto b = open_ok({path, 4 << 20, false});
-    REQUIRE(b->write(0, pattern(0, 4 << 20), false) == 0);
+    REQUIRE(b->write(0, byte_pattern(0, 4 << 20), false) == 0);
     REQUIRE(b->flush() == 0);
     const auto full = allocated_on_disk(path);
 

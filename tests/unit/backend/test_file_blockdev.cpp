@@ -1,6 +1,7 @@
 // The file backend on a real block device: a loop device over a temporary
 // file, attached with LO_FLAGS_AUTOCLEAR so it disappears with the test
-// even if the test dies. Needs root and /dev/loop-control, else skips.
+// even if the test dies. Needs root and /dev/loop-control (CI runs as
+// root), else the case is reported as skipped.
 #include <doctest/doctest.h>
 
 #include <cerrno>
@@ -10,12 +11,12 @@
 #include <unistd.h>
 
 #include "backend/file_backend.hpp"
-#include "helpers.hpp"
+#include "case_report.hpp"
+#include "pattern.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched::backend;
-using test::all_zero;
-using test::is_pattern;
-using test::pattern;
+using namespace nbdsched::testlib;
 
 namespace {
 
@@ -74,7 +75,7 @@ bool attach(const std::string& backing, Loop& loop, std::string& why)
 
 TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT")
 {
-    test::TempDir dir;
+    nbdsched::testlib::TempDir dir;
     const auto backing = dir.file("backing.img");
     {
         std::string error;
@@ -82,10 +83,8 @@ TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT")
     }
     Loop loop;
     std::string why;
-    if (!attach(backing, loop, why)) {
-        MESSAGE("SKIP: " << why);
-        return;
-    }
+    if (!attach(backing, loop, why))
+        SKIP_TEST(why);
     std::string error;
     auto b = FileBackend::open({loop.path, 0, false}, error);
     INFO(error);
@@ -97,7 +96,7 @@ TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT")
     MESSAGE(loop.path << " rotational: " << std::string(!rot ? "unknown" : *rot ? "yes" : "no"));
     CHECK(b->detected_rotational().has_value());
 
-    REQUIRE(b->write(0, pattern(0, size), true) == 0);
+    REQUIRE(b->write(0, byte_pattern(0, size), true) == 0);
     REQUIRE(b->flush() == 0);
     REQUIRE(b->trim(4096, 1 << 20, false) == 0);   // a hint: content unspecified, must not fail
     REQUIRE(b->write_zeroes(100, 3 << 20, false, false) == 0);
@@ -118,7 +117,7 @@ TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT")
     auto direct = FileBackend::open({loop.path, 0, true}, error);
     REQUIRE(direct);
     CHECK(direct->alignment() >= 512);
-    REQUIRE(direct->write(1001, pattern(1001, 3000, 4), false) == 0);
+    REQUIRE(direct->write(1001, byte_pattern(1001, 3000, 4), false) == 0);
     std::vector<std::byte> d(3000);
     REQUIRE(direct->read(1001, d) == 0);
     CHECK(is_pattern(d, 1001, 4));

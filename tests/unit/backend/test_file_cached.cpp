@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include "backend/file_backend.hpp"
-#include "helpers.hpp"
+#include "case_report.hpp"
+#include "pattern.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched::backend;
-using test::is_pattern;
-using test::pattern;
-using test::TempDir;
+using namespace nbdsched::testlib;
 
 namespace {
 
@@ -41,7 +41,7 @@ TEST_CASE("file: read_if_cached answers cached reads, declines what would block"
     std::string error;
     auto b = FileBackend::open({path, 4 << 20, false}, error);
     REQUIRE(b != nullptr);
-    REQUIRE(b->write(8192, pattern(8192, 65536, 3), false) == 0);
+    REQUIRE(b->write(8192, byte_pattern(8192, 65536, 3), false) == 0);
 
     std::vector<std::byte> back(65536);
     auto hit = b->read_if_cached(8192, back);   // just written: in the page cache
@@ -71,10 +71,8 @@ TEST_CASE("file: read_if_cached is never taken with O_DIRECT")
     std::string error;
     FileBackend::Options o{dir.file("d.img"), 1 << 20, true};
     auto b = FileBackend::open(o, error);
-    if (!b && error.find("O_DIRECT is not supported") != std::string::npos) {
-        MESSAGE("SKIP: " << error);
-        return;
-    }
+    if (!b && error.find("O_DIRECT is not supported") != std::string::npos)
+        SKIP_TEST(error);
     INFO(error);
     REQUIRE(b != nullptr);
     std::vector<std::byte> buf(4096);

@@ -9,24 +9,23 @@
 #include <thread>
 
 #include "backend/file_backend.hpp"
-#include "helpers.hpp"
+#include "case_report.hpp"
+#include "pattern.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched::backend;
-using test::all_zero;
-using test::is_pattern;
-using test::pattern;
-using test::TempDir;
+using namespace nbdsched::testlib;
 
 namespace {
 
 // O_DIRECT is not available everywhere (tmpfs before 6.6, some overlays):
-// nullptr means "skip these checks".
+// nullptr means the case is skipped (recorded: the executable reports it).
 std::unique_ptr<FileBackend> open_direct(const std::string& path, std::uint64_t size)
 {
     std::string error;
     auto b = FileBackend::open({path, size, true}, error);
     if (!b && error.find("O_DIRECT is not supported") != std::string::npos) {
-        MESSAGE("SKIP: " << error);
+        nbdsched::testlib::record_skip(error);
         return nullptr;
     }
     INFO(error);
@@ -87,7 +86,7 @@ TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip")
         return;
     CHECK(b->direct());
     CHECK(b->describe().find("O_DIRECT") != std::string::npos);
-    REQUIRE(b->write(0, pattern(0, 4 << 20, 3), false) == 0);   // vector data: not 4k aligned
+    REQUIRE(b->write(0, byte_pattern(0, 4 << 20, 3), false) == 0);   // vector data: not 4k aligned
     struct Case {
         std::uint64_t offset;
         std::size_t length;
@@ -95,7 +94,7 @@ TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip")
     const Case cases[] = {{0, 4096}, {1, 1}, {4095, 2}, {512, 512}, {4000, 10000}, {8192, 4096 * 3 + 7},
                           {(4 << 20) - 5, 5}};
     for (const auto& c : cases) {
-        auto data = pattern(c.offset, c.length, 9);
+        auto data = byte_pattern(c.offset, c.length, 9);
         REQUIRE(b->write(c.offset, data, c.offset % 2 == 0) == 0);
         std::vector<std::byte> back(c.length + 1);
         REQUIRE(b->read(c.offset, std::span(back).subspan(1)) == 0);   // misaligned buffer
@@ -103,7 +102,7 @@ TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip")
         CHECK(is_pattern(back, c.offset, 9));
     }
     // The bytes around an unaligned write keep their old contents.
-    REQUIRE(b->write(70000, pattern(70000, 100, 9), false) == 0);
+    REQUIRE(b->write(70000, byte_pattern(70000, 100, 9), false) == 0);
     std::vector<std::byte> around(8192);
     REQUIRE(b->read(65536, around) == 0);
     CHECK(is_pattern({around.begin(), around.begin() + 4464}, 65536, 3));
@@ -128,7 +127,7 @@ TEST_CASE("file O_DIRECT: concurrent unaligned writes to one block lose nothing"
         pool.emplace_back([&, t] {
             for (std::uint64_t block = 0; block < 64; ++block) {
                 const std::uint64_t off = block * 4096 + static_cast<std::uint64_t>(t) * 512;
-                (void)b->write(off, pattern(off, 512, 5), false);
+                (void)b->write(off, byte_pattern(off, 512, 5), false);
             }
         });
     for (auto& th : pool)

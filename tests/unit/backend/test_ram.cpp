@@ -1,18 +1,12 @@
 #include <doctest/doctest.h>
 
 #include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
 
 #include "backend/ram_backend.hpp"
-#include "common/units.hpp"
-#include "helpers.hpp"
+#include "pattern.hpp"
 
 using namespace nbdsched::backend;
-using test::all_zero;
-using test::is_pattern;
-using test::pattern;
+using namespace nbdsched::testlib;
 
 TEST_CASE("ram: never-written pages read as zeros and cost nothing")
 {
@@ -32,7 +26,7 @@ TEST_CASE("ram: unaligned write/read round trip across pages and leaves")
 {
     RamBackend ram(64 << 20);
     const std::uint64_t off = (16 << 20) - 5000;   // straddles a 16 MiB leaf boundary
-    auto data = pattern(off, 12345);
+    auto data = byte_pattern(off, 12345);
     REQUIRE(ram.write(off, data, false) == 0);
     std::vector<std::byte> back(12345);
     REQUIRE(ram.read(off, back) == 0);
@@ -55,7 +49,7 @@ TEST_CASE("ram: zero writes over holes allocate nothing")
 TEST_CASE("ram: trim and write_zeroes free whole pages and zero partial ones")
 {
     RamBackend ram(32 << 20);
-    auto data = pattern(0, 32 << 20);
+    auto data = byte_pattern(0, 32 << 20);
     REQUIRE(ram.write(0, data, false) == 0);
     CHECK(ram.allocated_bytes() == std::uint64_t{32} << 20);
 
@@ -78,7 +72,7 @@ TEST_CASE("ram: trim and write_zeroes free whole pages and zero partial ones")
     REQUIRE(ram.read(0, all) == 0);
     CHECK(all_zero(all));
     // Writing again after a leaf was freed works.
-    REQUIRE(ram.write(4096, pattern(4096, 4096), false) == 0);
+    REQUIRE(ram.write(4096, byte_pattern(4096, 4096), false) == 0);
     std::vector<std::byte> page(4096);
     REQUIRE(ram.read(4096, page) == 0);
     CHECK(is_pattern(page, 4096));
@@ -93,7 +87,7 @@ TEST_CASE("ram: write_zeroes with NO_HOLE allocates the range, zero-filled")
     CHECK(ram.allocated_bytes() == 3 * RamBackend::page_bytes);
     // Across a leaf boundary, over data: the data becomes zeros and stays allocated.
     const std::uint64_t off = (16 << 20) - 8192;
-    REQUIRE(ram.write(off, pattern(off, 16384), false) == 0);
+    REQUIRE(ram.write(off, byte_pattern(off, 16384), false) == 0);
     CHECK(ram.allocated_bytes() == 7 * RamBackend::page_bytes);
     CHECK(ram.write_zeroes(off - 4096, 4 * 4096 + 4096, false, true) == 0);
     CHECK(ram.allocated_bytes() == 8 * RamBackend::page_bytes);
@@ -121,67 +115,4 @@ TEST_CASE("ram: out of range is EINVAL, flush is a no-op")
     CHECK(ram.write_zeroes(8192, 1, false, false) == EINVAL);
     CHECK(ram.read(8192, std::span<std::byte>()) == 0);
     CHECK(ram.flush() == 0);
-}
-
-namespace {
-
-struct Cost {
-    double write_ns;
-    double read_ns;
-};
-
-// Random 4 KiB writes then reads over `pages` pages through `write`/`read`.
-template <class W, class R>
-Cost measure(std::uint64_t pages, W&& write, R&& read)
-{
-    const int ops = 100000;
-    std::uint64_t x = 12345;
-    auto next = [&] {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        return (x >> 20) % pages * 4096;
-    };
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < ops; ++i)
-        write(next());
-    auto t1 = std::chrono::steady_clock::now();
-    for (int i = 0; i < ops; ++i)
-        read(next());
-    auto t2 = std::chrono::steady_clock::now();
-    return {std::chrono::duration<double, std::nano>(t1 - t0).count() / ops,
-            std::chrono::duration<double, std::nano>(t2 - t1).count() / ops};
-}
-
-} // namespace
-
-TEST_CASE("ram: 4k read/write cost next to a plain memcpy (printed)")
-{
-    // A cache-resident set shows the backend's own overhead; a large one
-    // what a client really sees (memory-bound). Best of 2 runs: CI is noisy.
-    for (const std::uint64_t size : {std::uint64_t{2} << 20, std::uint64_t{128} << 20}) {
-        const std::uint64_t pages = size / 4096;
-        RamBackend ram(size);
-        std::vector<std::byte> buf = pattern(0, 4096);
-        for (std::uint64_t p = 0; p < pages; ++p)   // pre-allocate: measure steady state
-            REQUIRE(ram.write(p * 4096, buf, false) == 0);
-        std::vector<std::byte> flat(size, std::byte{1});
-        Cost base{1e18, 1e18}, c{1e18, 1e18};
-        for (int run = 0; run < 2; ++run) {
-            const Cost b = measure(
-                pages, [&](std::uint64_t o) { std::memcpy(flat.data() + o, buf.data(), 4096); },
-                [&](std::uint64_t o) {
-                    std::memcpy(buf.data(), flat.data() + o, 4096);
-                    asm volatile("" : : "r"(buf.data()) : "memory");
-                });
-            const Cost r = measure(
-                pages, [&](std::uint64_t o) { (void)ram.write(o, buf, false); },
-                [&](std::uint64_t o) { (void)ram.read(o, buf); });
-            base = {std::min(base.write_ns, b.write_ns), std::min(base.read_ns, b.read_ns)};
-            c = {std::min(c.write_ns, r.write_ns), std::min(c.read_ns, r.read_ns)};
-        }
-        std::printf("ram 4k random over %s: write %.0f ns/op, read %.0f ns/op "
-                    "(plain memcpy on a flat buffer: %.0f / %.0f ns)\n",
-                    nbdsched::format_size(size).c_str(), c.write_ns, c.read_ns, base.write_ns, base.read_ns);
-        CHECK(c.write_ns < 20000);   // generous: a memcpy plus a lock, even on a loaded CI box
-        CHECK(c.read_ns < 20000);
-    }
 }

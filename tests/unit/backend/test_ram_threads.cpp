@@ -7,12 +7,11 @@
 
 #include "backend/ram_backend.hpp"
 #include "readahead/readahead.hpp"
-#include "helpers.hpp"
+#include "pattern.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched::backend;
-using test::all_zero;
-using test::is_pattern;
-using test::pattern;
+using namespace nbdsched::testlib;
 
 TEST_CASE("ram: concurrent writers allocating interleaved pages of shared leaves")
 {
@@ -25,7 +24,7 @@ TEST_CASE("ram: concurrent writers allocating interleaved pages of shared leaves
     for (int t = 0; t < threads; ++t)
         pool.emplace_back([&, t] {
             for (std::uint64_t p = t; p < pages; p += threads)
-                if (ram.write(p * 4096, pattern(p * 4096, 4096), false) != 0)
+                if (ram.write(p * 4096, byte_pattern(p * 4096, 4096), false) != 0)
                     ++failures;
         });
     for (auto& th : pool)
@@ -42,7 +41,7 @@ TEST_CASE("ram: readers never see freed memory while trims free pages")
     constexpr std::uint64_t size = 16 << 20;
     constexpr std::uint64_t pages = size / 4096;
     RamBackend ram(size);
-    REQUIRE(ram.write(0, pattern(0, size), false) == 0);
+    REQUIRE(ram.write(0, byte_pattern(0, size), false) == 0);
     std::atomic<bool> done{false};
     std::atomic<int> bad{0};
     std::thread trimmer([&] {
@@ -63,7 +62,7 @@ TEST_CASE("ram: readers never see freed memory while trims free pages")
     std::thread writer([&] {   // allocates in a different leaf meanwhile
         RamBackend other(1 << 20);
         for (int i = 0; i < 256; ++i)
-            (void)other.write(static_cast<std::uint64_t>(i) * 4096, pattern(0, 4096), false);
+            (void)other.write(static_cast<std::uint64_t>(i) * 4096, byte_pattern(0, 4096), false);
     });
     trimmer.join();
     reader.join();
@@ -77,7 +76,7 @@ TEST_CASE("read-ahead: concurrent readers and writers on one device")
     using namespace nbdsched::readahead;
     constexpr std::uint64_t size = 16 << 20;
     RamBackend disk(size);
-    REQUIRE(disk.write(0, pattern(0, size), false) == 0);
+    REQUIRE(disk.write(0, byte_pattern(0, size), false) == 0);
     Options o;
     o.device_size = size;
     o.window_bytes = 256 << 10;
@@ -104,7 +103,7 @@ TEST_CASE("read-ahead: concurrent readers and writers on one device")
     pool.emplace_back([&] {   // writes (same data) elsewhere, invalidating in parallel
         for (std::uint64_t off = 12 << 20; off < size; off += 64 << 10) {
             ra.on_write(off, 64 << 10);
-            (void)disk.write(off, pattern(off, 64 << 10), false);
+            (void)disk.write(off, byte_pattern(off, 64 << 10), false);
             ra.on_write_done(off, 64 << 10);
             (void)ra.stats();
         }

@@ -2,16 +2,14 @@
 // in a private temporary directory, for tests that talk to it over the wire.
 #pragma once
 
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unistd.h>
 
 #include "config/config.hpp"
 #include "daemon/process/server.hpp"
+#include "temp_dir.hpp"
 
 namespace nbdsched::testing {
 
@@ -47,10 +45,7 @@ inline config::Config standard_config() {
 class TestServer {
 public:
     explicit TestServer(config::Config config, daemon::ServerOptions options = {}) {
-        char tmpl[] = "/tmp/nbdsched-unit-XXXXXX";
-        if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
-        dir_ = tmpl;
-        socket_ = dir_ + "/s.sock";
+        socket_ = dir_.file("s.sock");
         config::Listen l;
         l.kind = config::Listen::Kind::unix_socket;
         l.path = socket_;
@@ -61,7 +56,7 @@ public:
         if (!server_) throw std::runtime_error("server: " + error);
         thread_ = std::thread([this] { exit_code_ = server_->run(); });
     }
-    ~TestServer() { stop(); std::filesystem::remove_all(dir_); }
+    ~TestServer() { stop(); }
 
     // Graceful stop; returns run()'s exit code.
     int stop() {
@@ -72,10 +67,10 @@ public:
         return exit_code_;
     }
     const std::string& socket() const { return socket_; }
-    const std::string& dir() const { return dir_; }
+    const std::string& dir() const { return dir_.path(); }
 
 private:
-    std::string dir_;
+    testlib::TempDir dir_;
     std::string socket_;
     std::unique_ptr<daemon::Server> server_;
     std::thread thread_;

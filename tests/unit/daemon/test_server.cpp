@@ -7,11 +7,13 @@
 
 #include "nbd/handshake.hpp"
 #include "nbd/wire.hpp"
+#include "pattern.hpp"
 #include "raw_client.hpp"
 #include "server_fixture.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::testing;
+using namespace nbdsched::testlib;
 using namespace nbdsched::nbd;
 
 namespace {
@@ -41,12 +43,12 @@ TEST_CASE("write, read back, flush, trim and write_zeroes, with simple and struc
         CHECK((c.flags() & tflag_can_multi_conn) != 0);
         CHECK(((c.flags() & tflag_send_df) != 0) == structured);
 
-        auto data = pattern(65536, structured ? 3 : 5);
+        auto data = pattern(0, 65536, structured ? 3 : 5);
         CHECK(roundtrip(c, WRITE, 8192, 65536, 0, data).error == 0);
         auto r = roundtrip(c, READ, 8192, 65536);
         CHECK(r.error == 0);
         CHECK(r.data == data);
-        CHECK(roundtrip(c, WRITE, 4096, 512, cmd_flag_fua, pattern(512, 9)).error == 0);
+        CHECK(roundtrip(c, WRITE, 4096, 512, cmd_flag_fua, pattern(0, 512, 9)).error == 0);
         CHECK(roundtrip(c, FLUSH, 0, 0).error == 0);
 
         CHECK(roundtrip(c, TRIM, 8192, 4096).error == 0);
@@ -72,7 +74,7 @@ TEST_CASE("per-request errors keep the connection usable") {
         RawClient c(server.socket());
         REQUIRE(c.handshake("default", structured));
         CHECK(roundtrip(c, READ, size - 512, 1024).error == err_inval);
-        CHECK(roundtrip(c, WRITE, size - 512, 1024, 0, pattern(1024, 1)).error == err_nospc);
+        CHECK(roundtrip(c, WRITE, size - 512, 1024, 0, pattern(0, 1024, 1)).error == err_nospc);
         CHECK(roundtrip(c, ZEROES, size, 4096).error == err_nospc);
         CHECK(roundtrip(c, TRIM, ~0ull - 100, 4096).error == err_inval);
         CHECK(roundtrip(c, 42, 0, 0).error == err_inval);                   // unknown command
@@ -81,7 +83,7 @@ TEST_CASE("per-request errors keep the connection usable") {
         // An oversize WRITE's payload is consumed, so the next request parses.
         CHECK(roundtrip(c, WRITE, 0, (32u << 20) + 4096, 0, std::vector<std::uint8_t>((32u << 20) + 4096, 1))
                   .error == (structured ? err_overflow : err_inval));
-        auto data = pattern(4096, 77);
+        auto data = pattern(0, 4096, 77);
         CHECK(roundtrip(c, WRITE, 0, 4096, 0, data).error == 0);
         CHECK(roundtrip(c, READ, 0, 4096).data == data);
     }
@@ -92,7 +94,7 @@ TEST_CASE("a read-only export refuses writes with EPERM and serves reads") {
     RawClient c(server.socket());
     REQUIRE(c.handshake("ro", true));
     CHECK((c.flags() & tflag_read_only) != 0);
-    CHECK(roundtrip(c, WRITE, 0, 512, 0, pattern(512, 1)).error == err_perm);
+    CHECK(roundtrip(c, WRITE, 0, 512, 0, pattern(0, 512, 1)).error == err_perm);
     CHECK(roundtrip(c, TRIM, 0, 512).error == err_perm);
     CHECK(roundtrip(c, ZEROES, 0, 512).error == err_perm);
     CHECK(roundtrip(c, READ, 0, 512).error == 0);
@@ -110,7 +112,7 @@ TEST_CASE("many requests in flight on one connection, all answered once") {
     // Each cookie writes its own block, then everything is read back.
     std::vector<std::uint8_t> all;
     for (int i = 0; i < n; ++i) {
-        auto block = pattern(4096, static_cast<std::uint8_t>(i));
+        auto block = pattern(0, 4096, static_cast<std::uint8_t>(i));
         c.send(WRITE, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(i) * 4096, 4096, 0, block);
     }
     std::set<std::uint64_t> seen;
@@ -125,7 +127,7 @@ TEST_CASE("many requests in flight on one connection, all answered once") {
         auto r = c.receive(4096);
         REQUIRE(r);
         REQUIRE(r->cookie >= 1000);
-        CHECK(r->data == pattern(4096, static_cast<std::uint8_t>(r->cookie - 1000)));
+        CHECK(r->data == pattern(0, 4096, static_cast<std::uint8_t>(r->cookie - 1000)));
     }
 }
 
@@ -138,8 +140,8 @@ TEST_CASE("a malformed request closes only its own connection") {
     std::vector<std::uint8_t> garbage(64, 0xab);
     bad.send_raw(garbage.data(), garbage.size());
     CHECK(bad.closed_by_server());
-    CHECK(roundtrip(good, WRITE, 0, 512, 0, pattern(512, 4)).error == 0);
-    CHECK(roundtrip(good, READ, 0, 512).data == pattern(512, 4));
+    CHECK(roundtrip(good, WRITE, 0, 512, 0, pattern(0, 512, 4)).error == 0);
+    CHECK(roundtrip(good, READ, 0, 512).data == pattern(0, 512, 4));
 }
 
 TEST_CASE("a client vanishing mid-request does not disturb others") {
@@ -149,7 +151,7 @@ TEST_CASE("a client vanishing mid-request does not disturb others") {
     {
         RawClient gone(server.socket());
         REQUIRE(gone.handshake("default", true));
-        gone.send(WRITE, 1, 0, 65536, 0, pattern(1000, 1));   // 64 KiB promised, 1000 sent
+        gone.send(WRITE, 1, 0, 65536, 0, pattern(0, 1000, 1));   // 64 KiB promised, 1000 sent
         std::uint8_t half[10] = {0x25, 0x60};
         gone.send_raw(half, sizeof half);
     }
@@ -210,7 +212,7 @@ TEST_CASE("stop() answers in-flight requests and run() returns 0") {
     TestServer server(standard_config());
     RawClient c(server.socket());
     REQUIRE(c.handshake("default", false));
-    c.send(WRITE, 1, 0, 4096, 0, pattern(4096, 1));
+    c.send(WRITE, 1, 0, 4096, 0, pattern(0, 4096, 1));
     auto r = c.receive(0);
     REQUIRE(r);
     CHECK(server.stop() == 0);

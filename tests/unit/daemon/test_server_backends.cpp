@@ -5,11 +5,13 @@
 #include <chrono>
 #include <filesystem>
 
+#include "pattern.hpp"
 #include "raw_client.hpp"
 #include "server_fixture.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::testing;
+using namespace nbdsched::testlib;
 using namespace nbdsched::nbd;
 using namespace std::chrono_literals;
 
@@ -44,7 +46,7 @@ TEST_CASE("file backend: pipelined writes and reads through the thread pool, flu
         constexpr int n = 64;
         for (int i = 0; i < n; ++i)
             c.send(WRITE, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(i) * 65536, 65536,
-                   i % 3 == 0 ? cmd_flag_fua : 0, pattern(65536, static_cast<std::uint8_t>(i)));
+                   i % 3 == 0 ? cmd_flag_fua : 0, pattern(0, 65536, static_cast<std::uint8_t>(i)));
         for (int i = 0; i < n; ++i) {
             auto r = c.receive(0);
             REQUIRE(r);
@@ -58,7 +60,7 @@ TEST_CASE("file backend: pipelined writes and reads through the thread pool, flu
         for (int i = 0; i < n; ++i) {
             auto r = c.receive(65536);
             REQUIRE(r);
-            CHECK(r->data == pattern(65536, static_cast<std::uint8_t>(r->cookie - 1000)));
+            CHECK(r->data == pattern(0, 65536, static_cast<std::uint8_t>(r->cookie - 1000)));
         }
         c.send(ZEROES, 2000, 0, 65536, cmd_flag_no_hole);
         REQUIRE(c.receive(0));
@@ -71,7 +73,7 @@ TEST_CASE("file backend: pipelined writes and reads through the thread pool, flu
     std::fseek(f, 65536, SEEK_SET);
     REQUIRE(std::fread(block.data(), 1, block.size(), f) == block.size());
     std::fclose(f);
-    CHECK(block == pattern(65536, 1));
+    CHECK(block == pattern(0, 65536, 1));
 }
 
 TEST_CASE("timing model: replies wait for the emulated device without blocking other devices") {
