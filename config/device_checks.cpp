@@ -6,6 +6,7 @@
 #include "timing/profiles.hpp"
 #include "config/parsers.hpp"
 #include "config/suggest.hpp"
+#include "sched/tunable_spec.hpp"
 
 namespace nbdsched::config::detail {
 
@@ -17,7 +18,7 @@ void check_scheduler(Reader& r, const std::string& path, Device& device, const s
         device.scheduler = *policy;
     }
     // Build one with no device behind it: this is what reports a policy that
-    // is known but not built into this binary, and bad tunable values.
+    // is known but not built into this binary.
     std::string error;
     auto instance = sched::make_scheduler(device.scheduler, sched::DeviceTraits{}, {}, error);
     if (!instance) {
@@ -25,10 +26,14 @@ void check_scheduler(Reader& r, const std::string& path, Device& device, const s
         else r.error(device.origin, path + ".scheduler", error);
         return;
     }
-    auto names = sched::tunable_names(device.scheduler);
+    // Names and values are checked against the policy's table, the one the
+    // scheduler parses with; a device-dependent limit is applied at start-up.
+    const auto specs = sched::tunable_specs(device.scheduler);
+    const auto names = sched::tunable_names(specs);
     std::vector<std::string_view> views(names.begin(), names.end());
     for (const auto& t : tunables) {
-        if (std::find(names.begin(), names.end(), t.key) == names.end()) {
+        auto spec = std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == t.key; });
+        if (spec == specs.end()) {
             std::string hint = did_you_mean(t.key, views);
             if (hint.empty())
                 hint = views.empty() ? " (it has none)" : " (it has: " + join(views) + ")";
@@ -37,9 +42,9 @@ void check_scheduler(Reader& r, const std::string& path, Device& device, const s
         }
         auto value = r.string(t);
         if (!value) continue;
-        error = instance->set_tunable(t.key, *value, sched::Time{});
-        if (!error.empty()) {
-            r.error(t, error);
+        auto parsed = sched::parse_tunable(*spec, *value, sched::DeviceTraits{});
+        if (!parsed.error.empty()) {
+            r.error(t, parsed.error);
             continue;
         }
         device.tunables[t.key] = *value;

@@ -1,6 +1,8 @@
-// make_scheduler / tunable_names: the one place that knows every policy.
+// make_scheduler / tunable_specs: the one place that knows every policy.
 #include "sched/bfq/bfq.hpp"
+#include "sched/bfq/tunables.hpp"
 #include "sched/cfq/cfq.hpp"
+#include "sched/cfq/tunables.hpp"
 #include "sched/none.hpp"
 #include "sched/scheduler.hpp"
 
@@ -16,11 +18,13 @@ std::unique_ptr<Scheduler> make_scheduler(std::string_view policy, const DeviceT
     return nullptr;
 }
 
-std::vector<std::string> tunable_names(std::string_view policy) {
-    if (policy == "none") return none_tunable_names();
-    if (policy == "cfq") return cfq_tunable_names();
-    if (policy == "bfq") return bfq_tunable_names();
+std::vector<TunableSpec> tunable_specs(std::string_view policy) {
+    if (policy == "none") return none_table().specs();
+    if (policy == "cfq") return cfq::table().specs();
+    if (policy == "bfq") return bfq::table().specs();
     return {};
 }
+
+std::vector<std::string> tunable_names(std::string_view policy) { return tunable_names(tunable_specs(policy)); }
 
 } // namespace nbdsched::sched

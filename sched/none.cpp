@@ -1,12 +1,28 @@
 #include "sched/none.hpp"
 
-#include <algorithm>
-#include <charconv>
-
 namespace nbdsched::sched {
+namespace {
 
-NoneScheduler::NoneScheduler(const DeviceTraits& device)
-    : device_(device), max_depth_(device.max_depth == 0 ? 1 : device.max_depth) {}
+std::uint64_t device_depth(const DeviceTraits& device) { return device.max_depth == 0 ? 1 : device.max_depth; }
+
+// The device cannot take more than it advertises: a larger value is clamped
+// instead of failing, so a config written for a deeper device still loads.
+constexpr Tunable<NoneTunables> kRows[] = {
+    {{.name = "max_depth", .unit = Unit::count, .default_value = "auto", .min = 1, .below_min_is_error = true,
+      .auto_value = {device_depth, "the device's depth"}, .device_max = {device_depth, "the device's depth"},
+      .why = "requests in flight at the device at once"},
+     field<&NoneTunables::max_depth>},
+};
+
+} // namespace
+
+const TunableTable<NoneTunables>& none_table() {
+    static constexpr TunableTable<NoneTunables> kTable{"none", kRows};
+    return kTable;
+}
+
+NoneScheduler::NoneScheduler(const DeviceTraits& device, const NoneTunables& tunables)
+    : device_(device), t_(tunables) {}
 
 void NoneScheduler::set_group(GroupId group, unsigned weight) {
     group_stats(group).weight = weight;
@@ -37,7 +53,7 @@ void NoneScheduler::submit(const Request& request, Time) {
 }
 
 std::optional<Request> NoneScheduler::dispatch(Time) {
-    if (fifo_.empty() || in_flight_.size() >= max_depth_) return std::nullopt;
+    if (fifo_.empty() || in_flight_.size() >= t_.max_depth) return std::nullopt;
     Request request = fifo_.front();
     fifo_.pop_front();
     in_flight_.emplace(request.id, request);
@@ -63,28 +79,14 @@ void NoneScheduler::complete(RequestId id, Time) {
     in_flight_.erase(it);
 }
 
-std::vector<std::string> NoneScheduler::tunable_names() const { return none_tunable_names(); }
+std::vector<std::string> NoneScheduler::tunable_names() const { return none_table().names(); }
 
 std::optional<std::string> NoneScheduler::get_tunable(std::string_view name) const {
-    if (name == "max_depth") return std::to_string(max_depth_);
-    return std::nullopt;
+    return none_table().get(t_, name);
 }
 
 std::string NoneScheduler::set_tunable(std::string_view name, std::string_view value, Time) {
-    if (name != "max_depth") return "none: unknown tunable '" + std::string(name) + "'";
-    unsigned depth = 0;
-    if (value == "auto") {
-        depth = device_.max_depth;
-    } else {
-        auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), depth);
-        if (ec != std::errc() || ptr != value.data() + value.size() || depth == 0)
-            return "none: max_depth must be a positive integer or 'auto', got '" +
-                   std::string(value) + "'";
-    }
-    // The device cannot take more than it advertises; clamp instead of failing
-    // so a config written for a deeper device still loads.
-    max_depth_ = std::min(depth, device_.max_depth == 0 ? 1u : device_.max_depth);
-    return {};
+    return none_table().set(t_, device_, name, value);
 }
 
 SchedulerStats NoneScheduler::stats(Time) const {
@@ -98,14 +100,8 @@ SchedulerStats NoneScheduler::stats(Time) const {
 
 std::unique_ptr<Scheduler> make_none(const DeviceTraits& device, const Tunables& tunables,
                                      std::string& error) {
-    auto scheduler = std::make_unique<NoneScheduler>(device);
-    for (const auto& [name, value] : tunables) {
-        error = scheduler->set_tunable(name, value, Time{});
-        if (!error.empty()) return nullptr;
-    }
-    return scheduler;
+    auto t = none_table().build(device, tunables, error);
+    return t ? std::make_unique<NoneScheduler>(device, *t) : nullptr;
 }
-
-std::vector<std::string> none_tunable_names() { return {"max_depth"}; }
 
 } // namespace nbdsched::sched

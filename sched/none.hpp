@@ -7,13 +7,20 @@
 #include <memory>
 #include <unordered_map>
 
-#include "sched/scheduler.hpp"
+#include "sched/tunable_table.hpp"
 
 namespace nbdsched::sched {
 
+struct NoneTunables {
+    unsigned max_depth;   // never above the device's depth
+};
+
+// max_depth, declared once (none.cpp).
+const TunableTable<NoneTunables>& none_table();
+
 class NoneScheduler final : public Scheduler {
 public:
-    explicit NoneScheduler(const DeviceTraits& device);
+    NoneScheduler(const DeviceTraits& device, const NoneTunables& tunables);
 
     std::string_view policy() const override { return "none"; }
 
@@ -39,7 +46,7 @@ private:
     GroupStats& group_stats(GroupId group);
 
     DeviceTraits device_;
-    unsigned max_depth_;                 // tunable; never above device_.max_depth
+    NoneTunables t_;
     std::deque<Request> fifo_;
     std::unordered_map<RequestId, Request> in_flight_;
     // Hash maps while running (O(1) with 10,000 queues); stats() copies them
@@ -51,6 +58,5 @@ private:
 
 std::unique_ptr<Scheduler> make_none(const DeviceTraits& device, const Tunables& tunables,
                                      std::string& error);
-std::vector<std::string> none_tunable_names();
 
 } // namespace nbdsched::sched

@@ -28,15 +28,15 @@ std::optional<std::uint64_t> BfqScheduler::queue_max_budget(QueueId client, bool
     return it->second.max_budget;
 }
 
-std::vector<std::string> BfqScheduler::tunable_names() const { return bfq::tunable_names(); }
+std::vector<std::string> BfqScheduler::tunable_names() const { return table().names(); }
 
 std::optional<std::string> BfqScheduler::get_tunable(std::string_view name) const {
-    return bfq::get_tunable(tunables_, name);
+    return table().get(tunables_, name);
 }
 
 std::string BfqScheduler::set_tunable(std::string_view name, std::string_view value, Time now) {
     process_timer(now);
-    std::string err = bfq::set_tunable(tunables_, device_, name, value);
+    std::string err = table().set(tunables_, device_, name, value);
     if (!err.empty()) return err;
     if (name == "max_budget" || name == "timeout_sync") {
         // An explicit max_budget applies at once; auto goes back to the
@@ -60,14 +60,10 @@ namespace nbdsched::sched {
 
 std::unique_ptr<Scheduler> make_bfq(const DeviceTraits& device, const Tunables& tunables,
                                     std::string& error) {
-    bfq::BfqTunables t = bfq::default_tunables(device);
-    for (const auto& [name, value] : tunables) {
-        error = bfq::set_tunable(t, device, name, value);
-        if (!error.empty()) return nullptr;
-    }
-    return std::make_unique<bfq::BfqScheduler>(device, t);
+    auto t = bfq::table().build(device, tunables, error);
+    return t ? std::make_unique<bfq::BfqScheduler>(device, *t) : nullptr;
 }
 
-std::vector<std::string> bfq_tunable_names() { return bfq::tunable_names(); }
+std::vector<std::string> bfq_tunable_names() { return bfq::table().names(); }
 
 } // namespace nbdsched::sched

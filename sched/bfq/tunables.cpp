@@ -1,141 +1,62 @@
 #include "sched/bfq/tunables.hpp"
 
-#include <algorithm>
-#include <charconv>
-
 namespace nbdsched::sched::bfq {
 namespace {
 
 using namespace std::chrono_literals;
+using T = BfqTunables;
 
-std::string_view strip(std::string_view s) {
-    auto first = s.find_first_not_of(" \t");
-    if (first == std::string_view::npos) return {};
-    auto last = s.find_last_not_of(" \t");
-    return s.substr(first, last - first + 1);
+std::uint64_t budget_auto(const DeviceTraits&) { return 0; }
+
+// bfq_strict_guarantees_store: turning it on raises slice_idle to at least
+// 8ms, since strict guarantees need real idling.
+void raise_slice_idle(T& now, const T& before) {
+    if (now.strict_guarantees && !before.strict_guarantees && now.slice_idle < 8ms) now.slice_idle = 8ms;
 }
 
-std::optional<std::uint64_t> number(std::string_view text) {
-    std::uint64_t v = 0;
-    auto end = text.data() + text.size();
-    auto [ptr, ec] = std::from_chars(text.data(), end, v);
-    if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
-    return v;
-}
-
-std::optional<bool> flag(std::string_view text) {
-    for (auto yes : {"1", "on", "true", "yes"})
-        if (text == yes) return true;
-    for (auto no : {"0", "off", "false", "no"})
-        if (text == no) return false;
-    return std::nullopt;
-}
-
-Nanos auto_slice_idle(const DeviceTraits& device) { return device.rotational ? 8ms : 0ns; }
-
-// Durations: bare numbers are milliseconds like the sysfs files.
-struct TimeKnob {
-    std::string_view name;
-    Nanos BfqTunables::*field;
-    Nanos floor;
+// Times are at least 1ms (the kernel: at least 1 jiffy), except the idles,
+// which 0 turns off.
+constexpr Tunable<T> kRows[] = {
+    {{.name = "slice_idle", .unit = Unit::duration, .default_value = "auto", .auto_value = kIdleOnRotational,
+      .why = "how long to idle for the in-service queue; 0 disables idling for throughput (see the note below)"},
+     field<&T::slice_idle>},
+    {{.name = "group_idle", .unit = Unit::duration, .default_value = "8ms",
+      .why = "**nbdsched extension**: with `slice_idle` 0, the idle time used where idling is needed for service "
+             "guarantees (groups with pending I/O); 0 disables that too"},
+     field<&T::group_idle>},
+    {{.name = "strict_guarantees", .unit = Unit::flag, .default_value = "0",
+      .why = "1: always idle when the in-service queue empties, and dispatch only when nothing is in flight (one "
+             "request at a time). Turning it on raises `slice_idle` to at least 8 ms, as in the kernel"},
+     field<&T::strict_guarantees>, raise_slice_idle},
+    {{.name = "low_latency", .unit = Unit::flag, .default_value = "1",
+      .why = "accepted for compatibility; weight raising is **not implemented**, so it has no effect"},
+     field<&T::low_latency>},
+    {{.name = "timeout_sync", .unit = Unit::duration, .default_value = "125ms", .min = in_ns(1ms),
+      .why = "budget timeout: the longest a queue keeps the device per budget"},
+     field<&T::timeout_sync>},
+    {{.name = "max_budget", .unit = Unit::sectors, .default_value = "auto", .max = 0x7fffffff,
+      .auto_value = {budget_auto, "0, which is 16384 sectors until enough samples, then peak rate × `timeout_sync`"},
+      .why = "largest budget in sectors"},
+     field<&T::max_budget>},
+    {{.name = "back_seek_max", .unit = Unit::kib, .default_value = "16384",
+      .why = "how far behind the head the elevator may go"},
+     field<&T::back_seek_max>},
+    {{.name = "back_seek_penalty", .unit = Unit::count, .default_value = "2", .min = 1, .max = 1u << 20,
+      .why = "cost multiplier of a backward seek"},
+     field<&T::back_seek_penalty>},
+    {{.name = "fifo_expire_sync", .unit = Unit::duration, .default_value = "125ms", .min = in_ns(1ms),
+      .why = "age after which a sync request is served out of elevator order"},
+     field<&T::fifo_expire_sync>},
+    {{.name = "fifo_expire_async", .unit = Unit::duration, .default_value = "250ms", .min = in_ns(1ms),
+      .why = "same for async requests"},
+     field<&T::fifo_expire_async>},
 };
-constexpr TimeKnob kTimeKnobs[] = {
-    {"slice_idle", &BfqTunables::slice_idle, 0ns},
-    {"group_idle", &BfqTunables::group_idle, 0ns},
-    {"timeout_sync", &BfqTunables::timeout_sync, 1ms},   // kernel: at least 1 jiffy
-    {"fifo_expire_sync", &BfqTunables::fifo_expire_sync, 1ms},
-    {"fifo_expire_async", &BfqTunables::fifo_expire_async, 1ms},
-};
-
-std::string apply(BfqTunables& t, const DeviceTraits& device, std::string_view name,
-                  std::string_view value) {
-    if (name == "slice_idle" && value == "auto") {
-        t.slice_idle = auto_slice_idle(device);
-        t.slice_idle_auto = true;
-        return {};
-    }
-    for (const auto& k : kTimeKnobs) {
-        if (k.name != name) continue;
-        auto d = parse_duration(value);
-        if (!d) return "not a duration";
-        t.*k.field = std::max(*d, k.floor);
-        if (name == "slice_idle") t.slice_idle_auto = false;
-        return {};
-    }
-    if (name == "strict_guarantees" || name == "low_latency") {
-        auto b = flag(value);
-        if (!b) return "expected 0 or 1";
-        if (name == "low_latency") {
-            t.low_latency = *b;
-        } else {
-            // bfq_strict_guarantees_store: turning it on raises slice_idle to
-            // at least 8ms, since strict guarantees need real idling.
-            if (*b && !t.strict_guarantees && t.slice_idle < 8ms) {
-                t.slice_idle = 8ms;
-                t.slice_idle_auto = false;
-            }
-            t.strict_guarantees = *b;
-        }
-        return {};
-    }
-    if (name == "max_budget") {   // sectors; 0 = auto (peak rate * timeout_sync)
-        auto n = value == "auto" ? std::optional<std::uint64_t>(0) : number(value);
-        if (!n) return "expected a number of sectors or auto";
-        t.max_budget = std::min<std::uint64_t>(*n, 0x7fffffff);
-        return {};
-    }
-    if (name == "back_seek_max") {   // KiB when bare, sizes accepted
-        auto n = number(value);
-        if (!n) {
-            auto bytes = parse_size(value);
-            if (!bytes) return "expected KiB or a size";
-            n = *bytes / 1024;
-        }
-        t.back_seek_max = *n;
-        return {};
-    }
-    if (name == "back_seek_penalty") {
-        auto n = number(value);
-        if (!n) return "expected a number";
-        t.back_seek_penalty = unsigned(std::clamp<std::uint64_t>(*n, 1, 1u << 20));
-        return {};
-    }
-    return "unknown tunable";
-}
 
 } // namespace
 
-std::vector<std::string> tunable_names() {
-    return {"slice_idle",   "group_idle",    "strict_guarantees", "low_latency",
-            "timeout_sync", "max_budget",    "back_seek_max",     "back_seek_penalty",
-            "fifo_expire_sync", "fifo_expire_async"};
-}
-
-BfqTunables default_tunables(const DeviceTraits& device) {
-    BfqTunables t;
-    t.slice_idle = auto_slice_idle(device);
-    return t;
-}
-
-std::string set_tunable(BfqTunables& t, const DeviceTraits& device, std::string_view name,
-                        std::string_view value) {
-    BfqTunables next = t;
-    std::string err = apply(next, device, name, strip(value));
-    if (!err.empty())
-        return "bfq: " + std::string(name) + "='" + std::string(value) + "': " + err;
-    t = next;
-    return {};
-}
-
-std::optional<std::string> get_tunable(const BfqTunables& t, std::string_view name) {
-    for (const auto& k : kTimeKnobs)
-        if (k.name == name) return format_duration(t.*k.field);
-    if (name == "strict_guarantees") return std::string(t.strict_guarantees ? "1" : "0");
-    if (name == "low_latency") return std::string(t.low_latency ? "1" : "0");
-    if (name == "max_budget") return std::to_string(t.max_budget);
-    if (name == "back_seek_max") return std::to_string(t.back_seek_max);
-    if (name == "back_seek_penalty") return std::to_string(t.back_seek_penalty);
-    return std::nullopt;
+const TunableTable<BfqTunables>& table() {
+    static constexpr TunableTable<BfqTunables> kTable{"bfq", kRows};
+    return kTable;
 }
 
 } // namespace nbdsched::sched::bfq

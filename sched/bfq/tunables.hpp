@@ -17,41 +17,29 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "common/units.hpp"
-#include "sched/scheduler.hpp"
+#include "sched/tunable_table.hpp"
 
 namespace nbdsched::sched::bfq {
 
+// The values the scheduler runs with; table().defaults(device) fills them.
 struct BfqTunables {
-    Nanos slice_idle = std::chrono::milliseconds(8);   // resolved value
-    bool slice_idle_auto = true;
-    Nanos group_idle = std::chrono::milliseconds(8);   // nbdsched extension
-    bool strict_guarantees = false;
-    bool low_latency = true;                           // accepted; no weight raising
-    Nanos timeout_sync = std::chrono::milliseconds(125);
-    std::uint64_t max_budget = 0;                      // sectors; 0 = auto
-    std::uint64_t back_seek_max = 16 * 1024;           // KiB
-    unsigned back_seek_penalty = 2;
-    Nanos fifo_expire_sync = std::chrono::milliseconds(125);
-    Nanos fifo_expire_async = std::chrono::milliseconds(250);
+    Nanos slice_idle;            // `auto` resolved for the device (seed 002)
+    Nanos group_idle;            // nbdsched extension
+    bool strict_guarantees;
+    bool low_latency;            // accepted; no weight raising
+    Nanos timeout_sync;
+    std::uint64_t max_budget;    // sectors; 0 = auto
+    std::uint64_t back_seek_max; // KiB
+    unsigned back_seek_penalty;
+    Nanos fifo_expire_sync;
+    Nanos fifo_expire_async;
 
     Nanos fifo_expire(bool sync) const { return sync ? fifo_expire_sync : fifo_expire_async; }
 };
 
-std::vector<std::string> tunable_names();
-
-// Defaults for this device (slice_idle auto resolved).
-BfqTunables default_tunables(const DeviceTraits& device);
-
-// Parses one value into `t` (clamped like the kernel's store functions).
-// Returns an error message, empty on success; `t` is unchanged on error.
-std::string set_tunable(BfqTunables& t, const DeviceTraits& device, std::string_view name,
-                        std::string_view value);
-std::optional<std::string> get_tunable(const BfqTunables& t, std::string_view name);
+// Names, defaults, ranges (clamped like the kernel's store functions) and docs.
+const TunableTable<BfqTunables>& table();
 
 } // namespace nbdsched::sched::bfq

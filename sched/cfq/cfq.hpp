@@ -4,7 +4,6 @@
 
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "sched/scheduler.hpp"
 
@@ -15,8 +14,5 @@ namespace nbdsched::sched {
 // an unknown tunable or a bad value.
 std::unique_ptr<Scheduler> make_cfq(const DeviceTraits& device, const Tunables& tunables,
                                     std::string& error);
-
-// The tunables cfq accepts (kernel sysfs names).
-std::vector<std::string> cfq_tunable_names();
 
 } // namespace nbdsched::sched

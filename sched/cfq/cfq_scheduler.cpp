@@ -204,19 +204,13 @@ void CfqScheduler::complete(RequestId id, Time now) {
     reap_closed();
 }
 
-std::vector<std::string> CfqScheduler::tunable_names() const { return cfq::tunable_names(); }
+std::vector<std::string> CfqScheduler::tunable_names() const { return table().names(); }
 
-std::optional<std::string> CfqScheduler::get_tunable(std::string_view name) const {
-    return cfq::get_tunable(t_, name);
-}
+std::optional<std::string> CfqScheduler::get_tunable(std::string_view name) const { return table().get(t_, name); }
 
 std::string CfqScheduler::set_tunable(std::string_view name, std::string_view value, Time now) {
     advance(now);
-    // Parse into a copy: a bad value leaves everything as it was.
-    CfqTunables next = t_;
-    std::string error = cfq::set_tunable(next, device_, name, value);
-    if (error.empty()) t_ = next;
-    return error;
+    return table().set(t_, device_, name, value);   // a bad value leaves t_ as it was
 }
 
 } // namespace nbdsched::sched::cfq
@@ -225,14 +219,8 @@ namespace nbdsched::sched {
 
 std::unique_ptr<Scheduler> make_cfq(const DeviceTraits& device, const Tunables& tunables,
                                     std::string& error) {
-    cfq::CfqTunables t = cfq::default_tunables(device);
-    for (const auto& [name, value] : tunables) {
-        error = cfq::set_tunable(t, device, name, value);
-        if (!error.empty()) return nullptr;
-    }
-    return std::make_unique<cfq::CfqScheduler>(device, t);
+    auto t = cfq::table().build(device, tunables, error);
+    return t ? std::make_unique<cfq::CfqScheduler>(device, *t) : nullptr;
 }
-
-std::vector<std::string> cfq_tunable_names() { return cfq::tunable_names(); }
 
 } // namespace nbdsched::sched

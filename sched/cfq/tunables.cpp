@@ -1,128 +1,60 @@
 #include "sched/cfq/tunables.hpp"
 
-#include <algorithm>
-
-#include <charconv>
-#include <limits>
-
 namespace nbdsched::sched::cfq {
 namespace {
 
 using namespace std::chrono_literals;
+using T = CfqTunables;
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
-std::optional<unsigned> parse_count(std::string_view text) {
-    text = trim(text);
-    unsigned value = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-    return value;
-}
-
-// back_seek_max: a bare number is KiB (sysfs); "16MiB" style sizes are accepted too.
-std::optional<unsigned> parse_kib(std::string_view text) {
-    if (auto bare = parse_count(text)) return bare;
-    auto bytes = parse_size(text);
-    if (!bytes || *bytes / 1024 > std::numeric_limits<unsigned>::max()) return std::nullopt;
-    return unsigned(*bytes / 1024);
-}
-
-std::optional<bool> parse_bool(std::string_view text) {
-    text = trim(text);
-    if (text == "1" || text == "true" || text == "on" || text == "yes") return true;
-    if (text == "0" || text == "false" || text == "off" || text == "no") return false;
-    return std::nullopt;
-}
-
-Nanos auto_slice_idle(const DeviceTraits& device) { return device.rotational ? 8ms : 0ns; }
-
-struct DurationField { std::string_view name; Nanos CfqTunables::*field; Nanos min; };
-struct CountField { std::string_view name; unsigned CfqTunables::*field; unsigned min; };
-
-constexpr DurationField kDurations[] = {
-    {"slice_idle", &CfqTunables::slice_idle, 0ns},
-    {"group_idle", &CfqTunables::group_idle, 0ns},
-    {"slice_sync", &CfqTunables::slice_sync, 1ms},
-    {"slice_async", &CfqTunables::slice_async, 1ms},
-    {"fifo_expire_sync", &CfqTunables::fifo_expire_sync, 1ms},
-    {"fifo_expire_async", &CfqTunables::fifo_expire_async, 1ms},
-    {"target_latency", &CfqTunables::target_latency, 1ms},
-};
-constexpr CountField kCounts[] = {
-    {"quantum", &CfqTunables::quantum, 1},
-    {"slice_async_rq", &CfqTunables::slice_async_rq, 1},
-    {"back_seek_penalty", &CfqTunables::back_seek_penalty, 1},
+// The kernel's store functions clamp times to at least 1 jiffy-ish (1ms here)
+// and counts to at least 1; slice_idle and group_idle may be 0 (off).
+constexpr Tunable<T> kRows[] = {
+    {{.name = "slice_idle", .unit = Unit::duration, .default_value = "auto", .auto_value = kIdleOnRotational,
+      .why = "how long to wait for the next request of a sequential sync queue before switching queues. 0 turns "
+             "queue idling off, and on a queueing device switches group charging to IOPS mode"},
+     field<&T::slice_idle>},
+    {{.name = "group_idle", .unit = Unit::duration, .default_value = "8ms",
+      .why = "how long to wait for a group's last queue before switching groups; keeps group weights working when "
+             "`slice_idle` is 0"},
+     field<&T::group_idle>},
+    {{.name = "slice_sync", .unit = Unit::duration, .default_value = "100ms", .min = in_ns(1ms),
+      .why = "time slice of a sync queue"},
+     field<&T::slice_sync>},
+    {{.name = "slice_async", .unit = Unit::duration, .default_value = "40ms", .min = in_ns(1ms),
+      .why = "time slice of an async queue"},
+     field<&T::slice_async>},
+    {{.name = "slice_async_rq", .unit = Unit::count, .default_value = "2", .min = 1,
+      .why = "async request budget per slice: `2 * slice_async_rq * 4` dispatches"},
+     field<&T::slice_async_rq>},
+    {{.name = "quantum", .unit = Unit::count, .default_value = "8", .min = 1,
+      .why = "requests a queue may have in flight (`quantum/2` normally, `quantum` early in a slice)"},
+     field<&T::quantum>},
+    {{.name = "fifo_expire_sync", .unit = Unit::duration, .default_value = "125ms", .min = in_ns(1ms),
+      .why = "age after which a sync request is served before the elevator's choice (once per slice)"},
+     field<&T::fifo_expire_sync>},
+    {{.name = "fifo_expire_async", .unit = Unit::duration, .default_value = "250ms", .min = in_ns(1ms),
+      .why = "the same for async requests"},
+     field<&T::fifo_expire_async>},
+    {{.name = "back_seek_max", .unit = Unit::kib, .default_value = "16384",
+      .why = "how far behind the head the elevator may seek back"},
+     field<&T::back_seek_max>},
+    {{.name = "back_seek_penalty", .unit = Unit::count, .default_value = "2", .min = 1,
+      .why = "cost multiplier of a backward seek"},
+     field<&T::back_seek_penalty>},
+    {{.name = "low_latency", .unit = Unit::flag, .default_value = "1",
+      .why = "scale slices so every busy queue of a group is served within `target_latency`; ramp up async depth "
+             "slowly"},
+     field<&T::low_latency>},
+    {{.name = "target_latency", .unit = Unit::duration, .default_value = "300ms", .min = in_ns(1ms),
+      .why = "the latency `low_latency` aims for"},
+     field<&T::target_latency>},
 };
 
 } // namespace
 
-std::vector<std::string> tunable_names() {
-    std::vector<std::string> names;
-    for (const auto& f : kDurations) names.emplace_back(f.name);
-    for (const auto& f : kCounts) names.emplace_back(f.name);
-    names.emplace_back("back_seek_max");
-    names.emplace_back("low_latency");
-    return names;
-}
-
-CfqTunables default_tunables(const DeviceTraits& device) {
-    CfqTunables t;
-    t.slice_idle = auto_slice_idle(device);
-    t.slice_idle_auto = true;
-    return t;
-}
-
-std::string set_tunable(CfqTunables& t, const DeviceTraits& device, std::string_view name,
-                        std::string_view value) {
-    const std::string bad = "cfq: bad value '" + std::string(value) + "' for " + std::string(name);
-    if (name == "slice_idle" && trim(value) == "auto") {
-        t.slice_idle = auto_slice_idle(device);
-        t.slice_idle_auto = true;
-        return {};
-    }
-    for (const auto& f : kDurations) {
-        if (f.name != name) continue;
-        auto d = parse_duration(value);   // bare numbers are milliseconds, as in sysfs
-        if (!d) return bad;
-        t.*f.field = std::max(*d, f.min);
-        if (name == "slice_idle") t.slice_idle_auto = false;
-        return {};
-    }
-    for (const auto& f : kCounts) {
-        if (f.name != name) continue;
-        auto n = parse_count(value);
-        if (!n) return bad;
-        t.*f.field = std::max(*n, f.min);
-        return {};
-    }
-    if (name == "back_seek_max") {
-        auto n = parse_kib(value);
-        if (!n) return bad;
-        t.back_seek_max = *n;
-        return {};
-    }
-    if (name == "low_latency") {
-        auto b = parse_bool(value);
-        if (!b) return bad;
-        t.low_latency = *b;
-        return {};
-    }
-    return "cfq: unknown tunable '" + std::string(name) + "'";
-}
-
-std::optional<std::string> get_tunable(const CfqTunables& t, std::string_view name) {
-    for (const auto& f : kDurations)
-        if (f.name == name) return format_duration(t.*f.field);
-    for (const auto& f : kCounts)
-        if (f.name == name) return std::to_string(t.*f.field);
-    if (name == "back_seek_max") return std::to_string(t.back_seek_max);
-    if (name == "low_latency") return std::string(t.low_latency ? "1" : "0");
-    return std::nullopt;
+const TunableTable<CfqTunables>& table() {
+    static constexpr TunableTable<CfqTunables> kTable{"cfq", kRows};
+    return kTable;
 }
 
 } // namespace nbdsched::sched::cfq

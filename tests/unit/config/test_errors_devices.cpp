@@ -65,7 +65,7 @@ TEST_CASE("tunables the policy does not accept, and bad tunable values") {
     expect_error(r, "devices[0].tunables.max_dpeth", 6, 7, "not a tunable of scheduler none (did you mean 'max_depth'?)");
     expect_error(r, "devices[0].tunables.quantum", 7, 7, "not a tunable of scheduler none (it has: max_depth)");
     expect_error(device("name: d0\n    size: 1GiB\n    tunables: {max_depth: lots}\n"),
-                 "devices[0].tunables.max_depth", 4, 27, "max_depth must be a positive integer");
+                 "devices[0].tunables.max_depth", 4, 27, "max_depth: bad number 'lots' (want a whole number from 1");
 }
 
 TEST_CASE("cfq tunables are checked by the cfq policy itself") {
