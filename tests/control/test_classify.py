@@ -8,7 +8,8 @@ import subprocess
 import sys
 import time
 
-from ctlharness import Daemon, check
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.verdict import check
 
 CLIENT = r"""
 import nbd, sys, time
@@ -52,7 +53,7 @@ class Client:
 
 
 def queue_groups(d):
-    dev = next(x for x in d.lst()["devices"] if x["name"] == "d0")
+    dev = next(x for x in d.listing()["devices"] if x["name"] == "d0")
     return [(q["export"], q["group"], q["peer"]) for q in dev["queues"]]
 
 
@@ -116,7 +117,7 @@ rules:
             c = Client(d.uri("grouped"), cgroup_dir=cg_dir)
             got = queue_groups(d)[0]
             check(got[:2] == ("grouped", "cg") and cg_rel in got[2], f"cgroup rule beats the export's group: {got}")
-            cg_weight = next(g for g in d.lst()["groups"] if g["name"] == "cg")["weight"]
+            cg_weight = next(g for g in d.listing()["groups"] if g["name"] == "cg")["weight"]
             if weight_file:
                 check(cg_weight == 700, f"weight: from-cgroup took io.weight 700 ({cg_weight})")
             else:

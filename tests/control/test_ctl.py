@@ -8,7 +8,8 @@ import sys
 
 import nbd
 
-from ctlharness import Daemon, check
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.verdict import check
 
 CONFIG = """
 devices:
@@ -83,7 +84,7 @@ def main():
         err = d.ctl("get", "nope", "slice_idle", expect=1)
         check("no device" in err, "unknown device")
         d.ctl("weight", "bronze", "300")
-        check(next(g for g in d.lst()["groups"] if g["name"] == "bronze")["weight"] == 300, "weight 300")
+        check(next(g for g in d.listing()["groups"] if g["name"] == "bronze")["weight"] == 300, "weight 300")
         d.ctl("weight", "nope", "3", expect=1)
         d.ctl("weight", "bronze", "5000", expect=2)   # CLI range check
         h.shutdown()

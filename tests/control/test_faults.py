@@ -12,7 +12,9 @@ import sys
 
 import nbd
 
-from ctlharness import Daemon, check
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.patterns import pattern
+from nbdsched_test.verdict import check
 
 CONFIG = """
 devices:
@@ -52,7 +54,7 @@ def main():
         h = nbd.NBD()
         h.connect_uri(d.uri("a"))
         old = bytes(4096)
-        new = bytes(range(256)) * 16
+        new = pattern(BAD, 4096)
         check(write_fails(h, new), "a write into the faults: range fails with EIO")
         f = faults(d)
         check(f["device"] == "d0" and f["enabled"] is True and f["rules"] == 1, f"on, one rule: {f}")

@@ -12,12 +12,12 @@ idling (group_idle stays 8 ms) in the instants when only one reader is busy,
 cut short when the other one's request arrives.
 Read-ahead is off so that every read reaches the scheduler.
 """
-import shutil
-import subprocess
 import sys
 import time
 
-from ctlharness import Daemon, check, skip
+from nbdsched_test import fio
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.verdict import check
 
 CONFIG = """
 devices:
@@ -42,17 +42,13 @@ def rates(first, last):
 
 
 def main():
-    if not shutil.which("fio"):
-        skip("fio is not installed")
+    fio.require_installed()
     with Daemon(CONFIG, "live") as d:
         check(d.ctl("get", "d0", "slice_idle").strip() not in ("0", "0ms", "0ns"),
               "rotational device: slice_idle defaults to non-zero")
-        fio = subprocess.Popen(
-            ["fio", "--ioengine=nbd", "--thread", "--time_based", f"--runtime={RUNTIME}",
-             "--rw=read", "--bs=64k", "--iodepth=1", "--eta=never",
-             "--name=a", f"--uri={d.uri('a')}", "--name=b", f"--uri={d.uri('b')}"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
+        with fio.start({"ioengine": "nbd", "thread": True, "time_based": True, "runtime": RUNTIME,
+                        "rw": "read", "bs": "64k", "iodepth": 1, "eta": "never"},
+                       [(x, {"uri": d.uri(x)}) for x in ("a", "b")]) as readers:
             time.sleep(1.0)                      # both queues are busy
             a = sample(d)
             time.sleep(RUNTIME / 2 - 1.0)
@@ -62,13 +58,8 @@ def main():
             c = sample(d)
             time.sleep(RUNTIME / 2 - 1.5)
             e = sample(d)
-            out, _ = fio.communicate(timeout=60)
-        finally:
-            if fio.poll() is None:
-                fio.kill()
-        if fio.returncode != 0:
-            print(out[-2000:])
-        check(fio.returncode == 0, f"fio ran (exit {fio.returncode})")
+            result = readers.finish(timeout=60)  # raises if fio failed
+        check(result.summary(rw="read")["ios"] > 0, "fio ran")
         (bw_on, idle_on), (bw_off, idle_off) = rates(a, b), rates(c, e)
         print(f"slice_idle 8ms: {bw_on:.1f} MiB/s, idling {idle_on:.0f} ms/s; "
               f"after `ctl set d0 slice_idle 0`: {bw_off:.1f} MiB/s, idling {idle_off:.0f} ms/s")

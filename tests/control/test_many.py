@@ -6,7 +6,8 @@ import sys
 
 import nbd
 
-from ctlharness import Daemon, check
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.verdict import check
 
 CONNS = 200
 DEPTH = 8
@@ -33,7 +34,7 @@ def main():
             h = nbd.NBD()
             h.connect_uri(d.uri("a" if i % 2 == 0 else "b"))
             handles.append(h)
-        check(len(d.lst()["devices"][0]["queues"]) == CONNS, f"{CONNS} queues open")
+        check(len(d.listing()["devices"][0]["queues"]) == CONNS, f"{CONNS} queues open")
         # Each round: 8 writes in flight per connection, then 8 reads back.
         done = 0
         for rnd in range(ROUNDS):

@@ -1,19 +1,26 @@
 """The Prometheus endpoint (metrics: HOST:PORT) serves the same counters as
 `ctl stats`, per device, export and group."""
-import socket
 import sys
-import time
 import urllib.request
 
 import nbd
 
-from ctlharness import Daemon, check
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.process import free_port, wait_for
+from nbdsched_test.verdict import check
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def scrape_until(port, want, timeout=10):
+    """The endpoint's text once it has `want` (the snapshot is refreshed
+    every second), else its last text."""
+    text = ""
+
+    def has_it():
+        nonlocal text
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        return want in text
+    wait_for(has_it, timeout, step=0.2)
+    return text
 
 
 def main():
@@ -36,11 +43,7 @@ groups:
         for i in range(3):
             h.pwrite(bytearray(512), i * 512)
         want = 'nbdsched_export_requests_total{device="d0",export="a",op="read"} 10'
-        text = ""
-        deadline = time.time() + 10   # the snapshot is refreshed every second
-        while time.time() < deadline and want not in text:
-            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-            time.sleep(0.2)
+        text = scrape_until(port, want)
         check(want in text, "export read count")
         check('nbdsched_group_requests_total{device="d0",group="gold",op="write"} 3' in text, "group write count")
         check('nbdsched_device_bytes_total{device="d0",op="read"} 40960' in text, "device read bytes")
@@ -54,10 +57,7 @@ groups:
         except nbd.Error:
             pass
         want = 'nbdsched_device_injected_errors_total{device="d0",op="write"} 1'
-        deadline = time.time() + 10
-        while time.time() < deadline and want not in text:
-            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-            time.sleep(0.2)
+        text = scrape_until(port, want)
         check(want in text, "injected write error counter")
         check('nbdsched_device_injected_errors_total{device="d0",op="read"} 0' in text, "no injected read errors")
         h.shutdown()

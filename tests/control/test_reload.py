@@ -6,7 +6,8 @@ import sys
 
 import nbd
 
-from ctlharness import Daemon, check
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.verdict import check
 
 BASE = """
 devices:
@@ -20,7 +21,7 @@ groups:
 
 
 def weight(d, name):
-    return next(g for g in d.lst()["groups"] if g["name"] == name)["weight"]
+    return next(g for g in d.listing()["groups"] if g["name"] == name)["weight"]
 
 
 def main():

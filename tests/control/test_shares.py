@@ -6,13 +6,12 @@ the queueing SSD serves both about equally. Only directions and generous
 bounds are asserted; bench/exp3_seed003_groups_ssd.py measures the ratios.
 `ctl stats` must agree with fio about who got more.
 """
-import json
 import os
-import shutil
-import subprocess
 import sys
 
-from ctlharness import Daemon, check, skip
+from nbdsched_test import fio
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.verdict import check
 
 RUNTIME = os.environ.get("NBDSCHED_SHARES_RUNTIME", "4")
 # (device, scheduler, group_idle); argv[1] picks the scheduler (default: both)
@@ -32,17 +31,13 @@ def config():
             "\ngroups:\n  - {name: heavy, weight: 1000}\n  - {name: light, weight: 100}\n")
 
 
-def fio(d, dev):
-    cmd = ["fio", "--output-format=json", "--ioengine=nbd", "--thread", "--time_based",
-           f"--runtime={RUNTIME}", "--ramp_time=0.5", "--rw=write", "--bs=32k", "--iodepth=1",
-           "--name=heavy", f"--uri={d.uri('heavy-' + dev)}",
-           "--name=light", f"--uri={d.uri('light-' + dev)}"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise AssertionError(f"fio failed: {r.stderr}")
-    out = json.loads(r.stdout[r.stdout.index("{"):])
-    bw = {j["jobname"]: j["write"]["bw"] / 1024.0 for j in out["jobs"]}   # MiB/s
-    return bw["heavy"], bw["light"]
+def writers(d, dev):
+    """(heavy, light) MiB/s of one sequential sync writer per group."""
+    r = fio.run({"ioengine": "nbd", "thread": True, "time_based": True, "runtime": RUNTIME,
+                 "ramp_time": 0.5, "rw": "write", "bs": "32k", "iodepth": 1},
+                [(g, {"uri": d.uri(f"{g}-{dev}")}) for g in ("heavy", "light")], timeout=120)
+    bw = r.per_job("write")
+    return bw["heavy"]["bw_mib"], bw["light"]["bw_mib"]
 
 
 def group_bytes(d, dev):
@@ -52,11 +47,7 @@ def group_bytes(d, dev):
 
 
 def main():
-    if not shutil.which("fio"):
-        skip("fio is not installed")
-    r = subprocess.run(["fio", "--enghelp=nbd"], capture_output=True, text=True)
-    if "uri" not in r.stdout:
-        skip("this fio has no nbd engine")
+    fio.require_nbd_engine()
     with Daemon(config(), "shares") as d:
         results = {}
         for dev, sched, gi in CASES:
@@ -67,7 +58,7 @@ def main():
             # up to 3 attempts are allowed; each is printed.
             for attempt in range(1, 4 if gi != "0" else 2):
                 before = group_bytes(d, dev)
-                h, l_ = fio(d, dev)
+                h, l_ = writers(d, dev)
                 after = group_bytes(d, dev)
                 ratio = h / l_ if l_ > 0 else float("inf")
                 if gi == "0" or ratio > 1.3:

@@ -6,21 +6,20 @@ in that order, and exit status 0.
 
 usage: notify_test.py NBDSCHED"""
 import os
-import signal
 import socket
-import subprocess
 import sys
 
-from sdtest import Checks, TempDir, run_bounded, sigterm_status, wait_for, wrap_up, write_config
+from nbdsched_test.daemon import Daemon, one_ram_export
+from nbdsched_test.process import run_bounded, wait_for
+from nbdsched_test.tempdir import TempDir
+from nbdsched_test.verdict import Checks
 
 
 def main(daemon):
     tmp = TempDir("notify")
     checks = Checks()
-    sock_path = tmp("nbd.sock")
-    write_config(tmp("c.yaml"), sock_path)
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    notify.bind(tmp("notify"))
+    notify.bind(tmp.file("notify"))
     notify.settimeout(0.2)
     messages = []
 
@@ -38,22 +37,22 @@ def main(daemon):
     def seen(key):
         return count(key) > 0
 
-    env = dict(os.environ, NOTIFY_SOCKET=tmp("notify"))
-    log = open(tmp("daemon.log"), "w")
-    proc = subprocess.Popen([daemon, "--config", tmp("c.yaml")], env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+    env = dict(os.environ, NOTIFY_SOCKET=tmp.file("notify"))
+    # READY=1 says when it is ready: the test waits for that, not for a connection
+    d = Daemon(one_ram_export(), "notify", workdir=tmp.path, control=False, env=env, binary=daemon,
+               wait=False)
     try:
         ready = checks.check("READY=1 after start", wait_for(lambda: seen("READY=1"), 20))
         if ready:
-            rc, out = run_bounded(["nbdinfo", "--size", f"nbd+unix:///default?socket={sock_path}"])
+            rc, out = run_bounded(["nbdinfo", "--size", d.uri("default")])
             checks.check("clients can connect once READY=1 is sent", rc == 0, out)
             checks.check("STATUS= sent with READY=1",
                          any("READY=1" in m and "STATUS=" in m for m in messages))
-        proc.send_signal(signal.SIGHUP)
+        d.hup()
         checks.check("RELOADING=1 after SIGHUP", wait_for(lambda: seen("RELOADING=1"), 10))
         checks.check("READY=1 again after the reload",
                      wait_for(lambda: count("READY=1") >= 2, 10))
-        rc = sigterm_status(proc)
+        rc = d.stop()
         checks.check("STOPPING=1 after SIGTERM", wait_for(lambda: seen("STOPPING=1"), 10))
         checks.check("exit status 0 after SIGTERM", rc == 0, f"status {rc}")
         drain()
@@ -64,7 +63,11 @@ def main(daemon):
         for m in messages:
             print("  message: " + m.replace("\n", " | "))
     finally:
-        wrap_up(proc, log, checks, tmp)
+        d.stop()
+        if checks.failed:
+            d.print_log_tail()
+        tmp.remove()
+    checks.finish()
 
 
 if __name__ == "__main__":

@@ -9,11 +9,13 @@ usage: socket_activation_test.py NBDSCHED
        socket_activation_test.py --roundtrip SOCKET   (the libnbd client part)"""
 import os
 import shutil
-import subprocess
 import sys
 
-from sdtest import (Checks, TempDir, free_port, run_bounded, sigterm_status, skip, wait_for,
-                    wrap_up, write_config)
+from nbdsched_test.daemon import Daemon, one_ram_export
+from nbdsched_test.patterns import pattern
+from nbdsched_test.process import free_port, run_bounded, wait_for
+from nbdsched_test.tempdir import TempDir
+from nbdsched_test.verdict import Checks, skip
 
 try:
     import nbd
@@ -27,12 +29,12 @@ def libnbd_roundtrip(sock_path):
     h.set_export_name("default")
     h.connect_unix(sock_path)
     size = h.get_size()
-    pattern = bytes((i * 7 + 3) % 251 for i in range(65536))
-    h.pwrite(pattern, 1 << 20)
+    data = pattern(1 << 20, 65536)
+    h.pwrite(data, 1 << 20)
     h.flush()
-    back = h.pread(len(pattern), 1 << 20)
+    back = h.pread(len(data), 1 << 20)
     h.shutdown()
-    print(size, back == pattern)
+    print(size, back == data)
 
 
 def main(daemon):
@@ -41,15 +43,12 @@ def main(daemon):
         skip("systemd-socket-activate is not installed (apt-get install systemd)")
     tmp = TempDir("activate")
     checks = Checks()
-    sock_path = tmp("activated.sock")
-    config_sock = tmp("config.sock")
-    write_config(tmp("c.yaml"), config_sock)
+    sock_path = tmp.file("activated.sock")
     port = free_port()
-    log = open(tmp("daemon.log"), "w")
-    proc = subprocess.Popen(
-        [tool, "-l", sock_path, "-l", f"127.0.0.1:{port}", "--fdname=nbd-unix:nbd-tcp",
-         daemon, "--config", tmp("c.yaml")],
-        stdout=log, stderr=subprocess.STDOUT)
+    # The tool starts the daemon at the first connection: nothing to wait for yet.
+    d = Daemon(one_ram_export(), "activate", workdir=tmp.path, control=False, binary=daemon,
+               wrapper=[tool, "-l", sock_path, "-l", f"127.0.0.1:{port}", "--fdname=nbd-unix:nbd-tcp"],
+               wait=False)
     try:
         checks.check("systemd-socket-activate listens", wait_for(lambda: os.path.exists(sock_path), 10))
         rc, out = run_bounded([sys.executable, __file__, "--roundtrip", sock_path])
@@ -59,11 +58,15 @@ def main(daemon):
                      rc == 0 and out.split()[1:2] == ["True"], out)
         rc, out = run_bounded(["nbdinfo", "--size", f"nbd://127.0.0.1:{port}/default"])
         checks.check("nbdinfo on the activated TCP socket", rc == 0 and out == str(64 << 20), out)
-        checks.check("the config's own listen address is not bound", not os.path.exists(config_sock))
-        rc = sigterm_status(proc)
+        checks.check("the config's own listen address is not bound", not os.path.exists(d.sock))
+        rc = d.stop()
         checks.check("exit status 0 after SIGTERM", rc == 0, f"status {rc}")
     finally:
-        wrap_up(proc, log, checks, tmp)
+        d.stop()
+        if checks.failed:
+            d.print_log_tail()
+        tmp.remove()
+    checks.finish()
 
 
 if __name__ == "__main__":

@@ -78,13 +78,14 @@ def test_daemon_config():
           "YAML: listen and control added")
     check(f"metrics: {tmp.path}/m" in text, "{dir} is the daemon's directory")
     check(d.stop() == -signal.SIGTERM, "stopped")
-    d = Daemon({"devices": [], "listen": [{"unix": "/x"}]}, "j", workdir=tmp.path, binary=fake, tcp=True,
-               control=False, wait=False)
+    # a relative binary (meson passes executables so) runs although the daemon's cwd is its directory
+    d = Daemon({"devices": [], "listen": [{"unix": "/x"}]}, "j", workdir=tmp.path, binary=os.path.relpath(fake),
+               tcp=True, control=False, wait=False)
     with open(d.config_path) as f:
         cfg = json.load(f)
     check(cfg == {"devices": [], "listen": [{"unix": "/x"}]} and d.sock is None and d.tcp_port is None,
           "a dict with its own listen is written as it is")
-    d.stop()
+    check(d.stop() == -signal.SIGTERM, "a relative binary started")
     tmp.remove()
 
 

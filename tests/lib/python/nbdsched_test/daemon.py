@@ -47,7 +47,7 @@ class Daemon(Server):
 
     def __init__(self, config, tag="nbdsched", workdir=None, tcp=False, control=True, env=None,
                  binary=None, wrapper=(), wait=True):
-        self.binary = binary or nbdsched_binary()
+        self.binary = os.path.abspath(binary) if binary else nbdsched_binary()
         self._own_tmp = TempDir(tag) if workdir is None else None
         self.dir = workdir or self._own_tmp.path
         self.config_path = self.file(f"{tag}.yaml")
