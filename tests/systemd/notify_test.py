@@ -63,10 +63,7 @@ def main(daemon):
         for m in messages:
             print("  message: " + m.replace("\n", " | "))
     finally:
-        d.stop()
-        if checks.failed:
-            d.print_log_tail()
-        tmp.remove()
+        checks.clean_up(d, tmp)
     checks.finish()
 
 

@@ -62,10 +62,7 @@ def main(daemon):
         rc = d.stop()
         checks.check("exit status 0 after SIGTERM", rc == 0, f"status {rc}")
     finally:
-        d.stop()
-        if checks.failed:
-            d.print_log_tail()
-        tmp.remove()
+        checks.clean_up(d, tmp)
     checks.finish()
 
 

@@ -28,6 +28,14 @@ class Checks:
             self.failed.append(name)
         return ok
 
+    def clean_up(self, server, tmp):
+        """Stops `server` (its log tail shown when a check failed) and
+        removes `tmp`."""
+        server.stop()
+        if self.failed:
+            server.print_log_tail()
+        tmp.remove()
+
     def finish(self):
         if self.failed:
             print(f"{len(self.failed)} check(s) failed: {', '.join(self.failed)}")
