@@ -5,11 +5,12 @@ vs auto, on the `ssd` profile and on a slower, deeper cloud-like variant."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
-import fio  # noqa: E402
 import report  # noqa: E402
-import servers  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp1-seed000-cfq-ssd"
 SEED = {"8ms": (7054, 90.107e3, 38.697e3, 28217 / 1024), "0": (29255, 21.836e3, 11.730e3, 117022 / 1024)}
@@ -37,7 +38,7 @@ def main():
                for v, c in keys]
     exports = [{"name": f"e-{v}-{c}", "device": f"{v}-{c}"} for v, c in keys]
     res = {k: [] for k in keys}
-    with common.Scratch("e1") as tmp, servers.start_nbdsched(tmp, "d", devices, exports,
+    with TempDir("e1") as tmp, servers.start_nbdsched(tmp, "d", devices, exports,
                                                              limits={"max_inflight_per_device": NR_REQUESTS}) as srv:
         for _ in range(reps):           # interleaved: 8ms, 0, auto, 8ms, 0, auto
             for v, c in keys:

@@ -5,11 +5,12 @@ slice_idle 8ms (idling on) vs 0 (off) vs auto on the `ssd` profile."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
-import fio  # noqa: E402
 import report  # noqa: E402
-import servers  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp2-seed002-bfq-ssd"
 SEED = {"8ms": (4136, 1189.07, 17221.65, 16.9), "0": (7246, 670.11, 1054.76, 29.7)}
@@ -23,7 +24,7 @@ def main():
     devices = [common.ram_device(f"ssd-{c}", "1GiB", "bfq", {"slice_idle": c}, "ssd") for c in CONFIGS]
     exports = [{"name": f"e-{c}", "device": f"ssd-{c}"} for c in CONFIGS]
     res = {c: [] for c in CONFIGS}
-    with common.Scratch("e2") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
+    with TempDir("e2") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
         for _ in range(reps):
             for c in CONFIGS:
                 g = common.fio_base(runtime, ramp)

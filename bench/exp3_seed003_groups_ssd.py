@@ -9,11 +9,12 @@ against `scheduler: none` for the total."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
-import fio  # noqa: E402
 import report  # noqa: E402
-import servers  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp3-seed003-groups-ssd"
 SEED = {"group_idle 0": (41.1, 40.5), "group_idle 8ms": (53.3, 32.6)}
@@ -69,7 +70,7 @@ def main():
         exports.append({"name": f"light{i}", "device": f"dev{i}", "offset": "128MiB", "group": "light"})
     groups = [{"name": "heavy", "weight": 1000}, {"name": "light", "weight": 100}]
     res = {(d, c[0]): [] for d in depths for c in CONFIGS}
-    with common.Scratch("e3") as tmp, servers.start_nbdsched(tmp, "d", devices, exports, groups) as srv:
+    with TempDir("e3") as tmp, servers.start_nbdsched(tmp, "d", devices, exports, groups) as srv:
         for _ in range(reps):
             for depth in depths:
                 for i, (label, _, _) in enumerate(CONFIGS):

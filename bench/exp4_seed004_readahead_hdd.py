@@ -11,11 +11,12 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
-import fio  # noqa: E402
 import report  # noqa: E402
-import servers  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp4-seed004-readahead-hdd"
 SEED = {("128k", "128"): 57, ("128k", "auto"): 165, ("1m", "128"): 122, ("1m", "auto"): 167}
@@ -46,7 +47,7 @@ def main():
                for r in RA]
     exports = [{"name": f"e-{r}", "device": f"hdd-{r}"} for r in RA]
     res = {}
-    with common.Scratch("e4") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
+    with TempDir("e4") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
         for bs in BS:
             for r in RA:   # interleaved per block size
                 g = common.fio_base(runtime, ramp)

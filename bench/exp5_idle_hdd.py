@@ -9,11 +9,12 @@ the daemon's read-ahead (`auto`), which changes the picture."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
-import fio  # noqa: E402
 import report  # noqa: E402
-import servers  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp5-idle-hdd"
 CONFIGS = [(s, i) for s in ("cfq", "bfq") for i in ("8ms", "0")]
@@ -32,7 +33,7 @@ def main():
                for s, i, ra in keys]
     exports = [{"name": f"e-{s}-{i}-ra{ra}", "device": f"{s}-{i}-ra{ra}"} for s, i, ra in keys]
     res = {}
-    with common.Scratch("e5") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
+    with TempDir("e5") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
         for n in READERS:
             for s, i, ra in keys:
                 g = common.fio_base(runtime, ramp)

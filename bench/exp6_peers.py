@@ -15,12 +15,13 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
 import exp6_report  # noqa: E402
-import fio  # noqa: E402
 import report  # noqa: E402
-import servers  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp6-peers"
 SCHEDS = ["none", "cfq", "bfq"]
@@ -35,23 +36,16 @@ def wl_name(w):
     return f"{rw} {bs} qd{qd} x{nj}"
 
 
-def start_all(tmp, image):
-    """{(server, transport): Server}"""
-    srv = {}
-    try:
-        for s in SCHEDS:
-            dev = [common.ram_device("d", "1GiB", s)]
-            exp = [{"name": "x", "device": "d"}]
-            srv[(f"nbdsched-{s}", "unix")] = servers.start_nbdsched(tmp, f"ns-{s}", dev, exp)
-            srv[(f"nbdsched-{s}", "tcp")] = servers.start_nbdsched(tmp, f"nt-{s}", dev, exp, tcp=True)
-        for tr in TRANSPORTS:
-            srv[("nbdkit", tr)] = servers.start_nbdkit_memory(tmp, f"k-{tr}", "1G", tr)
-            srv[("qemu-nbd", tr)] = servers.start_qemu_nbd(tmp, f"q-{tr}", image, tr)
-    except Exception:
-        for s in srv.values():
-            s.stop()
-        raise
-    return srv
+def start_all(srv, tmp, image):
+    """Fills srv: {(server, transport): Server}."""
+    for s in SCHEDS:
+        dev = [common.ram_device("d", "1GiB", s)]
+        exp = [{"name": "x", "device": "d"}]
+        srv[(f"nbdsched-{s}", "unix")] = servers.start_nbdsched(tmp, f"ns-{s}", dev, exp)
+        srv[(f"nbdsched-{s}", "tcp")] = servers.start_nbdsched(tmp, f"nt-{s}", dev, exp, tcp=True)
+    for tr in TRANSPORTS:
+        srv[("nbdkit", tr)] = servers.start_nbdkit_memory(tmp, f"k-{tr}", "1G", tr)
+        srv[("qemu-nbd", tr)] = servers.start_qemu_nbd(tmp, f"q-{tr}", image, tr)
 
 
 def main():
@@ -67,53 +61,46 @@ def main():
     commands = []
     failures = []
     try:
-        with common.Scratch("e6") as tmp:
-            srv = start_all(tmp, image)
-            try:
-                keys = list(srv.keys())
-                for rep in range(reps):
-                    for w in workloads:
-                        rw, bs, qd, nj = w
-                        order = keys[rep % len(keys):] + keys[:rep % len(keys)]   # rotate per repetition
-                        jobs = []
-                        for k in order:
-                            jobs.append((f"{k[0]}@{k[1]}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]),
-                                                             "numjobs": nj, "stonewall": True}))
-                        jobs.append(("direct@shm", {"ioengine": "libaio", "filename": image, "numjobs": nj,
-                                                    "stonewall": True}))
-                        g = {"thread": True, "time_based": True, "runtime": f"{int(runtime * 1000)}ms", "randrepeat": 0,
-                             "norandommap": True, "rw": rw, "bs": bs, "iodepth": qd}
-                        everyone = order + [("direct", "shm")]
-                        limit = 60 + 10 * runtime * len(jobs) * nj
-                        try:
-                            runs = [(fio.run(g, jobs, [srv[k] for k in order], timeout=limit), everyone)]
-                        except (fio.FioError, subprocess.TimeoutExpired) as e:
-                            # one server hung or failed: run the jobs one by one, lose only its cell
-                            print(f"exp6: {wl_name(w)}: batch failed ({str(e)[:200]}); one by one", flush=True)
-                            runs = []
-                            for job, k in zip(jobs, everyone):
-                                try:
-                                    runs.append((fio.run(g, [job], [srv[k]] if k in srv else [],
-                                                         timeout=60 + 10 * runtime * nj), [k]))
-                                except (fio.FioError, subprocess.TimeoutExpired) as e2:
-                                    failures.append(f"{k[0]} over {k[1]}, {wl_name(w)}, repetition {rep + 1}: "
-                                                    f"{str(e2).splitlines()[0][:160]}")
-                        for r, ks in runs:
-                            if rep == 0 and len(ks) > 1:
-                                commands.append(r.command.replace(tmp, "$TMP").replace(image, "$IMG"))
-                            for i, k in enumerate(ks):
-                                sm = r.summary(r.job(f"{k[0]}@{k[1]}"))
-                                cpu = r.server_cpu[i] if k in srv else None
-                                per_m = cpu / sm["ios"] * 1e6 if cpu is not None and sm["ios"] else None
-                                samples.setdefault((k[0], k[1], w), []).append(
-                                    (sm["iops"], sm["bw_mib"], per_m, sm["lat_us"]))
-                    print(f"exp6: repetition {rep + 1}/{reps} done", flush=True)
-                for k, s in srv.items():
-                    if not s.alive():
-                        raise RuntimeError(f"{k} died during the run; see its log {s.log_path}")
-            finally:
-                for s in srv.values():
-                    s.stop()
+        with TempDir("e6") as tmp, servers.Fleet() as srv:
+            start_all(srv, tmp, image)
+            keys = list(srv.keys())
+            for rep in range(reps):
+                for w in workloads:
+                    rw, bs, qd, nj = w
+                    order = keys[rep % len(keys):] + keys[:rep % len(keys)]   # rotate per repetition
+                    jobs = []
+                    for k in order:
+                        jobs.append((f"{k[0]}@{k[1]}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]),
+                                                         "numjobs": nj, "stonewall": True}))
+                    jobs.append(("direct@shm", {"ioengine": "libaio", "filename": image, "numjobs": nj,
+                                                "stonewall": True}))
+                    g = {"thread": True, "time_based": True, "runtime": f"{int(runtime * 1000)}ms", "randrepeat": 0,
+                         "norandommap": True, "rw": rw, "bs": bs, "iodepth": qd}
+                    everyone = order + [("direct", "shm")]
+                    limit = 60 + 10 * runtime * len(jobs) * nj
+                    try:
+                        runs = [(fio.run(g, jobs, [srv[k] for k in order], timeout=limit), everyone)]
+                    except (fio.FioError, subprocess.TimeoutExpired) as e:
+                        # one server hung or failed: run the jobs one by one, lose only its cell
+                        print(f"exp6: {wl_name(w)}: batch failed ({str(e)[:200]}); one by one", flush=True)
+                        runs = []
+                        for job, k in zip(jobs, everyone):
+                            try:
+                                runs.append((fio.run(g, [job], [srv[k]] if k in srv else [],
+                                                     timeout=60 + 10 * runtime * nj), [k]))
+                            except (fio.FioError, subprocess.TimeoutExpired) as e2:
+                                failures.append(f"{k[0]} over {k[1]}, {wl_name(w)}, repetition {rep + 1}: "
+                                                f"{str(e2).splitlines()[0][:160]}")
+                    for r, ks in runs:
+                        if rep == 0 and len(ks) > 1:
+                            commands.append(r.command.replace(tmp, "$TMP").replace(image, "$IMG"))
+                        for i, k in enumerate(ks):
+                            sm = r.summary(r.job(f"{k[0]}@{k[1]}"))
+                            cpu = r.server_cpu[i] if k in srv else None
+                            per_m = cpu / sm["ios"] * 1e6 if cpu is not None and sm["ios"] else None
+                            samples.setdefault((k[0], k[1], w), []).append(
+                                (sm["iops"], sm["bw_mib"], per_m, sm["lat_us"]))
+                print(f"exp6: repetition {rep + 1}/{reps} done", flush=True)
     finally:
         os.unlink(image)
     med = common.medians(samples)

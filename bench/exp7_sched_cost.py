@@ -8,11 +8,12 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
-import fio  # noqa: E402
 import report  # noqa: E402
-import servers  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp7-sched-cost"
 SCHEDS = ["none", "cfq", "bfq"]
@@ -53,7 +54,7 @@ def main():
     devices = [common.ram_device(f"ram-{s}", "1GiB", s) for s in SCHEDS]
     exports = [{"name": f"e-{s}", "device": f"ram-{s}"} for s in SCHEDS]
     res = {(n, s): [] for n in counts for s in SCHEDS}
-    with common.Scratch("e7") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
+    with TempDir("e7") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
         for _ in range(reps):
             for n in counts:
                 for s in SCHEDS:   # interleaved per connection count and repetition

@@ -17,11 +17,12 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+# bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
-import fio  # noqa: E402
 import report  # noqa: E402
-import servers  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp8-file-io"
 THREADS = [1, 4, 16, 64]
@@ -36,26 +37,19 @@ def wl_name(w):
     return f"{rw} {bs} qd{qd} {'O_DIRECT' if direct else 'buffered'}"
 
 
-def start_all(tmp, image, direct, threads):
-    """{label: Server} for one caching mode."""
-    srv = {}
-    try:
-        for n in threads:
-            dev = [{"name": "d", "backend": "file", "path": image, "size": "1GiB", "direct": direct,
-                    "scheduler": "none"}]
-            srv[f"nbdsched t={n}"] = servers.start_nbdsched(tmp, f"n{n}{int(direct)}", dev,
-                                                             [{"name": "x", "device": "d"}],
-                                                             limits={"io_threads": n})
-        for aio in ("threads", "io_uring"):
-            extra = ["--aio=" + aio] + (["--cache=none"] if direct else [])
-            srv[f"qemu-nbd {aio}"] = servers.start_qemu_nbd(tmp, f"q{aio}{int(direct)}", image, extra=extra)
-        if not direct:   # nbdkit 1.32's file plugin has no O_DIRECT mode
-            srv["nbdkit file"] = servers.start_nbdkit_file(tmp, "kf", image)
-    except Exception:
-        for s in srv.values():
-            s.stop()
-        raise
-    return srv
+def start_all(srv, tmp, image, direct, threads):
+    """Fills srv: {label: Server} for one caching mode."""
+    for n in threads:
+        dev = [{"name": "d", "backend": "file", "path": image, "size": "1GiB", "direct": direct,
+                "scheduler": "none"}]
+        srv[f"nbdsched t={n}"] = servers.start_nbdsched(tmp, f"n{n}{int(direct)}", dev,
+                                                         [{"name": "x", "device": "d"}],
+                                                         limits={"io_threads": n})
+    for aio in ("threads", "io_uring"):
+        extra = ["--aio=" + aio] + (["--cache=none"] if direct else [])
+        srv[f"qemu-nbd {aio}"] = servers.start_qemu_nbd(tmp, f"q{aio}{int(direct)}", image, extra=extra)
+    if not direct:   # nbdkit 1.32's file plugin has no O_DIRECT mode
+        srv["nbdkit file"] = servers.start_nbdkit_file(tmp, "kf", image)
 
 
 def measure(srv, image, w, runtime, rep):
@@ -105,13 +99,13 @@ def main():
     samples = {}
     commands = []
     try:
-        with common.Scratch("e8") as tmp:
+        with TempDir("e8") as tmp:
             for direct in (False, True):
                 mine = [w for w in workloads if w[3] == direct]
                 if not mine:
                     continue
-                srv = start_all(tmp, image, direct, threads)
-                try:
+                with servers.Fleet() as srv:
+                    start_all(srv, tmp, image, direct, threads)
                     for rep in range(reps):
                         for w in mine:
                             out, cmd = measure(srv, image, w, runtime, rep)
@@ -121,12 +115,6 @@ def main():
                                 samples.setdefault((lab, w), []).append(m)
                         print(f"exp8: {'O_DIRECT' if direct else 'buffered'} repetition {rep + 1}/{reps} done",
                               flush=True)
-                    for lab, s in srv.items():
-                        if not s.alive():
-                            raise RuntimeError(f"{lab} died during the run; see {s.log_path}")
-                finally:
-                    for s in srv.values():
-                        s.stop()
     finally:
         os.unlink(image)
     med = common.medians(samples)

@@ -1,11 +1,9 @@
-"""What every experiment script shares: arguments, a scratch directory,
-device dicts, the stated profile parameters, the fio base options."""
+"""What every experiment script shares: arguments, device dicts, the
+stated profile parameters, the fio base options. Servers, fio and scratch
+directories come from the test library (tests/lib/python/nbdsched_test)."""
 
 import argparse
-import os
-import shutil
 import statistics
-import tempfile
 
 # The profile defaults of docs/timing-models.md. The benchmarks use them
 # unchanged (no tuning toward the seed numbers); reports print this table.
@@ -22,21 +20,6 @@ def args(description):
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--quick", action="store_true", help="smoke run: tiny runtimes, results/quick/")
     return p.parse_args()
-
-
-class Scratch:
-    """A short /tmp directory (Unix socket paths are limited to 107 bytes),
-    removed at the end unless BENCH_KEEP is set."""
-
-    def __init__(self, tag):
-        self.path = tempfile.mkdtemp(prefix=f"nbdb-{tag}-", dir="/tmp")
-
-    def __enter__(self):
-        return self.path
-
-    def __exit__(self, *exc):
-        if not os.environ.get("BENCH_KEEP"):
-            shutil.rmtree(self.path, ignore_errors=True)
 
 
 def ram_device(name, size, scheduler="none", tunables=None, profile=None, params=None, **extra):

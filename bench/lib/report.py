@@ -5,8 +5,8 @@ import platform
 import subprocess
 import time
 
-import fio
-import servers
+from nbdsched_test import fio
+from nbdsched_test.daemon import nbdsched_binary
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
@@ -60,7 +60,7 @@ class Facts:
             ("kernel", platform.release()),
             ("load average (1/5/15 min) at start / end", f"{self.load_start} / {self.load_end}"),
             ("fio", fio.version()),
-            ("nbdsched", f"{_cmd([servers.nbdsched_binary(), '--version'])} (git {git_commit()}, "
+            ("nbdsched", f"{_cmd([nbdsched_binary(), '--version'])} (git {git_commit()}, "
                          f"binary {os.environ.get('NBDSCHED', 'build/daemon/nbdsched')})"),
             ("experiment wall time", f"{self.duration:.0f} s"),
         ]

@@ -5,7 +5,9 @@ import json
 import os
 import sys
 
-import report
+# report needs the test library (tests/lib/python) beside bench/lib
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/lib/python"))
+import report  # noqa: E402
 
 NOTES = """Numbers are from one `bench/run-all` on a shared 2-core machine at a quiet hour (load average
 about 1-2 at the start of each experiment; experiments re-run alone with `--only` after a script change
