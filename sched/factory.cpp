@@ -27,4 +27,4 @@ std::vector<TunableSpec> tunable_specs(std::string_view policy) {
 
 std::vector<std::string> tunable_names(std::string_view policy) { return tunable_names(tunable_specs(policy)); }
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

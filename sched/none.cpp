@@ -7,14 +7,17 @@ std::uint64_t device_depth(const DeviceTraits& device) { return device.max_depth
 
 // The device cannot take more than it advertises: a larger value is clamped
 // instead of failing, so a config written for a deeper device still loads.
+// Rows laid out by hand, one tunable per block.
+// clang-format off
 constexpr Tunable<NoneTunables> kRows[] = {
     {{.name = "max_depth", .unit = Unit::count, .default_value = "auto", .min = 1, .below_min_is_error = true,
       .auto_value = {device_depth, "the device's depth"}, .device_max = {device_depth, "the device's depth"},
       .why = "requests in flight at the device at once"},
      field<&NoneTunables::max_depth>},
 };
+// clang-format on
 
-} // namespace
+}   // namespace
 
 const TunableTable<NoneTunables>& none_table() {
     static constexpr TunableTable<NoneTunables> kTable{"none", kRows};
@@ -104,4 +107,4 @@ std::unique_ptr<Scheduler> make_none(const DeviceTraits& device, const Tunables&
     return t ? std::make_unique<NoneScheduler>(device, *t) : nullptr;
 }
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

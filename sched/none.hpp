@@ -59,4 +59,4 @@ private:
 std::unique_ptr<Scheduler> make_none(const DeviceTraits& device, const Tunables& tunables,
                                      std::string& error);
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

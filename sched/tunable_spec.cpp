@@ -75,7 +75,7 @@ std::string wanted(const TunableSpec& spec) {
 
 std::string range_markdown(const TunableSpec& spec) {
     std::string lo = spec.min > 0 ? format_tunable(spec, spec.min) : "";
-    std::string hi = spec.device_max.of    ? std::string(spec.device_max.text)
+    std::string hi = spec.device_max.of     ? std::string(spec.device_max.text)
                      : spec.max != kNoLimit ? format_tunable(spec, spec.max)
                                             : "";
     if (!lo.empty() && !hi.empty()) return " " + lo + ".." + hi;
@@ -105,7 +105,7 @@ std::string default_markdown(const TunableSpec& spec) {
     return out;
 }
 
-} // namespace
+}   // namespace
 
 std::uint64_t idle_on_rotational(const DeviceTraits& device) {
     return device.rotational ? in_ns(std::chrono::milliseconds(8)) : 0;
@@ -151,4 +151,4 @@ std::string tunables_markdown(const std::vector<TunableSpec>& specs) {
     return out;
 }
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

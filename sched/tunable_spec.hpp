@@ -42,16 +42,16 @@ std::uint64_t idle_on_rotational(const DeviceTraits& device);
 inline constexpr DeviceValue kIdleOnRotational{idle_on_rotational, "8ms on a rotational device, 0 otherwise"};
 
 struct TunableSpec {
-    std::string_view name;             // the kernel's sysfs name
+    std::string_view name;   // the kernel's sysfs name
     Unit unit = Unit::count;
-    std::string_view default_value;    // as a config writes it: "8ms", "2", "auto"
-    std::uint64_t min = 0;             // in the held unit (ns, KiB, sectors, ...)
+    std::string_view default_value;   // as a config writes it: "8ms", "2", "auto"
+    std::uint64_t min = 0;            // in the held unit (ns, KiB, sectors, ...)
     std::uint64_t max = kNoLimit;
     // Below min: clamped up like the kernel's store functions, unless this is set.
     bool below_min_is_error = false;
-    DeviceValue auto_value{};          // set: "auto" is accepted and means this
-    DeviceValue device_max{};          // set: a further upper limit from the device
-    std::string_view why;              // one line, shown in the docs
+    DeviceValue auto_value{};   // set: "auto" is accepted and means this
+    DeviceValue device_max{};   // set: a further upper limit from the device
+    std::string_view why;       // one line, shown in the docs
 };
 
 // `text` parsed for `spec` on `device`, clamped to the spec's range; or an
@@ -80,4 +80,4 @@ std::string unknown_tunable_error(std::string_view policy, const std::vector<Tun
 // values, what it does; one row per spec, in table order.
 std::string tunables_markdown(const std::vector<TunableSpec>& specs);
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

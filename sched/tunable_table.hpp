@@ -50,7 +50,7 @@ struct FieldAccess {
     }
 };
 
-} // namespace detail
+}   // namespace detail
 
 template <auto Member>
 inline constexpr TunableField<typename detail::MemberOf<decltype(Member)>::Class> field{
@@ -127,4 +127,4 @@ private:
     std::span<const Tunable<T>> rows_;
 };
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

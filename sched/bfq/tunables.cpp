@@ -16,6 +16,8 @@ void raise_slice_idle(T& now, const T& before) {
 
 // Times are at least 1ms (the kernel: at least 1 jiffy), except the idles,
 // which 0 turns off.
+// Rows laid out by hand, one tunable per block.
+// clang-format off
 constexpr Tunable<T> kRows[] = {
     {{.name = "slice_idle", .unit = Unit::duration, .default_value = "auto", .auto_value = kIdleOnRotational,
       .why = "how long to idle for the in-service queue; 0 disables idling for throughput (see the note below)"},
@@ -51,12 +53,13 @@ constexpr Tunable<T> kRows[] = {
       .why = "same for async requests"},
      field<&T::fifo_expire_async>},
 };
+// clang-format on
 
-} // namespace
+}   // namespace
 
 const TunableTable<BfqTunables>& table() {
     static constexpr TunableTable<BfqTunables> kTable{"bfq", kRows};
     return kTable;
 }
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

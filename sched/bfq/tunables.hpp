@@ -25,13 +25,13 @@ namespace nbdsched::sched::bfq {
 
 // The values the scheduler runs with; table().defaults(device) fills them.
 struct BfqTunables {
-    Nanos slice_idle;            // `auto` resolved for the device (seed 002)
-    Nanos group_idle;            // nbdsched extension
+    Nanos slice_idle;   // `auto` resolved for the device (seed 002)
+    Nanos group_idle;   // nbdsched extension
     bool strict_guarantees;
-    bool low_latency;            // accepted; no weight raising
+    bool low_latency;   // accepted; no weight raising
     Nanos timeout_sync;
-    std::uint64_t max_budget;    // sectors; 0 = auto
-    std::uint64_t back_seek_max; // KiB
+    std::uint64_t max_budget;      // sectors; 0 = auto
+    std::uint64_t back_seek_max;   // KiB
     unsigned back_seek_penalty;
     Nanos fifo_expire_sync;
     Nanos fifo_expire_async;
@@ -42,4 +42,4 @@ struct BfqTunables {
 // Names, defaults, ranges (clamped like the kernel's store functions) and docs.
 const TunableTable<BfqTunables>& table();
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

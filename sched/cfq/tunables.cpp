@@ -8,6 +8,8 @@ using T = CfqTunables;
 
 // The kernel's store functions clamp times to at least 1 jiffy-ish (1ms here)
 // and counts to at least 1; slice_idle and group_idle may be 0 (off).
+// Rows laid out by hand, one tunable per block.
+// clang-format off
 constexpr Tunable<T> kRows[] = {
     {{.name = "slice_idle", .unit = Unit::duration, .default_value = "auto", .auto_value = kIdleOnRotational,
       .why = "how long to wait for the next request of a sequential sync queue before switching queues. 0 turns "
@@ -49,12 +51,13 @@ constexpr Tunable<T> kRows[] = {
       .why = "the latency `low_latency` aims for"},
      field<&T::target_latency>},
 };
+// clang-format on
 
-} // namespace
+}   // namespace
 
 const TunableTable<CfqTunables>& table() {
     static constexpr TunableTable<CfqTunables> kTable{"cfq", kRows};
     return kTable;
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

@@ -13,13 +13,13 @@ struct CfqTunables {
     unsigned quantum;
     Nanos fifo_expire_sync;
     Nanos fifo_expire_async;
-    unsigned back_seek_max;      // KiB
+    unsigned back_seek_max;   // KiB
     unsigned back_seek_penalty;
     Nanos slice_sync;
     Nanos slice_async;
     unsigned slice_async_rq;
-    Nanos slice_idle;            // `auto` resolved for the device (seed 000)
-    Nanos group_idle;            // 8ms on every device (seed 003)
+    Nanos slice_idle;   // `auto` resolved for the device (seed 000)
+    Nanos group_idle;   // 8ms on every device (seed 003)
     bool low_latency;
     Nanos target_latency;
 
@@ -30,4 +30,4 @@ struct CfqTunables {
 
 const TunableTable<CfqTunables>& table();
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq
