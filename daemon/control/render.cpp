@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/units.hpp"
+#include "daemon/stats/catalog.hpp"
 
 namespace nbdsched::daemon::control {
 
@@ -39,9 +40,9 @@ std::string bytes(const Json& j) {
     return buf;
 }
 
-const Json& at(const Json& j, const char* key) {
+const Json& at(const Json& j, std::string_view key) {
     static const Json null;
-    auto it = j.find(key);
+    auto it = j.find(std::string(key));
     return it == j.end() ? null : *it;
 }
 
@@ -49,18 +50,23 @@ bool flag(const Json& j) {
     return j.is_boolean() && j.get<bool>();
 }
 
-// The counter columns shared by every row kind.
+// The counter columns shared by every row kind, from the catalog: `c` holds
+// the daemon's counters, `s` the scheduler's view (null for an export).
 std::vector<std::string> counter_cells(const Json& c, const Json& s) {
-    return {num(at(c, "reads")),          num(at(c, "writes")),          num(at(c, "flushes")),
-            num(at(c, "trims")),          num(at(c, "zeroes")),          bytes(at(c, "read_bytes")),
-            bytes(at(c, "write_bytes")),  num(at(c, "in_flight")),       num(at(c, "latency_mean_us")),
-            num(at(c, "latency_p50_us")), num(at(c, "latency_p99_us")),  num(at(s, "slices")),
-            num(at(s, "idle_ms")),        num(at(c, "readahead_hits")),  num(at(c, "errors"))};
+    std::vector<std::string> cells;
+    for (const auto& stat : stats::catalog()) {
+        if (stat.column.empty()) continue;
+        const auto& value = at(stat.from_sched() ? s : c, stat.key);
+        cells.push_back(stat.unit == stats::Unit::bytes ? bytes(value) : num(value));
+    }
+    return cells;
 }
 
 std::vector<std::string> header(const std::string& first) {
-    return {first,  "reads", "writes", "flushes", "trims", "zeroes", "rd_bytes", "wr_bytes",
-            "inflt", "mean_us", "p50_us", "p99_us", "slices", "idle_ms", "ra_hits", "errors"};
+    std::vector<std::string> names{first};
+    for (const auto& stat : stats::catalog())
+        if (!stat.column.empty()) names.emplace_back(stat.column);
+    return names;
 }
 
 std::vector<std::string> row(std::string first, std::vector<std::string> rest) {
@@ -98,6 +104,9 @@ std::string render_list(const Json& reply) {
     for (const auto& d : at(reply, "devices")) {
         out += "device " + num(at(d, "name")) + ": scheduler " + num(at(d, "scheduler")) + ", " +
                bytes(at(d, "size")) + (flag(at(d, "rotational")) ? ", rotational" : ", non-rotational") + "\n";
+        std::string tunables;
+        for (const auto& [name, value] : at(d, "tunables").items()) tunables += " " + name + "=" + num(value);
+        if (!tunables.empty()) out += "  tunables:" + tunables + "\n";
         Table exports({"export", "offset", "size", "group", "ro"});
         for (const auto& e : at(d, "exports"))
             exports.add({num(at(e, "name")), bytes(at(e, "offset")), bytes(at(e, "size")), num(at(e, "group")),

@@ -3,13 +3,18 @@
 #include <chrono>
 
 #include "backend/factory.hpp"
+#include "daemon/stats/catalog.hpp"
 
 namespace nbdsched::daemon::control {
 
 namespace {
 
-double micros(Nanos d) {
-    return static_cast<double>(d.count()) / 1000.0;
+// Durations in the unit their key names (µs, ms), counts and bytes exact.
+void put(Json& j, const stats::Stat& stat, std::uint64_t raw) {
+    if (stats::is_duration(stat.unit))
+        j[std::string(stat.key)] = stats::in_unit(stat.unit, raw);
+    else
+        j[std::string(stat.key)] = raw;
 }
 
 Json queue_info_json(sched::QueueId id, const stats::QueueInfo& info, const GroupTable& groups) {
@@ -57,32 +62,15 @@ Device* DaemonState::find_device(std::string_view name) const {
 
 Json counters_json(const stats::Counters& c) {
     Json j;
-    j["requests"] = c.requests();
-    j["reads"] = c.reads;
-    j["writes"] = c.writes;
-    j["flushes"] = c.flushes;
-    j["trims"] = c.trims;
-    j["zeroes"] = c.zeroes;
-    j["read_bytes"] = c.read_bytes;
-    j["write_bytes"] = c.write_bytes;
-    j["in_flight"] = c.in_flight;
-    j["errors"] = c.errors;
-    j["readahead_hits"] = c.readahead_hits;
-    j["latency_mean_us"] = micros(c.latency.mean());
-    j["latency_p50_us"] = micros(c.latency.percentile(0.50));
-    j["latency_p99_us"] = micros(c.latency.percentile(0.99));
+    for (const auto& stat : stats::catalog())
+        if (!stat.key.empty() && !stat.from_sched()) put(j, stat, stat.counters(c));
     return j;
 }
 
 Json sched_json(const sched::EntityStats& s) {
     Json j;
-    j["dispatched"] = s.dispatched;
-    j["completed"] = s.completed;
-    j["dispatched_sectors"] = s.dispatched_sectors;
-    j["slices"] = s.slices;
-    j["idle_ms"] = static_cast<double>(s.idle_time.count()) / 1e6;
-    j["queued"] = s.queued;
-    j["in_flight"] = s.in_flight;
+    for (const auto& stat : stats::catalog())
+        if (!stat.key.empty() && stat.from_sched()) put(j, stat, stat.sched(s));
     return j;
 }
 

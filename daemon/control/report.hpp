@@ -13,9 +13,9 @@ namespace nbdsched::daemon::control {
 
 using Json = nlohmann::ordered_json;
 
-// reads, writes, ..., latency mean/p50/p99 in microseconds.
+// The keys of stats::catalog() read from the daemon's counters (reads, ..., latency_p99_us)
+// and from the scheduler's view (slices, idle_ms, dispatched, ...).
 Json counters_json(const stats::Counters& c);
-// dispatched, completed, slices, idle_ms, queued, in_flight (the scheduler's view).
 Json sched_json(const sched::EntityStats& s);
 
 Json list_json(const DaemonState& state);

@@ -5,6 +5,7 @@
 
 #include "backend/factory.hpp"
 #include "common/fault_rule.hpp"
+#include "daemon/stats/catalog.hpp"
 
 namespace nbdsched::daemon::metrics {
 
@@ -15,6 +16,11 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 using Labels = std::vector<ClientMetric::Label>;
 
+Labels with(Labels base, std::string name, std::string value) {
+    base.push_back({std::move(name), std::move(value)});
+    return base;
+}
+
 // Families by name, created on first use, in first-use order.
 class Builder {
 public:
@@ -24,59 +30,61 @@ public:
     void gauge(const std::string& name, const std::string& help, Labels labels, double value) {
         add(name, help, MetricType::Gauge, std::move(labels)).gauge.value = value;
     }
-    void latency(const std::string& name, Labels labels, const stats::LatencyHistogram& h) {
-        auto& m = add(name, "request latency from submit to reply, seconds", MetricType::Summary, std::move(labels));
-        m.summary.sample_count = h.count();
-        m.summary.sample_sum = seconds(h.total());
-        for (double q : {0.5, 0.99}) m.summary.quantile.push_back({q, seconds(h.percentile(q))});
+    // One stat of the catalog: a counter, a gauge or a part of a summary.
+    void stat(const std::string& level, const Labels& labels, const stats::Stat& stat, std::uint64_t raw) {
+        const auto& f = *stat.family;
+        auto name = stats::family_name(level, f);
+        std::string help(f.help);
+        auto value = stats::in_base_unit(stat.unit, raw);
+        auto l = f.label.empty() ? labels : with(labels, std::string(f.label), std::string(stat.label));
+        switch (f.type) {
+        case stats::MetricType::counter: return counter(name, help, std::move(l), value);
+        case stats::MetricType::gauge: return gauge(name, help, std::move(l), value);
+        case stats::MetricType::summary: break;
+        }
+        auto& m = summary(name, help, std::move(l));
+        switch (stat.part) {
+        case stats::SummaryPart::count: m.summary.sample_count = raw; break;
+        case stats::SummaryPart::sum: m.summary.sample_sum = value; break;
+        case stats::SummaryPart::quantile: m.summary.quantile.push_back({stat.quantile, value}); break;
+        case stats::SummaryPart::none: break;
+        }
     }
     std::vector<MetricFamily> take() { return std::move(families_); }
-    static double seconds(Nanos d) { return static_cast<double>(d.count()) / 1e9; }
 
 private:
     ClientMetric& add(const std::string& name, const std::string& help, MetricType type, Labels labels) {
-        auto [it, fresh] = index_.try_emplace(name, families_.size());
-        if (fresh) families_.push_back(MetricFamily{name, help, type, {}});
-        auto& f = families_[it->second];
+        auto& f = family(name, help, type);
         f.metric.emplace_back();
         f.metric.back().label = std::move(labels);
         return f.metric.back();
+    }
+    // A summary's parts come one stat at a time and fill one metric per label set.
+    ClientMetric& summary(const std::string& name, const std::string& help, Labels labels) {
+        auto& f = family(name, help, MetricType::Summary);
+        if (!f.metric.empty() && f.metric.back().label == labels) return f.metric.back();
+        return add(name, help, MetricType::Summary, std::move(labels));
+    }
+    MetricFamily& family(const std::string& name, const std::string& help, MetricType type) {
+        auto [it, fresh] = index_.try_emplace(name, families_.size());
+        if (fresh) families_.push_back(MetricFamily{name, help, type, {}});
+        return families_[it->second];
     }
     std::vector<MetricFamily> families_;
     std::map<std::string, std::size_t> index_;
 };
 
-Labels with(Labels base, std::string name, std::string value) {
-    base.push_back({std::move(name), std::move(value)});
-    return base;
-}
-
-void add_counters(Builder& b, const std::string& level, const Labels& labels, const stats::Counters& c) {
-    const std::string p = "nbdsched_" + level + "_";
-    const std::pair<const char*, std::uint64_t> ops[] = {
-        {"read", c.reads}, {"write", c.writes}, {"flush", c.flushes}, {"trim", c.trims}, {"write_zeroes", c.zeroes}};
-    for (const auto& [op, n] : ops)
-        b.counter(p + "requests_total", "requests completed, by operation", with(labels, "op", op),
-                  static_cast<double>(n));
-    b.counter(p + "bytes_total", "bytes read or written", with(labels, "op", "read"), static_cast<double>(c.read_bytes));
-    b.counter(p + "bytes_total", "bytes read or written", with(labels, "op", "write"),
-              static_cast<double>(c.write_bytes));
-    b.counter(p + "errors_total", "requests the backend failed", labels, static_cast<double>(c.errors));
-    b.counter(p + "readahead_hits_total", "reads served from the read-ahead cache", labels,
-              static_cast<double>(c.readahead_hits));
-    b.gauge(p + "in_flight", "requests submitted to the device and not yet answered", labels,
-            static_cast<double>(c.in_flight));
-    b.latency(p + "latency_seconds", labels, c.latency);
-}
-
-void add_sched(Builder& b, const std::string& level, const Labels& labels, const sched::EntityStats& s) {
-    const std::string p = "nbdsched_" + level + "_";
-    b.counter(p + "dispatched_total", "requests the scheduler sent to the device", labels,
-              static_cast<double>(s.dispatched));
-    b.counter(p + "slices_total", "CFQ slices / BFQ budgets started", labels, static_cast<double>(s.slices));
-    b.counter(p + "idle_seconds_total", "time the device was held idle waiting for it", labels,
-              Builder::seconds(s.idle_time));
-    b.gauge(p + "queued", "requests waiting in the scheduler", labels, static_cast<double>(s.queued));
+// The catalog's stats of one device, export or group; `s` is null for an
+// export (the scheduler knows no exports).
+void add_stats(Builder& b, const std::string& level, const Labels& labels, const stats::Counters& c,
+               const sched::EntityStats* s) {
+    for (const auto& stat : stats::catalog()) {
+        if (!stat.family) continue;
+        if (!stat.from_sched())
+            b.stat(level, labels, stat, stat.counters(c));
+        else if (s)
+            b.stat(level, labels, stat, stat.sched(*s));
+    }
 }
 
 // The device's in-flight budget (limits.max_inflight_per_device and its line).
@@ -106,16 +114,16 @@ std::vector<MetricFamily> collect(const control::DaemonState& state) {
         Labels d{{"device", dev->name()}};
         const auto& st = dev->stats();
         auto ss = dev->scheduler().stats(now);
-        add_counters(b, "device", d, st.device());
-        add_sched(b, "device", d, ss.device);
-        for (const auto& [name, c] : st.exports()) add_counters(b, "export", with(d, "export", name), c);
+        add_stats(b, "device", d, st.device(), &ss.device);
+        for (const auto& [name, c] : st.exports()) add_stats(b, "export", with(d, "export", name), c, nullptr);
         for (std::size_t i = 0; i < state.groups->size(); ++i) {
             auto gid = static_cast<sched::GroupId>(i);
             auto labels = with(d, "group", state.groups->name_of(gid));
             auto c = st.groups().find(gid);
-            add_counters(b, "group", labels, c == st.groups().end() ? stats::Counters{} : c->second);
             auto s = ss.groups.find(gid);
-            add_sched(b, "group", labels, s == ss.groups.end() ? sched::EntityStats{} : s->second);
+            const sched::EntityStats none;
+            add_stats(b, "group", labels, c == st.groups().end() ? stats::Counters{} : c->second,
+                      s == ss.groups.end() ? &none : &s->second);
             b.gauge("nbdsched_group_weight", "the group's scheduling weight", labels,
                     static_cast<double>(state.groups->at(gid).weight));
         }

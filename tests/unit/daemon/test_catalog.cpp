@@ -1,0 +1,151 @@
+// daemon/stats/catalog: the one list of counters behind `ctl stats` (its JSON
+// and its table) and the Prometheus families. The names each view has always
+// used are pinned here, and the three views are checked to show the same numbers.
+#include <doctest/doctest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <set>
+
+#include "backend/ram_backend.hpp"
+#include "daemon/control/render.hpp"
+#include "daemon/control/report.hpp"
+#include "daemon/metrics/families.hpp"
+#include "daemon/stats/catalog.hpp"
+
+using namespace nbdsched;
+using namespace nbdsched::daemon;
+using std::chrono::microseconds;
+
+namespace {
+
+std::set<std::string> keys_of(const control::Json& j) {
+    std::set<std::string> keys;
+    for (const auto& [key, value] : j.items()) keys.insert(key);
+    return keys;
+}
+
+// The value of one metric of `families`, by family name and label values.
+const prometheus::ClientMetric* find_metric(const std::vector<prometheus::MetricFamily>& families,
+                                            const std::string& name,
+                                            const std::vector<prometheus::ClientMetric::Label>& labels) {
+    for (const auto& f : families)
+        if (f.name == name)
+            for (const auto& m : f.metric)
+                if (m.label == labels) return &m;
+    return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("each stat is read from one place and shown somewhere") {
+    std::set<std::string> counter_keys, sched_keys, columns;
+    for (const auto& stat : stats::catalog()) {
+        CAPTURE(stat.key);
+        CHECK((stat.counters != nullptr) != (stat.sched != nullptr));
+        CHECK((!stat.key.empty() || stat.family));
+        if (!stat.key.empty())
+            CHECK((stat.from_sched() ? sched_keys : counter_keys).insert(std::string(stat.key)).second);
+        if (!stat.column.empty()) {
+            CHECK_FALSE(stat.key.empty());   // the table renders from the JSON
+            CHECK(columns.insert(std::string(stat.column)).second);
+        }
+        if (!stat.family) continue;
+        CHECK(stat.family->label.empty() == stat.label.empty());
+        bool summary = stat.family->type == stats::MetricType::summary;
+        CHECK(summary == (stat.part != stats::SummaryPart::none));
+    }
+}
+
+TEST_CASE("ctl stats keeps its JSON keys and table columns") {
+    stats::Counters c;
+    CHECK(keys_of(control::counters_json(c)) ==
+          std::set<std::string>{"requests", "reads", "writes", "flushes", "trims", "zeroes", "read_bytes",
+                                "write_bytes", "in_flight", "errors", "readahead_hits", "latency_mean_us",
+                                "latency_p50_us", "latency_p99_us"});
+    CHECK(keys_of(control::sched_json(sched::EntityStats{})) ==
+          std::set<std::string>{"dispatched", "completed", "dispatched_sectors", "slices", "idle_ms", "queued",
+                                "in_flight"});
+    auto text = control::render_stats(control::Json::parse(R"({"devices":[{"name":"d0","scheduler":"none"}]})"));
+    auto header = text.substr(text.find('\n') + 1);
+    header = header.substr(0, header.find('\n'));
+    header = header.substr(header.find_first_not_of(' '));
+    CHECK(header == "reads  writes  flushes  trims  zeroes  rd_bytes  wr_bytes  inflt  mean_us  p50_us  p99_us  "
+                    "slices  idle_ms  ra_hits  errors");
+}
+
+TEST_CASE("ctl stats and Prometheus show the same numbers under the same names") {
+    boost::asio::io_context io;
+    std::string error;
+    Device::Parts parts;
+    parts.name = "d0";
+    parts.backend = std::make_unique<backend::RamBackend>(1 << 20);
+    parts.scheduler = sched::make_scheduler("none", {}, {}, error);
+    REQUIRE(parts.scheduler);
+    std::vector<std::unique_ptr<Device>> devices;
+    devices.push_back(std::make_unique<Device>(io, nullptr, std::move(parts)));
+    config::Config config;
+    ExportTable exports;
+    config::Group gold;
+    gold.name = "gold";
+    gold.weight = 700;
+    GroupTable groups({gold});
+    control::DaemonState state{&config, &devices, &exports, &groups};
+
+    auto& st = devices[0]->stats();
+    st.open_queue(1, {"a", 0, "peer"});
+    for (int i = 0; i < 3; ++i) st.submitted(1);
+    st.done(1, sched::Op::read, 4096, microseconds(100), false);
+    st.done(1, sched::Op::write, 8192, microseconds(300), true);
+    st.readahead_hit(1);
+
+    auto json = control::stats_json(state);
+    const auto& dev = json["devices"][0];
+    CHECK(dev["counters"]["reads"] == 1);
+    CHECK(dev["counters"]["write_bytes"] == 8192);
+    CHECK(dev["counters"]["in_flight"] == 1);
+    CHECK(dev["exports"][0]["readahead_hits"] == 1);
+    CHECK(dev["groups"][0]["counters"]["errors"] == 1);
+    CHECK(dev["counters"]["latency_mean_us"] == doctest::Approx(200));
+    auto table = control::render_stats(json);
+    CHECK(table.find("8KiB") != std::string::npos);
+
+    auto families = metrics::collect(state);
+    std::set<std::string> names;
+    for (const auto& f : families) names.insert(f.name);
+    std::set<std::string> want{"nbdsched_device_queues", "nbdsched_device_inflight_requests",
+                               "nbdsched_device_inflight_bytes", "nbdsched_device_inflight_waits_total",
+                               "nbdsched_group_weight"};
+    for (std::string level : {"device", "export", "group"}) {
+        for (std::string name : {"requests_total", "bytes_total", "errors_total", "readahead_hits_total", "in_flight",
+                                 "latency_seconds"})
+            want.insert("nbdsched_" + level + "_" + name);
+        if (level == "export") continue;   // the scheduler knows no exports
+        for (std::string name : {"dispatched_total", "slices_total", "idle_seconds_total", "queued"})
+            want.insert("nbdsched_" + level + "_" + name);
+    }
+    CHECK(names == want);
+
+    auto* reads = find_metric(families, "nbdsched_device_requests_total", {{"device", "d0"}, {"op", "read"}});
+    REQUIRE(reads);
+    CHECK(reads->counter.value == 1);
+    auto* bytes =
+        find_metric(families, "nbdsched_export_bytes_total", {{"device", "d0"}, {"export", "a"}, {"op", "write"}});
+    REQUIRE(bytes);
+    CHECK(bytes->counter.value == 8192);
+    auto* hits = find_metric(families, "nbdsched_group_readahead_hits_total", {{"device", "d0"}, {"group", "gold"}});
+    REQUIRE(hits);
+    CHECK(hits->counter.value == 1);
+    auto* in_flight = find_metric(families, "nbdsched_device_in_flight", {{"device", "d0"}});
+    REQUIRE(in_flight);
+    CHECK(in_flight->gauge.value == 1);
+    auto* latency = find_metric(families, "nbdsched_device_latency_seconds", {{"device", "d0"}});
+    REQUIRE(latency);
+    CHECK(latency->summary.sample_count == 2);
+    CHECK(latency->summary.sample_sum == doctest::Approx(400e-6));
+    REQUIRE(latency->summary.quantile.size() == 2);
+    CHECK(latency->summary.quantile[0].quantile == 0.5);
+    CHECK(latency->summary.quantile[0].value * 1e6 == doctest::Approx(dev["counters"]["latency_p50_us"].get<double>()));
+    CHECK(latency->summary.quantile[1].quantile == 0.99);
+    CHECK(latency->summary.quantile[1].value * 1e6 == doctest::Approx(dev["counters"]["latency_p99_us"].get<double>()));
+    CHECK(find_metric(families, "nbdsched_export_slices_total", {{"device", "d0"}, {"export", "a"}}) == nullptr);
+}
