@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/factory.hpp"
+#include "sched/tunable_spec.hpp"
 
 namespace nbdsched::daemon::control {
 
@@ -49,18 +50,15 @@ Json tunable_command(const Json& request, DaemonState& state, bool set) {
     const std::string& device = dev->name();
     auto& sched = dev->scheduler();
     if (set) {
-        auto why = sched.set_tunable(tunable, value, steady_now());
-        if (!why.empty()) return fail("device " + device + ": " + tunable + ": " + why);
+        auto why = sched.set_tunable(tunable, value, steady_now());   // names the tunable
+        if (!why.empty()) return fail("device " + device + ": " + why);
         dev->kick();   // a shorter slice_idle may end an idle wait now
         spdlog::info("control: device {}: {} = {}", device, tunable, value);
     }
     auto now_value = sched.get_tunable(tunable);
-    if (!now_value) {
-        std::string names;
-        for (const auto& n : sched.tunable_names()) names += (names.empty() ? "" : ", ") + n;
-        return fail("device " + device + " (" + std::string(sched.policy()) + "): no tunable '" + tunable +
-                    "'; it has: " + (names.empty() ? "none" : names));
-    }
+    if (!now_value)
+        return fail("device " + device + ": " +
+                    sched::unknown_tunable_error(sched.policy(), sched::tunable_specs(sched.policy()), tunable));
     return Json{{"ok", true}, {"value", *now_value}};
 }
 

@@ -88,6 +88,9 @@ Json list_json(const DaemonState& state) {
         d["scheduler"] = std::string(dev->scheduler().policy());
         d["size"] = dev->size();
         d["rotational"] = dev->rotational();
+        d["tunables"] = Json::object();   // name -> value as `ctl get` prints it
+        for (const auto& n : dev->scheduler().tunable_names())
+            d["tunables"][n] = dev->scheduler().get_tunable(n).value_or("");
         d["exports"] = Json::array();
         for (std::size_t i = 0; i < state.exports->bindings.size(); ++i) {
             const auto& b = state.exports->bindings[i];
