@@ -107,9 +107,6 @@ std::string render_list(const Json& reply) {
         std::string tunables;
         for (const auto& [name, value] : at(d, "tunables").items()) tunables += " " + name + "=" + num(value);
         if (!tunables.empty()) out += "  tunables:" + tunables + "\n";
-        std::string tunables;
-        for (const auto& [name, value] : at(d, "tunables").items()) tunables += " " + name + "=" + num(value);
-        if (!tunables.empty()) out += "  tunables:" + tunables + "\n";
         Table exports({"export", "offset", "size", "group", "ro"});
         for (const auto& e : at(d, "exports"))
             exports.add({num(at(e, "name")), bytes(at(e, "offset")), bytes(at(e, "size")), num(at(e, "group")),
