@@ -144,5 +144,7 @@ std::vector<Listen> default_listen();
 // HOST:PORT exactly as the `tcp:` listen key and `metrics:` take it (IPv6 in
 // brackets, port 1..65535), for --listen-tcp: nullopt and `error` on garbage.
 std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error);
+// A socket path exactly as the `unix:` listen key takes it, for --listen-unix.
+std::optional<Listen> parse_unix_listen(std::string_view path, std::string& error);
 
 } // namespace nbdsched::config

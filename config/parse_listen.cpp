@@ -102,6 +102,14 @@ std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error
     return listen;
 }
 
+std::optional<Listen> parse_unix_listen(std::string_view path, std::string& error) {
+    if (!detail::check_socket_path(path, error)) return std::nullopt;
+    Listen listen;
+    listen.kind = Listen::Kind::unix_socket;
+    listen.path = std::string(path);
+    return listen;
+}
+
 } // namespace nbdsched::config
 
 namespace nbdsched::config::detail {
@@ -117,18 +125,9 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
         auto text = r.string(f);
         if (!text) return;
         std::string error;
-        Listen listen;
-        listen.origin = f.at;
-        if (f.key == "unix") {
-            if (!check_socket_path(*text, error)) return r.error(f, error);
-            listen.kind = Listen::Kind::unix_socket;
-            listen.path = *text;
-        } else {
-            auto tcp = parse_tcp_listen(*text, error);
-            if (!tcp) return r.error(f, error);
-            listen = *tcp;
-            listen.origin = f.at;
-        }
+        auto listen = f.key == "unix" ? parse_unix_listen(*text, error) : parse_tcp_listen(*text, error);
+        if (!listen) return r.error(f, error);
+        listen->origin = f.at;
         out = listen;
     });
     if (!ok) return std::nullopt;

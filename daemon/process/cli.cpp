@@ -1,7 +1,6 @@
 #include "daemon/process/cli.hpp"
 
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <iostream>
 
 namespace nbdsched::daemon {
@@ -18,8 +17,8 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
         ->type_name("PATH");
     app.add_option("--listen-tcp", options.listen_tcp, "listen on HOST:PORT (replaces the config's list)")
         ->type_name("HOST:PORT");
-    app.footer("Signals: SIGTERM/SIGINT stop gracefully; SIGHUP is reserved for reload.\n"
-               "See docs/nbdsched.md for the configuration file.");
+    app.footer("Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the configuration file.\n"
+               "See docs/configuration.md for the configuration file.");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -28,44 +27,24 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
     return std::nullopt;
 }
 
-std::optional<config::Listen> parse_tcp_listen(const std::string& text) {
-    auto colon = text.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
-    std::string host = text.substr(0, colon);
-    if (host.front() == '[') {
-        if (host.back() != ']') return std::nullopt;
-        host = host.substr(1, host.size() - 2);
-    }
-    unsigned port = 0;
-    auto port_text = std::string_view(text).substr(colon + 1);
-    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) return std::nullopt;
-    config::Listen l;
-    l.kind = config::Listen::Kind::tcp;
-    l.host = host;
-    l.port = static_cast<std::uint16_t>(port);
-    l.origin = config::Origin{"<command line>", 0, 0};
-    return l;
-}
-
 bool apply_listen_overrides(const CliOptions& options, config::Config& config, std::string& error) {
     if (options.listen_unix.empty() && options.listen_tcp.empty()) return true;
     std::vector<config::Listen> listen;
-    for (const auto& path : options.listen_unix) {
-        config::Listen l;
-        l.kind = config::Listen::Kind::unix_socket;
-        l.path = path;
-        l.origin = config::Origin{"<command line>", 0, 0};
-        listen.push_back(l);
-    }
-    for (const auto& text : options.listen_tcp) {
-        auto l = parse_tcp_listen(text);
+    auto add = [&](const char* option, const std::string& text, auto parse) {
+        std::string why;
+        auto l = parse(text, why);
         if (!l) {
-            error = "--listen-tcp: expected HOST:PORT, got '" + text + "'";
+            error = std::string(option) + " '" + text + "': " + why;
             return false;
         }
+        l->origin = config::Origin{"<command line>", 0, 0};
         listen.push_back(*l);
-    }
+        return true;
+    };
+    for (const auto& path : options.listen_unix)
+        if (!add("--listen-unix", path, config::parse_unix_listen)) return false;
+    for (const auto& text : options.listen_tcp)
+        if (!add("--listen-tcp", text, config::parse_tcp_listen)) return false;
     config.listen = std::move(listen);
     return true;
 }

@@ -22,11 +22,9 @@ struct CliOptions {
 // (--help, --version, a usage error), nullopt to carry on.
 std::optional<int> parse_cli(int argc, char** argv, CliOptions& options);
 
-// "127.0.0.1:10809", "[::1]:10809", "localhost:10809" -> Listen; nullopt on garbage.
-std::optional<config::Listen> parse_tcp_listen(const std::string& text);
-
-// Replaces the config's listen list when --listen-unix/--listen-tcp were given.
-// False and `error` on a bad HOST:PORT.
+// Replaces the config's listen list when --listen-unix/--listen-tcp were given,
+// each parsed as the config's `unix:` and `tcp:` keys are (config::parse_*_listen).
+// False and `error` ("--listen-tcp '127.0.0.1:0': bad port ...") on a bad one.
 bool apply_listen_overrides(const CliOptions& options, config::Config& config, std::string& error);
 
 } // namespace nbdsched::daemon

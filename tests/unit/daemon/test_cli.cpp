@@ -1,0 +1,93 @@
+// daemon/process/cli: --listen-unix/--listen-tcp go through the config's
+// parsers (same checks and messages as the `listen:` keys), and --help says
+// what the signals do.
+#include <doctest/doctest.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "daemon/process/cli.hpp"
+
+using namespace nbdsched;
+using daemon::CliOptions;
+
+namespace {
+
+// The error apply_listen_overrides gives, or "" when it accepts the options.
+std::string refusal(const CliOptions& options) {
+    config::Config config;
+    std::string error;
+    bool ok = daemon::apply_listen_overrides(options, config, error);
+    CHECK(ok == error.empty());
+    return error;
+}
+
+CliOptions tcp(std::string text) {
+    CliOptions o;
+    o.listen_tcp.push_back(std::move(text));
+    return o;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("--listen-tcp refuses port 0 and an IPv6 address without brackets") {
+    auto port0 = refusal(tcp("127.0.0.1:0"));
+    CHECK(contains(port0, "--listen-tcp '127.0.0.1:0'"));
+    CHECK(contains(port0, "1..65535"));
+    auto v6 = refusal(tcp("::1:10809"));
+    CHECK(contains(v6, "--listen-tcp '::1:10809'"));
+    CHECK(contains(v6, "needs brackets: [::1]:10809"));
+    CHECK(contains(refusal(tcp("127.0.0.1:65536")), "1..65535"));
+    CHECK(contains(refusal(tcp("10809")), "expected HOST:PORT"));
+    CHECK(contains(refusal(tcp("[::1]10809")), "expected [IPv6]:PORT"));
+}
+
+TEST_CASE("--listen-unix refuses an empty or too long path") {
+    CliOptions o;
+    o.listen_unix = {""};
+    CHECK(contains(refusal(o), "--listen-unix '': empty socket path"));
+    o.listen_unix = {std::string(200, 'x')};
+    CHECK(contains(refusal(o), "socket path longer than 107 bytes"));
+}
+
+TEST_CASE("--listen-unix and --listen-tcp replace the config's listen list") {
+    CliOptions o;
+    o.listen_unix = {"/run/a.sock"};
+    o.listen_tcp = {"[::1]:10810", "localhost:10811"};
+    config::Config config;
+    config.listen = config::default_listen();
+    std::string error;
+    REQUIRE(daemon::apply_listen_overrides(o, config, error));
+    REQUIRE(config.listen.size() == 3);
+    CHECK(config.listen[0].kind == config::Listen::Kind::unix_socket);
+    CHECK(config.listen[0].path == "/run/a.sock");
+    CHECK(config.listen[1].kind == config::Listen::Kind::tcp);
+    CHECK(config.listen[1].host == "::1");
+    CHECK(config.listen[1].port == 10810);
+    CHECK(config.listen[2].host == "localhost");
+    CHECK(config.listen[2].origin.file == "<command line>");
+
+    // Without either option the config's list stays; a refused one leaves it too.
+    auto before = config.listen.size();
+    CHECK(daemon::apply_listen_overrides(CliOptions{}, config, error));
+    CHECK(config.listen.size() == before);
+    CHECK_FALSE(daemon::apply_listen_overrides(tcp("127.0.0.1:0"), config, error));
+    CHECK(config.listen.size() == before);
+}
+
+TEST_CASE("--help says that SIGHUP reloads the configuration") {
+    std::ostringstream out;
+    auto* saved = std::cout.rdbuf(out.rdbuf());
+    std::string prog = "nbdsched", help = "--help";
+    char* argv[] = {prog.data(), help.data(), nullptr};
+    CliOptions options;
+    auto code = daemon::parse_cli(2, argv, options);
+    std::cout.rdbuf(saved);
+    CHECK(code == 0);
+    CHECK(contains(out.str(), "SIGHUP reloads the configuration"));
+    CHECK_FALSE(contains(out.str(), "reserved"));
+}
