@@ -70,6 +70,8 @@ def main():
         check("group gold w1000" in table and "device" in table, "human stats table")
         listing = d.ctl("list")
         check("export" in listing and "gold" in listing, "human list")
+        check("tunables: slice_idle=" in listing, "human list shows the tunables")
+        check(d.listing()["devices"][0]["tunables"]["quantum"] == "8", "list JSON has each tunable's value")
 
         before = d.ctl("get", "d0", "slice_idle").strip()
         out = d.ctl("set", "d0", "slice_idle", "3ms").strip()
