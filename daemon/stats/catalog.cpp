@@ -80,7 +80,7 @@ const std::array stats{
 };
 // clang-format on
 
-} // namespace
+}   // namespace
 
 std::span<const Stat> catalog() {
     return stats;
@@ -110,4 +110,4 @@ std::string family_name(std::string_view level, const Family& family) {
     return "nbdsched_" + std::string(level) + "_" + std::string(family.name);
 }
 
-} // namespace nbdsched::daemon::stats
+}   // namespace nbdsched::daemon::stats

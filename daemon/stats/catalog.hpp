@@ -23,7 +23,11 @@ enum class Unit {
     millis,   // a duration, read in nanoseconds: JSON in milliseconds, Prometheus in seconds
 };
 
-enum class MetricType { counter, gauge, summary };
+enum class MetricType {
+    counter,
+    gauge,
+    summary,
+};
 
 // A Prometheus family. Its full name is nbdsched_<level>_<name> with level
 // device, export or group, so sums over one name never double count; each
@@ -37,16 +41,21 @@ struct Family {
 
 // What a stat is in its summary family (Prometheus summaries are one metric
 // made of a count, a sum and quantiles).
-enum class SummaryPart { none, count, sum, quantile };
+enum class SummaryPart {
+    none,
+    count,
+    sum,
+    quantile,
+};
 
 struct Stat {
-    std::string_view key;          // JSON key; empty: Prometheus only
-    std::string_view column;       // `ctl stats` column header; empty: not in the table
+    std::string_view key;      // JSON key; empty: Prometheus only
+    std::string_view column;   // `ctl stats` column header; empty: not in the table
     Unit unit = Unit::count;
     const Family* family = nullptr;   // nullptr: not in Prometheus
     std::string_view label = {};      // the value of the family's label
     SummaryPart part = SummaryPart::none;
-    double quantile = 0;              // SummaryPart::quantile: which one
+    double quantile = 0;   // SummaryPart::quantile: which one
     // Exactly one is set: the daemon's counters or the scheduler's view.
     std::uint64_t (*counters)(const Counters&) = nullptr;
     std::uint64_t (*sched)(const sched::EntityStats&) = nullptr;
@@ -65,4 +74,4 @@ double in_base_unit(Unit unit, std::uint64_t raw);
 // The full family name at a level: "nbdsched_" + level + "_" + family.name.
 std::string family_name(std::string_view level, const Family& family);
 
-} // namespace nbdsched::daemon::stats
+}   // namespace nbdsched::daemon::stats

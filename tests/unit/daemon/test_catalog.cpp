@@ -35,7 +35,7 @@ const prometheus::ClientMetric* find_metric(const std::vector<prometheus::Metric
     return nullptr;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("each stat is read from one place and shown somewhere") {
     std::set<std::string> counter_keys, sched_keys, columns;

@@ -32,7 +32,7 @@ bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("--listen-tcp refuses port 0 and an IPv6 address without brackets") {
     auto port0 = refusal(tcp("127.0.0.1:0"));
