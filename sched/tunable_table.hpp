@@ -1,7 +1,9 @@
 // A policy's tunables bound to the fields of its settings struct T: one row
 // per tunable (TunableSpec plus the field it sets), and the generic code that
 // builds the defaults, sets, gets and lists from those rows. A policy writes
-// its rows once (e.g. sched/cfq/tunables.cpp) and nothing else.
+// its rows once (e.g. sched/cfq/tunables.cpp) and nothing else: a new row is
+// parsed, checked in configs, shown by `ctl get/set/list`, and the doc test
+// (unit-sched-tunables) prints the docs' table to paste.
 #pragma once
 
 #include <algorithm>
