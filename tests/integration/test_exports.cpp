@@ -85,7 +85,7 @@ TEST_CASE("an export window maps onto its device and ends where it says") {
         REQUIRE(write_pattern(tail, 1, 4 * k_mib - 1, 5) == 0);
         std::uint8_t last = 0;
         REQUIRE(nbd_pread(whole, &last, 1, 64 * k_mib - 1, 0) == 0);
-        CHECK(last == pattern(1, 4 * k_mib - 1, 5)[0]);   // pattern at the export offset
+        CHECK(last == pattern(4 * k_mib - 1, 1, 5)[0]);   // pattern at the export offset
     }
     CHECK(d.stop() == 0);
 }

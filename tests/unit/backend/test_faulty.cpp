@@ -7,7 +7,6 @@
 #include "backend/faulty.hpp"
 #include "backend/ram_backend.hpp"
 #include "pattern.hpp"
-#include "temp_dir.hpp"
 
 using namespace nbdsched::backend;
 using namespace nbdsched::testlib;

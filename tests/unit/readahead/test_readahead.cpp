@@ -3,7 +3,6 @@
 #include "backend/ram_backend.hpp"
 #include "readahead/readahead.hpp"
 #include "pattern.hpp"
-#include "temp_dir.hpp"
 
 using namespace nbdsched::backend;
 using namespace nbdsched::readahead;

@@ -2,9 +2,7 @@
 
 #include "readahead/cache.hpp"
 #include "pattern.hpp"
-#include "temp_dir.hpp"
 
-using namespace nbdsched::backend;
 using namespace nbdsched::readahead;
 using namespace nbdsched::testlib;
 
