@@ -45,6 +45,15 @@ write_config good
 "$NBDSCHED" --check-config "$tmp/good.yaml" > "$tmp/out" 2>&1 \
     && ok "--check-config accepts a good file" || { fail "--check-config rejects a good file"; cat "$tmp/out"; }
 [ -e "$tmp/never.sock" ] && fail "--check-config created the socket" || ok "--check-config does not listen"
+grep -q 'SIGHUP reloads the configuration' "$tmp/help" && ok "--help says SIGHUP reloads" \
+    || fail "--help does not say what SIGHUP does"
+# --listen-tcp/--listen-unix are checked as the listen: keys are: exit 2, the option and value named.
+for bad in "tcp 127.0.0.1:0" "tcp ::1:10809" "unix "; do
+    set -- $bad
+    timeout 10 "$NBDSCHED" -c "$tmp/good.yaml" "--listen-$1" "${2:-}" > "$tmp/out" 2>&1; rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "--listen-$1 '${2:-}'" "$tmp/out"; then ok "--listen-$1 '${2:-}' refused"
+    else fail "--listen-$1 '${2:-}': exit $rc"; cat "$tmp/out"; fi
+done
 
 # expect_error NAME SED LINE KEY-REGEX: the error names file:LINE:col and the key.
 expect_error() {
