@@ -17,11 +17,11 @@ public:
     virtual ~Backend() = default;
 
     virtual std::uint64_t size() const = 0;
-    virtual bool blocking() const = 0;        // true: keep it off the event loop
+    virtual bool blocking() const = 0;   // true: keep it off the event loop
     // Rotational as detected from the storage underneath (sysfs for a file or
     // block device); nullopt when there is nothing to detect (RAM).
     virtual std::optional<bool> detected_rotational() const = 0;
-    virtual std::string describe() const = 0; // for logs: "ram 1GiB", "file /x (O_DIRECT)"
+    virtual std::string describe() const = 0;   // for logs: "ram 1GiB", "file /x (O_DIRECT)"
 
     // All return 0 or an errno (EIO, ENOSPC, ...). Ranges are checked by the
     // caller, but implementations still refuse out-of-range with EINVAL.
@@ -42,4 +42,4 @@ public:
     virtual int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) = 0;
 };
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -11,13 +11,11 @@ namespace nbdsched::backend {
 
 namespace {
 
-std::unique_ptr<Backend> make_storage(const Spec& spec, std::string& error)
-{
+std::unique_ptr<Backend> make_storage(const Spec& spec, std::string& error) {
     const std::string where = "device " + spec.name + ": ";
     if (spec.kind == Kind::ram) {
         if (spec.size == 0 || spec.size > RamBackend::max_size) {
-            error = where + "ram size must be between 1 byte and " + format_size(RamBackend::max_size)
-                + ", got " + std::to_string(spec.size);
+            error = where + "ram size must be between 1 byte and " + format_size(RamBackend::max_size) + ", got " + std::to_string(spec.size);
             return nullptr;
         }
         return std::make_unique<RamBackend>(spec.size);
@@ -35,10 +33,9 @@ std::unique_ptr<Backend> make_storage(const Spec& spec, std::string& error)
     return file;
 }
 
-} // namespace
+}   // namespace
 
-std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error)
-{
+std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error) {
     auto storage = make_storage(spec, error);
     if (!storage || spec.faults.empty())
         return storage;
@@ -46,13 +43,11 @@ std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error)
 }
 
 bool resolve_rotational(const Spec& spec, const Backend& backend,
-                        std::optional<bool> profile_rotational)
-{
+                        std::optional<bool> profile_rotational) {
     if (spec.rotational)
         return *spec.rotational;
     struct stat st {};
-    const bool block_device = spec.kind == Kind::file
-        && ::stat(spec.path.c_str(), &st) == 0 && S_ISBLK(st.st_mode);
+    const bool block_device = spec.kind == Kind::file && ::stat(spec.path.c_str(), &st) == 0 && S_ISBLK(st.st_mode);
     if (block_device && backend.detected_rotational())
         return *backend.detected_rotational();
     if (profile_rotational)
@@ -60,8 +55,7 @@ bool resolve_rotational(const Spec& spec, const Backend& backend,
     return backend.detected_rotational().value_or(false);
 }
 
-std::optional<std::uint64_t> allocated_bytes(const Backend& backend)
-{
+std::optional<std::uint64_t> allocated_bytes(const Backend& backend) {
     if (const auto* ram = dynamic_cast<const RamBackend*>(&backend))
         return ram->allocated_bytes();
     if (const auto* faulty = dynamic_cast<const FaultyBackend*>(&backend))
@@ -69,16 +63,14 @@ std::optional<std::uint64_t> allocated_bytes(const Backend& backend)
     return std::nullopt;
 }
 
-std::optional<FaultStats> fault_stats(const Backend& backend)
-{
+std::optional<FaultStats> fault_stats(const Backend& backend) {
     if (const auto* faulty = dynamic_cast<const FaultyBackend*>(&backend))
         return faulty->stats();
     return std::nullopt;
 }
 
-FaultyBackend* faulty_backend(Backend& backend)
-{
+FaultyBackend* faulty_backend(Backend& backend) {
     return dynamic_cast<FaultyBackend*>(&backend);
 }
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

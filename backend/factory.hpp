@@ -38,4 +38,4 @@ std::optional<FaultStats> fault_stats(const Backend& backend);
 // when the device has no faults.
 FaultyBackend* faulty_backend(Backend& backend);
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -81,4 +81,4 @@ private:
     std::atomic<std::uint64_t> delayed_{0};
 };
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -17,21 +17,18 @@ namespace nbdsched::backend {
 
 namespace {
 
-std::string sys_error(const std::string& what, const std::string& path, int err)
-{
+std::string sys_error(const std::string& what, const std::string& path, int err) {
     return what + " " + path + ": " + std::strerror(err);
 }
 
 // Errors that mean "this fallocate mode is not available here".
-bool unsupported(int err)
-{
+bool unsupported(int err) {
     return err == EOPNOTSUPP || err == EINVAL || err == ENODEV || err == ENOTTY || err == ENOSYS;
 }
 
-} // namespace
+}   // namespace
 
-std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::string& error)
-{
+std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::string& error) {
     struct stat st {};
     const bool exists = ::stat(options.path.c_str(), &st) == 0;
     if (!exists && errno != ENOENT) {
@@ -71,8 +68,7 @@ std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::stri
     return b;
 }
 
-bool FileBackend::finish_open(const Options& options, struct stat& st, std::string& error)
-{
+bool FileBackend::finish_open(const Options& options, struct stat& st, std::string& error) {
     FileBackend* b = this;
     if (::fstat(b->fd_, &st) != 0) {
         error = sys_error("fstat", options.path, errno);
@@ -100,13 +96,11 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
         return false;
     }
     if (actual > options.size && options.size != 0 && !b->block_device_) {
-        error = options.path + ": file is " + format_size(actual) + ", larger than the configured size "
-            + format_size(options.size) + " (set size: 0 to use the file's size)";
+        error = options.path + ": file is " + format_size(actual) + ", larger than the configured size " + format_size(options.size) + " (set size: 0 to use the file's size)";
         return false;
     }
     if (b->size_ > actual && b->block_device_) {
-        error = options.path + ": block device is " + format_size(actual) + ", smaller than the configured size "
-            + format_size(b->size_);
+        error = options.path + ": block device is " + format_size(actual) + ", smaller than the configured size " + format_size(b->size_);
         return false;
     }
     if (b->size_ > actual) {
@@ -118,8 +112,7 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
         b->grown_ = !b->created_;
     }
     if (b->direct_ && b->size_ % b->align_ != 0) {
-        error = options.path + ": size " + std::to_string(b->size_) + " is not a multiple of "
-            + std::to_string(b->align_) + " as O_DIRECT needs";
+        error = options.path + ": size " + std::to_string(b->size_) + " is not a multiple of " + std::to_string(b->align_) + " as O_DIRECT needs";
         return false;
     }
     if (auto q = queue_info_for_path(options.path)) {
@@ -130,14 +123,12 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
     return true;
 }
 
-FileBackend::~FileBackend()
-{
+FileBackend::~FileBackend() {
     if (fd_ >= 0)
         ::close(fd_);
 }
 
-std::string FileBackend::describe() const
-{
+std::string FileBackend::describe() const {
     std::string d = (block_device_ ? "block " : "file ") + path_ + " " + format_size(size_);
     if (direct_)
         d += " (O_DIRECT)";
@@ -146,19 +137,16 @@ std::string FileBackend::describe() const
     return d;
 }
 
-bool FileBackend::in_range(std::uint64_t offset, std::uint64_t length) const
-{
+bool FileBackend::in_range(std::uint64_t offset, std::uint64_t length) const {
     return offset <= size_ && length <= size_ - offset;
 }
 
-bool FileBackend::aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const
-{
+bool FileBackend::aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const {
     const std::uint64_t mask = align_ - 1;
     return (offset & mask) == 0 && (length & mask) == 0 && (reinterpret_cast<std::uintptr_t>(buffer) & mask) == 0;
 }
 
-FileBackend::PartialBlockLock FileBackend::lock_partial_blocks(std::uint64_t offset, std::uint64_t length)
-{
+FileBackend::PartialBlockLock FileBackend::lock_partial_blocks(std::uint64_t offset, std::uint64_t length) {
     PartialBlockLock lock;
     if (!direct_)
         return lock;
@@ -180,15 +168,13 @@ FileBackend::PartialBlockLock FileBackend::lock_partial_blocks(std::uint64_t off
     return lock;
 }
 
-int FileBackend::check_mutation(std::uint64_t offset, std::uint64_t length) const
-{
+int FileBackend::check_mutation(std::uint64_t offset, std::uint64_t length) const {
     if (!in_range(offset, length))
         return EINVAL;
     return read_only_ ? EROFS : 0;
 }
 
-int FileBackend::read(std::uint64_t offset, std::span<std::byte> out)
-{
+int FileBackend::read(std::uint64_t offset, std::span<std::byte> out) {
     if (!in_range(offset, out.size()))
         return EINVAL;
     if (direct_ && !aligned(offset, out.size(), out.data()))
@@ -196,8 +182,7 @@ int FileBackend::read(std::uint64_t offset, std::span<std::byte> out)
     return pread_full(fd_, out, offset);
 }
 
-std::optional<int> FileBackend::read_if_cached(std::uint64_t offset, std::span<std::byte> out)
-{
+std::optional<int> FileBackend::read_if_cached(std::uint64_t offset, std::span<std::byte> out) {
     if (direct_ || out.size() > kCachedReadMax || !nowait_works_.load(std::memory_order_relaxed) ||
         !in_range(offset, out.size()))
         return std::nullopt;
@@ -211,8 +196,7 @@ std::optional<int> FileBackend::read_if_cached(std::uint64_t offset, std::span<s
     return err;
 }
 
-int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua)
-{
+int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua) {
     if (int err = check_mutation(offset, data.size()))
         return err;
     if (direct_ && !aligned(offset, data.size(), data.data()))
@@ -220,15 +204,13 @@ int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bo
     return pwrite_full(fd_, data, offset, fua);
 }
 
-int FileBackend::flush()
-{
+int FileBackend::flush() {
     if (read_only_)
         return 0;
     return ::fdatasync(fd_) == 0 ? 0 : errno;
 }
 
-int FileBackend::discard_block_device(std::uint64_t offset, std::uint64_t length)
-{
+int FileBackend::discard_block_device(std::uint64_t offset, std::uint64_t length) {
     // BLKDISCARD wants logical-block alignment: discard the aligned middle,
     // the partial ends stay as they are (TRIM is only a hint).
     const std::uint64_t start = (offset + align_ - 1) / align_ * align_;
@@ -241,8 +223,7 @@ int FileBackend::discard_block_device(std::uint64_t offset, std::uint64_t length
     return 0;
 }
 
-int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua)
-{
+int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua) {
     if (int err = check_mutation(offset, length); err != 0 || length == 0)
         return err;
     int err = 0;
@@ -251,7 +232,8 @@ int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua)
     } else {
         auto lock = lock_partial_blocks(offset, length);
         if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                        static_cast<off_t>(length)) != 0 && !unsupported(errno))
+                        static_cast<off_t>(length)) != 0 &&
+            !unsupported(errno))
             err = errno;
     }
     if (err == 0 && fua)
@@ -259,8 +241,7 @@ int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua)
     return err;
 }
 
-int FileBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua)
-{
+int FileBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) {
     if (int err = check_mutation(offset, length); err != 0 || length == 0)
         return err;
     {
@@ -280,8 +261,7 @@ int FileBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool m
     return zero_fill(offset, length, fua);
 }
 
-int FileBackend::zero_fill(std::uint64_t offset, std::uint64_t length, bool fua)
-{
+int FileBackend::zero_fill(std::uint64_t offset, std::uint64_t length, bool fua) {
     // Through write() so O_DIRECT alignment and partial blocks are handled.
     constexpr std::size_t chunk = 1 << 20;
     static const AlignedBuffer zeros(chunk, 4096, true);
@@ -294,4 +274,4 @@ int FileBackend::zero_fill(std::uint64_t offset, std::uint64_t length, bool fua)
     return fua ? flush() : 0;
 }
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -70,8 +70,8 @@ public:
     bool is_block_device() const { return block_device_; }
     bool read_only() const { return read_only_; }
     bool direct() const { return direct_; }
-    bool created() const { return created_; }       // the file did not exist
-    bool grown() const { return grown_; }           // an existing file was extended
+    bool created() const { return created_; }            // the file did not exist
+    bool grown() const { return grown_; }                // an existing file was extended
     std::uint32_t alignment() const { return align_; }   // O_DIRECT granularity
     // Optimal/max I/O sizes of the device underneath (0 = unknown), for
     // read-ahead sizing and NBD_INFO_BLOCK_SIZE.
@@ -111,4 +111,4 @@ private:
     std::array<std::mutex, 64> block_locks_;
 };
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -16,15 +16,13 @@ struct AlignedRange {
     std::uint64_t length() const { return end - start; }
 };
 
-AlignedRange enclosing(std::uint64_t offset, std::uint64_t length, std::uint64_t align)
-{
+AlignedRange enclosing(std::uint64_t offset, std::uint64_t length, std::uint64_t align) {
     return {offset / align * align, (offset + length + align - 1) / align * align};
 }
 
-} // namespace
+}   // namespace
 
-int FileBackend::direct_read(std::uint64_t offset, std::span<std::byte> out)
-{
+int FileBackend::direct_read(std::uint64_t offset, std::span<std::byte> out) {
     const AlignedRange r = enclosing(offset, out.size(), align_);
     AlignedBuffer bounce(r.length(), align_);
     if (!bounce)
@@ -35,8 +33,7 @@ int FileBackend::direct_read(std::uint64_t offset, std::span<std::byte> out)
     return 0;
 }
 
-int FileBackend::direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua)
-{
+int FileBackend::direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua) {
     const AlignedRange r = enclosing(offset, data.size(), align_);
     AlignedBuffer bounce(r.length(), align_);
     if (!bounce)
@@ -59,4 +56,4 @@ int FileBackend::direct_write(std::uint64_t offset, std::span<const std::byte> d
     return pwrite_full(fd_, {bounce.data(), bounce.size()}, r.start, fua);
 }
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

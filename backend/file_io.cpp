@@ -9,8 +9,7 @@
 
 namespace nbdsched::backend {
 
-int pread_full(int fd, std::span<std::byte> out, std::uint64_t offset)
-{
+int pread_full(int fd, std::span<std::byte> out, std::uint64_t offset) {
     std::size_t done = 0;
     while (done < out.size()) {
         const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
@@ -28,8 +27,7 @@ int pread_full(int fd, std::span<std::byte> out, std::uint64_t offset)
     return 0;
 }
 
-int pread_cached(int fd, std::span<std::byte> out, std::uint64_t offset)
-{
+int pread_cached(int fd, std::span<std::byte> out, std::uint64_t offset) {
     ::iovec iov{out.data(), out.size()};
     ssize_t n;
     do {
@@ -45,16 +43,14 @@ int pread_cached(int fd, std::span<std::byte> out, std::uint64_t offset)
 namespace {
 
 // pwritev2 with RWF_DSYNC; -1 with errno set on failure.
-ssize_t pwrite_dsync(int fd, const std::byte* p, std::size_t n, std::uint64_t offset)
-{
+ssize_t pwrite_dsync(int fd, const std::byte* p, std::size_t n, std::uint64_t offset) {
     iovec iov{const_cast<std::byte*>(p), n};
     return ::pwritev2(fd, &iov, 1, static_cast<off_t>(offset), RWF_DSYNC);
 }
 
-} // namespace
+}   // namespace
 
-int pwrite_full(int fd, std::span<const std::byte> data, std::uint64_t offset, bool dsync)
-{
+int pwrite_full(int fd, std::span<const std::byte> data, std::uint64_t offset, bool dsync) {
     bool sync_after = false;
     std::size_t done = 0;
     while (done < data.size()) {
@@ -81,8 +77,7 @@ int pwrite_full(int fd, std::span<const std::byte> data, std::uint64_t offset, b
 }
 
 AlignedBuffer::AlignedBuffer(std::size_t size, std::size_t align, bool zeroed)
-    : size_(size)
-{
+    : size_(size) {
     void* p = nullptr;
     if (::posix_memalign(&p, align, std::max<std::size_t>(size, 1)) == 0) {
         if (zeroed)
@@ -91,9 +86,8 @@ AlignedBuffer::AlignedBuffer(std::size_t size, std::size_t align, bool zeroed)
     }
 }
 
-void AlignedBuffer::Free::operator()(std::byte* p) const
-{
+void AlignedBuffer::Free::operator()(std::byte* p) const {
     std::free(p);
 }
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -36,9 +36,11 @@ public:
     explicit operator bool() const { return data_ != nullptr; }
 
 private:
-    struct Free { void operator()(std::byte* p) const; };
+    struct Free {
+        void operator()(std::byte* p) const;
+    };
     std::unique_ptr<std::byte, Free> data_;
     std::size_t size_;
 };
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -14,8 +14,7 @@ namespace {
 
 constexpr std::uint64_t leaf_bytes = RamBackend::page_bytes * RamBackend::pages_per_leaf;
 
-bool all_zero(const std::byte* p, std::size_t n)
-{
+bool all_zero(const std::byte* p, std::size_t n) {
     // memcmp against the previous bytes: "first byte is zero and the rest
     // equals the shifted self" is a fast, allocation-free zero test.
     return n == 0 || (p[0] == std::byte{0} && std::memcmp(p, p + 1, n - 1) == 0);
@@ -24,8 +23,7 @@ bool all_zero(const std::byte* p, std::size_t n)
 // Calls fn(leaf_index, offset, length) for each piece of the range that lies
 // in one leaf; stops early (returning false) when fn returns false.
 template <class Fn>
-bool for_each_leaf(std::uint64_t offset, std::uint64_t length, Fn&& fn)
-{
+bool for_each_leaf(std::uint64_t offset, std::uint64_t length, Fn&& fn) {
     for (std::uint64_t done = 0; done < length;) {
         const std::uint64_t pos = offset + done;
         const std::uint64_t li = pos / leaf_bytes;
@@ -40,8 +38,7 @@ bool for_each_leaf(std::uint64_t offset, std::uint64_t length, Fn&& fn)
 // Calls fn(slot in the leaf, offset in the page, bytes, device offset) for
 // each page piece of a range inside one leaf; stops when fn returns false.
 template <class Fn>
-bool for_each_page(std::uint64_t offset, std::uint64_t length, Fn&& fn)
-{
+bool for_each_page(std::uint64_t offset, std::uint64_t length, Fn&& fn) {
     for (std::uint64_t c = 0; c < length;) {
         const std::uint64_t at = offset + c;
         const std::uint64_t in_page = at % RamBackend::page_bytes;
@@ -53,7 +50,7 @@ bool for_each_page(std::uint64_t offset, std::uint64_t length, Fn&& fn)
     return true;
 }
 
-} // namespace
+}   // namespace
 
 struct RamBackend::Leaf {
     std::atomic<std::byte*> pages[RamBackend::pages_per_leaf] = {};
@@ -62,12 +59,10 @@ struct RamBackend::Leaf {
 RamBackend::RamBackend(std::uint64_t size)
     : size_(size),
       leaf_count_((size + leaf_bytes - 1) / leaf_bytes),
-      leaves_(std::make_unique<std::atomic<Leaf*>[]>(leaf_count_))
-{
+      leaves_(std::make_unique<std::atomic<Leaf*>[]>(leaf_count_)) {
 }
 
-RamBackend::~RamBackend()
-{
+RamBackend::~RamBackend() {
     for (std::uint64_t i = 0; i < leaf_count_; ++i) {
         Leaf* leaf = leaves_[i].load(std::memory_order_relaxed);
         if (leaf == nullptr)
@@ -78,29 +73,23 @@ RamBackend::~RamBackend()
     }
 }
 
-std::string RamBackend::describe() const
-{
+std::string RamBackend::describe() const {
     return "ram " + format_size(size_);
 }
 
-std::uint64_t RamBackend::metadata_bytes() const
-{
-    return leaf_count_ * sizeof(std::atomic<Leaf*>)
-        + allocated_leaves_.load(std::memory_order_relaxed) * sizeof(Leaf);
+std::uint64_t RamBackend::metadata_bytes() const {
+    return leaf_count_ * sizeof(std::atomic<Leaf*>) + allocated_leaves_.load(std::memory_order_relaxed) * sizeof(Leaf);
 }
 
-bool RamBackend::in_range(std::uint64_t offset, std::uint64_t length) const
-{
+bool RamBackend::in_range(std::uint64_t offset, std::uint64_t length) const {
     return offset <= size_ && length <= size_ - offset;
 }
 
-RamBackend::Leaf* RamBackend::leaf_or_null(std::uint64_t leaf_index) const
-{
+RamBackend::Leaf* RamBackend::leaf_or_null(std::uint64_t leaf_index) const {
     return leaves_[leaf_index].load(std::memory_order_acquire);
 }
 
-RamBackend::Leaf* RamBackend::leaf_or_create(std::uint64_t leaf_index)
-{
+RamBackend::Leaf* RamBackend::leaf_or_create(std::uint64_t leaf_index) {
     Leaf* leaf = leaf_or_null(leaf_index);
     if (leaf != nullptr)
         return leaf;
@@ -115,8 +104,7 @@ RamBackend::Leaf* RamBackend::leaf_or_create(std::uint64_t leaf_index)
     return leaf;
 }
 
-std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot)
-{
+std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot) {
     std::byte* page = leaf.pages[slot].load(std::memory_order_acquire);
     if (page != nullptr)
         return page;
@@ -131,15 +119,13 @@ std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot)
     return page;
 }
 
-int RamBackend::read(std::uint64_t offset, std::span<std::byte> out)
-{
+int RamBackend::read(std::uint64_t offset, std::span<std::byte> out) {
     if (!in_range(offset, out.size()))
         return EINVAL;
     for_each_leaf(offset, out.size(), [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
         std::shared_lock lock(stripe_of(li).mutex);
         const Leaf* leaf = leaf_or_null(li);
-        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n,
-                                             std::uint64_t at) {
+        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t at) {
             std::byte* dst = out.data() + (at - offset);
             const std::byte* page = leaf == nullptr ? nullptr : leaf->pages[slot].load(std::memory_order_acquire);
             if (page != nullptr)
@@ -152,15 +138,13 @@ int RamBackend::read(std::uint64_t offset, std::span<std::byte> out)
     return 0;
 }
 
-int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool /*fua*/)
-{
+int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool /*fua*/) {
     if (!in_range(offset, data.size()))
         return EINVAL;
     const bool ok = for_each_leaf(offset, data.size(), [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
         std::shared_lock lock(stripe_of(li).mutex);
         Leaf* leaf = leaf_or_null(li);
-        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n,
-                                             std::uint64_t at) {
+        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t at) {
             const std::byte* src = data.data() + (at - offset);
             std::byte* page = leaf == nullptr ? nullptr : leaf->pages[slot].load(std::memory_order_acquire);
             if (page == nullptr && !all_zero(src, n)) {
@@ -178,8 +162,7 @@ int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, boo
     return ok ? 0 : ENOSPC;
 }
 
-void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length)
-{
+void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length) {
     std::unique_lock lock(stripe_of(li).mutex);
     Leaf* leaf = leaf_or_null(li);
     if (leaf == nullptr)
@@ -202,13 +185,11 @@ void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint6
     }
 }
 
-int RamBackend::trim(std::uint64_t offset, std::uint64_t length, bool /*fua*/)
-{
+int RamBackend::trim(std::uint64_t offset, std::uint64_t length, bool /*fua*/) {
     return write_zeroes(offset, length, true, false);
 }
 
-bool RamBackend::provision_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length)
-{
+bool RamBackend::provision_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length) {
     // Shared, like write(): pages are only added here, never freed.
     std::shared_lock lock(stripe_of(li).mutex);
     Leaf* leaf = leaf_or_create(li);
@@ -223,8 +204,7 @@ bool RamBackend::provision_in_leaf(std::uint64_t li, std::uint64_t offset, std::
     });
 }
 
-int RamBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool /*fua*/)
-{
+int RamBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool /*fua*/) {
     if (!in_range(offset, length))
         return EINVAL;
     if (!may_trim) {
@@ -243,4 +223,4 @@ int RamBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool ma
     return 0;
 }
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -26,7 +26,7 @@ namespace nbdsched::backend {
 class RamBackend final : public Backend {
 public:
     static constexpr std::uint64_t page_bytes = 4096;
-    static constexpr std::uint64_t pages_per_leaf = 4096;          // 16 MiB per leaf
+    static constexpr std::uint64_t pages_per_leaf = 4096;                // 16 MiB per leaf
     static constexpr std::uint64_t max_size = std::uint64_t{64} << 40;   // 64 TiB
 
     // size must be 1..max_size (the factory validates and reports errors).
@@ -53,7 +53,9 @@ public:
 
 private:
     struct Leaf;
-    struct alignas(64) Stripe { std::shared_mutex mutex; };
+    struct alignas(64) Stripe {
+        std::shared_mutex mutex;
+    };
     static constexpr std::size_t stripe_count = 64;
 
     bool in_range(std::uint64_t offset, std::uint64_t length) const;
@@ -75,4 +77,4 @@ private:
     std::array<Stripe, stripe_count> stripes_;
 };
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

@@ -12,16 +12,17 @@
 
 namespace nbdsched::backend {
 
-enum class Kind { ram, file };
+enum class Kind { ram,
+                  file };
 
 struct Spec {
-    std::string name;                       // the device's name, for error messages
+    std::string name;   // the device's name, for error messages
     Kind kind = Kind::ram;
-    std::uint64_t size = 0;                 // bytes; file: 0 = use the existing file's size
-    std::string path;                       // file only
-    bool direct = false;                    // O_DIRECT
-    std::optional<bool> rotational;         // nullopt = detect (see resolve_rotational)
-    std::vector<FaultRule> faults;          // fault injection (testing); empty = none
+    std::uint64_t size = 0;           // bytes; file: 0 = use the existing file's size
+    std::string path;                 // file only
+    bool direct = false;              // O_DIRECT
+    std::optional<bool> rotational;   // nullopt = detect (see resolve_rotational)
+    std::vector<FaultRule> faults;    // fault injection (testing); empty = none
 };
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

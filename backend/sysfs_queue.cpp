@@ -12,8 +12,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::uint64_t> read_number(const fs::path& file)
-{
+std::optional<std::uint64_t> read_number(const fs::path& file) {
     std::ifstream in(file);
     std::uint64_t value = 0;
     if (in >> value)
@@ -23,8 +22,7 @@ std::optional<std::uint64_t> read_number(const fs::path& file)
 
 // The directory holding queue/: the device itself, or for a partition its
 // parent disk (partitions have a "partition" file and no queue/).
-std::optional<fs::path> disk_dir(unsigned major, unsigned minor)
-{
+std::optional<fs::path> disk_dir(unsigned major, unsigned minor) {
     std::error_code ec;
     const fs::path link = "/sys/dev/block/" + std::to_string(major) + ":" + std::to_string(minor);
     fs::path dir = fs::canonical(link, ec);
@@ -44,8 +42,7 @@ struct MountSource {
 
 // The mount whose st_dev is major:minor, from /proc/self/mountinfo:
 // "36 35 0:31 / /mnt rw - btrfs /dev/sda2 rw".
-std::optional<MountSource> mount_of(unsigned major, unsigned minor)
-{
+std::optional<MountSource> mount_of(unsigned major, unsigned minor) {
     std::ifstream in("/proc/self/mountinfo");
     const std::string wanted = std::to_string(major) + ":" + std::to_string(minor);
     std::string line;
@@ -67,10 +64,9 @@ std::optional<MountSource> mount_of(unsigned major, unsigned minor)
     return found;
 }
 
-} // namespace
+}   // namespace
 
-std::optional<QueueInfo> queue_info_for_device(unsigned major, unsigned minor)
-{
+std::optional<QueueInfo> queue_info_for_device(unsigned major, unsigned minor) {
     auto dir = disk_dir(major, minor);
     if (!dir)
         return std::nullopt;
@@ -88,8 +84,7 @@ std::optional<QueueInfo> queue_info_for_device(unsigned major, unsigned minor)
     return info;
 }
 
-std::optional<QueueInfo> queue_info_for_path(const std::string& path)
-{
+std::optional<QueueInfo> queue_info_for_path(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
         return std::nullopt;
@@ -114,10 +109,9 @@ std::optional<QueueInfo> queue_info_for_path(const std::string& path)
     return std::nullopt;   // overlay, network filesystems, ...: cannot tell
 }
 
-std::optional<bool> detect_rotational(const std::string& path)
-{
+std::optional<bool> detect_rotational(const std::string& path) {
     auto info = queue_info_for_path(path);
     return info ? info->rotational : std::nullopt;
 }
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

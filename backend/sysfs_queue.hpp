@@ -12,11 +12,11 @@
 namespace nbdsched::backend {
 
 struct QueueInfo {
-    std::string sysfs_dir;             // e.g. "/sys/devices/.../block/vda"; empty for memory filesystems
-    std::optional<bool> rotational;    // queue/rotational
-    std::uint32_t max_io_bytes = 0;    // queue/max_sectors_kb * 1024; 0 = unknown
-    std::uint32_t optimal_io_bytes = 0;  // queue/optimal_io_size; 0 = none reported
-    std::uint32_t logical_block_size = 0;  // queue/logical_block_size; 0 = unknown
+    std::string sysfs_dir;                  // e.g. "/sys/devices/.../block/vda"; empty for memory filesystems
+    std::optional<bool> rotational;         // queue/rotational
+    std::uint32_t max_io_bytes = 0;         // queue/max_sectors_kb * 1024; 0 = unknown
+    std::uint32_t optimal_io_bytes = 0;     // queue/optimal_io_size; 0 = none reported
+    std::uint32_t logical_block_size = 0;   // queue/logical_block_size; 0 = unknown
 };
 
 // nullopt when the path does not exist or nothing could be found.
@@ -28,4 +28,4 @@ std::optional<QueueInfo> queue_info_for_device(unsigned major, unsigned minor);
 // Shorthand: queue_info_for_path(path)->rotational, nullopt when unknown.
 std::optional<bool> detect_rotational(const std::string& path);
 
-} // namespace nbdsched::backend
+}   // namespace nbdsched::backend

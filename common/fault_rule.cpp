@@ -13,4 +13,4 @@ std::string_view fault_op_name(unsigned op) {
     }
 }
 
-} // namespace nbdsched
+}   // namespace nbdsched

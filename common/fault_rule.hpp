@@ -46,4 +46,4 @@ struct FaultRule {
 // "read", "write", ... for a single bit; "" otherwise.
 std::string_view fault_op_name(unsigned op);
 
-} // namespace nbdsched
+}   // namespace nbdsched

@@ -38,13 +38,16 @@ std::optional<std::pair<double, std::string_view>> split_number(std::string_view
     return std::pair{value, trim(text.substr(i))};
 }
 
-} // namespace
+}   // namespace
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
     auto parts = split_number(text);
     if (!parts) return std::nullopt;
     auto [value, suffix] = *parts;
-    struct Unit { std::string_view names[4]; double factor; };
+    struct Unit {
+        std::string_view names[4];
+        double factor;
+    };
     static const std::array<Unit, 6> units{{
         {{"", "b", "", ""}, 1.0},
         {{"k", "kib", "kb", ""}, 1024.0},
@@ -86,7 +89,10 @@ std::string format_size(std::uint64_t bytes) {
     static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
     int unit = 0;
     std::uint64_t v = bytes;
-    while (unit < 5 && v >= 1024 && v % 1024 == 0) { v /= 1024; ++unit; }
+    while (unit < 5 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        ++unit;
+    }
     return std::to_string(v) + names[unit];
 }
 
@@ -99,4 +105,4 @@ std::string format_duration(Nanos d) {
     return std::to_string(ns) + "ns";
 }
 
-} // namespace nbdsched
+}   // namespace nbdsched

@@ -25,4 +25,4 @@ std::optional<Nanos> parse_duration(std::string_view text, Nanos bare_unit = std
 std::string format_size(std::uint64_t bytes);
 std::string format_duration(Nanos d);
 
-} // namespace nbdsched
+}   // namespace nbdsched

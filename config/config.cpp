@@ -12,7 +12,7 @@ const T* find_by_name(const std::vector<T>& items, std::string_view name) {
     return it == items.end() ? nullptr : &*it;
 }
 
-} // namespace
+}   // namespace
 
 std::string Origin::str() const {
     if (line <= 0) return file;
@@ -36,4 +36,4 @@ const Device* Config::find_device(std::string_view name) const { return find_by_
 const Export* Config::find_export(std::string_view name) const { return find_by_name(exports, name); }
 const Group* Config::find_group(std::string_view name) const { return find_by_name(groups, name); }
 
-} // namespace nbdsched::config
+}   // namespace nbdsched::config

@@ -25,33 +25,36 @@ struct Origin {
 };
 
 struct Listen {
-    enum class Kind { unix_socket, tcp } kind = Kind::unix_socket;
-    std::string path;          // unix
-    std::string host;          // tcp, e.g. "127.0.0.1" or "::1"
+    enum class Kind { unix_socket,
+                      tcp } kind = Kind::unix_socket;
+    std::string path;   // unix
+    std::string host;   // tcp, e.g. "127.0.0.1" or "::1"
     std::uint16_t port = 10809;
     Origin origin;
 };
 
 using BackendKind = backend::Kind;
-enum class Tristate { automatic, yes, no };
+enum class Tristate { automatic,
+                      yes,
+                      no };
 
 struct Device {
     std::string name;
     BackendKind backend = BackendKind::ram;
-    std::uint64_t size = 0;                 // bytes; file: 0 = use the existing file's size
-    std::string path;                       // file only
-    bool direct = false;                    // O_DIRECT
+    std::uint64_t size = 0;   // bytes; file: 0 = use the existing file's size
+    std::string path;         // file only
+    bool direct = false;      // O_DIRECT
     Tristate rotational = Tristate::automatic;
-    std::string scheduler = "none";         // none | cfq | bfq
-    sched::Tunables tunables;               // validated against the policy
-    std::string profile = "none";           // none | hdd | ssd | nvme
+    std::string scheduler = "none";                      // none | cfq | bfq
+    sched::Tunables tunables;                            // validated against the policy
+    std::string profile = "none";                        // none | hdd | ssd | nvme
     std::map<std::string, std::string> profile_params;   // overrides, e.g. rpm: "7200"
     std::optional<std::uint64_t> read_ahead_kb;          // nullopt = auto
-    std::uint64_t read_ahead_cache = 64ull << 20;         // bytes
-    bool writes_sync = false;               // treat plain writes as sync requests
-    unsigned queue_depth = 0;               // 0 = from the profile (none: 64)
+    std::uint64_t read_ahead_cache = 64ull << 20;        // bytes
+    bool writes_sync = false;                            // treat plain writes as sync requests
+    unsigned queue_depth = 0;                            // 0 = from the profile (none: 64)
     std::string default_group = "default";
-    std::vector<FaultRule> faults;          // fault injection (testing); empty = none
+    std::vector<FaultRule> faults;   // fault injection (testing); empty = none
     Origin origin;
 
     // What backend/ builds the device's storage from.
@@ -62,26 +65,26 @@ struct Export {
     std::string name;
     std::string device;
     std::uint64_t offset = 0;
-    std::optional<std::uint64_t> size;      // nullopt = rest of the device
+    std::optional<std::uint64_t> size;   // nullopt = rest of the device
     bool readonly = false;
     std::string description;
-    std::string group;                      // empty = the device's default group
+    std::string group;   // empty = the device's default group
     Origin origin;
 };
 
 struct Group {
     std::string name;
-    unsigned weight = 100;                  // 1..1000
-    bool weight_from_cgroup = false;        // weight: from-cgroup
+    unsigned weight = 100;             // 1..1000
+    bool weight_from_cgroup = false;   // weight: from-cgroup
     Origin origin;
 };
 
 // Classification rule: first match wins; unset fields match anything.
 struct Rule {
-    std::optional<std::string> cgroup;      // prefix of the peer's cgroup path (unix sockets)
+    std::optional<std::string> cgroup;   // prefix of the peer's cgroup path (unix sockets)
     std::optional<std::uint32_t> uid;
     std::optional<std::uint32_t> gid;
-    std::optional<std::string> address;     // TCP peer address (exact or CIDR)
+    std::optional<std::string> address;   // TCP peer address (exact or CIDR)
     std::optional<std::string> export_name;
     std::string group;
     Origin origin;
@@ -89,9 +92,9 @@ struct Rule {
 
 struct Limits {
     unsigned max_connections = 1024;
-    unsigned max_inflight_per_connection = 256;     // requests read but not yet answered
+    unsigned max_inflight_per_connection = 256;   // requests read but not yet answered
     std::uint64_t max_inflight_bytes_per_connection = 64ull << 20;
-    std::uint32_t max_request_bytes = 32u << 20;    // NBD_INFO_BLOCK_SIZE max payload
+    std::uint32_t max_request_bytes = 32u << 20;   // NBD_INFO_BLOCK_SIZE max payload
     // Across all connections of one device: requests read but not yet answered.
     unsigned max_inflight_per_device = 4096;
     std::uint64_t max_inflight_bytes_per_device = 1ull << 30;
@@ -100,15 +103,15 @@ struct Limits {
 };
 
 struct Config {
-    std::string source;                     // file path, or "<embedded default>"
+    std::string source;   // file path, or "<embedded default>"
     std::vector<Listen> listen;
     std::vector<Device> devices;
     std::vector<Export> exports;
-    std::vector<Group> groups;              // "default" (weight 100) always exists
+    std::vector<Group> groups;   // "default" (weight 100) always exists
     std::vector<Rule> rules;
-    std::string control;                    // control socket path; empty = none
-    std::string metrics;                    // host:port of the Prometheus endpoint; empty = off
-    std::string log_level = "info";         // trace|debug|info|warn|error
+    std::string control;              // control socket path; empty = none
+    std::string metrics;              // host:port of the Prometheus endpoint; empty = off
+    std::string log_level = "info";   // trace|debug|info|warn|error
     Limits limits;
 
     const Device* find_device(std::string_view name) const;
@@ -119,14 +122,14 @@ struct Config {
 // A configuration error: "file.yaml:12:5: devices[0].size: bad size 'abc'".
 struct Error {
     Origin origin;
-    std::string key;       // dotted path of the offending key, e.g. "devices[0].size"
+    std::string key;   // dotted path of the offending key, e.g. "devices[0].size"
     std::string message;
     std::string str() const;
 };
 
 struct LoadResult {
-    std::optional<Config> config;     // set when errors is empty
-    std::vector<Error> errors;        // every problem found, in file order
+    std::optional<Config> config;   // set when errors is empty
+    std::vector<Error> errors;      // every problem found, in file order
 };
 
 LoadResult load_file(const std::string& path);
@@ -147,4 +150,4 @@ std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error
 // A socket path exactly as the `unix:` listen key takes it, for --listen-unix.
 std::optional<Listen> parse_unix_listen(std::string_view path, std::string& error);
 
-} // namespace nbdsched::config
+}   // namespace nbdsched::config

@@ -99,4 +99,4 @@ void check_profile(Reader& r, Device& device, const std::optional<Field>& profil
     }
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

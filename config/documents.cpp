@@ -22,7 +22,7 @@ public:
     void OnMapEnd() override {}
 };
 
-} // namespace
+}   // namespace
 
 DocumentProbe probe_documents(const std::string& yaml) {
     std::istringstream in(yaml);
@@ -39,4 +39,4 @@ DocumentProbe probe_documents(const std::string& yaml) {
     return probe;
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

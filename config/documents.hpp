@@ -12,7 +12,9 @@
 namespace nbdsched::config::detail {
 
 struct DocumentProbe {
-    enum class Outcome { one, several, stuck };
+    enum class Outcome { one,
+                         several,
+                         stuck };
     Outcome outcome = Outcome::one;
     // several: where the second document starts; stuck: where parsing stopped.
     YAML::Mark at;
@@ -21,4 +23,4 @@ struct DocumentProbe {
 // Throws YAML::ParserException on a syntax error, as YAML::Load does.
 DocumentProbe probe_documents(const std::string& yaml);
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

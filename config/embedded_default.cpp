@@ -19,7 +19,7 @@ std::string default_socket_path() {
     return "/tmp/nbdsched-" + std::to_string(getuid()) + "/nbdsched.sock";
 }
 
-} // namespace
+}   // namespace
 
 std::vector<Listen> default_listen() {
     Listen unix_socket;
@@ -61,4 +61,4 @@ Config embedded_default() {
     return config;
 }
 
-} // namespace nbdsched::config
+}   // namespace nbdsched::config

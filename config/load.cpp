@@ -38,34 +38,34 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
     Sections sections;
     bool has_listen = false, has_devices = false, has_exports = false;
     bool ok = r.read_map(top,
-        {"listen", "devices", "exports", "groups", "rules", "control", "metrics", "log_level", "limits"},
-        [&](const Field& f) {
-            if (f.key == "listen") {
-                has_listen = true;
-                config.listen = parse_listen(r, f);
-            } else if (f.key == "devices") {
-                has_devices = true;
-                read_entries(r, f, sections.devices, &parse_device);
-            } else if (f.key == "exports") {
-                has_exports = true;
-                read_entries(r, f, sections.exports, &parse_export);
-            } else if (f.key == "groups") {
-                read_entries(r, f, sections.groups, &parse_group);
-            } else if (f.key == "rules") {
-                read_entries(r, f, sections.rules, &parse_rule);
-            } else if (f.key == "control") {
-                if (auto v = read_socket_path(r, f)) config.control = *v;
-            } else if (f.key == "metrics") {
-                auto v = r.string(f);
-                std::string error;
-                if (v && !parse_host_port(*v, error)) r.error(f, error);
-                else if (v) config.metrics = *v;
-            } else if (f.key == "log_level") {
-                if (auto v = r.choice(f, {"trace", "debug", "info", "warn", "error"})) config.log_level = *v;
-            } else if (f.key == "limits") {
-                parse_limits(r, f, config.limits);
-            }
-        });
+                         {"listen", "devices", "exports", "groups", "rules", "control", "metrics", "log_level", "limits"},
+                         [&](const Field& f) {
+                             if (f.key == "listen") {
+                                 has_listen = true;
+                                 config.listen = parse_listen(r, f);
+                             } else if (f.key == "devices") {
+                                 has_devices = true;
+                                 read_entries(r, f, sections.devices, &parse_device);
+                             } else if (f.key == "exports") {
+                                 has_exports = true;
+                                 read_entries(r, f, sections.exports, &parse_export);
+                             } else if (f.key == "groups") {
+                                 read_entries(r, f, sections.groups, &parse_group);
+                             } else if (f.key == "rules") {
+                                 read_entries(r, f, sections.rules, &parse_rule);
+                             } else if (f.key == "control") {
+                                 if (auto v = read_socket_path(r, f)) config.control = *v;
+                             } else if (f.key == "metrics") {
+                                 auto v = r.string(f);
+                                 std::string error;
+                                 if (v && !parse_host_port(*v, error)) r.error(f, error);
+                                 else if (v) config.metrics = *v;
+                             } else if (f.key == "log_level") {
+                                 if (auto v = r.choice(f, {"trace", "debug", "info", "warn", "error"})) config.log_level = *v;
+                             } else if (f.key == "limits") {
+                                 parse_limits(r, f, config.limits);
+                             }
+                         });
     if (!ok) return;
     if (!has_listen) config.listen = default_listen();
     if (!has_devices) r.error(top.at, "devices", "missing: at least one device is needed");
@@ -73,8 +73,8 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
     resolve(r, sections, config);
 }
 
-} // namespace
-} // namespace detail
+}   // namespace
+}   // namespace detail
 
 LoadResult load_string(const std::string& yaml, const std::string& name) {
     detail::Reader reader(name);
@@ -119,4 +119,4 @@ LoadResult load_file(const std::string& path) {
     return load_string(text.str(), path);
 }
 
-} // namespace nbdsched::config
+}   // namespace nbdsched::config

@@ -48,7 +48,7 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
     }
 }
 
-} // namespace
+}   // namespace
 
 std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
     Parsed<Device> p(item);
@@ -57,52 +57,52 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
     std::vector<Field> tunables, param_blocks;
     bool size_parsed = false;
     bool ok = r.read_map(item,
-        {"name", "backend", "size", "path", "direct", "rotational", "scheduler", "tunables", "profile",
-         "hdd", "ssd", "nvme", "read_ahead_kb", "read_ahead_cache", "writes_sync", "queue_depth",
-         "default_group", "faults"},
-        [&](const Field& f) {
-            p.at[f.key] = f.at;
-            const std::string& k = f.key;
-            if (k == "name") {
-                if (auto v = read_name(r, f)) d.name = *v;
-            } else if (k == "backend") {
-                if (auto v = r.choice(f, {"ram", "file"})) d.backend = *v == "ram" ? BackendKind::ram : BackendKind::file;
-            } else if (k == "size") {
-                if (auto v = r.size(f)) {
-                    d.size = *v;
-                    size_parsed = true;
-                }
-            } else if (k == "path") {
-                if (auto v = r.string(f)) {
-                    if (v->empty()) r.error(f, "empty path");
-                    d.path = *v;
-                }
-            } else if (k == "direct") {
-                if (auto v = r.boolean(f)) d.direct = *v;
-            } else if (k == "rotational") {
-                if (auto v = read_tristate(r, f)) d.rotational = *v;
-            } else if (k == "scheduler") {
-                scheduler = f;
-            } else if (k == "tunables") {
-                r.read_any_map(f, [&](const Field& t) { tunables.push_back(t); });
-            } else if (k == "profile") {
-                profile = f;
-            } else if (k == "hdd" || k == "ssd" || k == "nvme") {
-                param_blocks.push_back(f);
-            } else if (k == "read_ahead_kb") {
-                if (auto v = read_read_ahead(r, f)) d.read_ahead_kb = *v;
-            } else if (k == "read_ahead_cache") {
-                if (auto v = r.size(f)) d.read_ahead_cache = *v;
-            } else if (k == "writes_sync") {
-                if (auto v = r.boolean(f)) d.writes_sync = *v;
-            } else if (k == "queue_depth") {
-                if (auto v = r.integer(f, 0, max_queue_depth)) d.queue_depth = static_cast<unsigned>(*v);
-            } else if (k == "default_group") {
-                if (auto v = read_name(r, f)) d.default_group = *v;
-            } else if (k == "faults") {
-                faults = f;   // after the loop: a range is checked against the size
-            }
-        });
+                         {"name", "backend", "size", "path", "direct", "rotational", "scheduler", "tunables", "profile",
+                          "hdd", "ssd", "nvme", "read_ahead_kb", "read_ahead_cache", "writes_sync", "queue_depth",
+                          "default_group", "faults"},
+                         [&](const Field& f) {
+                             p.at[f.key] = f.at;
+                             const std::string& k = f.key;
+                             if (k == "name") {
+                                 if (auto v = read_name(r, f)) d.name = *v;
+                             } else if (k == "backend") {
+                                 if (auto v = r.choice(f, {"ram", "file"})) d.backend = *v == "ram" ? BackendKind::ram : BackendKind::file;
+                             } else if (k == "size") {
+                                 if (auto v = r.size(f)) {
+                                     d.size = *v;
+                                     size_parsed = true;
+                                 }
+                             } else if (k == "path") {
+                                 if (auto v = r.string(f)) {
+                                     if (v->empty()) r.error(f, "empty path");
+                                     d.path = *v;
+                                 }
+                             } else if (k == "direct") {
+                                 if (auto v = r.boolean(f)) d.direct = *v;
+                             } else if (k == "rotational") {
+                                 if (auto v = read_tristate(r, f)) d.rotational = *v;
+                             } else if (k == "scheduler") {
+                                 scheduler = f;
+                             } else if (k == "tunables") {
+                                 r.read_any_map(f, [&](const Field& t) { tunables.push_back(t); });
+                             } else if (k == "profile") {
+                                 profile = f;
+                             } else if (k == "hdd" || k == "ssd" || k == "nvme") {
+                                 param_blocks.push_back(f);
+                             } else if (k == "read_ahead_kb") {
+                                 if (auto v = read_read_ahead(r, f)) d.read_ahead_kb = *v;
+                             } else if (k == "read_ahead_cache") {
+                                 if (auto v = r.size(f)) d.read_ahead_cache = *v;
+                             } else if (k == "writes_sync") {
+                                 if (auto v = r.boolean(f)) d.writes_sync = *v;
+                             } else if (k == "queue_depth") {
+                                 if (auto v = r.integer(f, 0, max_queue_depth)) d.queue_depth = static_cast<unsigned>(*v);
+                             } else if (k == "default_group") {
+                                 if (auto v = read_name(r, f)) d.default_group = *v;
+                             } else if (k == "faults") {
+                                 faults = f;   // after the loop: a range is checked against the size
+                             }
+                         });
     if (!ok) return std::nullopt;
     check_backend(r, p, item, size_parsed);
     check_scheduler(r, p.path, d, scheduler, tunables);
@@ -111,4 +111,4 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
     return named(r, item, p, "device");
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

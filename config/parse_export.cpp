@@ -7,40 +7,40 @@ namespace {
 // NBD_OPT_GO/EXPORT_NAME carry names and descriptions of at most 4096 bytes.
 constexpr std::size_t nbd_max_string = 4096;
 
-} // namespace
+}   // namespace
 
 std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item) {
     Parsed<Export> p(item);
     Export& e = p.value;
     bool ok = r.read_map(item, {"name", "device", "offset", "size", "readonly", "description", "group"},
-        [&](const Field& f) {
-            p.at[f.key] = f.at;
-            const std::string& k = f.key;
-            if (k == "name" || k == "description") {
-                auto v = r.string(f);
-                if (!v) return;
-                if (v->size() > nbd_max_string)
-                    return r.error(f, "longer than the NBD limit of 4096 bytes");
-                if (k == "name" && v->empty()) return r.error(f, "empty export name");
-                (k == "name" ? e.name : e.description) = *v;
-            } else if (k == "device") {
-                if (auto v = read_name(r, f)) e.device = *v;
-            } else if (k == "offset") {
-                if (auto v = r.size(f)) e.offset = *v;
-            } else if (k == "size") {
-                auto v = r.size(f);
-                if (v && *v == 0) return r.error(f, "an export needs a size above 0 (omit it for the rest of the device)");
-                if (v) e.size = *v;
-            } else if (k == "readonly") {
-                if (auto v = r.boolean(f)) e.readonly = *v;
-            } else if (k == "group") {
-                if (auto v = read_name(r, f)) e.group = *v;
-            }
-        });
+                         [&](const Field& f) {
+                             p.at[f.key] = f.at;
+                             const std::string& k = f.key;
+                             if (k == "name" || k == "description") {
+                                 auto v = r.string(f);
+                                 if (!v) return;
+                                 if (v->size() > nbd_max_string)
+                                     return r.error(f, "longer than the NBD limit of 4096 bytes");
+                                 if (k == "name" && v->empty()) return r.error(f, "empty export name");
+                                 (k == "name" ? e.name : e.description) = *v;
+                             } else if (k == "device") {
+                                 if (auto v = read_name(r, f)) e.device = *v;
+                             } else if (k == "offset") {
+                                 if (auto v = r.size(f)) e.offset = *v;
+                             } else if (k == "size") {
+                                 auto v = r.size(f);
+                                 if (v && *v == 0) return r.error(f, "an export needs a size above 0 (omit it for the rest of the device)");
+                                 if (v) e.size = *v;
+                             } else if (k == "readonly") {
+                                 if (auto v = r.boolean(f)) e.readonly = *v;
+                             } else if (k == "group") {
+                                 if (auto v = read_name(r, f)) e.group = *v;
+                             }
+                         });
     if (!ok) return std::nullopt;
     if (p.at.count("device") == 0)
         r.error(item.at, p.key("device"), "missing: an export needs the device it serves");
     return named(r, item, p, "export");
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

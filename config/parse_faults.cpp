@@ -19,17 +19,14 @@ struct OpName {
     std::string_view name;
     unsigned bits;
 };
-constexpr OpName op_names[] = {{"read", fault_read},   {"write", fault_write},   {"flush", fault_flush},
-                               {"trim", fault_trim},   {"zeroes", fault_zeroes}, {"any", fault_any}};
+constexpr OpName op_names[] = {{"read", fault_read}, {"write", fault_write}, {"flush", fault_flush}, {"trim", fault_trim}, {"zeroes", fault_zeroes}, {"any", fault_any}};
 
 // The errors an NBD reply can carry (NBD_EPERM ... NBD_ESHUTDOWN).
 struct ErrorName {
     std::string_view name;
     int value;
 };
-constexpr ErrorName error_names[] = {{"EIO", EIO},       {"ENOSPC", ENOSPC},       {"EPERM", EPERM},
-                                     {"ENOMEM", ENOMEM}, {"EINVAL", EINVAL},       {"EOVERFLOW", EOVERFLOW},
-                                     {"ENOTSUP", ENOTSUP}, {"ESHUTDOWN", ESHUTDOWN}};
+constexpr ErrorName error_names[] = {{"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EPERM", EPERM}, {"ENOMEM", ENOMEM}, {"EINVAL", EINVAL}, {"EOVERFLOW", EOVERFLOW}, {"ENOTSUP", ENOTSUP}, {"ESHUTDOWN", ESHUTDOWN}};
 
 template <class Table>
 std::vector<std::string_view> names_of(const Table& table) {
@@ -158,7 +155,7 @@ std::optional<FaultRule> parse_fault(Reader& r, const Field& item, std::uint64_t
     return rule;
 }
 
-} // namespace
+}   // namespace
 
 std::vector<FaultRule> parse_faults(Reader& r, const Field& field, std::uint64_t device_size) {
     std::vector<FaultRule> rules;
@@ -168,4 +165,4 @@ std::vector<FaultRule> parse_faults(Reader& r, const Field& field, std::uint64_t
     return rules;
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

@@ -56,7 +56,7 @@ void parse_match(Reader& r, const Field& field, Parsed<Rule>& p) {
     });
 }
 
-} // namespace
+}   // namespace
 
 std::optional<std::string> read_name(Reader& r, const Field& field) {
     auto v = r.string(field);
@@ -111,4 +111,4 @@ std::optional<Parsed<Rule>> parse_rule(Reader& r, const Field& item) {
     return p;
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

@@ -9,40 +9,40 @@ namespace {
 constexpr std::uint64_t min_request = 512;
 constexpr std::uint64_t max_request = 32u << 20;
 
-} // namespace
+}   // namespace
 
 void parse_limits(Reader& r, const Field& field, Limits& limits) {
     std::map<std::string, Field, std::less<>> seen;
     r.read_map(field,
-        {"max_connections", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
-         "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads"},
-        [&](const Field& f) {
-            if (f.key == "max_connections") {
-                if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
-            } else if (f.key == "max_inflight_per_connection") {
-                if (auto v = r.integer(f, 1, 65536)) limits.max_inflight_per_connection = unsigned(*v);
-            } else if (f.key == "max_inflight_per_device") {
-                if (auto v = r.integer(f, 1, 1000000)) limits.max_inflight_per_device = unsigned(*v);
-            } else if (f.key == "io_threads") {
-                if (auto v = r.integer(f, 1, 1024)) limits.io_threads = unsigned(*v);
-            } else if (f.key == "max_request_bytes") {
-                auto v = r.size(f);
-                if (v && (*v < min_request || *v > max_request))
-                    return r.error(f, "out of range: " + std::to_string(*v) + " (allowed 512 bytes to 32MiB)");
-                if (v) limits.max_request_bytes = std::uint32_t(*v);
-            } else if (auto v = r.size(f)) {
-                (f.key == "max_inflight_bytes_per_connection" ? limits.max_inflight_bytes_per_connection
-                                                              : limits.max_inflight_bytes_per_device) = *v;
-            } else {
-                return;
-            }
-            seen.emplace(f.key, f);
-        });
+               {"max_connections", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
+                "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads"},
+               [&](const Field& f) {
+                   if (f.key == "max_connections") {
+                       if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
+                   } else if (f.key == "max_inflight_per_connection") {
+                       if (auto v = r.integer(f, 1, 65536)) limits.max_inflight_per_connection = unsigned(*v);
+                   } else if (f.key == "max_inflight_per_device") {
+                       if (auto v = r.integer(f, 1, 1000000)) limits.max_inflight_per_device = unsigned(*v);
+                   } else if (f.key == "io_threads") {
+                       if (auto v = r.integer(f, 1, 1024)) limits.io_threads = unsigned(*v);
+                   } else if (f.key == "max_request_bytes") {
+                       auto v = r.size(f);
+                       if (v && (*v < min_request || *v > max_request))
+                           return r.error(f, "out of range: " + std::to_string(*v) + " (allowed 512 bytes to 32MiB)");
+                       if (v) limits.max_request_bytes = std::uint32_t(*v);
+                   } else if (auto v = r.size(f)) {
+                       (f.key == "max_inflight_bytes_per_connection" ? limits.max_inflight_bytes_per_connection
+                                                                     : limits.max_inflight_bytes_per_device) = *v;
+                   } else {
+                       return;
+                   }
+                   seen.emplace(f.key, f);
+               });
     // A byte budget below one maximal request would stall any client that sends one.
     for (std::string_view key : {"max_inflight_bytes_per_connection", "max_inflight_bytes_per_device"}) {
         auto it = seen.find(key);
         std::uint64_t budget = key == "max_inflight_bytes_per_device" ? limits.max_inflight_bytes_per_device
-                                                                       : limits.max_inflight_bytes_per_connection;
+                                                                      : limits.max_inflight_bytes_per_connection;
         if (budget >= limits.max_request_bytes) continue;
         const Field& at = it != seen.end() ? it->second : seen.at("max_request_bytes");
         r.error(at, std::string(key) + " (" + std::to_string(budget) + ") is below max_request_bytes (" +
@@ -50,4 +50,4 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
     }
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

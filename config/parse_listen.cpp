@@ -24,7 +24,7 @@ bool is_ipv6(const std::string& host) {
     return inet_pton(AF_INET6, host.c_str(), &addr) == 1;
 }
 
-} // namespace
+}   // namespace
 
 std::optional<HostPort> parse_host_port(std::string_view text, std::string& error) {
     HostPort out;
@@ -88,7 +88,7 @@ bool check_socket_path(std::string_view path, std::string& error) {
     return true;
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail
 
 namespace nbdsched::config {
 
@@ -110,7 +110,7 @@ std::optional<Listen> parse_unix_listen(std::string_view path, std::string& erro
     return listen;
 }
 
-} // namespace nbdsched::config
+}   // namespace nbdsched::config
 
 namespace nbdsched::config::detail {
 namespace {
@@ -142,7 +142,7 @@ bool same_endpoint(const Listen& a, const Listen& b) {
     return a.kind == b.kind && a.path == b.path && a.host == b.host && a.port == b.port;
 }
 
-} // namespace
+}   // namespace
 
 std::vector<Listen> parse_listen(Reader& r, const Field& field) {
     std::vector<Listen> out;
@@ -162,4 +162,4 @@ std::vector<Listen> parse_listen(Reader& r, const Field& field) {
     return out;
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

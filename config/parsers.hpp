@@ -83,4 +83,4 @@ struct Sections {
 // implicit "default" group. Moves the entries into `config`.
 void resolve(Reader& r, Sections& sections, Config& config);
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

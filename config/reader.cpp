@@ -154,4 +154,4 @@ std::optional<std::string> Reader::choice(const Field& field, std::initializer_l
     return std::nullopt;
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

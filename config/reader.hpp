@@ -18,11 +18,11 @@ namespace nbdsched::config::detail {
 
 // One value of a mapping (or one item of a list) on its way into a struct.
 struct Field {
-    std::string key;          // the last path component ("size"), "" for list items
+    std::string key;   // the last path component ("size"), "" for list items
     YAML::Node value;
-    std::string path;         // "devices[0].size"
-    Origin at;                // the value's position; the key's when the value is empty
-    Origin key_at;            // the key's position (the item's for list items)
+    std::string path;   // "devices[0].size"
+    Origin at;          // the value's position; the key's when the value is empty
+    Origin key_at;      // the key's position (the item's for list items)
 };
 
 class Reader {
@@ -71,4 +71,4 @@ std::string describe(const YAML::Node& node);
 // The root of a document, as a Field with an empty path.
 Field root_field(const Reader& reader, const YAML::Node& root);
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

@@ -53,7 +53,7 @@ void check_window(Reader& r, const Parsed<Export>& p, const Device& device) {
     }
 }
 
-} // namespace
+}   // namespace
 
 void resolve(Reader& r, Sections& s, Config& config) {
     // "default" always exists; declaring it only changes its weight.
@@ -91,4 +91,4 @@ void resolve(Reader& r, Sections& s, Config& config) {
     for (auto& rule : s.rules) config.rules.push_back(std::move(rule.value));
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

@@ -31,7 +31,7 @@ bool lower_prefix(std::string_view a, std::string_view b, std::size_t n) {
     return true;
 }
 
-} // namespace
+}   // namespace
 
 std::string closest(std::string_view word, const std::vector<std::string_view>& candidates) {
     std::string_view best;
@@ -63,4 +63,4 @@ std::string join(const std::vector<std::string_view>& words) {
     return out;
 }
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

@@ -18,4 +18,4 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string_vi
 // "none, cfq, bfq"
 std::string join(const std::vector<std::string_view>& words);
 
-} // namespace nbdsched::config::detail
+}   // namespace nbdsched::config::detail

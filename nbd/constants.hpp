@@ -8,8 +8,8 @@
 namespace nbdsched::nbd {
 
 // Handshake magics.
-inline constexpr std::uint64_t nbd_magic = 0x4e42444d41474943ull;        // "NBDMAGIC"
-inline constexpr std::uint64_t ihaveopt = 0x49484156454f5054ull;         // "IHAVEOPT"
+inline constexpr std::uint64_t nbd_magic = 0x4e42444d41474943ull;   // "NBDMAGIC"
+inline constexpr std::uint64_t ihaveopt = 0x49484156454f5054ull;    // "IHAVEOPT"
 inline constexpr std::uint64_t option_reply_magic = 0x0003e889045565a9ull;
 
 // Handshake flags (server) and client flags.
@@ -107,10 +107,10 @@ inline constexpr std::uint32_t err_notsup = 95;
 inline constexpr std::uint32_t err_shutdown = 108;
 
 // Fixed sizes on the wire.
-inline constexpr std::size_t greeting_size = 18;          // magic, ihaveopt, flags
-inline constexpr std::size_t option_header_size = 16;     // ihaveopt, option, length
+inline constexpr std::size_t greeting_size = 18;        // magic, ihaveopt, flags
+inline constexpr std::size_t option_header_size = 16;   // ihaveopt, option, length
 inline constexpr std::size_t option_reply_header_size = 20;
-inline constexpr std::size_t export_name_reply_size = 10; // size, flags (+124 zeroes)
+inline constexpr std::size_t export_name_reply_size = 10;   // size, flags (+124 zeroes)
 inline constexpr std::size_t export_name_zeroes = 124;
 inline constexpr std::size_t request_size = 28;
 inline constexpr std::size_t simple_reply_size = 16;
@@ -119,4 +119,4 @@ inline constexpr std::size_t structured_reply_size = 20;
 // Strings (export names, descriptions) are at most 4096 bytes by the spec.
 inline constexpr std::size_t max_string = 4096;
 
-} // namespace nbdsched::nbd
+}   // namespace nbdsched::nbd

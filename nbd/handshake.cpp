@@ -137,4 +137,4 @@ std::optional<std::size_t> decode_option_reply(std::span<const std::uint8_t> in,
     return option_reply_header_size + length;
 }
 
-} // namespace nbdsched::nbd
+}   // namespace nbdsched::nbd

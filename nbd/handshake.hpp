@@ -74,4 +74,4 @@ struct OptionReply {
 // incomplete, nullopt on a bad magic.
 std::optional<std::size_t> decode_option_reply(std::span<const std::uint8_t> in, OptionReply& reply);
 
-} // namespace nbdsched::nbd
+}   // namespace nbdsched::nbd

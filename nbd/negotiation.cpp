@@ -46,7 +46,7 @@ OptionResult info_or_go(Negotiation& state, std::uint32_t option, std::span<cons
     return r;
 }
 
-} // namespace
+}   // namespace
 
 const ExportInfo* find_export(std::span<const ExportInfo> exports, std::string_view name) {
     if (name.empty()) {
@@ -88,8 +88,7 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
         return close_with("option " + std::string(option_name(option)) + " from a non-fixed-newstyle client");
 
     switch (static_cast<Option>(option)) {
-    case Option::abort:
-    {
+    case Option::abort: {
         append_ack(out, option);
         auto r = close_with("client sent NBD_OPT_ABORT");
         r.graceful = true;
@@ -140,4 +139,4 @@ std::string_view option_name(std::uint32_t option) {
     return "unknown";
 }
 
-} // namespace nbdsched::nbd
+}   // namespace nbdsched::nbd

@@ -40,14 +40,16 @@ struct Negotiation {
     unsigned options = 0;
 };
 
-enum class Next { more_options, close, transmission };
+enum class Next { more_options,
+                  close,
+                  transmission };
 
 struct OptionResult {
     Next next = Next::more_options;
-    const ExportInfo* chosen = nullptr;      // set when next == transmission
-    std::uint16_t transmission_flags = 0;    // what the client was told
-    std::string reason;                      // why we close, for the log
-    bool graceful = false;                   // the client asked to end (ABORT)
+    const ExportInfo* chosen = nullptr;     // set when next == transmission
+    std::uint16_t transmission_flags = 0;   // what the client was told
+    std::string reason;                     // why we close, for the log
+    bool graceful = false;                  // the client asked to end (ABORT)
 };
 
 // Handles one option whose payload has been read completely. Replies are
@@ -61,4 +63,4 @@ std::uint16_t transmission_flags(const Negotiation& state, const ExportInfo& e);
 
 std::string_view option_name(std::uint32_t option);
 
-} // namespace nbdsched::nbd
+}   // namespace nbdsched::nbd

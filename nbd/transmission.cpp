@@ -147,4 +147,4 @@ std::string_view command_name(std::uint16_t type) {
     return "unknown";
 }
 
-} // namespace nbdsched::nbd
+}   // namespace nbdsched::nbd

@@ -72,4 +72,4 @@ std::uint32_t errno_to_nbd(int err);
 
 std::string_view command_name(std::uint16_t type);
 
-} // namespace nbdsched::nbd
+}   // namespace nbdsched::nbd

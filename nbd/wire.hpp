@@ -41,9 +41,15 @@ inline void store_u64(std::uint8_t* p, std::uint64_t v) {
 class Writer {
 public:
     explicit Writer(std::vector<std::uint8_t>& out) : out_(out) {}
-    void u16(std::uint16_t v) { grow(2, [&](std::uint8_t* p) { store_u16(p, v); }); }
-    void u32(std::uint32_t v) { grow(4, [&](std::uint8_t* p) { store_u32(p, v); }); }
-    void u64(std::uint64_t v) { grow(8, [&](std::uint8_t* p) { store_u64(p, v); }); }
+    void u16(std::uint16_t v) {
+        grow(2, [&](std::uint8_t* p) { store_u16(p, v); });
+    }
+    void u32(std::uint32_t v) {
+        grow(4, [&](std::uint8_t* p) { store_u32(p, v); });
+    }
+    void u64(std::uint64_t v) {
+        grow(8, [&](std::uint8_t* p) { store_u64(p, v); });
+    }
     void bytes(std::string_view s) { out_.insert(out_.end(), s.begin(), s.end()); }
     void zeroes(std::size_t n) { out_.insert(out_.end(), n, 0); }
 
@@ -63,8 +69,12 @@ private:
 class Reader {
 public:
     explicit Reader(std::span<const std::uint8_t> in) : in_(in) {}
-    bool u16(std::uint16_t& v) { return take(2, [&](const std::uint8_t* p) { v = load_u16(p); }); }
-    bool u32(std::uint32_t& v) { return take(4, [&](const std::uint8_t* p) { v = load_u32(p); }); }
+    bool u16(std::uint16_t& v) {
+        return take(2, [&](const std::uint8_t* p) { v = load_u16(p); });
+    }
+    bool u32(std::uint32_t& v) {
+        return take(4, [&](const std::uint8_t* p) { v = load_u32(p); });
+    }
     bool string(std::size_t n, std::string_view& s) {
         return take(n, [&](const std::uint8_t* p) { s = {reinterpret_cast<const char*>(p), n}; });
     }
@@ -82,4 +92,4 @@ private:
     std::size_t pos_ = 0;
 };
 
-} // namespace nbdsched::nbd
+}   // namespace nbdsched::nbd

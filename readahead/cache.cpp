@@ -5,14 +5,12 @@
 
 namespace nbdsched::readahead {
 
-ExtentCache::Map::iterator ExtentCache::first_ending_after(std::uint64_t offset)
-{
+ExtentCache::Map::iterator ExtentCache::first_ending_after(std::uint64_t offset) {
     const auto it = std::as_const(*this).first_ending_after(offset);
     return map_.erase(it, it);   // const_iterator -> iterator, erases nothing
 }
 
-ExtentCache::Map::const_iterator ExtentCache::first_ending_after(std::uint64_t offset) const
-{
+ExtentCache::Map::const_iterator ExtentCache::first_ending_after(std::uint64_t offset) const {
     auto it = map_.upper_bound(offset);
     if (it != map_.begin()) {
         auto prev = std::prev(it);
@@ -22,8 +20,7 @@ ExtentCache::Map::const_iterator ExtentCache::first_ending_after(std::uint64_t o
     return it;
 }
 
-bool ExtentCache::contains(std::uint64_t offset, std::uint64_t length) const
-{
+bool ExtentCache::contains(std::uint64_t offset, std::uint64_t length) const {
     const std::uint64_t end = offset + length;
     std::uint64_t pos = offset;
     for (auto it = first_ending_after(offset); pos < end; ++it) {
@@ -34,16 +31,14 @@ bool ExtentCache::contains(std::uint64_t offset, std::uint64_t length) const
     return true;
 }
 
-std::optional<Range> ExtentCache::extent_from(std::uint64_t offset) const
-{
+std::optional<Range> ExtentCache::extent_from(std::uint64_t offset) const {
     const auto it = first_ending_after(offset);
     if (it == map_.end())
         return std::nullopt;
     return Range{it->first, it->second.data.size()};
 }
 
-bool ExtentCache::lookup(std::uint64_t offset, std::span<std::byte> out)
-{
+bool ExtentCache::lookup(std::uint64_t offset, std::span<std::byte> out) {
     if (out.empty() || !contains(offset, out.size()))
         return false;
     const std::uint64_t end = offset + out.size();
@@ -60,15 +55,13 @@ bool ExtentCache::lookup(std::uint64_t offset, std::span<std::byte> out)
     return true;
 }
 
-ExtentCache::Map::iterator ExtentCache::erase(Map::iterator it)
-{
+ExtentCache::Map::iterator ExtentCache::erase(Map::iterator it) {
     bytes_ -= it->second.data.size();
     lru_.erase(it->second.lru);
     return map_.erase(it);
 }
 
-std::uint64_t ExtentCache::invalidate(std::uint64_t offset, std::uint64_t length)
-{
+std::uint64_t ExtentCache::invalidate(std::uint64_t offset, std::uint64_t length) {
     std::uint64_t dropped = 0;
     const std::uint64_t end = offset + length;
     for (auto it = first_ending_after(offset); it != map_.end() && it->first < end;) {
@@ -78,8 +71,7 @@ std::uint64_t ExtentCache::invalidate(std::uint64_t offset, std::uint64_t length
     return dropped;
 }
 
-bool ExtentCache::make_room(std::uint64_t extra, bool consumed_only)
-{
+bool ExtentCache::make_room(std::uint64_t extra, bool consumed_only) {
     if (extra > limit_)
         return false;
     while (bytes_ + extra > limit_ && !lru_.empty()) {
@@ -93,8 +85,7 @@ bool ExtentCache::make_room(std::uint64_t extra, bool consumed_only)
     return bytes_ + extra <= limit_;
 }
 
-bool ExtentCache::insert(std::uint64_t offset, ExtentBytes&& data, std::uint64_t reserved)
-{
+bool ExtentCache::insert(std::uint64_t offset, ExtentBytes&& data, std::uint64_t reserved) {
     if (data.size() == 0)
         return false;
     invalidate(offset, data.size());
@@ -107,11 +98,10 @@ bool ExtentCache::insert(std::uint64_t offset, ExtentBytes&& data, std::uint64_t
     return inserted;
 }
 
-void ExtentCache::clear()
-{
+void ExtentCache::clear() {
     map_.clear();
     lru_.clear();
     bytes_ = 0;
 }
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

@@ -56,7 +56,7 @@ private:
     struct Entry {
         ExtentBytes data;
         std::list<std::uint64_t>::iterator lru;   // position in lru_
-        bool consumed = false;                     // read up to its end
+        bool consumed = false;                    // read up to its end
         std::uint64_t end(std::uint64_t start) const { return start + data.size(); }
     };
     using Map = std::map<std::uint64_t, Entry>;
@@ -74,4 +74,4 @@ private:
     std::list<std::uint64_t> lru_;   // front = evicted first, back = hottest
 };
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

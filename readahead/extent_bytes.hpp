@@ -25,4 +25,4 @@ private:
     std::size_t size_ = 0;
 };
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

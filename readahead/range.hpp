@@ -15,4 +15,4 @@ struct Range {
     bool operator==(const Range&) const = default;
 };
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

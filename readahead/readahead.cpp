@@ -7,13 +7,11 @@ namespace nbdsched::readahead {
 ReadAhead::ReadAhead(const Options& options)
     : options_(options),
       cache_(options.cache_bytes),
-      streams_(options.window_bytes, options.streams_per_queue, options.device_size)
-{
+      streams_(options.window_bytes, options.streams_per_queue, options.device_size) {
     stats_.window_bytes = options.window_bytes;
 }
 
-ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out)
-{
+ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out) {
     const std::uint64_t length = out.size();
     if (!enabled() || length == 0 || offset > options_.device_size || length > options_.device_size - offset)
         return {};
@@ -40,8 +38,7 @@ ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::
     return d;
 }
 
-ReadDecision ReadAhead::resume(std::uint64_t offset, std::span<std::byte> out)
-{
+ReadDecision ReadAhead::resume(std::uint64_t offset, std::span<std::byte> out) {
     if (!enabled() || out.empty())
         return {};
     std::lock_guard lock(mutex_);
@@ -50,8 +47,7 @@ ReadDecision ReadAhead::resume(std::uint64_t offset, std::span<std::byte> out)
     return d;
 }
 
-ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill)
-{
+ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill) {
     ReadDecision d;
     if (cache_.lookup(r.offset, out)) {
         d.kind = ReadDecision::Kind::hit;
@@ -68,8 +64,7 @@ ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<st
     // only as a whole, or the read would go to the backend anyway; and not
     // by evicting read-ahead nobody has read yet (a plain miss needs no
     // cache memory at all).
-    if (may_fill && c.covered_bytes > 0 && !write_pending(c.gap)
-        && cache_.make_room(inflight_bytes_ + c.gap.length, true)) {
+    if (may_fill && c.covered_bytes > 0 && !write_pending(c.gap) && cache_.make_room(inflight_bytes_ + c.gap.length, true)) {
         d.prefetch = issue(queue, c.gap, true);
         if (!d.prefetch.empty()) {
             d.kind = ReadDecision::Kind::wait;
@@ -79,8 +74,7 @@ ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<st
     return d;
 }
 
-const ReadAhead::InFlight* ReadAhead::inflight_at(std::uint64_t pos, std::uint64_t* ticket) const
-{
+const ReadAhead::InFlight* ReadAhead::inflight_at(std::uint64_t pos, std::uint64_t* ticket) const {
     const InFlight* best = nullptr;
     for (const auto& [t, f] : inflight_)
         if (!f.stale && f.range.contains(pos) && (best == nullptr || f.range.end() > best->range.end())) {
@@ -90,8 +84,7 @@ const ReadAhead::InFlight* ReadAhead::inflight_at(std::uint64_t pos, std::uint64
     return best;
 }
 
-ReadAhead::Cover ReadAhead::cover(const Range& r) const
-{
+ReadAhead::Cover ReadAhead::cover(const Range& r) const {
     Cover c;
     std::uint64_t gap_start = 0, gap_end = 0;
     for (std::uint64_t pos = r.offset; pos < r.end();) {
@@ -124,8 +117,7 @@ ReadAhead::Cover ReadAhead::cover(const Range& r) const
     return c;
 }
 
-std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand)
-{
+std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand) {
     std::vector<Prefetch> out;
     // Reading a range a write is busy with would be thrown away anyway.
     if (write_pending(r) || cache_.contains(r.offset, r.length))
@@ -152,8 +144,7 @@ std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand
     return out;
 }
 
-bool ReadAhead::lookup(std::uint64_t offset, std::span<std::byte> out)
-{
+bool ReadAhead::lookup(std::uint64_t offset, std::span<std::byte> out) {
     if (!enabled())
         return false;
     std::lock_guard lock(mutex_);
@@ -163,21 +154,18 @@ bool ReadAhead::lookup(std::uint64_t offset, std::span<std::byte> out)
     return true;
 }
 
-bool ReadAhead::write_pending(const Range& r) const
-{
+bool ReadAhead::write_pending(const Range& r) const {
     return std::any_of(pending_writes_.begin(), pending_writes_.end(),
                        [&](const Range& w) { return w.overlaps(r.offset, r.length); });
 }
 
-void ReadAhead::mark_stale(std::uint64_t offset, std::uint64_t length)
-{
+void ReadAhead::mark_stale(std::uint64_t offset, std::uint64_t length) {
     for (auto& [ticket, f] : inflight_)
         if (f.range.overlaps(offset, length))
             f.stale = true;
 }
 
-void ReadAhead::on_write(std::uint64_t offset, std::uint64_t length)
-{
+void ReadAhead::on_write(std::uint64_t offset, std::uint64_t length) {
     if (!enabled() || length == 0)
         return;
     std::lock_guard lock(mutex_);
@@ -186,8 +174,7 @@ void ReadAhead::on_write(std::uint64_t offset, std::uint64_t length)
     pending_writes_.push_back({offset, length});
 }
 
-void ReadAhead::on_write_done(std::uint64_t offset, std::uint64_t length)
-{
+void ReadAhead::on_write_done(std::uint64_t offset, std::uint64_t length) {
     if (!enabled() || length == 0)
         return;
     std::lock_guard lock(mutex_);
@@ -200,8 +187,7 @@ void ReadAhead::on_write_done(std::uint64_t offset, std::uint64_t length)
         pending_writes_.erase(it);
 }
 
-void ReadAhead::on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& data)
-{
+void ReadAhead::on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& data) {
     std::lock_guard lock(mutex_);
     auto it = inflight_.find(ticket);
     if (it == inflight_.end())
@@ -209,19 +195,16 @@ void ReadAhead::on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& 
     const InFlight f = it->second;
     inflight_.erase(it);
     inflight_bytes_ -= f.range.length;
-    if (error != 0 || data.size() != f.range.length || f.stale || write_pending(f.range)
-        || !cache_.insert(f.range.offset, std::move(data), inflight_bytes_))
+    if (error != 0 || data.size() != f.range.length || f.stale || write_pending(f.range) || !cache_.insert(f.range.offset, std::move(data), inflight_bytes_))
         ++stats_.prefetches_dropped;
 }
 
-void ReadAhead::on_queue_closed(std::uint64_t queue)
-{
+void ReadAhead::on_queue_closed(std::uint64_t queue) {
     std::lock_guard lock(mutex_);
     streams_.forget(queue);
 }
 
-Stats ReadAhead::stats() const
-{
+Stats ReadAhead::stats() const {
     std::lock_guard lock(mutex_);
     Stats s = stats_;
     s.bytes_cached = cache_.bytes();
@@ -230,4 +213,4 @@ Stats ReadAhead::stats() const
     return s;
 }
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

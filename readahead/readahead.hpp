@@ -75,35 +75,37 @@ struct Options {
 
 struct Prefetch {
     std::uint64_t ticket = 0;
-    std::uint64_t queue = 0;     // the queue whose stream asked for it
+    std::uint64_t queue = 0;   // the queue whose stream asked for it
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
-    bool demand = false;         // a fill a parked client read waits for: schedule it sync
+    bool demand = false;   // a fill a parked client read waits for: schedule it sync
     std::uint64_t end() const { return offset + length; }
 };
 
 struct ReadDecision {
-    enum class Kind { hit, wait, miss };
+    enum class Kind { hit,
+                      wait,
+                      miss };
     Kind kind = Kind::miss;
-    std::uint64_t wait_ticket = 0;     // kind == wait
-    std::vector<Prefetch> prefetch;    // to submit now, whatever the kind
+    std::uint64_t wait_ticket = 0;    // kind == wait
+    std::vector<Prefetch> prefetch;   // to submit now, whatever the kind
 };
 
 struct Stats {
     std::uint64_t window_bytes = 0;
-    std::uint64_t hits = 0;            // reads answered from the cache
-    std::uint64_t waits = 0;           // reads parked on prefetches in flight (fills included)
-    std::uint64_t fills = 0;           // of those, reads partly covered: their missing span was read
+    std::uint64_t hits = 0;    // reads answered from the cache
+    std::uint64_t waits = 0;   // reads parked on prefetches in flight (fills included)
+    std::uint64_t fills = 0;   // of those, reads partly covered: their missing span was read
     std::uint64_t bytes_filled = 0;
-    std::uint64_t waits_failed = 0;    // parked reads that went to the backend after all
-    std::uint64_t misses = 0;          // reads that went to the backend
+    std::uint64_t waits_failed = 0;   // parked reads that went to the backend after all
+    std::uint64_t misses = 0;         // reads that went to the backend
     std::uint64_t hit_bytes = 0;
-    std::uint64_t prefetches = 0;      // issued
+    std::uint64_t prefetches = 0;   // issued
     std::uint64_t bytes_prefetched = 0;
     std::uint64_t prefetches_dropped = 0;   // failed or made stale by a write
     std::uint64_t prefetches_skipped = 0;   // not issued: memory bound
-    std::uint64_t bytes_cached = 0;    // gauge
-    std::uint64_t bytes_inflight = 0;  // gauge
+    std::uint64_t bytes_cached = 0;         // gauge
+    std::uint64_t bytes_inflight = 0;       // gauge
     std::uint64_t bytes_evicted = 0;
     std::uint64_t bytes_invalidated = 0;
 };
@@ -156,4 +158,4 @@ private:
     Stats stats_;
 };
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

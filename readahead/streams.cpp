@@ -5,12 +5,10 @@
 namespace nbdsched::readahead {
 
 StreamTable::StreamTable(std::uint64_t max_window, unsigned streams_per_queue, std::uint64_t device_size)
-    : max_window_(max_window), per_queue_(std::max(1u, streams_per_queue)), device_size_(device_size)
-{
+    : max_window_(max_window), per_queue_(std::max(1u, streams_per_queue)), device_size_(device_size) {
 }
 
-StreamTable::Stream* StreamTable::find(std::vector<Stream>& streams, std::uint64_t offset)
-{
+StreamTable::Stream* StreamTable::find(std::vector<Stream>& streams, std::uint64_t offset) {
     for (auto& s : streams)
         if (offset == s.next || (offset > s.next && offset < s.ra_end))
             return &s;
@@ -18,8 +16,7 @@ StreamTable::Stream* StreamTable::find(std::vector<Stream>& streams, std::uint64
 }
 
 std::optional<Range> StreamTable::on_read(std::uint64_t queue, std::uint64_t offset, std::uint64_t length,
-                                          bool served)
-{
+                                          bool served) {
     if (max_window_ == 0 || length == 0)
         return std::nullopt;
     auto& streams = queues_[queue];
@@ -63,15 +60,13 @@ std::optional<Range> StreamTable::on_read(std::uint64_t queue, std::uint64_t off
     return r;
 }
 
-void StreamTable::forget(std::uint64_t queue)
-{
+void StreamTable::forget(std::uint64_t queue) {
     queues_.erase(queue);
 }
 
-std::size_t StreamTable::stream_count(std::uint64_t queue) const
-{
+std::size_t StreamTable::stream_count(std::uint64_t queue) const {
     auto it = queues_.find(queue);
     return it == queues_.end() ? 0 : it->second.size();
 }
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

@@ -43,9 +43,9 @@ public:
 
 private:
     struct Stream {
-        std::uint64_t next = 0;      // where the last read ended
-        std::uint64_t ra_end = 0;    // end of what was requested ahead
-        std::uint64_t window = 0;    // size of the next prefetch
+        std::uint64_t next = 0;     // where the last read ended
+        std::uint64_t ra_end = 0;   // end of what was requested ahead
+        std::uint64_t window = 0;   // size of the next prefetch
         std::uint64_t last_use = 0;
         unsigned reads = 0;
     };
@@ -58,4 +58,4 @@ private:
     std::unordered_map<std::uint64_t, std::vector<Stream>> queues_;
 };
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

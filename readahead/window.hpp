@@ -19,4 +19,4 @@ std::uint64_t auto_window_bytes(bool rotational, std::uint32_t max_io_bytes, std
 std::uint64_t window_bytes(std::optional<std::uint64_t> read_ahead_kb, bool rotational,
                            std::uint32_t max_io_bytes, std::uint32_t optimal_io_bytes);
 
-} // namespace nbdsched::readahead
+}   // namespace nbdsched::readahead

@@ -22,7 +22,7 @@ namespace nbdsched::sched {
 
 namespace {
 std::pmr::memory_resource& upstream() { return *std::pmr::new_delete_resource(); }
-} // namespace
+}   // namespace
 
 NodePool::~NodePool() {
     for (std::size_t c = 0; c < kClasses; ++c) {
@@ -57,4 +57,4 @@ void NodePool::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) 
     POOL_POISON(b, c * kGranule);
 }
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

@@ -46,4 +46,4 @@ private:
     std::array<FreeBlock*, kClasses> free_{};
 };
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

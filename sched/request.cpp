@@ -13,4 +13,4 @@ std::string_view to_string(Op op) {
     return "?";
 }
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

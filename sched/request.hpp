@@ -16,22 +16,26 @@ using RequestId = std::uint64_t;   // unique per device while the request lives
 using QueueId = std::uint64_t;     // a client connection (CFQ's per-process queue)
 using GroupId = std::uint32_t;     // a tenant (CFQ/BFQ's cgroup)
 
-enum class Op : std::uint8_t { read, write, flush, trim, write_zeroes };
+enum class Op : std::uint8_t { read,
+                               write,
+                               flush,
+                               trim,
+                               write_zeroes };
 
 std::string_view to_string(Op op);
 
 struct Request {
     RequestId id = 0;
     QueueId queue = 0;
-    GroupId group = 0;        // the group of `queue`, repeated for convenience
+    GroupId group = 0;   // the group of `queue`, repeated for convenience
     Op op = Op::read;
-    std::uint64_t offset = 0; // bytes, device-relative
-    std::uint64_t length = 0; // bytes (0 for flush)
-    bool sync = true;         // reads, flushes and FUA writes are sync
+    std::uint64_t offset = 0;   // bytes, device-relative
+    std::uint64_t length = 0;   // bytes (0 for flush)
+    bool sync = true;           // reads, flushes and FUA writes are sync
     bool fua = false;
     Time arrival{};
 
     std::uint64_t sectors() const { return length / 512; }
 };
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

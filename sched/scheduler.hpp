@@ -60,8 +60,8 @@ public:
     virtual std::optional<std::string> get_tunable(std::string_view name) const = 0;
     virtual std::string set_tunable(std::string_view name, std::string_view value, Time now) = 0;
 
-    virtual std::size_t queued() const = 0;     // submitted, not yet dispatched
-    virtual std::size_t in_flight() const = 0;  // dispatched, not yet completed
+    virtual std::size_t queued() const = 0;      // submitted, not yet dispatched
+    virtual std::size_t in_flight() const = 0;   // dispatched, not yet completed
     virtual SchedulerStats stats(Time now) const = 0;
 };
 
@@ -74,4 +74,4 @@ std::unique_ptr<Scheduler> make_scheduler(std::string_view policy, const DeviceT
 // Tunable names a policy accepts, for config validation without a device.
 std::vector<std::string> tunable_names(std::string_view policy);
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

@@ -10,13 +10,13 @@
 namespace nbdsched::sched {
 
 struct EntityStats {
-    std::uint64_t dispatched = 0;       // requests sent to the device
+    std::uint64_t dispatched = 0;   // requests sent to the device
     std::uint64_t completed = 0;
     std::uint64_t dispatched_sectors = 0;
-    std::uint64_t slices = 0;           // CFQ slices / BFQ budgets started
-    Nanos idle_time{};                  // time the device was held idle for it
-    std::uint64_t queued = 0;           // currently waiting
-    std::uint64_t in_flight = 0;        // currently at the device
+    std::uint64_t slices = 0;      // CFQ slices / BFQ budgets started
+    Nanos idle_time{};             // time the device was held idle for it
+    std::uint64_t queued = 0;      // currently waiting
+    std::uint64_t in_flight = 0;   // currently at the device
 };
 
 struct GroupStats : EntityStats {
@@ -27,8 +27,8 @@ struct SchedulerStats {
     EntityStats device;
     std::map<GroupId, GroupStats> groups;
     std::map<QueueId, EntityStats> queues;
-    bool hw_tag = false;                // device detected as queueing (NCQ)
-    bool idling = false;                // an idle timer is armed right now
+    bool hw_tag = false;   // device detected as queueing (NCQ)
+    bool idling = false;   // an idle timer is armed right now
 };
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

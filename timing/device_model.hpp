@@ -25,10 +25,10 @@ struct Io {
 class DeviceModel {
 public:
     virtual ~DeviceModel() = default;
-    virtual std::string_view name() const = 0;     // "hdd", "ssd", "nvme"
+    virtual std::string_view name() const = 0;   // "hdd", "ssd", "nvme"
     virtual bool rotational() const = 0;
-    virtual unsigned queue_depth() const = 0;     // requests accepted at once
-    virtual std::uint32_t max_io_bytes() const = 0;   // max_sectors * 512
+    virtual unsigned queue_depth() const = 0;             // requests accepted at once
+    virtual std::uint32_t max_io_bytes() const = 0;       // max_sectors * 512
     virtual std::uint32_t optimal_io_bytes() const = 0;   // 0 = none reported
 
     // The device accepts `io` at `now` (the caller keeps at most queue_depth()
@@ -37,4 +37,4 @@ public:
     virtual Time submit(const Io& io, Time now) = 0;
 };
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

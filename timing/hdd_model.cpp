@@ -10,7 +10,9 @@ namespace {
 constexpr double mean_sqrt = 8.0 / 15.0;
 constexpr double mean_lin = 1.0 / 3.0;
 
-struct SeekFit { double a, b; };
+struct SeekFit {
+    double a, b;
+};
 
 // Solves a + b = full - settle, mean_sqrt*a + mean_lin*b = avg - settle.
 SeekFit fit_seek(const HddParams& p) {
@@ -20,7 +22,7 @@ SeekFit fit_seek(const HddParams& p) {
     return {a, span - a};
 }
 
-} // namespace
+}   // namespace
 
 std::string read_hdd_params(const Params& params, HddParams& p) {
     ParamReader r("hdd", params);
@@ -90,4 +92,4 @@ Time HddModel::submit(const Io& io, Time now) {
     return busy_until_;
 }
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

@@ -28,14 +28,14 @@ namespace nbdsched::timing {
 
 struct HddParams {
     unsigned rpm = 7200;
-    Nanos settle{500'000};                 // 0.5 ms: track-to-track
-    Nanos avg_seek{4'500'000};             // 4.5 ms + 4.17 ms rotation = ~8.7 ms random access
+    Nanos settle{500'000};       // 0.5 ms: track-to-track
+    Nanos avg_seek{4'500'000};   // 4.5 ms + 4.17 ms rotation = ~8.7 ms random access
     Nanos full_stroke_seek{9'000'000};
-    double transfer_rate = 170.0 * 1024 * 1024;    // bytes/s sustained
-    std::uint32_t max_io = 1280 * 1024;    // max_sectors_kb 1280, as the seed-004 disk
-    std::uint32_t optimal_io = 0;          // none reported (seed 004)
-    std::uint64_t capacity = 1ull << 40;   // 1 TiB: seek distance is relative to it
-    unsigned queue_depth = 32;             // NCQ tags; service stays in submission order
+    double transfer_rate = 170.0 * 1024 * 1024;   // bytes/s sustained
+    std::uint32_t max_io = 1280 * 1024;           // max_sectors_kb 1280, as the seed-004 disk
+    std::uint32_t optimal_io = 0;                 // none reported (seed 004)
+    std::uint64_t capacity = 1ull << 40;          // 1 TiB: seek distance is relative to it
+    unsigned queue_depth = 32;                    // NCQ tags; service stays in submission order
 };
 
 // Reads overrides into `out` over its current values; returns an error or empty.
@@ -63,7 +63,7 @@ private:
     double sqrt_coef_ = 0;   // a, in ns
     double lin_coef_ = 0;    // b, in ns
     Time busy_until_{};
-    std::uint64_t head_ = 0; // byte offset just after the last transfer
+    std::uint64_t head_ = 0;   // byte offset just after the last transfer
 };
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

@@ -72,4 +72,4 @@ std::string ParamReader::finish() {
     return error_;
 }
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

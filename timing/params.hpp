@@ -41,4 +41,4 @@ private:
     std::string error_;
 };
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

@@ -35,4 +35,4 @@ std::string check_profile(std::string_view profile, const std::map<std::string, 
     return error;
 }
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

@@ -23,4 +23,4 @@ std::unique_ptr<DeviceModel> make_model(std::string_view profile,
 // The error make_model would report, or empty: for config validation.
 std::string check_profile(std::string_view profile, const std::map<std::string, std::string>& params);
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

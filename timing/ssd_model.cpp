@@ -47,4 +47,4 @@ Time SsdModel::submit(const Io& io, Time now) {
     return link_free_;
 }
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

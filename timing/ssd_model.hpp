@@ -23,11 +23,11 @@ namespace nbdsched::timing {
 
 struct SsdParams {
     std::string name = "ssd";
-    Nanos read_latency{100'000};            // 100 us: SATA SSD 4k QD1 ~10k IOPS
+    Nanos read_latency{100'000};   // 100 us: SATA SSD 4k QD1 ~10k IOPS
     Nanos write_latency{60'000};
-    unsigned channels = 8;                  // ~80k 4k random read IOPS at depth >= 8
-    unsigned queue_depth = 32;              // SATA NCQ
-    double bandwidth = 530.0 * 1024 * 1024; // bytes/s, SATA 6 Gb/s link
+    unsigned channels = 8;                    // ~80k 4k random read IOPS at depth >= 8
+    unsigned queue_depth = 32;                // SATA NCQ
+    double bandwidth = 530.0 * 1024 * 1024;   // bytes/s, SATA 6 Gb/s link
     std::uint32_t max_io = 512 * 1024;
     std::uint32_t optimal_io = 0;
 };
@@ -54,4 +54,4 @@ private:
     Time link_free_{};
 };
 
-} // namespace nbdsched::timing
+}   // namespace nbdsched::timing

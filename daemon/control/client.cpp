@@ -33,7 +33,7 @@ bool wait_for(int fd, short events, int timeout_seconds) {
     return rc > 0;
 }
 
-} // namespace
+}   // namespace
 
 std::optional<std::string> request(const std::string& socket_path, const std::string& line, std::string& error,
                                    int timeout_seconds) {
@@ -78,4 +78,4 @@ std::optional<std::string> request(const std::string& socket_path, const std::st
     return reply;
 }
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

@@ -15,4 +15,4 @@ std::optional<std::string> request(const std::string& socket_path, const std::st
 // 0 done, 1 the daemon refused (message on stderr), 2 usage or connection.
 int run_ctl(int argc, char** argv);
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

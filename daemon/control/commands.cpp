@@ -93,7 +93,7 @@ Json weight_command(const Json& request, DaemonState& state) {
     return Json{{"ok", true}};
 }
 
-} // namespace
+}   // namespace
 
 std::string apply_weight(DaemonState& state, const std::string& group, unsigned weight) {
     auto id = state.groups->find(group);
@@ -130,4 +130,4 @@ std::string handle_line(const std::string& line, DaemonState& state) {
     return reply.dump() + "\n";
 }
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

@@ -26,4 +26,4 @@ std::string handle_line(const std::string& line, DaemonState& state);
 // error message, empty on success. Shared by `ctl weight` and reload.
 std::string apply_weight(DaemonState& state, const std::string& group, unsigned weight);
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

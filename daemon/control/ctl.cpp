@@ -38,7 +38,7 @@ int print_reply(const std::string& cmd, const Json& reply, bool json) {
     return 0;
 }
 
-} // namespace
+}   // namespace
 
 int run_ctl(int argc, char** argv) {
     CLI::App app{"nbdsched ctl: inspect and steer a running nbdsched through its control socket"};
@@ -95,4 +95,4 @@ int run_ctl(int argc, char** argv) {
     }
 }
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

@@ -74,7 +74,7 @@ std::vector<std::string> row(std::string first, std::vector<std::string> rest) {
     return rest;
 }
 
-} // namespace
+}   // namespace
 
 std::string Table::str(const std::string& indent) const {
     std::vector<std::size_t> width;
@@ -154,4 +154,4 @@ std::string render_faults(const Json& reply) {
     return out + t.str("  ");
 }
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

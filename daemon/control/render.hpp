@@ -24,4 +24,4 @@ private:
     std::vector<std::vector<std::string>> rows_;
 };
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

@@ -52,7 +52,7 @@ Json faults_json(const backend::FaultStats& s) {
     return j;
 }
 
-} // namespace
+}   // namespace
 
 Device* DaemonState::find_device(std::string_view name) const {
     for (auto& d : *devices)
@@ -165,4 +165,4 @@ Json fault_switch_json(const std::string& device, const backend::FaultyBackend& 
     return j;
 }
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

@@ -23,4 +23,4 @@ Json stats_json(const DaemonState& state);
 // device, enabled, rules (how many), faults (the counts `stats` shows under `faults`).
 Json fault_switch_json(const std::string& device, const backend::FaultyBackend& faulty);
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

@@ -23,7 +23,7 @@ bool socket_alive(boost::asio::io_context& io, const std::string& path) {
     probe.connect(local::stream_protocol::endpoint(path), ec);
     return !ec;
 }
-} // namespace
+}   // namespace
 
 class ControlServer::Session : public std::enable_shared_from_this<Session> {
 public:
@@ -119,4 +119,4 @@ void ControlServer::close() {
     std::filesystem::remove(path_, fs_ec);
 }
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

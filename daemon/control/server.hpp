@@ -37,4 +37,4 @@ private:
     std::shared_ptr<bool> closed_;   // sessions check it before touching the handler
 };
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

@@ -14,12 +14,12 @@
 namespace nbdsched::daemon::control {
 
 struct DaemonState {
-    config::Config* config = nullptr;                       // the config in force
+    config::Config* config = nullptr;                          // the config in force
     std::vector<std::unique_ptr<Device>>* devices = nullptr;   // parallel to config->devices
-    ExportTable* exports = nullptr;                         // parallel to config->exports
+    ExportTable* exports = nullptr;                            // parallel to config->exports
     GroupTable* groups = nullptr;
 
     Device* find_device(std::string_view name) const;
 };
 
-} // namespace nbdsched::daemon::control
+}   // namespace nbdsched::daemon::control

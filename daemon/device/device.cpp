@@ -14,7 +14,7 @@ std::chrono::steady_clock::time_point to_clock(sched::Time t) {
     return std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(t));
 }
 
-} // namespace
+}   // namespace
 
 sched::Time steady_now() {
     return std::chrono::duration_cast<sched::Time>(std::chrono::steady_clock::now().time_since_epoch());
@@ -232,4 +232,4 @@ void Device::on_release_timer() {
     if (!releases_.empty()) arm_release();
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

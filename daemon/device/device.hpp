@@ -43,8 +43,8 @@ public:
         std::unique_ptr<sched::Scheduler> scheduler;
         std::unique_ptr<timing::DeviceModel> model;   // nullptr: no emulated timing
         bool rotational = false;
-        bool writes_sync = false;                     // plain writes count as sync
-        IoLimits io_limits;                           // what the device presents (model or storage)
+        bool writes_sync = false;                           // plain writes count as sync
+        IoLimits io_limits;                                 // what the device presents (model or storage)
         readahead::Options read_ahead{.window_bytes = 0};   // 0: read-ahead off (setup.cpp sets it)
         // limits.max_inflight_per_device / max_inflight_bytes_per_device
         std::uint64_t max_inflight = UINT64_MAX;
@@ -141,4 +141,4 @@ private:
     stats::DeviceStats stats_;
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -58,4 +58,4 @@ InflightBudget::Stats InflightBudget::stats() const {
     return {requests_, bytes_, peak_requests_, peak_bytes_, waits_, tickets_};
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -40,8 +40,8 @@ public:
         std::uint64_t bytes = 0;
         std::uint64_t peak_requests = 0;   // high-water marks since start
         std::uint64_t peak_bytes = 0;
-        std::uint64_t waits = 0;           // times a connection paused on this budget
-        std::uint64_t tickets = 0;         // room promised to woken waiters, not yet taken
+        std::uint64_t waits = 0;     // times a connection paused on this budget
+        std::uint64_t tickets = 0;   // room promised to woken waiters, not yet taken
     };
 
     InflightBudget(std::uint64_t max_requests, std::uint64_t max_bytes);
@@ -79,4 +79,4 @@ private:
     std::deque<std::weak_ptr<Waiter>> waiters_;
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -16,7 +16,7 @@ const backend::Backend& innermost(const backend::Backend& b) {
     return b;
 }
 
-} // namespace
+}   // namespace
 
 IoLimits io_limits(const timing::DeviceModel* model, const backend::Backend& backend) {
     if (model) return {model->max_io_bytes(), model->optimal_io_bytes()};
@@ -26,11 +26,11 @@ IoLimits io_limits(const timing::DeviceModel* model, const backend::Backend& bac
 }
 
 readahead::Options read_ahead_options(const config::Device& device, bool rotational,
-                                               const IoLimits& limits, std::uint64_t device_size) {
+                                      const IoLimits& limits, std::uint64_t device_size) {
     readahead::Options o;
     o.device_size = device_size;
     o.window_bytes = readahead::window_bytes(device.read_ahead_kb, rotational, limits.max_io_bytes,
-                                                      limits.optimal_io_bytes);
+                                             limits.optimal_io_bytes);
     o.cache_bytes = device.read_ahead_cache;
     o.max_io_bytes = limits.max_io_bytes;
     return o;
@@ -42,4 +42,4 @@ std::uint32_t preferred_block(const IoLimits& limits, std::uint32_t max_block) {
     return 4096;
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

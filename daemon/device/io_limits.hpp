@@ -22,10 +22,10 @@ IoLimits io_limits(const timing::DeviceModel* model, const backend::Backend& bac
 
 // The read-ahead the device runs with (window_bytes 0 = off).
 readahead::Options read_ahead_options(const config::Device& device, bool rotational,
-                                               const IoLimits& limits, std::uint64_t device_size);
+                                      const IoLimits& limits, std::uint64_t device_size);
 
 // NBD_INFO_BLOCK_SIZE preferred size: the optimal I/O size when there is a
 // usable one (a power of two in [512, max_block]), else 4096.
 std::uint32_t preferred_block(const IoLimits& limits, std::uint32_t max_block);
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -63,29 +63,29 @@ protected:
 
 struct IoRequest {
     // --- set by the connection before submit()
-    nbd::RequestHeader header;      // as the client sent it
+    nbd::RequestHeader header;   // as the client sent it
     RequestSink* sink = nullptr;
-    AlignedBuffer buffer;                // READ: filled by the backend; WRITE: the payload
+    AlignedBuffer buffer;   // READ: filled by the backend; WRITE: the payload
     sched::Op op = sched::Op::read;
-    std::uint64_t offset = 0;            // device-relative (export offset applied)
+    std::uint64_t offset = 0;   // device-relative (export offset applied)
     std::uint64_t length = 0;
     bool fua = false;
-    bool may_trim = true;                // WRITE_ZEROES without NO_HOLE
+    bool may_trim = true;   // WRITE_ZEROES without NO_HOLE
     sched::QueueId queue = 0;
     sched::GroupId group = 0;
 
     // --- set by the device
     sched::RequestId id = 0;
-    sched::Time submitted_at{};          // for the latency statistics
-    sched::Time release_at{};            // timing model: reply not before this
-    int backend_errno = 0;               // 0 or the backend's errno
+    sched::Time submitted_at{};   // for the latency statistics
+    sched::Time release_at{};     // timing model: reply not before this
+    int backend_errno = 0;        // 0 or the backend's errno
 
     // --- the reply, encoded by the connection
-    std::uint32_t error = 0;             // NBD error value
+    std::uint32_t error = 0;   // NBD error value
     std::array<std::uint8_t, nbd::max_reply_header> reply{};
     std::uint8_t reply_size = 0;
-    bool send_data = false;              // READ success: buffer follows the header
-    std::uint64_t charged_bytes = 0;     // counted against the in-flight byte limit
+    bool send_data = false;            // READ success: buffer follows the header
+    std::uint64_t charged_bytes = 0;   // counted against the in-flight byte limit
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -10,7 +10,7 @@ namespace {
 bool mutates(sched::Op op) {
     return op == sched::Op::write || op == sched::Op::trim || op == sched::Op::write_zeroes;
 }
-} // namespace
+}   // namespace
 
 ReadAheadPath::ReadAheadPath(const readahead::Options& options, Hooks hooks)
     : ra_(options), hooks_(std::move(hooks)) {}
@@ -122,4 +122,4 @@ void ReadAheadPath::wake_parked(std::uint64_t ticket) {
     }
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -72,8 +72,8 @@ private:
     readahead::ReadAhead ra_;
     Hooks hooks_;
     std::map<std::uint64_t, std::unique_ptr<PrefetchIo>> inflight_;   // by ticket
-    std::map<std::uint64_t, std::vector<IoRequest*>> parked_;          // by the ticket they wait for
+    std::map<std::uint64_t, std::vector<IoRequest*>> parked_;         // by the ticket they wait for
     std::size_t parked_count_ = 0;
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

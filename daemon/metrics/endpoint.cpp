@@ -67,4 +67,4 @@ void Endpoint::close() {
     exposer_.reset();   // joins the exposer's threads; they never wait for us
 }
 
-} // namespace nbdsched::daemon::metrics
+}   // namespace nbdsched::daemon::metrics

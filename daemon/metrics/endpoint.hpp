@@ -43,4 +43,4 @@ private:
     bool closed_ = false;
 };
 
-} // namespace nbdsched::daemon::metrics
+}   // namespace nbdsched::daemon::metrics

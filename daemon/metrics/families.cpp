@@ -105,7 +105,7 @@ void add_faults(Builder& b, const Labels& d, const backend::FaultStats& s) {
               static_cast<double>(s.delayed));
 }
 
-} // namespace
+}   // namespace
 
 std::vector<MetricFamily> collect(const control::DaemonState& state) {
     Builder b;
@@ -134,4 +134,4 @@ std::vector<MetricFamily> collect(const control::DaemonState& state) {
     return b.take();
 }
 
-} // namespace nbdsched::daemon::metrics
+}   // namespace nbdsched::daemon::metrics

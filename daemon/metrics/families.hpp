@@ -13,4 +13,4 @@ namespace nbdsched::daemon::metrics {
 
 std::vector<prometheus::MetricFamily> collect(const control::DaemonState& state);
 
-} // namespace nbdsched::daemon::metrics
+}   // namespace nbdsched::daemon::metrics

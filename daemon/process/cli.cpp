@@ -49,4 +49,4 @@ bool apply_listen_overrides(const CliOptions& options, config::Config& config, s
     return true;
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

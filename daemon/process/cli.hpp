@@ -11,11 +11,11 @@
 namespace nbdsched::daemon {
 
 struct CliOptions {
-    std::string config_file;                 // empty: the embedded default
-    std::string check_config_file;           // --check-config: validate and exit
-    std::string log_level;                   // empty: the config's
-    std::vector<std::string> listen_unix;    // override the config's listen list
-    std::vector<std::string> listen_tcp;     // HOST:PORT
+    std::string config_file;                // empty: the embedded default
+    std::string check_config_file;          // --check-config: validate and exit
+    std::string log_level;                  // empty: the config's
+    std::vector<std::string> listen_unix;   // override the config's listen list
+    std::vector<std::string> listen_tcp;    // HOST:PORT
 };
 
 // Parses argv; returns an exit code when the program should exit now
@@ -27,4 +27,4 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options);
 // False and `error` ("--listen-tcp '127.0.0.1:0': bad port ...") on a bad one.
 bool apply_listen_overrides(const CliOptions& options, config::Config& config, std::string& error);
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

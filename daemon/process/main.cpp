@@ -70,7 +70,7 @@ void keep_large_buffers_mapped() {
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
-} // namespace
+}   // namespace
 
 int main(int argc, char** argv) {
     // `nbdsched ctl ...` talks to a running daemon's control socket.

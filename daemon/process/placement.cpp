@@ -29,4 +29,4 @@ sched::GroupId place_connection(control::DaemonState& state, const PeerInfo& pee
     return *id;
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -15,4 +15,4 @@ namespace nbdsched::daemon {
 sched::GroupId place_connection(control::DaemonState& state, const PeerInfo& peer, const std::string& export_name,
                                 sched::GroupId export_group, const std::string& cgroup_root = "");
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -15,7 +15,7 @@ struct NotifyReload {
     ~NotifyReload() { notify_ready(status); }
 };
 
-} // namespace
+}   // namespace
 
 void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next) {
     auto now = steady_now();
@@ -82,4 +82,4 @@ bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {
     return true;
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -24,4 +24,4 @@ bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust);
 // Applies a plan whose ok() is true and makes `next` the config in force.
 void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next);
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -82,7 +82,7 @@ void compare_exports(const config::Config& old, const config::Config& next, Relo
     }
 }
 
-} // namespace
+}   // namespace
 
 ReloadPlan plan_reload(const config::Config& old, const config::Config& next) {
     ReloadPlan plan;
@@ -119,4 +119,4 @@ ReloadPlan plan_reload(const config::Config& old, const config::Config& next) {
     return plan;
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

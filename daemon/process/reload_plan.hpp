@@ -20,13 +20,13 @@
 namespace nbdsched::daemon {
 
 struct ReloadPlan {
-    std::vector<std::string> refused;   // why it cannot apply; non-empty = apply nothing
-    std::vector<config::Group> groups;  // new groups and groups whose weight changed
+    std::vector<std::string> refused;    // why it cannot apply; non-empty = apply nothing
+    std::vector<config::Group> groups;   // new groups and groups whose weight changed
     // device name -> tunables whose value changed (or were added)
     std::vector<std::pair<std::string, sched::Tunables>> tunables;
     // export index -> the group name its new connections get
     std::vector<std::pair<std::size_t, std::string>> export_groups;
-    std::vector<std::string> notes;     // what changes, one log line each
+    std::vector<std::string> notes;   // what changes, one log line each
     bool rules_changed = false;
 
     bool ok() const { return refused.empty(); }
@@ -34,4 +34,4 @@ struct ReloadPlan {
 
 ReloadPlan plan_reload(const config::Config& old, const config::Config& next);
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -190,4 +190,4 @@ sched::QueueId Server::open_queue(std::uint64_t connection, const std::string& e
     return queue;
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

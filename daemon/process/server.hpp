@@ -37,12 +37,12 @@
 namespace nbdsched::daemon {
 
 struct ServerOptions {
-    std::chrono::milliseconds drain_timeout{10000};  // shutdown: wait for in-flight requests
+    std::chrono::milliseconds drain_timeout{10000};   // shutdown: wait for in-flight requests
     bool handle_signals = true;
-    std::vector<int> activated_fds;                  // systemd socket activation: listen on these instead
-    std::function<void()> on_ready;                  // after listening (sd_notify READY=1)
-    std::function<void()> on_stopping;               // shutdown begins (sd_notify STOPPING=1)
-    ConfigAdjust reload_adjust;                      // SIGHUP: applied to the re-read config
+    std::vector<int> activated_fds;      // systemd socket activation: listen on these instead
+    std::function<void()> on_ready;      // after listening (sd_notify READY=1)
+    std::function<void()> on_stopping;   // shutdown begins (sd_notify STOPPING=1)
+    ConfigAdjust reload_adjust;          // SIGHUP: applied to the re-read config
 };
 
 class Server {
@@ -87,7 +87,7 @@ private:
     ConnectionContext context_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;
-    std::map<std::uint64_t, PeerInfo> peers_;        // taken at accept, for classification
+    std::map<std::uint64_t, PeerInfo> peers_;   // taken at accept, for classification
     GroupTable groups_;
     control::DaemonState state_;
     std::unique_ptr<control::ControlServer> control_;
@@ -98,4 +98,4 @@ private:
     int exit_code_ = 0;
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

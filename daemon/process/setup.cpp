@@ -45,7 +45,7 @@ bool window_fits(const config::Export& exp, std::size_t index, const Device& dev
     return true;
 }
 
-} // namespace
+}   // namespace
 
 sched::GroupId group_id(const config::Config& config, const std::string& name) {
     for (std::size_t i = 0; i < config.groups.size(); ++i)
@@ -76,7 +76,8 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
 
     sched::DeviceTraits traits;
     traits.rotational = parts.rotational;
-    traits.max_depth = dev.queue_depth ? dev.queue_depth : parts.model ? parts.model->queue_depth() : default_depth;
+    traits.max_depth = dev.queue_depth ? dev.queue_depth : parts.model ? parts.model->queue_depth()
+                                                                       : default_depth;
     parts.scheduler = sched::make_scheduler(dev.scheduler, traits, dev.tunables, why);
     if (!parts.scheduler) {
         error = "device " + dev.name + ": scheduler " + dev.scheduler + ": " + why;
@@ -138,4 +139,4 @@ bool build_exports(const config::Config& config, const std::vector<std::unique_p
     return true;
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

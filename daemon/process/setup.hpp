@@ -27,4 +27,4 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
 bool build_exports(const config::Config& config, const std::vector<std::unique_ptr<Device>>& devices,
                    ExportTable& table, std::string& error);
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

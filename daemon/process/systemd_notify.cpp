@@ -71,7 +71,7 @@ InheritedSocket inspect(int fd, std::string name) {
     return s;
 }
 
-} // namespace
+}   // namespace
 
 void notify_ready(std::string_view status) {
     send("READY=1\nSTATUS=" + one_line(status));
@@ -120,4 +120,4 @@ std::string describe(const InheritedSocket& socket) {
     return "fd " + std::to_string(socket.fd) + " (not a listening stream socket)";
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

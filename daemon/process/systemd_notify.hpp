@@ -26,12 +26,14 @@ void notify_reloading();
 void notify_stopping();
 
 struct InheritedSocket {
-    enum class Kind { unix_socket, tcp, other };
+    enum class Kind { unix_socket,
+                      tcp,
+                      other };
     int fd = -1;
-    Kind kind = Kind::other;    // other: not a listening stream socket; close it
-    int family = 0;             // AF_UNIX, AF_INET, AF_INET6
-    std::string address;        // "/run/x.sock", "@abstract", "127.0.0.1:10809", "[::1]:10809"
-    std::string name;           // FileDescriptorName= (systemd-socket-activate --fdname)
+    Kind kind = Kind::other;   // other: not a listening stream socket; close it
+    int family = 0;            // AF_UNIX, AF_INET, AF_INET6
+    std::string address;       // "/run/x.sock", "@abstract", "127.0.0.1:10809", "[::1]:10809"
+    std::string name;          // FileDescriptorName= (systemd-socket-activate --fdname)
 };
 
 // The sockets passed by systemd, in order; empty when not socket-activated.
@@ -42,4 +44,4 @@ std::vector<InheritedSocket> inherited_sockets();
 // "unix /run/x.sock", "tcp 127.0.0.1:10809" (for log lines).
 std::string describe(const InheritedSocket& socket);
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -68,4 +68,4 @@ void Connection::close(const std::string& reason, spdlog::level::level_enum leve
     maybe_finish();
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -71,7 +71,9 @@ public:
     void budget_available() override;
 
 private:
-    enum class ReadState { header, payload, discard };
+    enum class ReadState { header,
+                           payload,
+                           discard };
 
     // connection_handshake.cpp
     void send_greeting();
@@ -126,15 +128,15 @@ private:
     std::size_t rbeg_ = 0;
     std::size_t rend_ = 0;
     ReadState rstate_ = ReadState::header;
-    IoRequest* current_ = nullptr;       // request whose WRITE payload is being read
-    std::uint64_t payload_left_ = 0;     // payload (or discarded) bytes still to come
+    IoRequest* current_ = nullptr;     // request whose WRITE payload is being read
+    std::uint64_t payload_left_ = 0;   // payload (or discarded) bytes still to come
     std::size_t payload_got_ = 0;
-    bool reading_ = false;               // an async read is pending
+    bool reading_ = false;   // an async read is pending
     bool parsing_ = false;
-    bool paused_ = false;                // back-pressure
-    bool waiting_budget_ = false;        // in line at the device's InflightBudget
-    bool has_ticket_ = false;            // reached the head of that line: may take one request
-    bool stop_reading_ = false;          // DISC, EOF or shutdown: no more requests
+    bool paused_ = false;           // back-pressure
+    bool waiting_budget_ = false;   // in line at the device's InflightBudget
+    bool has_ticket_ = false;       // reached the head of that line: may take one request
+    bool stop_reading_ = false;     // DISC, EOF or shutdown: no more requests
 
     // requests read but not yet answered, and their bytes
     std::size_t inflight_ = 0;
@@ -142,8 +144,8 @@ private:
     std::vector<std::unique_ptr<IoRequest>> all_;
     std::vector<IoRequest*> free_;
 
-    std::vector<IoRequest*> pending_;    // replies waiting for the writer
-    std::vector<IoRequest*> batch_;      // replies being written now
+    std::vector<IoRequest*> pending_;              // replies waiting for the writer
+    std::vector<IoRequest*> batch_;                // replies being written now
     std::vector<boost::asio::const_buffer> iov_;   // reused: no allocation per write
     bool writing_ = false;
 
@@ -151,4 +153,4 @@ private:
     bool finished_ = false;
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -51,7 +51,7 @@ void Connection::read_option_header() {
             }
             auto header = nbd::decode_option_header(
                 std::span<const std::uint8_t, nbd::option_header_size>(self->hs_in_.data(),
-                                                                            nbd::option_header_size));
+                                                                       nbd::option_header_size));
             if (!header) return self->close("malformed option (bad IHAVEOPT magic)", spdlog::level::warn);
             if (header->length > nbd::max_option_length)
                 return self->close("option " + std::string(nbd::option_name(header->option)) + " length " +
@@ -76,7 +76,7 @@ void Connection::answer_option(const nbd::OptionHeader& header) {
     spdlog::debug("{}: option {} -> {}", tag(), nbd::option_name(header.option),
                   result.next == nbd::Next::close          ? "close"
                   : result.next == nbd::Next::transmission ? "transmission"
-                                                                : "continue");
+                                                           : "continue");
     auto next = [self = shared_from_this(), result](const boost::system::error_code& ec, std::size_t) {
         if (ec) return self->close("writing option reply: " + ec.message());
         switch (result.next) {
@@ -115,4 +115,4 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     read_more();
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

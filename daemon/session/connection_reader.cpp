@@ -27,7 +27,7 @@ sched::Op op_of(std::uint16_t type) {
     default: return sched::Op::read;
     }
 }
-} // namespace
+}   // namespace
 
 bool Connection::over_limits() const {
     return inflight_ >= context_.limits.max_inflight_per_connection ||
@@ -221,4 +221,4 @@ void Connection::submit(IoRequest& r) {
     device_->submit(r);
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

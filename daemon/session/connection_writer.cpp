@@ -13,7 +13,7 @@ namespace nbdsched::daemon {
 namespace {
 // Buffers bigger than this go back to the allocator instead of the free list.
 constexpr std::size_t keep_buffer = 1u << 20;
-} // namespace
+}   // namespace
 
 IoRequest& Connection::acquire() {
     IoRequest* r;
@@ -116,4 +116,4 @@ void Connection::maybe_finish() {
     });
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -65,7 +65,7 @@ std::string peer_of(const Socket& s) {
     return "?";
 }
 
-} // namespace
+}   // namespace
 
 Listener::Listener(asio::io_context& io) : io_(io) {}
 
@@ -216,4 +216,4 @@ std::string Listener::uri(const std::string& export_name) const {
     return "nbd://" + host + ":" + std::to_string(port_) + "/" + export_name;
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

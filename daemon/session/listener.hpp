@@ -46,8 +46,8 @@ private:
     std::optional<boost::asio::local::stream_protocol::acceptor> unix_;
     std::optional<boost::asio::ip::tcp::acceptor> tcp_;
     std::string description_;
-    std::string path_;          // unix socket path
-    bool owns_path_ = false;    // we created the file: remove it on close
+    std::string path_;         // unix socket path
+    bool owns_path_ = false;   // we created the file: remove it on close
     std::string host_;
     std::uint16_t port_ = 0;
     Accept on_accept_;
@@ -55,4 +55,4 @@ private:
     bool closed_ = false;
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

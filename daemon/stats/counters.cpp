@@ -80,4 +80,4 @@ void DeviceStats::readahead_hit(sched::QueueId queue) {
     }
 }
 
-} // namespace nbdsched::daemon::stats
+}   // namespace nbdsched::daemon::stats

@@ -39,7 +39,7 @@ struct Counters {
 struct QueueInfo {
     std::string export_name;
     sched::GroupId group = 0;
-    std::string peer;           // "pid 123 uid 0 cgroup /x" or "127.0.0.1:5555"
+    std::string peer;   // "pid 123 uid 0 cgroup /x" or "127.0.0.1:5555"
 };
 
 struct QueueCounters {
@@ -80,4 +80,4 @@ private:
     std::uint64_t opened_ = 0;
 };
 
-} // namespace nbdsched::daemon::stats
+}   // namespace nbdsched::daemon::stats

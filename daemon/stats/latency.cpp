@@ -8,7 +8,7 @@ namespace nbdsched::daemon::stats {
 
 namespace {
 constexpr std::uint64_t unit_ns = 1000;   // octave 0's step: 1us
-} // namespace
+}   // namespace
 
 // Octave 0 covers [0, 16) units one unit per bucket; octave k >= 1 covers
 // [16 * 2^(k-1), 16 * 2^k) units in 16 steps of 2^(k-1) units.
@@ -65,4 +65,4 @@ Nanos LatencyHistogram::percentile(double p) const {
     return Nanos(max_ns_);
 }
 
-} // namespace nbdsched::daemon::stats
+}   // namespace nbdsched::daemon::stats

@@ -38,4 +38,4 @@ private:
     std::uint64_t max_ns_ = 0;
 };
 
-} // namespace nbdsched::daemon::stats
+}   // namespace nbdsched::daemon::stats

@@ -51,7 +51,7 @@ bool match_one(const config::Rule& r, const PeerInfo& peer, std::string_view exp
     return true;
 }
 
-} // namespace
+}   // namespace
 
 std::string PeerInfo::describe() const {
     if (!is_unix) return address.empty() ? "tcp ?" : "tcp " + address;
@@ -163,4 +163,4 @@ std::optional<unsigned> cgroup_weight(const std::string& cgroup, const std::stri
     return parse_cgroup_weight(read_file(dir + "/io.weight"));
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -20,8 +20,8 @@ struct PeerInfo {
     std::optional<std::int32_t> pid;
     std::optional<std::uint32_t> uid;
     std::optional<std::uint32_t> gid;
-    std::string cgroup;       // "/system.slice/x.service"; empty = unknown
-    std::string address;      // TCP: "127.0.0.1" or "::1" (no port)
+    std::string cgroup;    // "/system.slice/x.service"; empty = unknown
+    std::string address;   // TCP: "127.0.0.1" or "::1" (no port)
 
     // "pid 12 uid 0 gid 0 cgroup /a/b" or "tcp 127.0.0.1", for logs and ctl.
     std::string describe() const;
@@ -55,4 +55,4 @@ std::string cgroup2_root();
 // The parsing half, for tests: the weight in one of those files.
 std::optional<unsigned> parse_cgroup_weight(std::string_view text);
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -13,18 +13,18 @@ namespace nbdsched::daemon {
 
 struct ExportBinding {
     Device* device = nullptr;
-    std::uint64_t offset = 0;     // the export's window starts here on the device
+    std::uint64_t offset = 0;   // the export's window starts here on the device
     bool read_only = false;
     sched::GroupId group = 0;
 };
 
 struct ExportTable {
-    std::vector<nbd::ExportInfo> infos;   // what negotiation offers
-    std::vector<ExportBinding> bindings;       // parallel to infos
+    std::vector<nbd::ExportInfo> infos;    // what negotiation offers
+    std::vector<ExportBinding> bindings;   // parallel to infos
 
     const ExportBinding& binding_of(const nbd::ExportInfo* info) const {
         return bindings[static_cast<std::size_t>(info - infos.data())];
     }
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -27,4 +27,4 @@ std::string GroupTable::name_of(sched::GroupId id) const {
     return id < entries_.size() ? entries_[id].name : std::string("?");
 }
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

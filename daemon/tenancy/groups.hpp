@@ -40,4 +40,4 @@ private:
     std::vector<Entry> entries_;
 };
 
-} // namespace nbdsched::daemon
+}   // namespace nbdsched::daemon

@@ -15,4 +15,4 @@ std::unique_ptr<Scheduler> make_bfq(const DeviceTraits& device, const Tunables& 
                                     std::string& error);
 std::vector<std::string> bfq_tunable_names();
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

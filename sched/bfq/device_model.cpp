@@ -12,12 +12,12 @@ constexpr unsigned kHwQueueSamples = 32;    // BFQ_HW_QUEUE_SAMPLES
 constexpr std::uint64_t kRateMinSamples = 32;
 constexpr Nanos kRateMinInterval = 300ms;
 constexpr Nanos kRateRefInterval = 1s;
-constexpr Nanos kMinTt = 2ms;               // BFQ_MIN_TT
+constexpr Nanos kMinTt = 2ms;   // BFQ_MIN_TT
 // ref_rate[] in sectors/usec << 16: {rotational, non-rotational}; the
 // initial estimate is 2/3 of it, as bfq_init_queue does.
 constexpr std::uint64_t kRefRate[2] = {14000, 33000};
 
-} // namespace
+}   // namespace
 
 void HwTagDetector::sample(unsigned rq_in_driver, std::size_t queued, bool in_service_small) {
     max_rq_in_driver_ = std::max(max_rq_in_driver_, rq_in_driver);
@@ -105,4 +105,4 @@ bool PeakRateEstimator::on_completion(Time now) {
     return updated;
 }
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

@@ -57,4 +57,4 @@ private:
     Nanos delta_from_first_{};
 };
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

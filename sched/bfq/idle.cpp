@@ -9,7 +9,7 @@ namespace nbdsched::sched::bfq {
 namespace {
 using namespace std::chrono_literals;
 constexpr Nanos kMinTt = 2ms;   // BFQ_MIN_TT
-} // namespace
+}   // namespace
 
 Nanos BfqScheduler::guarantee_idle() const {
     // slice_idle serves both purposes when set; with slice_idle 0 (the seed
@@ -57,7 +57,7 @@ bool BfqScheduler::idling_needed_for_service_guarantees(const BfqQueue&) const {
 }
 
 bool BfqScheduler::better_to_idle(const BfqQueue& q) const {
-    if (q.closed) return false;                    // no process references
+    if (q.closed) return false;   // no process references
     if (tunables_.strict_guarantees) return true;
     if (!q.sync()) return false;
     if (tunables_.slice_idle.count() != 0)
@@ -89,4 +89,4 @@ void BfqScheduler::stop_idling(BfqQueue& q, Time now) {
     idle_until_.reset();
 }
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

@@ -54,7 +54,7 @@ std::string BfqScheduler::set_tunable(std::string_view name, std::string_view va
     return {};
 }
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq
 
 namespace nbdsched::sched {
 
@@ -66,4 +66,4 @@ std::unique_ptr<Scheduler> make_bfq(const DeviceTraits& device, const Tunables& 
 
 std::vector<std::string> bfq_tunable_names() { return bfq::table().names(); }
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

@@ -6,14 +6,14 @@
 namespace nbdsched::sched::bfq {
 namespace {
 
-constexpr std::uint64_t kSeekThr = 8 * 100;       // BFQQ_SEEK_THR (sectors)
-constexpr std::uint64_t kSectThrNonrot = 2 * 32;  // BFQQ_SECT_THR_NONROT
-constexpr int kSeekyHistory = 19;                 // BFQQ_SEEKY: > 19 of 32
-constexpr std::uint64_t kTtimeValid = 80;         // bfq_sample_valid()
+constexpr std::uint64_t kSeekThr = 8 * 100;        // BFQQ_SEEK_THR (sectors)
+constexpr std::uint64_t kSectThrNonrot = 2 * 32;   // BFQQ_SECT_THR_NONROT
+constexpr int kSeekyHistory = 19;                  // BFQQ_SEEKY: > 19 of 32
+constexpr std::uint64_t kTtimeValid = 80;          // bfq_sample_valid()
 
 std::uint64_t sector(const Request& r) { return r.offset / 512; }
 
-} // namespace
+}   // namespace
 
 BfqQueue::BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync,
                    std::pmr::memory_resource* pool)
@@ -91,7 +91,7 @@ void BfqQueue::note_arrival(const Request& request, Time now, bool nonrot, Nanos
     // non-rotational devices, small (large random requests are not seeky).
     std::uint64_t pos = sector(request);
     std::uint64_t dist = last_request_pos_ == 0 ? 0
-        : (pos > last_request_pos_ ? pos - last_request_pos_ : last_request_pos_ - pos);
+                                                : (pos > last_request_pos_ ? pos - last_request_pos_ : last_request_pos_ - pos);
     bool rq_seeky = dist > kSeekThr && (!nonrot || request.sectors() < kSectThrNonrot);
     seek_history_ = (seek_history_ << 1) | (rq_seeky ? 1u : 0u);
     last_request_pos_ = pos + request.sectors();
@@ -106,4 +106,4 @@ void BfqQueue::update_short_ttime(Nanos slice_idle) {
 
 bool BfqQueue::seeky() const { return std::popcount(seek_history_) > kSeekyHistory; }
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

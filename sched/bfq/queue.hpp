@@ -59,15 +59,15 @@ public:
     void note_arrival(const Request& request, Time now, bool nonrot, Nanos slice_idle);
     void note_completion(Time now) { last_end_request_ = now; }
     Time last_end_request() const { return last_end_request_; }
-    bool seeky() const;                      // BFQQ_SEEKY
+    bool seeky() const;   // BFQQ_SEEKY
     bool has_short_ttime() const { return short_ttime_; }
 
     Entity entity;
-    unsigned dispatched = 0;                 // at the device
-    std::uint64_t max_budget = 0;            // bfqq->max_budget (sectors)
+    unsigned dispatched = 0;        // at the device
+    std::uint64_t max_budget = 0;   // bfqq->max_budget (sectors)
     Time budget_timeout{};
-    bool wait_request = false;               // idle timer armed for this queue
-    bool non_blocking_wait_rq = false;       // expired only while waiting for I/O
+    bool wait_request = false;           // idle timer armed for this queue
+    bool non_blocking_wait_rq = false;   // expired only while waiting for I/O
     std::uint64_t budget_left_at_expiry = 0;
     bool io_bound = false;
     unsigned requests_within_timer = 0;
@@ -87,10 +87,10 @@ private:
     std::pmr::set<std::pair<std::uint64_t, RequestId>> by_sector_;
     std::pmr::set<std::pair<Time, RequestId>> fifo_;
     bool fifo_checked_ = false;
-    std::optional<RequestId> next_;          // cached choice (bfqq->next_rq)
+    std::optional<RequestId> next_;   // cached choice (bfqq->next_rq)
     bool next_from_fifo_ = false;
     std::uint32_t seek_history_ = 0;
-    std::uint64_t last_request_pos_ = 0;     // sector after the last arrival
+    std::uint64_t last_request_pos_ = 0;   // sector after the last arrival
     Time last_end_request_{};
     std::uint64_t ttime_samples_ = 0;
     std::uint64_t ttime_total_ = 0;
@@ -98,4 +98,4 @@ private:
     bool short_ttime_;
 };
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

@@ -11,7 +11,7 @@ std::uint64_t queue_key(QueueId client, bool sync) { return (client << 1) | (syn
 
 bool busy(const Entity& e) { return e.in_service || e.where == Entity::Where::active; }
 
-} // namespace
+}   // namespace
 
 BfqScheduler::BfqScheduler(const DeviceTraits& device, const BfqTunables& tunables)
     : device_(device),
@@ -256,4 +256,4 @@ void BfqScheduler::process_timer(Time now) {
 
 std::optional<Time> BfqScheduler::next_wakeup() const { return idle_until_; }
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

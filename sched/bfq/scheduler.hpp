@@ -21,14 +21,18 @@
 namespace nbdsched::sched::bfq {
 
 // Why the in-service queue stops being served (enum bfqq_expiration).
-enum class Expiry { too_idle, budget_timeout, budget_exhausted, no_more_requests, preempted };
+enum class Expiry { too_idle,
+                    budget_timeout,
+                    budget_exhausted,
+                    no_more_requests,
+                    preempted };
 
 struct BfqGroup {
     explicit BfqGroup(std::pmr::memory_resource* pool) : tree(pool) {}
 
     Entity entity;
-    ServiceTree tree;              // this group's queues
-    std::uint64_t pending = 0;     // queued + in flight, for the symmetry test
+    ServiceTree tree;            // this group's queues
+    std::uint64_t pending = 0;   // queued + in flight, for the symmetry test
     GroupStats stats;
 };
 
@@ -91,8 +95,8 @@ private:
     void served(BfqQueue& q, std::uint64_t sectors);
     std::uint64_t charge(const Request& r, const BfqQueue& q) const;
     std::uint64_t budget_left(const BfqQueue& q) const;
-    std::uint64_t max_budget() const;     // bfq_max_budget()
-    std::uint64_t min_budget() const;     // bfq_min_budget()
+    std::uint64_t max_budget() const;   // bfq_max_budget()
+    std::uint64_t min_budget() const;   // bfq_min_budget()
     bool budget_timed_out(const BfqQueue& q, Time now) const;
     bool may_expire_for_budget_timeout(const BfqQueue& q, Time now) const;
     const Request* next_rq(BfqQueue& q, Time now);
@@ -113,13 +117,13 @@ private:
     BfqTunables tunables_;
     // Before the trees and maps whose nodes it holds, so it outlives them.
     NodePool pool_;
-    std::uint64_t computed_max_budget_;   // bfqd->bfq_max_budget
-    std::uint64_t budgets_assigned_ = 0;  // smoothed towards 256
-    bool peak_rate_known_ = false;        // the estimator produced a rate
+    std::uint64_t computed_max_budget_;    // bfqd->bfq_max_budget
+    std::uint64_t budgets_assigned_ = 0;   // smoothed towards 256
+    bool peak_rate_known_ = false;         // the estimator produced a rate
     HwTagDetector hw_tag_;
     PeakRateEstimator peak_rate_;
 
-    ServiceTree root_{&pool_};            // groups
+    ServiceTree root_{&pool_};   // groups
     std::map<GroupId, BfqGroup> groups_;
     // Hash maps, looked up on every request: they are iterated nowhere but
     // in stats(), where order does not matter, so decisions stay
@@ -132,12 +136,12 @@ private:
     std::uint64_t groups_with_pending_ = 0;
 
     BfqQueue* in_service_ = nullptr;
-    std::optional<Time> idle_until_;      // armed idle timer
+    std::optional<Time> idle_until_;   // armed idle timer
     Time idle_start_{};
     Time last_budget_start_{};
     Time last_idling_start_{};
-    std::uint64_t last_position_ = 0;     // sector after the last dispatch
+    std::uint64_t last_position_ = 0;   // sector after the last dispatch
     EntityStats device_stats_;
 };
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

@@ -12,7 +12,7 @@ constexpr std::uint64_t kDefaultMaxBudget = 16 * 1024;   // sectors
 constexpr std::uint64_t kStatsMinBudgets = 194;
 constexpr std::uint64_t kAsyncChargeFactor = 3;
 
-} // namespace
+}   // namespace
 
 std::uint64_t BfqScheduler::max_budget() const {
     return budgets_assigned_ < kStatsMinBudgets ? kDefaultMaxBudget : computed_max_budget_;
@@ -213,4 +213,4 @@ void BfqScheduler::maybe_preempt(BfqQueue& arrived, bool wants_to_preempt, Time 
     expire(*cur, false, Expiry::preempted, now);
 }
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

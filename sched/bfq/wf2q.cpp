@@ -14,7 +14,7 @@ namespace {
 // wrap-around is harmless; 64-bit sector counts shifted by 22 do not wrap in
 // any realistic run, so plain comparison is used.
 bool later(std::uint64_t a, std::uint64_t b) { return a > b; }
-} // namespace
+}   // namespace
 
 void ServiceTree::insert_active(Entity& e) {
     e.where = Entity::Where::active;
@@ -152,4 +152,4 @@ void ServiceTree::served(Entity& e, std::uint64_t sectors) {
     forget_idle();
 }
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

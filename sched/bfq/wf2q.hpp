@@ -26,14 +26,16 @@ inline constexpr int kServiceShift = 22;   // WFQ_SERVICE_SHIFT
 std::uint64_t vdelta(std::uint64_t service, std::uint64_t weight);
 
 struct Entity {
-    enum class Where : std::uint8_t { none, active, idle };
+    enum class Where : std::uint8_t { none,
+                                      active,
+                                      idle };
 
-    std::uint64_t key = 0;         // unique within its tree; tie-breaker
+    std::uint64_t key = 0;   // unique within its tree; tie-breaker
     unsigned weight = 100;
-    std::uint64_t start = 0;       // virtual start time
-    std::uint64_t finish = 0;      // virtual finish time
-    std::uint64_t budget = 0;      // sectors this entity may receive when served
-    std::uint64_t service = 0;     // sectors received since it was put in service
+    std::uint64_t start = 0;     // virtual start time
+    std::uint64_t finish = 0;    // virtual finish time
+    std::uint64_t budget = 0;    // sectors this entity may receive when served
+    std::uint64_t service = 0;   // sectors received since it was put in service
     Where where = Where::none;
     bool in_service = false;
 };
@@ -89,4 +91,4 @@ private:
     std::pmr::map<std::pair<std::uint64_t, std::uint64_t>, Entity*> idle_;
 };
 
-} // namespace nbdsched::sched::bfq
+}   // namespace nbdsched::sched::bfq

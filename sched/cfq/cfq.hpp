@@ -15,4 +15,4 @@ namespace nbdsched::sched {
 std::unique_ptr<Scheduler> make_cfq(const DeviceTraits& device, const Tunables& tunables,
                                     std::string& error);
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

@@ -213,7 +213,7 @@ std::string CfqScheduler::set_tunable(std::string_view name, std::string_view va
     return table().set(t_, device_, name, value);   // a bad value leaves t_ as it was
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq
 
 namespace nbdsched::sched {
 
@@ -223,4 +223,4 @@ std::unique_ptr<Scheduler> make_cfq(const DeviceTraits& device, const Tunables& 
     return t ? std::make_unique<cfq::CfqScheduler>(device, *t) : nullptr;
 }
 
-} // namespace nbdsched::sched
+}   // namespace nbdsched::sched

@@ -166,4 +166,4 @@ private:
     std::unordered_map<QueueId, EntityStats> queue_stats_;
 };
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

@@ -63,4 +63,4 @@ std::optional<Request> CfqScheduler::dispatch_request(CfqQueue& q, Time now) {
     return req;
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

@@ -9,4 +9,4 @@ CfqGroup::CfqGroup(GroupId id_, unsigned weight_, Time now, std::pmr::memory_res
     stats.weight = weight_;
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

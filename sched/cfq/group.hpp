@@ -25,9 +25,9 @@ struct CfqGroup {
     bool on_tree = false;
     std::uint64_t vdisktime = 0;
     std::uint64_t tree_seq = 0;
-    unsigned vfraction = 0;    // fixed point, kServiceShift
+    unsigned vfraction = 0;   // fixed point, kServiceShift
 
-    int nr_cfqq = 0;           // queues of this group on the round robin
+    int nr_cfqq = 0;   // queues of this group on the round robin
     unsigned busy_queues_avg = 0;
     // Best-effort class only: [async, sync-noidle, sync].
     std::array<QueueTree, kWlTypes> trees;
@@ -49,4 +49,4 @@ struct CfqGroup {
     unsigned busy_async_queues() const { return unsigned(trees[0].count()); }
 };
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

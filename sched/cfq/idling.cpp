@@ -16,7 +16,7 @@ bool req_noidle(const Request& r) {
     return r.op == Op::flush || (r.op == Op::write && r.sync && r.fua);
 }
 
-} // namespace
+}   // namespace
 
 bool CfqScheduler::should_idle(const CfqQueue& q) const {
     if (t_.slice_idle == Nanos{}) return false;
@@ -69,11 +69,11 @@ void CfqScheduler::idle_timer_fired(Time now) {
     bool timed_out = true;
     if (CfqQueue* q = active_) {
         timed_out = false;
-        if (q->must_dispatch) return;        // a request came: let it through
+        if (q->must_dispatch) return;   // a request came: let it through
         if (!slice_used(*q, now)) {
             if (!busy_queues_) return;
-            if (!q->empty()) return;         // not expired and has work: dispatch
-            q->deep = false;                 // idling did not pay off
+            if (!q->empty()) return;   // not expired and has work: dispatch
+            q->deep = false;           // idling did not pay off
         }
     }
     slice_expired(now, timed_out);
@@ -102,4 +102,4 @@ void CfqScheduler::update_hw_tag() {
     hw_tag_ = hw_tag_est_depth_ >= kHwQueueMin ? 1 : 0;
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

@@ -91,4 +91,4 @@ void CfqQueue::update_seek(const Request& req, bool rotational) {
 
 bool CfqQueue::seeky() const { return std::popcount(seek_history) > 32 / 8; }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

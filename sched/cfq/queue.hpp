@@ -19,7 +19,9 @@ namespace nbdsched::sched::cfq {
 struct CfqGroup;
 struct QueueTree;
 
-enum class WlType : int { async = 0, sync_noidle = 1, sync = 2 };   // wl_type_t
+enum class WlType : int { async = 0,
+                          sync_noidle = 1,
+                          sync = 2 };   // wl_type_t
 inline constexpr int kWlTypes = 3;
 
 struct ElevatorParams {
@@ -54,8 +56,8 @@ struct CfqQueue {
     void update_seek(const Request& req, bool rotational);
     bool seeky() const;   // CFQQ_SEEKY
 
-    const std::uint64_t key;            // creation order; breaks no ties, only names
-    const std::optional<QueueId> client; // nullopt for a group's shared async queue
+    const std::uint64_t key;               // creation order; breaks no ties, only names
+    const std::optional<QueueId> client;   // nullopt for a group's shared async queue
     CfqGroup* const group;
     const bool sync;
 
@@ -100,4 +102,4 @@ std::optional<CfqQueue::PendingIt> choose_req(std::optional<CfqQueue::PendingIt>
                                               std::optional<CfqQueue::PendingIt> b,
                                               std::uint64_t last, const ElevatorParams& e);
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

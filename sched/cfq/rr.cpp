@@ -14,7 +14,7 @@ std::uint64_t scale_charge(std::uint64_t charge, unsigned vfraction) {
     return (charge << (2 * kServiceShift)) / vfraction;
 }
 
-} // namespace
+}   // namespace
 
 void CfqScheduler::service_tree_add(CfqQueue& q, bool add_front, Time now) {
     QueueTree& st = q.group->tree(q.type());
@@ -123,4 +123,4 @@ void CfqScheduler::group_served(CfqGroup& g, CfqQueue& q, Time now) {
     }
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

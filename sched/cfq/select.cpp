@@ -159,4 +159,4 @@ void CfqScheduler::preempt_queue(CfqQueue& q, Time now) {
     q.slice_new = true;
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

@@ -33,4 +33,4 @@ void GroupTree::update_min_vdisktime() {
     if (std::int64_t(v - min_vdisktime) > 0) min_vdisktime = v;
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

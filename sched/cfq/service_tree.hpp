@@ -65,4 +65,4 @@ private:
     std::uint64_t next_seq_ = 0;
 };
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

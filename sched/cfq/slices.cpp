@@ -92,4 +92,4 @@ Nanos CfqScheduler::workload_slice(CfqGroup& g, WlType type) const {
     return std::max(slice, kMinTt);
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

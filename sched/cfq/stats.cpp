@@ -81,4 +81,4 @@ SchedulerStats CfqScheduler::stats(Time now) const {
     return s;
 }
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

@@ -29,4 +29,4 @@ struct ThinkTime {
     bool big(Nanos idle) const { return valid() && mean > idle; }
 };
 
-} // namespace nbdsched::sched::cfq
+}   // namespace nbdsched::sched::cfq

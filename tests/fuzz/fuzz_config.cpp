@@ -55,7 +55,7 @@ void check_config(const config::Config& c) {
     FUZZ_CHECK(c.limits.max_inflight_bytes_per_connection >= c.limits.max_request_bytes);
 }
 
-} // namespace
+}   // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);

@@ -106,7 +106,7 @@ void check_info_request(std::span<const std::uint8_t> data) {
     FUZZ_CHECK(std::equal(again.begin(), again.end(), data.begin(), data.end()));
 }
 
-} // namespace
+}   // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     std::span<const std::uint8_t> in(data, size);

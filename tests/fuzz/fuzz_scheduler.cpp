@@ -167,7 +167,7 @@ private:
     std::uint64_t completed_ = 0;
 };
 
-} // namespace
+}   // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     nbdsched::fuzz::Input in(data, size);
@@ -193,9 +193,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case 1: d.close(in.below(queues) + 1); break;
         case 2: d.set_group(in.below(4), 1 + in.below(1000)); break;
         case 3: d.tunable(in.u8(), in.u8()); break;
-        case 4: case 5: d.complete(in.u8()); break;
+        case 4:
+        case 5: d.complete(in.u8()); break;
         case 6: d.advance(Nanos(in.u16()) * 1000); break;   // up to 65 ms
-        case 7: d.advance(Nanos(in.u8())); break;            // nanosecond steps
+        case 7: d.advance(Nanos(in.u8())); break;           // nanosecond steps
         default: {
             const auto op = static_cast<Op>(in.below(5));
             const std::uint64_t offset = std::uint64_t(in.u16()) * 4096 * (in.flag() ? 1 : 4096);

@@ -19,8 +19,15 @@ using namespace nbdsched::nbd;
 
 bool known_error(std::uint32_t e) {
     switch (e) {
-    case 0: case err_perm: case err_io: case err_nomem: case err_inval:
-    case err_nospc: case err_overflow: case err_notsup: case err_shutdown:
+    case 0:
+    case err_perm:
+    case err_io:
+    case err_nomem:
+    case err_inval:
+    case err_nospc:
+    case err_overflow:
+    case err_notsup:
+    case err_shutdown:
         return true;
     }
     return false;
@@ -76,7 +83,7 @@ void check_reply(const RequestHeader& r, const ExportLimits& limits, std::uint32
     }
 }
 
-} // namespace
+}   // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     nbdsched::fuzz::Input in(data, size);

@@ -38,4 +38,4 @@ private:
     std::size_t pos_ = 0;
 };
 
-} // namespace nbdsched::fuzz
+}   // namespace nbdsched::fuzz

@@ -20,7 +20,7 @@ std::vector<std::uint8_t> read_all(const std::filesystem::path& p) {
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-} // namespace
+}   // namespace
 
 int main(int argc, char** argv) {
     std::vector<std::filesystem::path> files;

@@ -30,7 +30,7 @@ bool drain(nbd_handle* h) {
     return true;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("several connections to one export read each other's writes") {
     Daemon d(standard_spec());

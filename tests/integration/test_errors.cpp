@@ -32,14 +32,17 @@ void check_still_usable(nbd_handle* h, std::uint32_t seed) {
     CHECK(verify_pattern(h, 8192, 4096, seed) == "");
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("reads out of range fail with EINVAL and keep the connection") {
     Daemon d(standard_spec());
     {
         Nbd h = connect_lax(d.uri());
         std::vector<char> buf(8192);
-        struct Case { std::uint64_t offset; std::size_t len; };
+        struct Case {
+            std::uint64_t offset;
+            std::size_t len;
+        };
         for (Case c : {Case{k_size - 100, 4096}, Case{k_size, 1}, Case{k_size + 4096, 4096},
                        Case{UINT64_MAX - 10, 4096}, Case{UINT64_MAX - 4095, 8192}}) {
             CAPTURE(c.offset);

@@ -35,7 +35,7 @@ ServerSpec window_spec() {
     return s;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("an export window maps onto its device and ends where it says") {
     if (nbdkit_mode()) {

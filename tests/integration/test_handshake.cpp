@@ -22,7 +22,7 @@ int collect_export(void* user, const char* name, const char* description) {
     return 0;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("handshake over the unix socket and TCP") {
     Daemon d(standard_spec());

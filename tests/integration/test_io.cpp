@@ -36,7 +36,7 @@ const std::vector<Range> k_ranges = {
     {k_size - 1, 1},
 };
 
-} // namespace
+}   // namespace
 
 TEST_CASE("write and read back patterns of many sizes and alignments") {
     Daemon d(standard_spec());

@@ -64,7 +64,8 @@ const std::vector<Misbehaviour> k_cases = {
          c.recv(18);
          c.send(garbage(256));
          CHECK_MESSAGE(c.wait_closed(), "the daemon kept a connection that sent garbage");
-     }, "closing: client sent unknown client flags"},
+     },
+     "closing: client sent unknown client flags"},
     {"garbage right after connecting, without reading", [](Daemon& d) {
          RawClient c(d.socket_path());
          c.send(garbage(4096));
@@ -82,7 +83,8 @@ const std::vector<Misbehaviour> k_cases = {
          c.send(opt);
          // It may answer with an error first, but must not wait for 4 GiB.
          CHECK_MESSAGE(c.wait_closed(), "the daemon waits for a 4 GiB option");
-     }, "closing: option NBD_OPT_GO length 4294967280 is too large"},
+     },
+     "closing: option NBD_OPT_GO length 4294967280 is too large"},
     {"disconnect in the middle of the handshake", [](Daemon& d) {
          RawClient c(d.socket_path());
          c.greet();
@@ -112,7 +114,8 @@ const std::vector<Misbehaviour> k_cases = {
          c.open_export("default");
          c.send(RawClient::request(READ, 3, 0, 4096, 0, 0xDEADBEEF));
          CHECK_MESSAGE(c.wait_closed(), "the daemon kept a connection with bad magic");
-     }, "closing: malformed request (bad magic)"},
+     },
+     "closing: malformed request (bad magic)"},
     {"a write header announcing 1 GiB, then close", [](Daemon& d) {
          RawClient c(d.socket_path());
          c.open_export("default");
@@ -126,7 +129,7 @@ const std::vector<Misbehaviour> k_cases = {
      }},
 };
 
-} // namespace
+}   // namespace
 
 TEST_CASE("misbehaving clients close only their own connection") {
     Daemon d(standard_spec());

@@ -21,7 +21,7 @@ constexpr auto k_opt_abort = static_cast<std::uint32_t>(nbd::Option::abort);
 constexpr auto k_opt_starttls = static_cast<std::uint32_t>(nbd::Option::starttls);
 constexpr auto k_opt_info = static_cast<std::uint32_t>(nbd::Option::info);
 
-} // namespace
+}   // namespace
 
 TEST_CASE("unknown option, STARTTLS and unknown export are refused; negotiation goes on") {
     Daemon d(standard_spec());

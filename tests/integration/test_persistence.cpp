@@ -35,7 +35,7 @@ std::vector<std::uint8_t> read_file(const std::string& path, std::uint64_t offse
     return out;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("file backend: created with its size, data persists across a restart") {
     Daemon d(file_spec());

@@ -36,7 +36,7 @@ std::string shell_quote(const std::string& s) {
     return out + "'";
 }
 
-} // namespace
+}   // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {

@@ -108,7 +108,7 @@ struct Rig final : daemon::RequestSink {
 
 constexpr std::uint64_t kib = 1024;
 
-} // namespace
+}   // namespace
 
 TEST_CASE("sequential reads are served from the read-ahead cache, with the right data") {
     Rig rig("none", 256);

@@ -52,7 +52,7 @@ std::uint64_t logged_hits(const std::string& log) {
     return 0;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("hdd advertises rotational, ssd/nvme/none do not; preferred block = optimal I/O size") {
     SKIP_TEST_IF(fio_skip_reason());
@@ -76,10 +76,10 @@ TEST_CASE("data written is read back intact through every profile (fio verify=cr
         // Random writes of mixed sizes, each verified by reading it back;
         // a small region keeps the hdd's seeks short.
         fio(d.uri(), "--name=verify --rw=randwrite --bsrange=4k-128k --size=8M --iodepth=8 "
-                            "--verify=crc32c --verify_fatal=1 --do_verify=1");
+                     "--verify=crc32c --verify_fatal=1 --do_verify=1");
         // And sequentially (read-ahead serves these reads).
         fio(d.uri(), "--name=seqverify --rw=write --bs=64k --offset=64M --size=8M --iodepth=4 "
-                            "--verify=crc32c --verify_fatal=1 --do_verify=1");
+                     "--verify=crc32c --verify_fatal=1 --do_verify=1");
         CHECK(d.stop() == 0);
     }
 }

@@ -23,12 +23,12 @@ constexpr double mib = 1 << 20;
 double parallel_sequential(const std::string& yaml, const std::string& bs, int jobs, int seconds) {
     Daemon d(profile_spec(yaml));
     auto report = fio(d.uri(), "--name=seq --rw=read --bs=" + bs + " --numjobs=" + std::to_string(jobs) +
-                                          " --size=64M --offset_increment=64M --iodepth=1 --time_based --runtime=" +
-                                          std::to_string(seconds));
+                                   " --size=64M --offset_increment=64M --iodepth=1 --time_based --runtime=" +
+                                   std::to_string(seconds));
     return read_bw(report) / mib;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("hdd: sequential 1 MiB reads are much faster than random 4 KiB reads") {
     SKIP_TEST_IF(fio_skip_reason());
@@ -55,7 +55,7 @@ TEST_CASE("ssd: random-read IOPS grow with the queue depth (parallel channels)")
     double iops1 = read_iops(qd1);
     double iops8 = read_iops(qd8);
     MESSAGE("ssd (read_latency 1ms, 8 channels): " << iops1 << " IOPS at depth 1, " << iops8 << " at depth 8");
-    CHECK(iops1 < 1100);     // bounded by the latency: no more than ~1000/s
+    CHECK(iops1 < 1100);   // bounded by the latency: no more than ~1000/s
     CHECK(iops8 > 2 * iops1);
 }
 

@@ -33,7 +33,7 @@ std::uint64_t checksum(std::span<const std::uint8_t> b) {
     return h;
 }
 
-} // namespace
+}   // namespace
 
 void fill_block(std::span<std::uint8_t> out, std::uint64_t index, std::uint64_t version) {
     put64(out.data(), magic);
@@ -92,4 +92,4 @@ Ledger::Check Ledger::verify_and_rebase(const std::vector<std::int64_t>& read) {
     return c;
 }
 
-} // namespace nbdsched::reliability
+}   // namespace nbdsched::reliability

@@ -36,13 +36,13 @@ public:
     std::size_t blocks() const { return durable_.size(); }
     // The next version of a block, recorded as sent (may be on disk from now on).
     std::uint64_t send(std::uint64_t index);
-    void acked(std::uint64_t index, std::uint64_t version);    // plain write acknowledged
-    void durable(std::uint64_t index, std::uint64_t version);  // FUA ack, or flushed
+    void acked(std::uint64_t index, std::uint64_t version);     // plain write acknowledged
+    void durable(std::uint64_t index, std::uint64_t version);   // FUA ack, or flushed
 
     struct Check {
-        std::uint64_t loss = 0;      // durable version missing or damaged
-        std::uint64_t unacked = 0;   // a newer, unacknowledged version landed (allowed)
-        std::uint64_t acked_lost = 0;  // acknowledged (not flushed) version missing: allowed on a crash
+        std::uint64_t loss = 0;         // durable version missing or damaged
+        std::uint64_t unacked = 0;      // a newer, unacknowledged version landed (allowed)
+        std::uint64_t acked_lost = 0;   // acknowledged (not flushed) version missing: allowed on a crash
         std::string first_loss;
     };
     // Compares the state read back (one decode_block value per block) and
@@ -56,4 +56,4 @@ private:
     std::vector<std::uint64_t> acked_;
 };
 
-} // namespace nbdsched::reliability
+}   // namespace nbdsched::reliability

@@ -13,10 +13,10 @@ namespace nbdsched::reliability {
 namespace {
 
 constexpr std::uint64_t block = 4096;
-constexpr std::uint32_t zero = 0;            // the block reads as zeroes
-constexpr std::uint32_t trimmed = ~0u;       // zeroes or what it held before
+constexpr std::uint32_t zero = 0;        // the block reads as zeroes
+constexpr std::uint32_t trimmed = ~0u;   // zeroes or what it held before
 
-} // namespace
+}   // namespace
 
 // One client's state: its connection and what each block must hold.
 struct ModelRun {
@@ -116,4 +116,4 @@ void ModelClient::op(ModelRun& m) {
                                        std::chrono::steady_clock::now() - t0));
 }
 
-} // namespace nbdsched::reliability
+}   // namespace nbdsched::reliability

@@ -28,8 +28,8 @@ public:
     // until stop() or its first error.
     ModelClient(std::string uri, std::uint64_t offset, std::uint64_t size, std::uint64_t seed);
     ~ModelClient();
-    void stop();               // and join; then stats() is final
-    ModelStats stats() const;  // after stop()
+    void stop();                // and join; then stats() is final
+    ModelStats stats() const;   // after stop()
 
 private:
     void run();
@@ -42,4 +42,4 @@ private:
     std::thread thread_;
 };
 
-} // namespace nbdsched::reliability
+}   // namespace nbdsched::reliability

@@ -30,7 +30,8 @@ namespace {
 
 std::string ram_config(const std::string& limits) {
     return "devices:\n  - {name: d0, backend: ram, size: 256MiB, scheduler: bfq}\n"
-           "exports:\n  - {name: default, device: d0}\nlimits:\n" + limits;
+           "exports:\n  - {name: default, device: d0}\nlimits:\n" +
+           limits;
 }
 
 std::size_t open_fds(pid_t pid) {
@@ -71,11 +72,11 @@ int replies_until_closed(RawClient& c) {
     return n;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("greedy clients that never read their replies stay within the configured limits") {
     Daemon d(yaml_spec(ram_config("  max_request_bytes: 1MiB\n  max_inflight_bytes_per_connection: 4MiB\n"
-                            "  max_inflight_per_connection: 64\n")));
+                                  "  max_inflight_per_connection: 64\n")));
     Witness witness(d.uri(), 200ull << 20);
     REQUIRE(witness.advances());
     const long start = rss_kib(d.pid());
@@ -129,29 +130,29 @@ TEST_CASE("thousands of connections opened and dropped in parallel leave nothing
                 try {
                     RawClient c(d.socket_path());
                     switch (rng() % 6) {
-                    case 0: break;                                   // connect, drop
-                    case 1: c.greet(); break;                        // drop after the greeting
-                    case 2: {                                        // half an option header
+                    case 0: break;              // connect, drop
+                    case 1: c.greet(); break;   // drop after the greeting
+                    case 2: {                   // half an option header
                         c.greet();
                         auto o = option(nbd::Option::go);
                         o.resize(9);
                         c.send(o);
                         break;
                     }
-                    case 3: {                                        // reads in flight, drop
+                    case 3: {   // reads in flight, drop
                         c.open_export("default");
                         for (std::uint64_t k = 0; k < 4; ++k)
                             c.send(RawClient::request(READ, k, k << 16, 65536));
                         break;
                     }
-                    case 4: {                                        // a write cut short
+                    case 4: {   // a write cut short
                         c.open_export("default");
                         auto r = RawClient::request(WRITE, 1, 0, 65536);
                         r.resize(r.size() + 100);
                         c.send(r);
                         break;
                     }
-                    default: {                                       // a proper request
+                    default: {   // a proper request
                         c.open_export("default");
                         c.send(RawClient::request(READ, 7, 4096, 4096));
                         if (c.recv_simple_reply(7) != 0) ++failures;
@@ -169,7 +170,8 @@ TEST_CASE("thousands of connections opened and dropped in parallel leave nothing
     const std::size_t fds_after = settle_fds(d.pid(), fds_before + 1) - 1;
     const long rss_after = rss_kib(d.pid());
     std::printf("connection churn: %d connections opened and dropped; daemon fds %zu before, %zu after; "
-                "RSS %ld -> %ld MiB\n", threads * per_thread, fds_before, fds_after, rss_before / 1024,
+                "RSS %ld -> %ld MiB\n",
+                threads * per_thread, fds_before, fds_after, rss_before / 1024,
                 rss_after / 1024);
     CHECK(fds_after <= fds_before);
 #if defined(__SANITIZE_ADDRESS__)
@@ -257,7 +259,7 @@ TEST_CASE("option loops are cut off; the daemon and others carry on") {
         });
         const int finals = replies_until_closed(c);
         sender.join();
-        CHECK(finals >= 1024);         // LIST answers with SERVER + ACK per option
+        CHECK(finals >= 1024);   // LIST answers with SERVER + ACK per option
         CHECK(finals <= 2 * 1024);
         CHECK(witness.advances());
     }

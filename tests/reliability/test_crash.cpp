@@ -46,7 +46,7 @@ void wait_acks(const Writers& w, std::uint64_t n) {
     for (int i = 0; i < 10000 && w.acks() < target; ++i) std::this_thread::sleep_for(1ms);
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("SIGKILL at random moments loses nothing acknowledged as durable") {
     TempDir files;
@@ -116,5 +116,6 @@ TEST_CASE("SIGTERM under write load exits 0 and keeps every acknowledged write")
         CHECK(d.stop(SIGTERM) == 0);
     }
     std::printf("graceful shutdown: 3 rounds of SIGTERM under load, %llu writes, 0 acknowledged writes "
-                "may be missing\n", (unsigned long long)stats.writes);
+                "may be missing\n",
+                (unsigned long long)stats.writes);
 }

@@ -30,10 +30,11 @@ constexpr int requests_per_client = 32;
 
 std::string slow_device(const std::string& control, const std::string& limits) {
     return "control: " + control + "\n"
-           "devices:\n"
-           "  - {name: d0, backend: ram, size: 256MiB, profile: hdd, scheduler: bfq}\n"
-           "exports:\n  - {name: default, device: d0}\n"
-           "limits:\n" + limits;
+                                   "devices:\n"
+                                   "  - {name: d0, backend: ram, size: 256MiB, profile: hdd, scheduler: bfq}\n"
+                                   "exports:\n  - {name: default, device: d0}\n"
+                                   "limits:\n" +
+           limits;
 }
 
 // Issues all of `len`-byte writes (then all reads) of one client's region at
@@ -88,7 +89,7 @@ nlohmann::json run_clients(Daemon& d, const std::string& control, std::size_t le
     return device_stats(control, "d0");
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("max_inflight_per_device holds a device's requests to the limit, by waiting, not refusing") {
     TempDir ctl_dir;
@@ -98,8 +99,8 @@ TEST_CASE("max_inflight_per_device holds a device's requests to the limit, by wa
     INFO(dev.dump(2));
     const auto& inflight = dev.at("inflight");
     CHECK(inflight.at("max_requests") == 4);
-    CHECK(inflight.at("peak_requests") == 4);    // reached ...
-    CHECK(inflight.at("waits").get<long>() > 0); // ... and held by back-pressure
+    CHECK(inflight.at("peak_requests") == 4);      // reached ...
+    CHECK(inflight.at("waits").get<long>() > 0);   // ... and held by back-pressure
     CHECK(inflight.at("requests") == 0);
     CHECK(inflight.at("bytes") == 0);
     const auto& counters = dev.at("counters");
@@ -134,7 +135,7 @@ int count_completion(void* user_data, int* /*error*/) {
     return 1;   // auto-retire the command
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("a full device serves waiting connections in turn: a bursting client cannot take every freed slot") {
     TempDir ctl_dir;
@@ -142,10 +143,10 @@ TEST_CASE("a full device serves waiting connections in turn: a bursting client c
     // scheduler none: the device serves requests in the order they were
     // admitted, so the order of admission is what the test observes.
     Daemon d(yaml_spec("control: " + control + "\n"
-                 "devices:\n"
-                 "  - {name: d0, backend: ram, size: 256MiB, profile: hdd, scheduler: none}\n"
-                 "exports:\n  - {name: default, device: d0}\n"
-                 "limits:\n  max_inflight_per_device: 2\n"));
+                                               "devices:\n"
+                                               "  - {name: d0, backend: ram, size: 256MiB, profile: hdd, scheduler: none}\n"
+                                               "exports:\n  - {name: default, device: d0}\n"
+                                               "limits:\n  max_inflight_per_device: 2\n"));
     constexpr int burst_reads = 64;
     std::atomic<int> burst_done{0};
     std::string burst_error;
@@ -157,8 +158,7 @@ TEST_CASE("a full device serves waiting connections in turn: a bursting client c
                 // Far apart: every read seeks (~9 ms on the hdd profile).
                 const std::uint64_t off = static_cast<std::uint64_t>((i * 37) % burst_reads) * (2u << 20);
                 if (nbd_aio_pread(h, buf.data() + 4096 * i, 4096, off,
-                                  nbd_completion_callback{.callback = count_completion, .user_data = &burst_done,
-                                                          .free = nullptr},
+                                  nbd_completion_callback{.callback = count_completion, .user_data = &burst_done, .free = nullptr},
                                   0) == -1)
                     throw std::runtime_error(nbd_error());
             }

@@ -23,27 +23,27 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::uint64_t bad = 1u << 20;      // faults: 1MiB ..
-constexpr std::uint64_t bad_len = 64u << 10; //   .. + 64KiB
-constexpr std::uint64_t slow = 8u << 20;     // a slow 4KiB at 8MiB
+constexpr std::uint64_t bad = 1u << 20;        // faults: 1MiB ..
+constexpr std::uint64_t bad_len = 64u << 10;   //   .. + 64KiB
+constexpr std::uint64_t slow = 8u << 20;       // a slow 4KiB at 8MiB
 
 std::string faulty_config(const std::string& control) {
     return "control: " + control + "\n"
-           "devices:\n"
-           "  - name: d0\n"
-           "    size: 64MiB\n"
-           "    faults:\n"
-           "      - {op: read, error: EIO, offset: 1MiB, length: 64KiB}\n"
-           "      - {op: write, error: ENOSPC, offset: 1MiB, length: 64KiB}\n"
-           "      - {op: flush, error: EIO}\n"
-           "      - {op: read, delay: 50ms, offset: 8MiB, length: 4KiB}\n"
-           "exports:\n  - {name: default, device: d0}\n";
+                                   "devices:\n"
+                                   "  - name: d0\n"
+                                   "    size: 64MiB\n"
+                                   "    faults:\n"
+                                   "      - {op: read, error: EIO, offset: 1MiB, length: 64KiB}\n"
+                                   "      - {op: write, error: ENOSPC, offset: 1MiB, length: 64KiB}\n"
+                                   "      - {op: flush, error: EIO}\n"
+                                   "      - {op: read, delay: 50ms, offset: 8MiB, length: 4KiB}\n"
+                                   "exports:\n  - {name: default, device: d0}\n";
 }
 
 // The errno of a failed libnbd call, or 0 when it succeeded.
 int errno_of(int rc) { return rc == 0 ? 0 : nbd_get_errno(); }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("configured faults reach the client as NBD errors; the connection and other clients carry on") {
     TempDir ctl_dir;
@@ -114,7 +114,7 @@ TEST_CASE("a device without faults reports none") {
     TempDir ctl_dir;
     const std::string control = ctl_dir.file("ctl.sock");
     Daemon d(yaml_spec("control: " + control +
-                 "\ndevices:\n  - {name: d0, size: 16MiB}\nexports:\n  - {name: default, device: d0}\n"));
+                       "\ndevices:\n  - {name: d0, size: 16MiB}\nexports:\n  - {name: default, device: d0}\n"));
     const auto dev = device_stats(control, "d0");
     CHECK_FALSE(dev.contains("faults"));
     CHECK(d.stop(SIGTERM) == 0);

@@ -65,8 +65,8 @@ std::string fio_loop(const std::string& uri, const std::string& out, std::chrono
                      int& runs) {
     while (std::chrono::steady_clock::now() + 5s < until) {
         std::vector<std::string> args = {"fio", "--name=soak", "--ioengine=nbd", "--uri=" + uri,
-            "--rw=randrw", "--bsrange=512-64k", "--size=32M", "--iodepth=8", "--verify=crc32c",
-            "--verify_fatal=1", "--runtime=10", "--output-format=terse", "--terse-version=3"};
+                                         "--rw=randrw", "--bsrange=512-64k", "--size=32M", "--iodepth=8", "--verify=crc32c",
+                                         "--verify_fatal=1", "--runtime=10", "--output-format=terse", "--terse-version=3"};
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -100,7 +100,7 @@ std::string fio_loop(const std::string& uri, const std::string& out, std::chrono
 
 bool have_fio() { return std::system("fio --enghelp 2>/dev/null | grep -qw nbd") == 0; }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("soak: many clients on cfq/bfq, hdd/ssd, ram/file devices") {
     const char* env = std::getenv("SOAK_SECONDS");

@@ -108,4 +108,4 @@ std::vector<std::int64_t> read_file_blocks(const std::string& path, std::size_t 
     return out;
 }
 
-} // namespace nbdsched::reliability
+}   // namespace nbdsched::reliability

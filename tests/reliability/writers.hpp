@@ -50,4 +50,4 @@ std::vector<std::int64_t> read_all_blocks(const std::string& uri, std::size_t bl
 // The same straight from a backing file, without the daemon.
 std::vector<std::int64_t> read_file_blocks(const std::string& path, std::size_t blocks);
 
-} // namespace nbdsched::reliability
+}   // namespace nbdsched::reliability

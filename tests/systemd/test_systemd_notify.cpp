@@ -64,7 +64,7 @@ int listening(int family, int type, const sockaddr* addr, socklen_t len) {
     return fd;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("notify: READY, STATUS, RELOADING, STOPPING reach NOTIFY_SOCKET in order") {
     NotifyListener sd;
@@ -125,7 +125,10 @@ TEST_CASE("inherited_sockets: unix, tcp and a non-stream socket from LISTEN_FDS"
 
     for (int i = 0; i < 3; ++i) {
         close(3 + i);
-        if (saved[i] >= 0) { dup2(saved[i], 3 + i); close(saved[i]); }
+        if (saved[i] >= 0) {
+            dup2(saved[i], 3 + i);
+            close(saved[i]);
+        }
         close(mine[i]);
     }
     unlink(path.c_str());

@@ -105,7 +105,10 @@ Outcome measure_backlog(sched::Scheduler& s, unsigned queues, std::uint64_t requ
             // Idling: jump the virtual clock to the scheduler's timer.
             auto wake = s.next_wakeup();
             now = wake && *wake > now ? *wake : now + Nanos(1000);
-            if (++stalls > requests) { error = "scheduler stalls"; return {}; }
+            if (++stalls > requests) {
+                error = "scheduler stalls";
+                return {};
+            }
             continue;
         }
         sched::Request r = in_flight.front();
@@ -150,7 +153,10 @@ Outcome measure_inline(sched::Scheduler& s, unsigned queues, std::uint64_t reque
             auto wake = s.next_wakeup();
             now = wake && *wake > now ? *wake : now + Nanos(2000);
             drain();
-            if (++stalls > 100 * requests) { error = "scheduler stalls"; return {}; }
+            if (++stalls > 100 * requests) {
+                error = "scheduler stalls";
+                return {};
+            }
             continue;
         }
         now += Nanos(2000);
@@ -162,7 +168,7 @@ Outcome measure_inline(sched::Scheduler& s, unsigned queues, std::uint64_t reque
     return {double(cpu_ns() - start) / double(done), done, timer.changes};
 }
 
-} // namespace
+}   // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"scheduler dispatch cost micro-benchmark"};

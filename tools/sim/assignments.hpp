@@ -18,4 +18,4 @@ std::string add_assignments(const std::vector<std::string>& items, Map& into) {
     return {};
 }
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

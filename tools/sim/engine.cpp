@@ -14,13 +14,16 @@ namespace {
 using sched::Request;
 using sched::Time;
 
-enum class Kind { issue, complete, wakeup, change };
+enum class Kind { issue,
+                  complete,
+                  wakeup,
+                  change };
 
 struct Event {
     Time at;
-    std::uint64_t seq;     // ties break in insertion order: deterministic
+    std::uint64_t seq;   // ties break in insertion order: deterministic
     Kind kind;
-    std::uint64_t arg;     // job index, request id or change index
+    std::uint64_t arg;   // job index, request id or change index
     bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
@@ -266,7 +269,7 @@ Results Runner::collect() {
     return std::move(r_);
 }
 
-} // namespace
+}   // namespace
 
 Results simulate(const Workload& workload, sched::Scheduler& scheduler,
                  timing::DeviceModel& model, std::string& error) {
@@ -287,4 +290,4 @@ Results simulate(const Workload& workload, std::string& error) {
     return simulate(workload, *scheduler, *model, error);
 }
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -22,4 +22,4 @@ Results simulate(const Workload& workload, std::string& error);
 Results simulate(const Workload& workload, sched::Scheduler& scheduler,
                  timing::DeviceModel& model, std::string& error);
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

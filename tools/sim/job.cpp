@@ -31,4 +31,4 @@ std::uint64_t JobStream::next_offset() {
     return start_ + block * block_size_;
 }
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -22,11 +22,11 @@ private:
     std::uint64_t random();
 
     std::uint64_t start_;
-    std::uint64_t blocks_;       // region size in blocks (>= 1)
+    std::uint64_t blocks_;   // region size in blocks (>= 1)
     std::uint64_t block_size_;
     bool random_;
     std::uint64_t next_block_ = 0;
     std::uint64_t state_;
 };
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -57,7 +57,10 @@ int main(int argc, char** argv) {
     }
     if (!runtime.empty()) {
         auto d = parse_duration(runtime);
-        if (!d || d->count() <= 0) { std::cerr << "nbdsched-sim: bad --runtime\n"; return 2; }
+        if (!d || d->count() <= 0) {
+            std::cerr << "nbdsched-sim: bad --runtime\n";
+            return 2;
+        }
         w.runtime = *d;
     }
 

@@ -55,7 +55,7 @@ void json_list(std::ostream& out, const char* key, const std::vector<EntityResul
     out << "  ],\n";
 }
 
-} // namespace
+}   // namespace
 
 void print_table(std::ostream& out, const Results& r) {
     out << "policy " << r.policy << "  profile " << r.profile << "  measured "
@@ -90,4 +90,4 @@ void print_json(std::ostream& out, const Results& r) {
     out << "\n}\n";
 }
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -11,4 +11,4 @@ namespace nbdsched::sim {
 void print_table(std::ostream& out, const Results& results);
 void print_json(std::ostream& out, const Results& results);
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -38,4 +38,4 @@ void finish_entity(EntityResult& r, const LatencyLog& log, Nanos measured) {
     r.latency = log.summarise();
 }
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -31,8 +31,8 @@ private:
 
 struct EntityResult {
     std::string name;
-    std::string group;            // jobs: their group; groups: themselves
-    unsigned weight = 0;          // 0: policy default
+    std::string group;     // jobs: their group; groups: themselves
+    unsigned weight = 0;   // 0: policy default
     std::uint64_t ios = 0;
     std::uint64_t bytes = 0;
     double iops = 0;
@@ -52,17 +52,17 @@ struct EntityResult {
 struct Results {
     std::string policy;
     std::string profile;
-    Nanos measured{0};            // runtime - ramp_time
+    Nanos measured{0};   // runtime - ramp_time
     std::vector<EntityResult> jobs;
     std::vector<EntityResult> groups;
     EntityResult total;
-    double utilisation = 0;       // fraction of measured time with >= 1 request at the device
+    double utilisation = 0;               // fraction of measured time with >= 1 request at the device
     std::uint64_t depth_violations = 0;   // dispatches beyond the device queue depth
     std::uint64_t late_wakeups = 0;       // next_wakeup() at or before now after a full drain
     std::uint64_t submitted = 0;          // totals over the whole run, ramp included
     std::uint64_t dispatched = 0;
     std::uint64_t completed = 0;
-    std::uint64_t queued_at_end = 0;      // the scheduler's queued() / in_flight() when the clock stops
+    std::uint64_t queued_at_end = 0;   // the scheduler's queued() / in_flight() when the clock stops
     std::uint64_t in_flight_at_end = 0;
     sched::SchedulerStats scheduler;
 };
@@ -70,4 +70,4 @@ struct Results {
 // Fills iops, mib_s and latency of `r` from its ios/bytes and `log`.
 void finish_entity(EntityResult& r, const LatencyLog& log, Nanos measured);
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -16,14 +16,15 @@ namespace nbdsched::sim {
 
 using namespace std::chrono_literals;
 
-enum class Pattern { sequential, random };
+enum class Pattern { sequential,
+                     random };
 
 struct JobSpec {
     std::string name;
     std::string group = "default";
-    sched::Op op = sched::Op::read;        // read or write
+    sched::Op op = sched::Op::read;   // read or write
     Pattern pattern = Pattern::sequential;
-    bool sync = true;                      // reads are always sync; writes as set (O_DIRECT: sync)
+    bool sync = true;   // reads are always sync; writes as set (O_DIRECT: sync)
     std::uint64_t block_size = 4096;
     unsigned iodepth = 1;                  // requests the job keeps outstanding
     Nanos think_time{0};                   // between a completion and the next issue
@@ -34,7 +35,7 @@ struct JobSpec {
 
 struct GroupSpec {
     std::string name;
-    unsigned weight = 0;                   // 0: the policy's default weight
+    unsigned weight = 0;   // 0: the policy's default weight
 };
 
 // A run-time tunable change, as the daemon's control socket would make it.
@@ -45,16 +46,16 @@ struct TunableChange {
 };
 
 struct Workload {
-    std::string profile = "ssd";                       // hdd | ssd | nvme
+    std::string profile = "ssd";   // hdd | ssd | nvme
     std::map<std::string, std::string> profile_params;
-    std::string policy = "none";                       // none | cfq | bfq
+    std::string policy = "none";   // none | cfq | bfq
     sched::Tunables tunables;
     Nanos runtime = 10s;
-    Nanos ramp_time{0};                    // completions before this are not counted
+    Nanos ramp_time{0};   // completions before this are not counted
     std::uint64_t seed = 1;
     std::vector<GroupSpec> groups;
     std::vector<JobSpec> jobs;
     std::vector<TunableChange> changes;
 };
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -149,7 +149,7 @@ void parse_root(const YAML::Node& root, Workload& w) {
         if (!names.insert(j.name).second) throw Bad{"jobs: duplicate name '" + j.name + "'"};
 }
 
-} // namespace
+}   // namespace
 
 std::string parse_workload(const std::string& yaml_text, Workload& out) {
     try {
@@ -178,4 +178,4 @@ std::string load_workload(const std::string& path, Workload& out) {
     }
 }
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

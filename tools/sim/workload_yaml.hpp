@@ -24,4 +24,4 @@ namespace nbdsched::sim {
 std::string load_workload(const std::string& path, Workload& out);
 std::string parse_workload(const std::string& yaml_text, Workload& out);
 
-} // namespace nbdsched::sim
+}   // namespace nbdsched::sim

@@ -46,7 +46,7 @@ struct CaseListener : doctest::IReporter {
     void test_case_skipped(const doctest::TestCaseData&) override {}
 };
 
-} // namespace
+}   // namespace
 
 void record_skip(const std::string& reason) {
     auto& s = state();
@@ -76,6 +76,6 @@ int run_doctest(int argc, char** argv) {
     return 77;
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib
 
 REGISTER_LISTENER("case-report", 1, nbdsched::testlib::CaseListener);

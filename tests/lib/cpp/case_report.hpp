@@ -22,19 +22,19 @@ void remember_case_log(const std::string& text);
 // Runs the registered cases; 77 when some case skipped and none failed.
 int run_doctest(int argc, char** argv);
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib
 
 // Leaves the current test case as skipped (in the case's own body).
-#define SKIP_TEST(reason)                                 \
-    do {                                                  \
-        ::nbdsched::testlib::record_skip(reason);         \
-        return;                                           \
+#define SKIP_TEST(reason)                         \
+    do {                                          \
+        ::nbdsched::testlib::record_skip(reason); \
+        return;                                   \
     } while (0)
 
 // Leaves the current test case as skipped when `reason` (a string
 // expression, evaluated once) is not empty.
-#define SKIP_TEST_IF(reason)                              \
-    do {                                                  \
-        if (auto why_ = (reason); !why_.empty())          \
-            SKIP_TEST(why_);                              \
+#define SKIP_TEST_IF(reason)                     \
+    do {                                         \
+        if (auto why_ = (reason); !why_.empty()) \
+            SKIP_TEST(why_);                     \
     } while (0)

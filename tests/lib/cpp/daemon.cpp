@@ -81,7 +81,7 @@ long status_field(pid_t pid, const std::string& key) {
     return -1;
 }
 
-} // namespace
+}   // namespace
 
 long rss_kib(pid_t pid) { return status_field(pid, "VmRSS:"); }
 long peak_rss_kib(pid_t pid) { return status_field(pid, "VmHWM:"); }
@@ -166,7 +166,7 @@ void Daemon::start_nbdkit() {
         export_sockets_.push_back(sock);
         std::filesystem::remove(sock);   // nbdkit leaves it behind
         std::vector<std::string> argv = {choice_.exe, "-f", "-U", sock,
-            "--filter=blocksize-policy"};
+                                         "--filter=blocksize-policy"};
         if (e.readonly) argv.push_back("-r");
         if (dev->backend == "file") {
             if (!std::filesystem::exists(dev->path)) {
@@ -178,7 +178,7 @@ void Daemon::start_nbdkit() {
             argv.insert(argv.end(), {"memory", std::to_string(dev->size)});
         }
         argv.insert(argv.end(), {"blocksize-minimum=1", "blocksize-preferred=4096",
-            "blocksize-maximum=33554432", "blocksize-error-policy=error"});
+                                 "blocksize-maximum=33554432", "blocksize-error-policy=error"});
         pids_.push_back(spawn(argv, log_path_));
     }
 }
@@ -206,7 +206,7 @@ void Daemon::wait_ready() {
                 std::erase(pids_, pid);
                 stop();
                 throw std::runtime_error("daemon exited with status " +
-                    std::to_string(status_code(status)) + " before it was ready:\n" + log());
+                                         std::to_string(status_code(status)) + " before it was ready:\n" + log());
             }
         }
         if (std::chrono::steady_clock::now() > deadline) {
@@ -278,4 +278,4 @@ std::string Daemon::device_path(const std::string& device) const {
     throw std::runtime_error("no device " + device);
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

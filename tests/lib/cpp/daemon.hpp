@@ -30,7 +30,8 @@ bool nbdkit_mode();
 
 class Daemon {
 public:
-    enum class Start { now, later };
+    enum class Start { now,
+                       later };
     // Start::now starts the server and waits until it accepts connections;
     // throws std::runtime_error (with the daemon's log) when it does not.
     // Start::later only writes the configuration (the test may first put
@@ -75,12 +76,12 @@ private:
     std::string log_path_;
     std::string socket_;
     std::uint16_t port_ = 0;
-    std::vector<pid_t> pids_;                  // nbdkit: one per export
-    std::vector<std::string> export_sockets_;  // nbdkit: parallel to spec_.exports
+    std::vector<pid_t> pids_;                   // nbdkit: one per export
+    std::vector<std::string> export_sockets_;   // nbdkit: parallel to spec_.exports
 };
 
 // Resident memory of a process from /proc/PID/status, in KiB; -1 if unknown.
 long rss_kib(pid_t pid);        // VmRSS: now
 long peak_rss_kib(pid_t pid);   // VmHWM: the high-water mark
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -65,4 +65,4 @@ bool reads_zero(nbd_handle* h, std::size_t len, std::uint64_t offset) {
     return std::all_of(got.begin(), got.end(), [](std::uint8_t b) { return b == 0; });
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

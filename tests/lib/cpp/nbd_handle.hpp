@@ -18,6 +18,7 @@ public:
     Nbd(Nbd&& o) noexcept : h_(o.h_) { o.h_ = nullptr; }
     nbd_handle* get() const { return h_; }
     operator nbd_handle*() const { return h_; }
+
 private:
     nbd_handle* h_;
 };
@@ -41,4 +42,4 @@ int write_pattern(nbd_handle* h, std::size_t len, std::uint64_t offset, std::uin
 // True when all bytes of [offset, offset+len) read as zero (throws on error).
 bool reads_zero(nbd_handle* h, std::size_t len, std::uint64_t offset);
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -30,7 +30,7 @@ sockaddr_in loopback(std::uint16_t port) {
     return addr;
 }
 
-} // namespace
+}   // namespace
 
 int connect_unix(const std::string& path) {
     sockaddr_un addr{};
@@ -58,4 +58,4 @@ std::uint16_t free_tcp_port() {
     return ntohs(addr.sin_port);
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -12,4 +12,4 @@ int connect_tcp(std::uint16_t port);
 // A loopback port free right now (someone may take it before it is used).
 std::uint16_t free_tcp_port();
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

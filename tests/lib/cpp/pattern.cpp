@@ -35,4 +35,4 @@ bool all_zero(std::span<const std::byte> data) {
     return std::all_of(data.begin(), data.end(), [](std::byte b) { return b == std::byte{0}; });
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

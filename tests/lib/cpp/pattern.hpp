@@ -21,4 +21,4 @@ std::vector<std::byte> byte_pattern(std::uint64_t offset, std::size_t len, std::
 bool is_pattern(std::span<const std::byte> data, std::uint64_t offset, std::uint32_t seed = 1);
 bool all_zero(std::span<const std::byte> data);
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -17,7 +17,7 @@ using namespace nbdsched::nbd;
 namespace {
 // Only for hangs (a healthy server answers in microseconds).
 constexpr int k_timeout_ms = 30000;
-} // namespace
+}   // namespace
 
 RawClient::RawClient(const std::string& unix_socket) : fd_(connect_unix(unix_socket)) {
     if (fd_ < 0) throw std::runtime_error("cannot connect to " + unix_socket);
@@ -221,4 +221,4 @@ std::optional<Reply> RawClient::receive(std::uint32_t read_length) {
     }
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -89,4 +89,4 @@ private:
     std::uint16_t flags_ = 0;
 };
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -44,7 +44,7 @@ void write_devices(std::ostream& f, const ServerSpec& spec) {
     }
 }
 
-} // namespace
+}   // namespace
 
 DeviceSpec device(std::string name, std::string backend, std::uint64_t size) {
     DeviceSpec d;
@@ -98,4 +98,4 @@ std::string config_text(const ServerSpec& spec, const std::string& unix_socket, 
     return f.str();
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

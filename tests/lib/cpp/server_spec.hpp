@@ -11,9 +11,9 @@ struct DeviceSpec {
     std::string name;
     std::string backend = "ram";   // ram | file
     std::uint64_t size = 64ull << 20;
-    std::string path;              // file: empty = <tempdir>/<name>.img
-    std::string rotational;        // "" (default) | auto | true | false
-    std::string yaml;              // more keys of the device, each line "    key: value\n"
+    std::string path;         // file: empty = <tempdir>/<name>.img
+    std::string rotational;   // "" (default) | auto | true | false
+    std::string yaml;         // more keys of the device, each line "    key: value\n"
 };
 
 struct ExportSpec {
@@ -21,14 +21,14 @@ struct ExportSpec {
     std::string device;
     bool readonly = false;
     std::string description;
-    std::uint64_t offset = 0;      // window into the device (nbdsched only)
-    std::uint64_t size = 0;        // 0 = the rest of the device
+    std::uint64_t offset = 0;   // window into the device (nbdsched only)
+    std::uint64_t size = 0;     // 0 = the rest of the device
 };
 
 struct ServerSpec {
     std::vector<DeviceSpec> devices;
     std::vector<ExportSpec> exports;
-    bool tcp = true;               // also listen on a free 127.0.0.1 port
+    bool tcp = true;   // also listen on a free 127.0.0.1 port
     // When not empty: the YAML after `listen:` (devices, exports, groups,
     // limits, control) as written, in place of devices/exports above, for
     // configurations the specs do not cover (schedulers, limits, faults).
@@ -51,4 +51,4 @@ ServerSpec yaml_spec(std::string body);
 // The whole configuration file: listeners, then the body or the specs.
 std::string config_text(const ServerSpec& spec, const std::string& unix_socket, std::uint16_t tcp_port);
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -25,4 +25,4 @@ TempDir::~TempDir() {
     std::filesystem::remove_all(path_, ec);
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

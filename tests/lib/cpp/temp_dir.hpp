@@ -20,4 +20,4 @@ private:
     std::string path_;
 };
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -49,7 +49,7 @@ double sum_read(const nlohmann::json& report, const char* field) {
     for (const auto& job : report.at("jobs")) total += job.at("read").at(field).get<double>();
     return total;
 }
-} // namespace
+}   // namespace
 
 nlohmann::json fio(const std::string& uri, const std::string& args) {
     std::string cmd = "fio --output-format=json --ioengine=nbd --uri='" + uri + "' " + args;
@@ -81,4 +81,4 @@ nlohmann::json device_stats(const std::string& control_socket, const std::string
     throw std::runtime_error("ctl stats: no device " + device);
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -34,4 +34,4 @@ nlohmann::json ctl_stats(const std::string& control_socket);
 // The entry of one device in ctl_stats().
 nlohmann::json device_stats(const std::string& control_socket, const std::string& device);
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

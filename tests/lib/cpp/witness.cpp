@@ -46,4 +46,4 @@ void Witness::run(std::string uri, std::uint64_t offset) {
     }
 }
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

@@ -30,4 +30,4 @@ private:
     std::thread thread_;
 };
 
-} // namespace nbdsched::testlib
+}   // namespace nbdsched::testlib

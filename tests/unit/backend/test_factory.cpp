@@ -9,8 +9,7 @@
 using namespace nbdsched;
 using namespace nbdsched::backend;
 
-TEST_CASE("factory: ram and file devices, errors name the device")
-{
+TEST_CASE("factory: ram and file devices, errors name the device") {
     Spec d;
     d.name = "d0";
     d.size = 1 << 30;
@@ -38,8 +37,7 @@ TEST_CASE("factory: ram and file devices, errors name the device")
     CHECK(error.find("path") != std::string::npos);
 }
 
-TEST_CASE("factory: resolve_rotational precedence")
-{
+TEST_CASE("factory: resolve_rotational precedence") {
     Spec d;
     d.size = 1 << 20;
     std::string error;
@@ -48,13 +46,12 @@ TEST_CASE("factory: resolve_rotational precedence")
     CHECK_FALSE(resolve_rotational(d, *ram, std::nullopt));   // RAM: non-rotational
     CHECK(resolve_rotational(d, *ram, true));                 // hdd profile
     d.rotational = false;
-    CHECK_FALSE(resolve_rotational(d, *ram, true));           // explicit wins
+    CHECK_FALSE(resolve_rotational(d, *ram, true));   // explicit wins
     d.rotational = true;
     CHECK(resolve_rotational(d, *ram, false));
 }
 
-TEST_CASE("factory: allocated_bytes sees RAM through the fault wrapper, not files")
-{
+TEST_CASE("factory: allocated_bytes sees RAM through the fault wrapper, not files") {
     Spec d;
     d.size = 1 << 20;
     std::string error;

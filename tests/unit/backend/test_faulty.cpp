@@ -12,39 +12,34 @@ using namespace nbdsched::backend;
 using namespace nbdsched::testlib;
 
 namespace {
-std::unique_ptr<FaultyBackend> faulty(std::vector<nbdsched::FaultRule> rules)
-{
+std::unique_ptr<FaultyBackend> faulty(std::vector<nbdsched::FaultRule> rules) {
     return std::make_unique<FaultyBackend>(std::make_unique<RamBackend>(1 << 20), std::move(rules));
 }
 
-nbdsched::FaultRule rule(unsigned ops, int error)
-{
+nbdsched::FaultRule rule(unsigned ops, int error) {
     nbdsched::FaultRule r;
     r.ops = ops;
     r.error = error;
     return r;
 }
 
-nbdsched::FaultRule ranged(unsigned ops, int error, std::uint64_t offset, std::uint64_t length)
-{
+nbdsched::FaultRule ranged(unsigned ops, int error, std::uint64_t offset, std::uint64_t length) {
     auto r = rule(ops, error);
     r.offset = offset;
     r.length = length;
     return r;
 }
 
-int failures_of(FaultyBackend& b, int calls)
-{
+int failures_of(FaultyBackend& b, int calls) {
     std::vector<std::byte> buf(512);
     int n = 0;
     for (int i = 0; i < calls; ++i)
         n += b.read(static_cast<std::uint64_t>(i % 100) * 512, buf) != 0;
     return n;
 }
-} // namespace
+}   // namespace
 
-TEST_CASE("faulty: no faults configured passes everything through")
-{
+TEST_CASE("faulty: no faults configured passes everything through") {
     auto b = faulty({});
     REQUIRE(b->write(1000, byte_pattern(1000, 5000), true) == 0);
     std::vector<std::byte> back(5000);
@@ -57,8 +52,7 @@ TEST_CASE("faulty: no faults configured passes everything through")
     CHECK(b->stats().total_errors() == 0);
 }
 
-TEST_CASE("faulty: error rate is close to the configured one and deterministic per seed")
-{
+TEST_CASE("faulty: error rate is close to the configured one and deterministic per seed") {
     auto r = rule(nbdsched::fault_read, EIO);
     r.rate = 0.1;
     r.seed = 42;
@@ -76,8 +70,7 @@ TEST_CASE("faulty: error rate is close to the configured one and deterministic p
     CHECK(a->write(0, byte_pattern(0, 4096), false) == 0);
 }
 
-TEST_CASE("faulty: ranged rules fail only the requests touching them, per operation")
-{
+TEST_CASE("faulty: ranged rules fail only the requests touching them, per operation") {
     auto b = faulty({ranged(nbdsched::fault_read, EIO, 8192, 4096)});
     std::vector<std::byte> buf(4096);
     CHECK(b->read(4096, buf) == 0);
@@ -93,8 +86,7 @@ TEST_CASE("faulty: ranged rules fail only the requests touching them, per operat
     CHECK(b->stats().errors_of(nbdsched::fault_trim) == 1);
 }
 
-TEST_CASE("faulty: ENOSPC past an offset, flush errors, delays; the first firing rule decides")
-{
+TEST_CASE("faulty: ENOSPC past an offset, flush errors, delays; the first firing rule decides") {
     // An offset without a length reaches the end of the device.
     auto enospc = ranged(nbdsched::fault_write | nbdsched::fault_zeroes, ENOSPC, 65536,
                          std::numeric_limits<std::uint64_t>::max());
@@ -118,8 +110,7 @@ TEST_CASE("faulty: ENOSPC past an offset, flush errors, delays; the first firing
     CHECK(s.total_errors() == 4);
 }
 
-TEST_CASE("faulty: switched off, nothing is injected; on again, the same rules fire; counts stay")
-{
+TEST_CASE("faulty: switched off, nothing is injected; on again, the same rules fire; counts stay") {
     auto slow = rule(nbdsched::fault_write, 0);
     slow.delay = std::chrono::milliseconds(1);
     auto b = faulty({ranged(nbdsched::fault_write, EIO, 8192, 4096), slow});

@@ -13,8 +13,7 @@
 
 using namespace nbdsched::backend;
 
-TEST_CASE("faulty: switching on and off under concurrent requests only ever yields success or the rule's error")
-{
+TEST_CASE("faulty: switching on and off under concurrent requests only ever yields success or the rule's error") {
     nbdsched::FaultRule r;
     r.ops = nbdsched::fault_write;
     r.error = EIO;

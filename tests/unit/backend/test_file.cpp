@@ -14,8 +14,7 @@ using namespace nbdsched::testlib;
 
 namespace {
 
-std::unique_ptr<FileBackend> open_ok(const FileBackend::Options& o)
-{
+std::unique_ptr<FileBackend> open_ok(const FileBackend::Options& o) {
     std::string error;
     auto b = FileBackend::open(o, error);
     INFO(error);
@@ -24,17 +23,15 @@ std::unique_ptr<FileBackend> open_ok(const FileBackend::Options& o)
     return b;
 }
 
-std::uint64_t allocated_on_disk(const std::string& path)
-{
+std::uint64_t allocated_on_disk(const std::string& path) {
     struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);
     return static_cast<std::uint64_t>(st.st_blocks) * 512;
 }
 
-} // namespace
+}   // namespace
 
-TEST_CASE("file: created sparse with the configured size, reopened with size 0")
-{
+TEST_CASE("file: created sparse with the configured size, reopened with size 0") {
     TempDir dir;
     const auto path = dir.file("d.img");
     {
@@ -56,8 +53,7 @@ TEST_CASE("file: created sparse with the configured size, reopened with size 0")
     CHECK(is_pattern(back, 4096));
 }
 
-TEST_CASE("file: size mismatch: smaller file grows, larger file is refused")
-{
+TEST_CASE("file: size mismatch: smaller file grows, larger file is refused") {
     TempDir dir;
     const auto path = dir.file("d.img");
     { std::ofstream(path) << "hello"; }
@@ -75,8 +71,7 @@ TEST_CASE("file: size mismatch: smaller file grows, larger file is refused")
     MESSAGE(error);
 }
 
-TEST_CASE("file: bad paths are errors with a message")
-{
+TEST_CASE("file: bad paths are errors with a message") {
     TempDir dir;
     std::string error;
     CHECK(FileBackend::open({dir.file("no/such/dir/x.img"), 4096, false}, error) == nullptr);
@@ -94,8 +89,7 @@ TEST_CASE("file: bad paths are errors with a message")
     CHECK_FALSE(std::filesystem::exists(dir.file("missing.img")));
 }
 
-TEST_CASE("file: read/write patterns, flush, fua, out of range")
-{
+TEST_CASE("file: read/write patterns, flush, fua, out of range") {
     TempDir dir;
     auto b = open_ok({dir.file("d.img"), 4 << 20, false});
     const std::uint64_t offs[] = {0, 1, 511, 4095, 4097, (4 << 20) - 70000};
@@ -112,8 +106,7 @@ TEST_CASE("file: read/write patterns, flush, fua, out of range")
     CHECK(b->trim(0, (4 << 20) + 1, false) == EINVAL);
 }
 
-TEST_CASE("file: trim punches holes that read as zeros")
-{
+TEST_CASE("file: trim punches holes that read as zeros") {
     TempDir dir;
     const auto path = dir.file("d.img");
     auto b = open_ok({path, 4 << 20, false});
@@ -130,8 +123,7 @@ TEST_CASE("file: trim punches holes that read as zeros")
     CHECK(is_pattern(edge, (1 << 20) - 4096));
 }
 
-TEST_CASE("file: write_zeroes with and without may_trim")
-{
+TEST_CASE("file: write_zeroes with and without may_trim") {
     TempDir dir;
     const auto path = dir.file("d.img");
     auto b = open_ok({path, 4 << 20, false});

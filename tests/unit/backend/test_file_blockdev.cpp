@@ -27,15 +27,13 @@ constexpr std::uint64_t size = 8 << 20;
 struct Loop {
     int fd = -1;
     std::string path;
-    ~Loop()
-    {
+    ~Loop() {
         if (fd >= 0)
             ::close(fd);
     }
 };
 
-bool attach(const std::string& backing, Loop& loop, std::string& why)
-{
+bool attach(const std::string& backing, Loop& loop, std::string& why) {
     if (::geteuid() != 0) {
         why = "not root";
         return false;
@@ -71,10 +69,9 @@ bool attach(const std::string& backing, Loop& loop, std::string& why)
     return ok;
 }
 
-} // namespace
+}   // namespace
 
-TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT")
-{
+TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT") {
     nbdsched::testlib::TempDir dir;
     const auto backing = dir.file("backing.img");
     {
@@ -93,7 +90,8 @@ TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT")
     CHECK(b->size() == size);
     CHECK(b->describe().rfind("block " + loop.path, 0) == 0);
     const auto rot = b->detected_rotational();
-    MESSAGE(loop.path << " rotational: " << std::string(!rot ? "unknown" : *rot ? "yes" : "no"));
+    MESSAGE(loop.path << " rotational: " << std::string(!rot ? "unknown" : *rot ? "yes"
+                                                                                : "no"));
     CHECK(b->detected_rotational().has_value());
 
     REQUIRE(b->write(0, byte_pattern(0, size), true) == 0);

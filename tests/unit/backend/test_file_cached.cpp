@@ -22,8 +22,7 @@ namespace {
 // [offset, offset + count) is then really not resident (mincore), i.e. the
 // would-block check can mean something. Retries a little: pages still under
 // writeback when another test loads the machine are not dropped at once.
-bool evict(const std::string& path, std::size_t length, std::size_t offset, std::size_t count)
-{
+bool evict(const std::string& path, std::size_t length, std::size_t offset, std::size_t count) {
     const int fd = ::open(path.c_str(), O_RDONLY);
     REQUIRE(fd >= 0);
     void* map = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
@@ -43,10 +42,9 @@ bool evict(const std::string& path, std::size_t length, std::size_t offset, std:
     return gone;
 }
 
-} // namespace
+}   // namespace
 
-TEST_CASE("file: read_if_cached answers cached reads, declines what would block")
-{
+TEST_CASE("file: read_if_cached answers cached reads, declines what would block") {
     TempDir dir;
     const auto path = dir.file("d.img");
     std::string error;
@@ -61,7 +59,7 @@ TEST_CASE("file: read_if_cached answers cached reads, declines what would block"
     CHECK(is_pattern(back, 8192, 3));
 
     std::vector<std::byte> big(FileBackend::kCachedReadMax + 4096);
-    CHECK_FALSE(b->read_if_cached(0, big).has_value());          // too long for the event loop
+    CHECK_FALSE(b->read_if_cached(0, big).has_value());   // too long for the event loop
     std::vector<std::byte> tail(8192);
     CHECK_FALSE(b->read_if_cached((4 << 20) - 4096, tail).has_value());   // out of range: the pool says EINVAL
 
@@ -76,8 +74,7 @@ TEST_CASE("file: read_if_cached answers cached reads, declines what would block"
     }
 }
 
-TEST_CASE("file: read_if_cached is never taken with O_DIRECT")
-{
+TEST_CASE("file: read_if_cached is never taken with O_DIRECT") {
     TempDir dir;
     std::string error;
     FileBackend::Options o{dir.file("d.img"), 1 << 20, true};

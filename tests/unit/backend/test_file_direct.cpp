@@ -20,8 +20,7 @@ namespace {
 
 // O_DIRECT is not available everywhere (tmpfs before 6.6, some overlays):
 // nullptr means the case is skipped (recorded: the executable reports it).
-std::unique_ptr<FileBackend> open_direct(const std::string& path, std::uint64_t size)
-{
+std::unique_ptr<FileBackend> open_direct(const std::string& path, std::uint64_t size) {
     std::string error;
     auto b = FileBackend::open({path, size, true}, error);
     if (!b && error.find("O_DIRECT is not supported") != std::string::npos) {
@@ -36,8 +35,7 @@ std::unique_ptr<FileBackend> open_direct(const std::string& path, std::uint64_t 
 // The open flags of this process's descriptor on `path`: found through
 // /proc/self/fd (readlink), read from /proc/self/fdinfo/N ("flags:", octal).
 // -1 when no descriptor points at the file.
-long open_flags_of(const std::string& path)
-{
+long open_flags_of(const std::string& path) {
     const auto want = std::filesystem::canonical(path);
     for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
         std::error_code ec;
@@ -55,10 +53,9 @@ long open_flags_of(const std::string& path)
     return -1;
 }
 
-} // namespace
+}   // namespace
 
-TEST_CASE("file O_DIRECT: the backend's descriptor really has O_DIRECT")
-{
+TEST_CASE("file O_DIRECT: the backend's descriptor really has O_DIRECT") {
     TempDir dir;
     auto b = open_direct(dir.file("d.img"), 1 << 20);
     if (!b)
@@ -78,8 +75,7 @@ TEST_CASE("file O_DIRECT: the backend's descriptor really has O_DIRECT")
     CHECK((buffered_flags & O_DIRECT) == 0);
 }
 
-TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip")
-{
+TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip") {
     TempDir dir;
     auto b = open_direct(dir.file("d.img"), 4 << 20);
     if (!b)
@@ -91,8 +87,7 @@ TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip")
         std::uint64_t offset;
         std::size_t length;
     };
-    const Case cases[] = {{0, 4096}, {1, 1}, {4095, 2}, {512, 512}, {4000, 10000}, {8192, 4096 * 3 + 7},
-                          {(4 << 20) - 5, 5}};
+    const Case cases[] = {{0, 4096}, {1, 1}, {4095, 2}, {512, 512}, {4000, 10000}, {8192, 4096 * 3 + 7}, {(4 << 20) - 5, 5}};
     for (const auto& c : cases) {
         auto data = byte_pattern(c.offset, c.length, 9);
         REQUIRE(b->write(c.offset, data, c.offset % 2 == 0) == 0);
@@ -114,8 +109,7 @@ TEST_CASE("file O_DIRECT: unaligned offsets, lengths and buffers round trip")
     CHECK(all_zero(z));
 }
 
-TEST_CASE("file O_DIRECT: concurrent unaligned writes to one block lose nothing")
-{
+TEST_CASE("file O_DIRECT: concurrent unaligned writes to one block lose nothing") {
     TempDir dir;
     auto b = open_direct(dir.file("d.img"), 1 << 20);
     if (!b)
@@ -137,8 +131,7 @@ TEST_CASE("file O_DIRECT: concurrent unaligned writes to one block lose nothing"
     CHECK(is_pattern(back, 0, 5));
 }
 
-TEST_CASE("file O_DIRECT: a size that is not a multiple of the block is refused")
-{
+TEST_CASE("file O_DIRECT: a size that is not a multiple of the block is refused") {
     TempDir dir;
     std::string error;
     auto b = FileBackend::open({dir.file("d.img"), 4096 * 3 + 1, true}, error);

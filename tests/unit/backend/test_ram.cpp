@@ -8,8 +8,7 @@
 using namespace nbdsched::backend;
 using namespace nbdsched::testlib;
 
-TEST_CASE("ram: never-written pages read as zeros and cost nothing")
-{
+TEST_CASE("ram: never-written pages read as zeros and cost nothing") {
     RamBackend ram(std::uint64_t{1} << 40);   // 1 TiB, sparse
     CHECK(ram.size() == std::uint64_t{1} << 40);
     CHECK_FALSE(ram.blocking());
@@ -22,8 +21,7 @@ TEST_CASE("ram: never-written pages read as zeros and cost nothing")
     CHECK(ram.describe() == "ram 1TiB");
 }
 
-TEST_CASE("ram: unaligned write/read round trip across pages and leaves")
-{
+TEST_CASE("ram: unaligned write/read round trip across pages and leaves") {
     RamBackend ram(64 << 20);
     const std::uint64_t off = (16 << 20) - 5000;   // straddles a 16 MiB leaf boundary
     auto data = byte_pattern(off, 12345);
@@ -38,16 +36,14 @@ TEST_CASE("ram: unaligned write/read round trip across pages and leaves")
     CHECK(all_zero(around));
 }
 
-TEST_CASE("ram: zero writes over holes allocate nothing")
-{
+TEST_CASE("ram: zero writes over holes allocate nothing") {
     RamBackend ram(1 << 20);
     std::vector<std::byte> zeros(65536);
     CHECK(ram.write(0, zeros, false) == 0);
     CHECK(ram.allocated_bytes() == 0);
 }
 
-TEST_CASE("ram: trim and write_zeroes free whole pages and zero partial ones")
-{
+TEST_CASE("ram: trim and write_zeroes free whole pages and zero partial ones") {
     RamBackend ram(32 << 20);
     auto data = byte_pattern(0, 32 << 20);
     REQUIRE(ram.write(0, data, false) == 0);
@@ -78,8 +74,7 @@ TEST_CASE("ram: trim and write_zeroes free whole pages and zero partial ones")
     CHECK(is_pattern(page, 4096));
 }
 
-TEST_CASE("ram: write_zeroes with NO_HOLE allocates the range, zero-filled")
-{
+TEST_CASE("ram: write_zeroes with NO_HOLE allocates the range, zero-filled") {
     RamBackend ram(32 << 20);
     // Over a hole: every page the range touches is allocated, partial ones too
     // (4096 + 100 .. 3 * 4096 + 50 touches pages 1, 2 and 3).
@@ -105,8 +100,7 @@ TEST_CASE("ram: write_zeroes with NO_HOLE allocates the range, zero-filled")
     CHECK(all_zero(all));
 }
 
-TEST_CASE("ram: out of range is EINVAL, flush is a no-op")
-{
+TEST_CASE("ram: out of range is EINVAL, flush is a no-op") {
     RamBackend ram(8192);
     std::vector<std::byte> buf(4096);
     CHECK(ram.read(8192 - 4095, buf) == EINVAL);

@@ -23,8 +23,7 @@ struct Cost {
 
 // Random 4 KiB writes then reads over `pages` pages through `write`/`read`.
 template <class W, class R>
-Cost measure(std::uint64_t pages, W&& write, R&& read)
-{
+Cost measure(std::uint64_t pages, W&& write, R&& read) {
     const int ops = 100000;
     std::uint64_t x = 12345;
     auto next = [&] {
@@ -42,10 +41,9 @@ Cost measure(std::uint64_t pages, W&& write, R&& read)
             std::chrono::duration<double, std::nano>(t2 - t1).count() / ops};
 }
 
-} // namespace
+}   // namespace
 
-TEST_CASE("ram: 4k read/write cost next to a plain memcpy (printed)")
-{
+TEST_CASE("ram: 4k read/write cost next to a plain memcpy (printed)") {
     // A cache-resident set shows the backend's own overhead; a large one
     // what a client really sees (memory-bound). Best of 2 runs: CI is noisy.
     for (const std::uint64_t size : {std::uint64_t{2} << 20, std::uint64_t{128} << 20}) {
@@ -61,7 +59,10 @@ TEST_CASE("ram: 4k read/write cost next to a plain memcpy (printed)")
                 pages, [&](std::uint64_t o) { std::memcpy(flat.data() + o, buf.data(), 4096); },
                 [&](std::uint64_t o) {
                     std::memcpy(buf.data(), flat.data() + o, 4096);
-                    asm volatile("" : : "r"(buf.data()) : "memory");
+                    asm volatile(""
+                                 :
+                                 : "r"(buf.data())
+                                 : "memory");
                 });
             const Cost r = measure(
                 pages, [&](std::uint64_t o) { (void)ram.write(o, buf, false); },

@@ -12,8 +12,7 @@
 using namespace nbdsched::backend;
 using namespace nbdsched::testlib;
 
-TEST_CASE("ram: concurrent writers allocating interleaved pages of shared leaves")
-{
+TEST_CASE("ram: concurrent writers allocating interleaved pages of shared leaves") {
     constexpr int threads = 4;
     constexpr std::uint64_t size = 40 << 20;   // 3 leaves, the last partial
     constexpr std::uint64_t pages = size / 4096;
@@ -35,8 +34,7 @@ TEST_CASE("ram: concurrent writers allocating interleaved pages of shared leaves
     CHECK(is_pattern(all, 0));
 }
 
-TEST_CASE("ram: readers never see freed memory while trims free pages")
-{
+TEST_CASE("ram: readers never see freed memory while trims free pages") {
     constexpr std::uint64_t size = 16 << 20;
     constexpr std::uint64_t pages = size / 4096;
     RamBackend ram(size);
@@ -70,8 +68,7 @@ TEST_CASE("ram: readers never see freed memory while trims free pages")
     CHECK(ram.allocated_bytes() == size / 2);
 }
 
-TEST_CASE("read-ahead: concurrent readers and writers on one device")
-{
+TEST_CASE("read-ahead: concurrent readers and writers on one device") {
     using namespace nbdsched::readahead;
     constexpr std::uint64_t size = 16 << 20;
     RamBackend disk(size);

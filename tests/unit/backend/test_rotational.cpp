@@ -12,14 +12,13 @@
 using namespace nbdsched::backend;
 
 namespace {
-const char* show(std::optional<bool> r)
-{
-    return !r ? "unknown" : *r ? "rotational" : "non-rotational";
+const char* show(std::optional<bool> r) {
+    return !r ? "unknown" : *r ? "rotational"
+                               : "non-rotational";
 }
-} // namespace
+}   // namespace
 
-TEST_CASE("rotational: detection for the filesystem holding the temp dir (printed)")
-{
+TEST_CASE("rotational: detection for the filesystem holding the temp dir (printed)") {
     nbdsched::testlib::TempDir dir;
     auto info = queue_info_for_path(dir.path());
     std::printf("rotational for %s: %s", dir.path().c_str(), show(info ? info->rotational : std::nullopt));
@@ -39,14 +38,12 @@ TEST_CASE("rotational: detection for the filesystem holding the temp dir (printe
     CHECK(b->detected_rotational() == (info ? info->rotational : std::nullopt));
 }
 
-TEST_CASE("rotational: a missing path is unknown, /proc is unknown")
-{
+TEST_CASE("rotational: a missing path is unknown, /proc is unknown") {
     CHECK_FALSE(queue_info_for_path("/no/such/path").has_value());
     CHECK_FALSE(detect_rotational("/proc/self/status").has_value());
 }
 
-TEST_CASE("rotational: a file on tmpfs is memory: non-rotational (found through the mount table)")
-{
+TEST_CASE("rotational: a file on tmpfs is memory: non-rotational (found through the mount table)") {
     struct statfs fs {};
     if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC)
         SKIP_TEST("/dev/shm is not tmpfs here");
@@ -56,8 +53,7 @@ TEST_CASE("rotational: a file on tmpfs is memory: non-rotational (found through 
     CHECK(info->sysfs_dir.empty());
 }
 
-TEST_CASE("rotational: block devices listed in sysfs report their own queue")
-{
+TEST_CASE("rotational: block devices listed in sysfs report their own queue") {
     // Every /sys/block entry with a queue must resolve by device number.
     auto info = queue_info_for_device(7, 0);   // loop0, present on most systems
     if (!info)

@@ -20,8 +20,8 @@ TEST_CASE("bad sizes are refused") {
     CHECK_FALSE(parse_size("abc"));
     CHECK_FALSE(parse_size("-1"));
     CHECK_FALSE(parse_size("1X"));
-    CHECK_FALSE(parse_size("0.3"));            // not a whole number of bytes
-    CHECK_FALSE(parse_size("100000000P"));     // overflows 64 bits
+    CHECK_FALSE(parse_size("0.3"));          // not a whole number of bytes
+    CHECK_FALSE(parse_size("100000000P"));   // overflows 64 bits
 }
 
 TEST_CASE("durations with units and bare milliseconds") {

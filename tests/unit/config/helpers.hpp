@@ -26,7 +26,8 @@ inline std::string all_errors(const LoadResult& result) {
 // contains `words`.
 inline void expect_error(const LoadResult& result, const std::string& key, int line, int column,
                          const std::string& words) {
-    INFO("errors:\n" << all_errors(result));
+    INFO("errors:\n"
+         << all_errors(result));
     CHECK_FALSE(result.config.has_value());
     const Error* found = nullptr;
     for (const auto& e : result.errors)
@@ -39,4 +40,4 @@ inline void expect_error(const LoadResult& result, const std::string& key, int l
 
 inline LoadResult load(const std::string& yaml) { return load_string(yaml, "test.yaml"); }
 
-} // namespace nbdsched::config::test
+}   // namespace nbdsched::config::test

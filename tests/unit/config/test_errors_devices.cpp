@@ -11,7 +11,7 @@ LoadResult device(const std::string& body) {
     return load("devices:\n  - " + body + "exports: [{name: e0, device: d0}]\n");
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("bad sizes") {
     expect_error(device("name: d0\n    size: 12XB\n"), "devices[0].size", 3, 11, "bad size '12XB'");

@@ -15,7 +15,7 @@ LoadResult faults(const std::string& rules) {
                 "exports: [{name: e0, device: d0}]\n");
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("fault rules load with their defaults") {
     auto r = faults("      - {op: read, error: EIO, offset: 1MiB, length: 64KiB}\n"

@@ -8,7 +8,7 @@ namespace {
 
 LoadResult with(const std::string& head) { return load(head + minimal_tail); }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("listen entries: unix: PATH or tcp: HOST:PORT") {
     auto r = with(R"(listen:

@@ -94,7 +94,7 @@ TEST_CASE("several YAML documents are refused") {
     auto r = load(std::string(minimal_tail) + "---\nlog_level: debug\n");
     REQUIRE_FALSE(r.config);
     CHECK(r.errors.at(0).message.find("a second YAML document") == 0);
-    CHECK(r.errors.at(0).origin.line == 5);  // the '---' that starts it
+    CHECK(r.errors.at(0).origin.line == 5);   // the '---' that starts it
 }
 
 TEST_CASE("a stray comma where a value starts is a syntax error, not a hang") {

@@ -77,4 +77,4 @@ private:
     int exit_code_ = -1;
 };
 
-} // namespace nbdsched::testing
+}   // namespace nbdsched::testing

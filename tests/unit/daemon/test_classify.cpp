@@ -17,7 +17,7 @@ config::Rule rule(std::string group) {
     r.group = std::move(group);
     return r;
 }
-} // namespace
+}   // namespace
 
 TEST_CASE("/proc/PID/cgroup: the v2 line") {
     CHECK(parse_proc_cgroup("0::/user.slice/user-0.slice/session-1.scope\n") ==

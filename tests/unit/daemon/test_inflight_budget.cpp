@@ -24,7 +24,7 @@ struct Waiter final : InflightBudget::Waiter {
     }
 };
 
-} // namespace
+}   // namespace
 
 TEST_CASE("inflight budget: room goes to the line in order, one ticket per freed request") {
     std::vector<int> log;
@@ -97,7 +97,7 @@ TEST_CASE("inflight budget: one ticket at a time, the next once the last request
     b.wait(a);
     b.wait(c);
     b.wait(d);
-    b.give(1000);         // room for many requests by count, but their sizes are unknown
+    b.give(1000);   // room for many requests by count, but their sizes are unknown
     CHECK(log == std::vector<int>{1});
     CHECK_FALSE(b.admits(false));   // the line is empty, but 1's request is still to come
     b.take_request(true);
@@ -105,7 +105,7 @@ TEST_CASE("inflight budget: one ticket at a time, the next once the last request
     b.take_bytes(400);
     CHECK(log == std::vector<int>{1, 2});
     b.take_request(true);
-    b.take_bytes(600);    // full again: 3 waits for a reply
+    b.take_bytes(600);   // full again: 3 waits for a reply
     CHECK(log == std::vector<int>{1, 2});
     b.give(400);
     CHECK(log == std::vector<int>{1, 2, 3});

@@ -26,7 +26,7 @@ rules:
     return *r.config;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("an identical config changes nothing") {
     auto plan = plan_reload(base(), base());

@@ -30,7 +30,7 @@ Reply roundtrip(RawClient& c, std::uint16_t type, std::uint64_t offset, std::uin
     return *r;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("write, read back, flush, trim and write_zeroes, with simple and structured replies") {
     TestServer server(standard_config());
@@ -77,8 +77,8 @@ TEST_CASE("per-request errors keep the connection usable") {
         CHECK(roundtrip(c, WRITE, size - 512, 1024, 0, pattern(0, 1024, 1)).error == err_nospc);
         CHECK(roundtrip(c, ZEROES, size, 4096).error == err_nospc);
         CHECK(roundtrip(c, TRIM, ~0ull - 100, 4096).error == err_inval);
-        CHECK(roundtrip(c, 42, 0, 0).error == err_inval);                   // unknown command
-        CHECK(roundtrip(c, READ, 0, 512, 1u << 12).error == err_inval);     // unknown flag
+        CHECK(roundtrip(c, 42, 0, 0).error == err_inval);                 // unknown command
+        CHECK(roundtrip(c, READ, 0, 512, 1u << 12).error == err_inval);   // unknown flag
         CHECK(roundtrip(c, READ, 0, (32u << 20) + 1).error == (structured ? err_overflow : err_inval));
         // An oversize WRITE's payload is consumed, so the next request parses.
         CHECK(roundtrip(c, WRITE, 0, (32u << 20) + 4096, 0, std::vector<std::uint8_t>((32u << 20) + 4096, 1))

@@ -30,7 +30,7 @@ struct TempFile {
     ~TempFile() { std::filesystem::remove(path); }
 };
 
-} // namespace
+}   // namespace
 
 TEST_CASE("file backend: pipelined writes and reads through the thread pool, flush, persistence") {
     TempFile file;
@@ -126,7 +126,7 @@ std::size_t threads_added(unsigned io_threads) {
     CHECK(server.stop() == 0);
     return during - before;
 }
-} // namespace
+}   // namespace
 
 TEST_CASE("limits.io_threads sizes the pool that runs blocking backends") {
     // The difference cancels the server's own event-loop thread.

@@ -11,7 +11,7 @@ std::vector<std::uint8_t> bytes(std::initializer_list<int> list) {
     for (int b : list) v.push_back(static_cast<std::uint8_t>(b));
     return v;
 }
-} // namespace
+}   // namespace
 
 TEST_CASE("greeting is NBDMAGIC IHAVEOPT flags") {
     auto g = encode_greeting(flag_fixed_newstyle | flag_no_zeroes);

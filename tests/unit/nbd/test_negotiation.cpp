@@ -48,7 +48,7 @@ OptionResult run(Negotiation& st, Option opt, const std::vector<std::uint8_t>& d
                          keep, out);
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("empty name picks the export named default, else the first") {
     auto exports = catalog();

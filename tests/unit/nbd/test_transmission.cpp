@@ -18,7 +18,7 @@ RequestHeader req(Command c, std::uint64_t offset, std::uint32_t length, std::ui
     return r;
 }
 constexpr std::uint64_t MiB = 1 << 20;
-} // namespace
+}   // namespace
 
 TEST_CASE("request round trip and bad magic") {
     auto r = req(Command::write, 12345, 4096, cmd_flag_fua);

@@ -14,15 +14,13 @@ constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 
 // Runs a prefetch against `disk` now and returns its data.
-std::vector<std::byte> fetch(RamBackend& disk, const Prefetch& p)
-{
+std::vector<std::byte> fetch(RamBackend& disk, const Prefetch& p) {
     std::vector<std::byte> buf(p.length);
     REQUIRE(disk.read(p.offset, buf) == 0);
     return buf;
 }
 
-Options opts(std::uint64_t size, std::uint64_t window, std::uint64_t cache)
-{
+Options opts(std::uint64_t size, std::uint64_t window, std::uint64_t cache) {
     Options o;
     o.device_size = size;
     o.window_bytes = window;
@@ -30,10 +28,9 @@ Options opts(std::uint64_t size, std::uint64_t window, std::uint64_t cache)
     return o;
 }
 
-} // namespace
+}   // namespace
 
-TEST_CASE("read-ahead: a sequential reader is served from the cache")
-{
+TEST_CASE("read-ahead: a sequential reader is served from the cache") {
     RamBackend disk(32 * MiB);
     REQUIRE(disk.write(0, byte_pattern(0, 32 * MiB), false) == 0);
     ReadAhead ra(opts(32 * MiB, 2560 * KiB, 64 * MiB));
@@ -60,8 +57,7 @@ TEST_CASE("read-ahead: a sequential reader is served from the cache")
     CHECK(s.bytes_inflight == 0);
 }
 
-TEST_CASE("read-ahead: write then read returns the new data")
-{
+TEST_CASE("read-ahead: write then read returns the new data") {
     RamBackend disk(8 * MiB);
     REQUIRE(disk.write(0, byte_pattern(0, 8 * MiB, 1), false) == 0);
     ReadAhead ra(opts(8 * MiB, 512 * KiB, 8 * MiB));
@@ -82,14 +78,12 @@ TEST_CASE("read-ahead: write then read returns the new data")
     CHECK(ra.stats().bytes_invalidated > 0);
 }
 
-TEST_CASE("read-ahead: a write landing while a prefetch is in flight drops the prefetch")
-{
+TEST_CASE("read-ahead: a write landing while a prefetch is in flight drops the prefetch") {
     RamBackend disk(8 * MiB);
     REQUIRE(disk.write(0, byte_pattern(0, 8 * MiB, 1), false) == 0);
     std::vector<std::byte> buf(64 * KiB);
 
-    SUBCASE("prefetch read before the write, completed after it")
-    {
+    SUBCASE("prefetch read before the write, completed after it") {
         ReadAhead ra(opts(8 * MiB, 512 * KiB, 8 * MiB));
         ra.on_read(1, 0, buf);
         auto d = ra.on_read(1, 64 * KiB, buf);
@@ -103,8 +97,7 @@ TEST_CASE("read-ahead: a write landing while a prefetch is in flight drops the p
         CHECK(ra.stats().prefetches_dropped == 1);
         CHECK_FALSE(ra.lookup(p.offset, std::span(buf).first(64)));
     }
-    SUBCASE("prefetch issued after the write arrived, read before it reached the disk")
-    {
+    SUBCASE("prefetch issued after the write arrived, read before it reached the disk") {
         ReadAhead ra(opts(8 * MiB, 512 * KiB, 8 * MiB));
         ra.on_read(1, 0, buf);
         const std::uint64_t w = 64 * KiB + 200 * KiB;   // inside the window the next read asks for
@@ -127,8 +120,7 @@ TEST_CASE("read-ahead: a write landing while a prefetch is in flight drops the p
             CHECK(is_pattern(at, w, 2));
         CHECK(ra.stats().bytes_cached == 0);
     }
-    SUBCASE("a failed or short prefetch is dropped; parked readers fall back")
-    {
+    SUBCASE("a failed or short prefetch is dropped; parked readers fall back") {
         ReadAhead ra(opts(8 * MiB, 512 * KiB, 8 * MiB));
         ra.on_read(1, 0, buf);
         auto d = ra.on_read(1, 64 * KiB, buf);
@@ -147,8 +139,7 @@ TEST_CASE("read-ahead: a write landing while a prefetch is in flight drops the p
     }
 }
 
-TEST_CASE("read-ahead: memory bound holds with many streams, including data in flight")
-{
+TEST_CASE("read-ahead: memory bound holds with many streams, including data in flight") {
     RamBackend disk(256 * MiB);
     const std::uint64_t limit = 4 * MiB;
     ReadAhead ra(opts(256 * MiB, 2560 * KiB, limit));
@@ -174,8 +165,7 @@ TEST_CASE("read-ahead: memory bound holds with many streams, including data in f
     MESSAGE("skipped " << s.prefetches_skipped << " evicted " << s.bytes_evicted << " hits " << s.hits);
 }
 
-TEST_CASE("read-ahead: off (window 0) is a pass-through")
-{
+TEST_CASE("read-ahead: off (window 0) is a pass-through") {
     ReadAhead ra(opts(8 * MiB, 0, 8 * MiB));
     std::vector<std::byte> buf(4096);
     for (std::uint64_t off = 0; off < 1 * MiB; off += 4096) {

@@ -6,8 +6,7 @@
 using namespace nbdsched::readahead;
 using namespace nbdsched::testlib;
 
-TEST_CASE("cache: lookup serves only wholly cached ranges, across adjacent extents")
-{
+TEST_CASE("cache: lookup serves only wholly cached ranges, across adjacent extents") {
     ExtentCache c(1 << 20);
     REQUIRE(c.insert(4096, byte_pattern(4096, 4096)));
     REQUIRE(c.insert(8192, byte_pattern(8192, 4096)));
@@ -17,15 +16,14 @@ TEST_CASE("cache: lookup serves only wholly cached ranges, across adjacent exten
     CHECK(is_pattern(out, 5000));
     std::vector<std::byte> miss(6000, std::byte{7});
     CHECK_FALSE(c.lookup(8192, miss));   // 12288..14192 missing
-    CHECK(miss[0] == std::byte{7});       // untouched on a miss
+    CHECK(miss[0] == std::byte{7});      // untouched on a miss
     CHECK_FALSE(c.lookup(0, std::span(miss).first(100)));
     CHECK(c.contains(20000, 100));
     CHECK_FALSE(c.contains(19999, 2));
     CHECK(c.bytes() == 8292);
 }
 
-TEST_CASE("cache: invalidate drops every overlapping extent")
-{
+TEST_CASE("cache: invalidate drops every overlapping extent") {
     ExtentCache c(1 << 20);
     for (std::uint64_t i = 0; i < 8; ++i)
         REQUIRE(c.insert(i * 4096, byte_pattern(i * 4096, 4096)));
@@ -39,15 +37,14 @@ TEST_CASE("cache: invalidate drops every overlapping extent")
     CHECK(c.lookup(2 * 4096, out));
 }
 
-TEST_CASE("cache: the byte limit holds; consumed extents go first, then LRU")
-{
+TEST_CASE("cache: the byte limit holds; consumed extents go first, then LRU") {
     ExtentCache c(4 * 4096);
     for (std::uint64_t i = 0; i < 4; ++i)
         REQUIRE(c.insert(i * 4096, byte_pattern(i * 4096, 4096)));
     std::vector<std::byte> page(4096);
-    CHECK(c.lookup(3 * 4096, page));           // extent 3 fully read: consumed, coldest
+    CHECK(c.lookup(3 * 4096, page));   // extent 3 fully read: consumed, coldest
     std::vector<std::byte> part(100);
-    CHECK(c.lookup(0, part));                  // extent 0 partly read: hot
+    CHECK(c.lookup(0, part));   // extent 0 partly read: hot
     REQUIRE(c.insert(10 * 4096, byte_pattern(10 * 4096, 4096)));
     CHECK(c.bytes() <= c.limit());
     CHECK_FALSE(c.contains(3 * 4096, 4096));   // the consumed one went
@@ -55,13 +52,12 @@ TEST_CASE("cache: the byte limit holds; consumed extents go first, then LRU")
     CHECK_FALSE(c.contains(1 * 4096, 4096));   // then the least recently used
     CHECK(c.contains(0, 4096));
     CHECK(c.evicted_bytes() == 2 * 4096);
-    CHECK_FALSE(c.insert(100 * 4096, byte_pattern(0, 5 * 4096)));   // larger than the limit
+    CHECK_FALSE(c.insert(100 * 4096, byte_pattern(0, 5 * 4096)));         // larger than the limit
     CHECK_FALSE(c.insert(100 * 4096, byte_pattern(0, 4096), 4 * 4096));   // no room beside the reserve
     CHECK(c.bytes() <= c.limit());
 }
 
-TEST_CASE("cache: an insert replaces overlapping extents")
-{
+TEST_CASE("cache: an insert replaces overlapping extents") {
     ExtentCache c(1 << 20);
     REQUIRE(c.insert(0, byte_pattern(0, 8192, 1)));
     REQUIRE(c.insert(4096, byte_pattern(4096, 8192, 2)));
@@ -72,8 +68,7 @@ TEST_CASE("cache: an insert replaces overlapping extents")
     CHECK_FALSE(c.contains(0, 1));
 }
 
-TEST_CASE("cache: extent_from finds the extent holding an offset or the next; consumed-only eviction")
-{
+TEST_CASE("cache: extent_from finds the extent holding an offset or the next; consumed-only eviction") {
     ExtentCache c(3 * 4096);
     REQUIRE(c.insert(0, byte_pattern(0, 4096)));
     REQUIRE(c.insert(8192, byte_pattern(8192, 4096)));

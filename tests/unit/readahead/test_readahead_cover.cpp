@@ -21,8 +21,7 @@ namespace {
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 
-Options opts(std::uint64_t window, std::uint64_t max_io = 1280 * KiB)
-{
+Options opts(std::uint64_t window, std::uint64_t max_io = 1280 * KiB) {
     Options o;
     o.device_size = 64 * MiB;
     o.window_bytes = window;
@@ -38,8 +37,7 @@ public:
     FifoDisk() { REQUIRE(ram_.write(0, byte_pattern(0, 64 * MiB), false) == 0); }
 
     void add(const std::vector<Prefetch>& list) { pending_.insert(pending_.end(), list.begin(), list.end()); }
-    void complete(ReadAhead& ra, std::uint64_t ticket, int error = 0)
-    {
+    void complete(ReadAhead& ra, std::uint64_t ticket, int error = 0) {
         auto it = std::find_if(pending_.begin(), pending_.end(), [&](const Prefetch& p) { return p.ticket == ticket; });
         REQUIRE(it != pending_.end());
         std::vector<std::byte> data(error == 0 ? it->length : 0);
@@ -49,8 +47,7 @@ public:
         pending_.erase(it);
     }
     // FIFO: everything issued up to and including `ticket`.
-    void complete_through(ReadAhead& ra, std::uint64_t ticket)
-    {
+    void complete_through(ReadAhead& ra, std::uint64_t ticket) {
         while (!pending_.empty() && pending_.front().ticket <= ticket)
             complete(ra, pending_.front().ticket);
     }
@@ -64,8 +61,7 @@ private:
 
 // Issues a read and files its prefetches with the disk.
 ReadDecision read(ReadAhead& ra, FifoDisk& disk, std::uint64_t queue, std::uint64_t offset,
-                  std::vector<std::byte>& buf)
-{
+                  std::vector<std::byte>& buf) {
     auto d = ra.on_read(queue, offset, buf);
     disk.add(d.prefetch);
     return d;
@@ -77,8 +73,7 @@ struct Started {
     FifoDisk disk;
     ReadAhead ra;
     ReadDecision second;
-    explicit Started(std::uint64_t window, std::uint64_t max_io = 1280 * KiB) : ra(opts(window, max_io))
-    {
+    explicit Started(std::uint64_t window, std::uint64_t max_io = 1280 * KiB) : ra(opts(window, max_io)) {
         std::vector<std::byte> buf(1 * MiB);
         REQUIRE(read(ra, disk, 1, 0, buf).kind == Kind::miss);
         second = read(ra, disk, 1, 1 * MiB, buf);
@@ -86,10 +81,9 @@ struct Started {
     }
 };
 
-} // namespace
+}   // namespace
 
-TEST_CASE("read-ahead cover: a read straddling two prefetches in flight waits for both")
-{
+TEST_CASE("read-ahead cover: a read straddling two prefetches in flight waits for both") {
     Started st(2560 * KiB);
     auto& [disk, ra, second] = st;
     // The window [2 MiB, 4.5 MiB) in two max-I/O chunks.
@@ -105,14 +99,12 @@ TEST_CASE("read-ahead cover: a read straddling two prefetches in flight waits fo
     REQUIRE(d4.kind == Kind::wait);
     CHECK(d4.wait_ticket == b.ticket);   // the part furthest on: on a FIFO disk it lands last
 
-    SUBCASE("they land in order")
-    {
+    SUBCASE("they land in order") {
         disk.complete(ra, a.ticket);
         disk.complete(ra, b.ticket);
         REQUIRE(ra.resume(3 * MiB, r4).kind == Kind::hit);
     }
-    SUBCASE("they land out of order: waits again for the other one")
-    {
+    SUBCASE("they land out of order: waits again for the other one") {
         disk.complete(ra, b.ticket);
         auto again = ra.resume(3 * MiB, r4);
         REQUIRE(again.kind == Kind::wait);
@@ -129,8 +121,7 @@ TEST_CASE("read-ahead cover: a read straddling two prefetches in flight waits fo
     CHECK(s.waits_failed == 0);
 }
 
-TEST_CASE("read-ahead cover: part cached, part in flight waits, then hits")
-{
+TEST_CASE("read-ahead cover: part cached, part in flight waits, then hits") {
     Started st(2560 * KiB);
     auto& [disk, ra, second] = st;
     REQUIRE(second.prefetch.size() == 2);
@@ -145,8 +136,7 @@ TEST_CASE("read-ahead cover: part cached, part in flight waits, then hits")
     CHECK(is_pattern(r, 3 * MiB));
 }
 
-TEST_CASE("read-ahead cover: a sequential 1 MiB reader never misses, its next read is always requested")
-{
+TEST_CASE("read-ahead cover: a sequential 1 MiB reader never misses, its next read is always requested") {
     FifoDisk disk;
     ReadAhead ra(opts(2560 * KiB));
     std::vector<std::byte> buf(1 * MiB);
@@ -181,8 +171,7 @@ TEST_CASE("read-ahead cover: a sequential 1 MiB reader never misses, its next re
     CHECK(s.bytes_cached + s.bytes_inflight <= 64 * MiB);
 }
 
-TEST_CASE("read-ahead cover: part cached, the rest not in flight: a fill of just the missing part")
-{
+TEST_CASE("read-ahead cover: part cached, the rest not in flight: a fill of just the missing part") {
     Started st(128 * KiB, 512 * KiB);
     auto& [disk, ra, second] = st;
     REQUIRE(second.prefetch.size() == 1);   // a 128 KiB window: [2 MiB, 2 MiB + 128 KiB)
@@ -216,8 +205,7 @@ TEST_CASE("read-ahead cover: part cached, the rest not in flight: a fill of just
     CHECK(s.waits == 1);
 }
 
-TEST_CASE("read-ahead cover: gaps on both sides of cached data become one fill")
-{
+TEST_CASE("read-ahead cover: gaps on both sides of cached data become one fill") {
     Started st(128 * KiB);
     auto& [disk, ra, second] = st;
     REQUIRE(second.prefetch.size() == 1);
@@ -235,31 +223,27 @@ TEST_CASE("read-ahead cover: gaps on both sides of cached data become one fill")
     CHECK(is_pattern(r, 1536 * KiB));
 }
 
-TEST_CASE("read-ahead cover: no fill over a pending write, a failed fill falls back to a miss")
-{
+TEST_CASE("read-ahead cover: no fill over a pending write, a failed fill falls back to a miss") {
     Started st(128 * KiB);
     auto& [disk, ra, second] = st;
     disk.complete(ra, second.prefetch.at(0).ticket);
     std::vector<std::byte> r(1 * MiB);
 
-    SUBCASE("a write pending over the missing part: the read goes to the backend")
-    {
+    SUBCASE("a write pending over the missing part: the read goes to the backend") {
         ra.on_write(2 * MiB + 512 * KiB, 4 * KiB);
         auto d = read(ra, disk, 1, 2 * MiB, r);
         CHECK(d.kind == Kind::miss);
         CHECK(std::none_of(d.prefetch.begin(), d.prefetch.end(), [](const Prefetch& p) { return p.demand; }));
         CHECK(ra.stats().fills == 0);
     }
-    SUBCASE("the fill fails: resume says miss")
-    {
+    SUBCASE("the fill fails: resume says miss") {
         auto d = read(ra, disk, 1, 2 * MiB, r);
         REQUIRE(d.kind == Kind::wait);
         disk.complete(ra, d.wait_ticket, 5);
         CHECK(ra.resume(2 * MiB, r).kind == Kind::miss);
         CHECK(ra.stats().waits_failed == 1);
     }
-    SUBCASE("nothing cached or in flight: a plain miss, no fill")
-    {
+    SUBCASE("nothing cached or in flight: a plain miss, no fill") {
         auto d = read(ra, disk, 3, 40 * MiB, r);
         CHECK(d.kind == Kind::miss);
         CHECK(d.prefetch.empty());

@@ -41,8 +41,7 @@ class Model {
 public:
     explicit Model(std::uint32_t seed) : rng_(seed), ra_(options()) {}
 
-    void run(int steps)
-    {
+    void run(int steps) {
         std::vector<std::uint64_t> stream_pos = {0, 2 << 20, 5 << 20};
         for (int i = 0; i < steps; ++i) {
             const int action = pick(10);
@@ -71,8 +70,7 @@ public:
     std::size_t parked_left() const { return parked_.size(); }
 
 private:
-    static Options options()
-    {
+    static Options options() {
         Options o;
         o.device_size = size;
         o.window_bytes = 256 * KiB;
@@ -82,24 +80,21 @@ private:
     }
     std::uint64_t pick(std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng_); }
 
-    bool write_in_flight(const Range& r) const
-    {
+    bool write_in_flight(const Range& r) const {
         for (const auto& w : writes_)
             if (w.r.overlaps(r.offset, r.length))
                 return true;
         return false;
     }
 
-    void check(const Range& r, const std::vector<std::byte>& got)
-    {
+    void check(const Range& r, const std::vector<std::byte>& got) {
         std::vector<std::byte> truth(r.length);
         REQUIRE(disk_.read(r.offset, truth) == 0);
         REQUIRE(got == truth);
         ++checked;
     }
 
-    void client_read(std::uint64_t q, std::uint64_t offset, std::uint64_t len)
-    {
+    void client_read(std::uint64_t q, std::uint64_t offset, std::uint64_t len) {
         std::vector<std::byte> buf(len);
         auto d = ra_.on_read(q, offset, buf);
         for (auto& p : d.prefetch)
@@ -111,8 +106,7 @@ private:
             parked_.push_back({d.wait_ticket, r, write_in_flight(r)});
     }
 
-    void client_write(std::uint64_t offset, std::uint64_t len)
-    {
+    void client_write(std::uint64_t offset, std::uint64_t len) {
         ra_.on_write(offset, len);
         for (auto& p : parked_)
             p.overlapped = p.overlapped || p.r.overlaps(offset, len);
@@ -121,8 +115,7 @@ private:
 
     // One random piece of backend progress: a write or prefetch hits the
     // disk, or a finished one completes.
-    void progress()
-    {
+    void progress() {
         const bool do_write = !writes_.empty() && (prefetches_.empty() || pick(2) == 0);
         if (do_write) {
             const std::size_t i = pick(writes_.size());
@@ -176,10 +169,9 @@ private:
     std::vector<Parked> parked_;
 };
 
-} // namespace
+}   // namespace
 
-TEST_CASE("read-ahead model: reads never see stale data under racing writes and prefetches")
-{
+TEST_CASE("read-ahead model: reads never see stale data under racing writes and prefetches") {
     for (std::uint32_t seed = 1; seed <= 20; ++seed) {
         CAPTURE(seed);
         Model m(seed);

@@ -7,10 +7,9 @@ using namespace nbdsched::readahead;
 namespace {
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
-}
+}   // namespace
 
-TEST_CASE("streams: the second sequential read starts read-ahead, windows grow to the maximum")
-{
+TEST_CASE("streams: the second sequential read starts read-ahead, windows grow to the maximum") {
     StreamTable t(2560 * KiB, 8, 1024 * MiB);
     CHECK_FALSE(t.on_read(1, 0, 128 * KiB, false));
     auto r = t.on_read(1, 128 * KiB, 128 * KiB, false);
@@ -21,8 +20,8 @@ TEST_CASE("streams: the second sequential read starts read-ahead, windows grow t
     int windows = 1;
     for (; pos < 64 * MiB; pos += 128 * KiB)
         if (auto next = t.on_read(1, pos, 128 * KiB, true)) {
-            CHECK(next->offset == ra_end);             // contiguous, no gap or overlap
-            CHECK(next->length >= last);               // never shrinks
+            CHECK(next->offset == ra_end);   // contiguous, no gap or overlap
+            CHECK(next->length >= last);     // never shrinks
             CHECK(next->length <= 2560 * KiB);
             CHECK(ra_end - pos - 128 * KiB <= 2560 * KiB);   // async: ahead by at most a window
             ra_end = next->end();
@@ -30,12 +29,11 @@ TEST_CASE("streams: the second sequential read starts read-ahead, windows grow t
             ++windows;
         }
     CHECK(last == 2560 * KiB);
-    CHECK(ra_end > pos);       // the reader never overtook the read-ahead
+    CHECK(ra_end > pos);   // the reader never overtook the read-ahead
     CHECK(windows > 20);
 }
 
-TEST_CASE("streams: random reads never prefetch")
-{
+TEST_CASE("streams: random reads never prefetch") {
     StreamTable t(128 * KiB, 8, 1024 * MiB);
     std::uint64_t x = 7;
     int prefetches = 0;
@@ -46,8 +44,7 @@ TEST_CASE("streams: random reads never prefetch")
     CHECK(prefetches < 10);   // chance hits of an adjacent block only
 }
 
-TEST_CASE("streams: several interleaved streams per queue, queues independent")
-{
+TEST_CASE("streams: several interleaved streams per queue, queues independent") {
     StreamTable t(128 * KiB, 4, 1024 * MiB);
     int prefetches = 0;
     for (std::uint64_t i = 0; i < 64; ++i)
@@ -65,8 +62,7 @@ TEST_CASE("streams: several interleaved streams per queue, queues independent")
     CHECK(t.stream_count(2) == 1);
 }
 
-TEST_CASE("streams: a miss inside the prefetched range re-prefetches; off and end of device")
-{
+TEST_CASE("streams: a miss inside the prefetched range re-prefetches; off and end of device") {
     StreamTable t(128 * KiB, 8, 1 * MiB);
     t.on_read(1, 0, 64 * KiB, false);
     auto r = t.on_read(1, 64 * KiB, 64 * KiB, false);

@@ -9,9 +9,9 @@ TEST_CASE("bfq tunables: kernel names, seed defaults, units, errors") {
     auto ssd = make(false, 32);
     auto hdd = make(true, 1);
     CHECK(ssd->policy() == "bfq");
-    CHECK(*ssd->get_tunable("slice_idle") == "0");       // seed 002: auto = 0 on flash
+    CHECK(*ssd->get_tunable("slice_idle") == "0");   // seed 002: auto = 0 on flash
     CHECK(*hdd->get_tunable("slice_idle") == "8ms");
-    CHECK(*ssd->get_tunable("group_idle") == "8ms");     // nbdsched extension
+    CHECK(*ssd->get_tunable("group_idle") == "8ms");   // nbdsched extension
     CHECK(*ssd->get_tunable("timeout_sync") == "125ms");
     CHECK(*ssd->get_tunable("fifo_expire_sync") == "125ms");
     CHECK(*ssd->get_tunable("fifo_expire_async") == "250ms");
@@ -35,7 +35,7 @@ TEST_CASE("bfq tunables: kernel names, seed defaults, units, errors") {
     CHECK(!ssd->set_tunable("slice_idle", "fast", Time{}).empty());
     CHECK(!ssd->set_tunable("max_budget", "-3", Time{}).empty());
     CHECK(!ssd->set_tunable("nonsense", "1", Time{}).empty());
-    CHECK(*ssd->get_tunable("slice_idle") == "8ms");      // unchanged by errors
+    CHECK(*ssd->get_tunable("slice_idle") == "8ms");   // unchanged by errors
 
     std::string err;
     CHECK(!make_bfq(DeviceTraits{}, Tunables{{"timeout_sync", "soon"}}, err));
@@ -89,7 +89,7 @@ void check_conserves(bool rotational, unsigned depth, const Tunables& t) {
     }
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("bfq conserves requests and respects the depth limit") {
     SUBCASE("ssd, defaults") { check_conserves(false, 8, {}); }

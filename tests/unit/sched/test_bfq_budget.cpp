@@ -14,7 +14,7 @@ Request rd(RequestId id, std::uint64_t sector, QueueId q = 1, std::uint64_t sect
     return Request{.id = id, .queue = q, .offset = sector * 512, .length = sectors * 512};
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("bfq budget: exhausted budgets grow x4 up to max_budget") {
     auto s = make(false, 1, {{"group_idle", "0"}});
@@ -51,7 +51,7 @@ TEST_CASE("bfq budget: an emptied queue keeps what it used (NO_MORE_REQUESTS)") 
         t += 100us;
         for (RequestId id : out) s->complete(id, t);
     }
-    CHECK(*as_bfq(*s).queue_max_budget(1, true) == 16384 / 32);      // max(80 used, min)
+    CHECK(*as_bfq(*s).queue_max_budget(1, true) == 16384 / 32);   // max(80 used, min)
 }
 
 TEST_CASE("bfq budget: the idle timer shrinks the budget (TOO_IDLE)") {
@@ -163,8 +163,7 @@ TEST_CASE("bfq async writes are charged 3x against sync reads in one group") {
             FakeDevice{1, 100us, 100us}, 4);
     // Sequential on both sides, so neither is "slow" and charged for time.
     rig.add(Job{.queue = 1, .group = 1, .sequential = true, .iodepth = 8, .region = 1ull << 32});
-    rig.add(Job{.queue = 2, .group = 1, .sync = false, .op = Op::write, .sequential = true,
-                .iodepth = 8, .region = 2ull << 32});
+    rig.add(Job{.queue = 2, .group = 1, .sync = false, .op = Op::write, .sequential = true, .iodepth = 8, .region = 2ull << 32});
     rig.run(Time{1s});
     rig.reset_counts();
     rig.run(Time{11s});

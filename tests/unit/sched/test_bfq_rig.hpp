@@ -68,7 +68,10 @@ public:
             if (!completions_.empty()) next = std::min(next, completions_.begin()->first);
             if (!arrivals_.empty()) next = std::min(next, arrivals_.begin()->first);
             if (auto w = sched_->next_wakeup()) next = std::min(next, std::max(*w, now_));
-            if (next >= until) { now_ = until; break; }
+            if (next >= until) {
+                now_ = until;
+                break;
+            }
             now_ = next;
             step();
         }
@@ -195,4 +198,4 @@ inline double lat_stddev_us(const Job& j) {
     return std::sqrt(std::max(0.0, j.lat_sq / double(j.done) - m * m));
 }
 
-} // namespace bfqtest
+}   // namespace bfqtest

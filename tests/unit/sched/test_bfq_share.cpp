@@ -18,7 +18,7 @@ double group_ratio(Rig& rig, unsigned w1, unsigned w2, Nanos warmup, Nanos windo
     return double(b1) / double(b2);
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("bfq weights 3:1 on a queueing SSD (random sync readers)") {
     Rig rig(make(false, 32), FakeDevice{4, 100us, 100us}, 32);
@@ -36,8 +36,7 @@ TEST_CASE("bfq weights 3:1 on a disk") {
     for (bool sequential : {true, false}) {
         Rig rig(make(true, 1), FakeDevice{1, 8ms, 100us}, 1);
         for (QueueId q = 1; q <= 2; ++q)
-            rig.add(Job{.queue = q, .group = GroupId(q), .sequential = sequential,
-                        .block = sequential ? 65536u : 4096u, .region = q << 36});
+            rig.add(Job{.queue = q, .group = GroupId(q), .sequential = sequential, .block = sequential ? 65536u : 4096u, .region = q << 36});
         double r = group_ratio(rig, 300, 100, 2s, 60s);
         MESSAGE("hdd 3:1 service ratio, " << std::string(sequential ? "sequential " : "random ") << r);
         CHECK(r > 2.7);
@@ -48,10 +47,8 @@ TEST_CASE("bfq weights 3:1 on a disk") {
 TEST_CASE("bfq seed 003 shape: weights 1000:100, one sync writer each, SSD, slice_idle 0") {
     auto run = [](const char* group_idle) {
         Rig rig(make(false, 32, {{"group_idle", group_idle}}), FakeDevice{4, 100us, 100us}, 32);
-        rig.add(Job{.queue = 1, .group = 1, .op = Op::write, .sequential = true, .block = 32768,
-                    .region = 1ull << 36});
-        rig.add(Job{.queue = 2, .group = 2, .op = Op::write, .sequential = true, .block = 32768,
-                    .region = 2ull << 36});
+        rig.add(Job{.queue = 1, .group = 1, .op = Op::write, .sequential = true, .block = 32768, .region = 1ull << 36});
+        rig.add(Job{.queue = 2, .group = 2, .op = Op::write, .sequential = true, .block = 32768, .region = 2ull << 36});
         return group_ratio(rig, 1000, 100, 1s, 20s);
     };
     double off = run("0");
@@ -81,7 +78,7 @@ double five_readers(const Tunables& t, double& worst_stddev_us, int groups = 1) 
     return total;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("bfq seed 002 shape: 5 sync random readers on an SSD, idling off is faster") {
     // All readers in one group (a cgroup, as under systemd/Android): by the

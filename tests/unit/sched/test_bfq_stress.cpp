@@ -24,11 +24,21 @@ struct Lcg {
 };
 
 const char* const kKnobs[][2] = {
-    {"slice_idle", "0"},        {"slice_idle", "8ms"},        {"slice_idle", "auto"},
-    {"group_idle", "0"},        {"group_idle", "2ms"},        {"strict_guarantees", "1"},
-    {"strict_guarantees", "0"}, {"max_budget", "64"},         {"max_budget", "0"},
-    {"timeout_sync", "10ms"},   {"timeout_sync", "125ms"},    {"fifo_expire_sync", "5ms"},
-    {"back_seek_max", "0"},     {"back_seek_penalty", "1"},   {"low_latency", "0"},
+    {"slice_idle", "0"},
+    {"slice_idle", "8ms"},
+    {"slice_idle", "auto"},
+    {"group_idle", "0"},
+    {"group_idle", "2ms"},
+    {"strict_guarantees", "1"},
+    {"strict_guarantees", "0"},
+    {"max_budget", "64"},
+    {"max_budget", "0"},
+    {"timeout_sync", "10ms"},
+    {"timeout_sync", "125ms"},
+    {"fifo_expire_sync", "5ms"},
+    {"back_seek_max", "0"},
+    {"back_seek_penalty", "1"},
+    {"low_latency", "0"},
 };
 
 void storm(bool rotational, unsigned depth, std::uint64_t seed) {
@@ -65,18 +75,20 @@ void storm(bool rotational, unsigned depth, std::uint64_t seed) {
 
     for (int step = 0; step < 20000; ++step) {
         switch (rng.next(10)) {
-        case 0: case 1: case 2: case 3: {
+        case 0:
+        case 1:
+        case 2:
+        case 3: {
             QueueId q = 1 + rng.next(12);
             if (closed.erase(q)) s->open_queue(q, GroupId(q % 4), now);
-            Request r{.id = next_id++, .queue = q, .group = GroupId(q % 4),
-                      .op = rng.next(3) ? Op::read : Op::write,
-                      .offset = std::uint64_t(rng.next(1u << 20)) * 4096 + (q << 40),
-                      .length = 4096u << rng.next(4), .sync = rng.next(4) != 0};
+            Request r{.id = next_id++, .queue = q, .group = GroupId(q % 4), .op = rng.next(3) ? Op::read : Op::write, .offset = std::uint64_t(rng.next(1u << 20)) * 4096 + (q << 40), .length = 4096u << rng.next(4), .sync = rng.next(4) != 0};
             s->submit(r, now);
             waiting[r.id] = now;
             break;
         }
-        case 4: case 5: case 6:
+        case 4:
+        case 5:
+        case 6:
             if (!at_device.empty()) {
                 std::size_t i = rng.next(unsigned(at_device.size()));
                 s->complete(at_device[i], now);
@@ -122,7 +134,7 @@ void storm(bool rotational, unsigned depth, std::uint64_t seed) {
     CHECK(now < Time{600s});
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("bfq storm: ssd depth 8") { storm(false, 8, 1); }
 TEST_CASE("bfq storm: ssd depth 32") { storm(false, 32, 2); }

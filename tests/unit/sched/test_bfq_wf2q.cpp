@@ -11,7 +11,10 @@ namespace {
 // Serves `rounds` budgets of 100 sectors between always-backlogged entities.
 std::vector<std::uint64_t> serve(std::vector<Entity>& es, int rounds) {
     ServiceTree t;
-    for (auto& e : es) { e.budget = 100; t.activate(e); }
+    for (auto& e : es) {
+        e.budget = 100;
+        t.activate(e);
+    }
     std::vector<std::uint64_t> got(es.size(), 0);
     for (int i = 0; i < rounds; ++i) {
         Entity* e = t.select();
@@ -22,7 +25,7 @@ std::vector<std::uint64_t> serve(std::vector<Entity>& es, int rounds) {
     }
     return got;
 }
-} // namespace
+}   // namespace
 
 TEST_CASE("wf2q: backlogged entities share service by weight") {
     std::vector<Entity> es(3);
@@ -45,9 +48,9 @@ TEST_CASE("wf2q: an entity cannot gain by going idle and coming back") {
     Entity* first = t.select();
     REQUIRE(first == &a);   // equal finish: smaller key
     t.served(a, 100);
-    t.deactivate(a);        // a's finish is ahead of vtime: kept on idle tree
+    t.deactivate(a);   // a's finish is ahead of vtime: kept on idle tree
     CHECK(a.where == Entity::Where::idle);
-    t.activate(a);          // back at once: starts at its old finish
+    t.activate(a);   // back at once: starts at its old finish
     CHECK(a.start == a.finish - vdelta(100, 100));
     CHECK(t.select() == &b);
 }
@@ -61,7 +64,7 @@ TEST_CASE("wf2q: vtime jumps to the smallest start when nobody is eligible") {
     t.served(*e, 50);
     t.deactivate(*e);
     std::uint64_t finish = a.finish;
-    t.activate(a);          // from the idle tree: start = old finish > vtime
+    t.activate(a);   // from the idle tree: start = old finish > vtime
     CHECK(a.start == finish);
     CHECK(t.select() == &a);
     CHECK(t.vtime() == finish);

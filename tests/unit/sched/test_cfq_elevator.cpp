@@ -27,7 +27,7 @@ std::vector<RequestId> elevator_order(CfqQueue& q, const ElevatorParams& e) {
     return order;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("cfq elevator: short backward seeks cost back_seek_penalty, long ones wrap") {
     const ElevatorParams e{16 * 1024 * 2, 2};   // back_seek_max 16 MiB in sectors, penalty 2
@@ -38,7 +38,7 @@ TEST_CASE("cfq elevator: short backward seeks cost back_seek_penalty, long ones 
     CHECK((*q.next_rq)->req.id == 2);
 
     CfqQueue p(1, QueueId{2}, nullptr, true, Time{});
-    const ElevatorParams harsh{16 * 1024 * 2, 3};       // 40 * 3 = 120 > 100
+    const ElevatorParams harsh{16 * 1024 * 2, 3};   // 40 * 3 = 120 > 100
     p.add(at_sector(1, head + 100), Time{}, head, harsh);
     p.add(at_sector(2, head - 40), Time{}, head, harsh);
     CHECK((*p.next_rq)->req.id == 1);
@@ -76,7 +76,7 @@ TEST_CASE("cfq seek history: distance on disks, request size on flash") {
 
     CfqQueue flash(1, QueueId{2}, nullptr, true, Time{});
     for (std::uint64_t i = 0; i < 5; ++i) flash.update_seek(at_sector(i, i * 8, 4096), false);
-    CHECK(flash.seeky());    // 4 KiB requests count as seeks on flash even if contiguous
+    CHECK(flash.seeky());   // 4 KiB requests count as seeks on flash even if contiguous
     for (std::uint64_t i = 0; i < 32; ++i) flash.update_seek(at_sector(i, 1'000'000 * i, 32768), false);
     CHECK_FALSE(flash.seeky());   // 32 KiB (64 sectors) is not small
 }

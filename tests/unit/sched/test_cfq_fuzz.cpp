@@ -17,7 +17,7 @@ struct Lcg {
     }
 };
 
-} // namespace
+}   // namespace
 
 TEST_CASE("cfq fuzz: random loads, run-time changes and closed queues") {
     for (std::uint64_t seed = 1; seed <= 16; ++seed) {

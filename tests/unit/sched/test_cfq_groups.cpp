@@ -25,7 +25,7 @@ struct Seed3 {
     }
 };
 
-} // namespace
+}   // namespace
 
 TEST_CASE("cfq seed-003 shape: group_idle 0 gives equal shares, 8ms gives the weights") {
     Seed3 off(Tunables{{"group_idle", "0"}});
@@ -78,7 +78,7 @@ TEST_CASE("cfq: idling on a disk keeps a sequential reader's slice") {
     CHECK(idle_on > Nanos{});
     CHECK(idle_off == Nanos{});
     MESSAGE("disk, 2 sequential readers: idle on " << bytes_on / 10 / 1048576 << " MiB/s in "
-            << slices_on << " slices, off " << bytes_off / 10 / 1048576 << " MiB/s in " << slices_off);
+                                                   << slices_on << " slices, off " << bytes_off / 10 / 1048576 << " MiB/s in " << slices_off);
     CHECK(bytes_on > 4 * bytes_off);
     CHECK(slices_on * 5 < slices_off);
 }

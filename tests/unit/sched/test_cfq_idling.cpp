@@ -22,7 +22,7 @@ std::vector<RequestId> drain(Scheduler& s, Time now) {
     return ids;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("cfq idling: a sequential reader on a disk keeps the device for slice_idle") {
     for (bool comes_back : {true, false}) {

@@ -27,7 +27,7 @@ struct JobSpec {
     bool sync = true;
     bool sequential = true;
     std::uint64_t block = 4096;
-    std::uint64_t region = 0;            // byte offset where the job's area starts
+    std::uint64_t region = 0;   // byte offset where the job's area starts
     std::uint64_t region_size = 1ull << 30;
     int iodepth = 1;
     Nanos think{};
@@ -36,7 +36,7 @@ struct JobSpec {
 struct JobResult {
     std::uint64_t completed = 0;
     std::uint64_t bytes = 0;
-    Nanos max_wait{};                    // submit -> dispatch, worst request
+    Nanos max_wait{};   // submit -> dispatch, worst request
 };
 
 // Device service time of one request given where the head was.
@@ -119,9 +119,14 @@ private:
         JobResult result;
         std::uint64_t lcg;
     };
-    enum class Kind { complete, issue };
+    enum class Kind { complete,
+                      issue };
     using Key = std::pair<Time, std::uint64_t>;
-    struct Event { Kind kind; RequestId id; std::size_t job; };
+    struct Event {
+        Kind kind;
+        RequestId id;
+        std::size_t job;
+    };
 
     void issue(std::size_t j) {
         if (stopping_) return;
@@ -218,4 +223,4 @@ inline std::unique_ptr<Scheduler> make_cfq_sched(bool rotational, unsigned depth
     return s;
 }
 
-} // namespace cfqtest
+}   // namespace cfqtest

@@ -27,7 +27,7 @@ std::unique_ptr<Scheduler> make(unsigned depth, const Tunables& tunables = {}) {
     return s;
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("none: every request is dispatched once and completed (conservation)") {
     auto s = make(4);

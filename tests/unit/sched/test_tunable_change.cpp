@@ -31,16 +31,16 @@ struct BatchJob {
     Op op = Op::read;
     bool sync = true;
     bool sequential = true;
-    std::uint64_t region = 0;     // byte offset of the job's area
-    unsigned count = 0;           // requests the job issues in all
-    unsigned iodepth = 1;         // outstanding at once (count: all queued up front)
+    std::uint64_t region = 0;   // byte offset of the job's area
+    unsigned count = 0;         // requests the job issues in all
+    unsigned iodepth = 1;       // outstanding at once (count: all queued up front)
     Nanos think{};
 };
 
 struct Device {
     bool rotational = false;
-    unsigned channels = 4;        // requests in service at once (1: a disk)
-    unsigned depth = 32;          // DeviceTraits::max_depth
+    unsigned channels = 4;   // requests in service at once (1: a disk)
+    unsigned depth = 32;     // DeviceTraits::max_depth
 };
 
 struct Dispatch {
@@ -55,7 +55,7 @@ struct Trace {
     std::map<QueueId, std::vector<RequestId>> issued;   // per queue, in submission order
     std::set<RequestId> completed;
     std::size_t queued_at_end = 0, in_flight_at_end = 0;
-    bool changed = false;         // the change ran (the run reached `change_after`)
+    bool changed = false;   // the change ran (the run reached `change_after`)
 };
 
 // Applied right after the `change_after`-th completion, before the driver
@@ -306,7 +306,7 @@ void changes_keep_queued_requests(const std::string& policy, const Assignments& 
     }
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("run-time tunables: setting every one to its value changes nothing (cfq)") {
     same_values_change_nothing("cfq");

@@ -89,4 +89,4 @@ inline Workload weights_3to1(std::string policy, std::string profile) {
     return w;
 }
 
-} // namespace nbdsched::sim::shapes
+}   // namespace nbdsched::sim::shapes

@@ -61,7 +61,7 @@ void hdd_readers(const std::string& policy) {
     MESSAGE(policy << " hdd two sequential readers MiB/s: slice_idle 8ms " << on.total.mib_s
                    << ", 0 " << off.total.mib_s << ", auto " << automatic.total.mib_s);
     CHECK(on.total.mib_s > 5 * off.total.mib_s);
-    CHECK(automatic.total.ios == on.total.ios);        // auto = 8ms on a rotational device
+    CHECK(automatic.total.ios == on.total.ios);   // auto = 8ms on a rotational device
     // Neither reader starves while the other streams.
     CHECK(on.jobs[1].mib_s > 0.5 * on.jobs[0].mib_s);
 }
@@ -78,7 +78,7 @@ void weights(const std::string& policy, const std::string& profile) {
     CHECK(ratio <= 3.3);
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("shape baseline: none ignores weights and never idles") {
     Results w = run(weights_3to1("none", "ssd"));
@@ -134,7 +134,7 @@ void runtime_change(const std::string& policy) {
     CHECK(off.total.ios > 0);
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("run-time slice_idle change takes effect: cfq") { runtime_change("cfq"); }
 TEST_CASE("run-time slice_idle change takes effect: bfq") { runtime_change("bfq"); }

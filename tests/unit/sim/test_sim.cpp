@@ -98,7 +98,8 @@ jobs:
   - {name: x, group: a, rw: randwrite, bs: 8k, iodepth: 2, numjobs: 3, sync: false, thinktime: 1ms, size: 1GiB}
   - {name: y, group: b, rw: read, bs: 1M}
 changes: [{at: 500ms, max_depth: 2}]
-)", w);
+)",
+                                     w);
     REQUIRE_MESSAGE(err.empty(), err);
     CHECK(w.profile_params.at("rpm") == "5400");
     CHECK(w.tunables.at("max_depth") == "4");
@@ -195,7 +196,7 @@ Nanos starvation_bound(const Workload& w, const Results& r, const EntityResult& 
     return Nanos(std::int64_t(turns * double(turn.count())));
 }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("sim: every policy conserves requests and starves nobody (hdd and ssd)") {
     for (std::string policy : {"none", "cfq", "bfq"}) {

@@ -42,7 +42,9 @@ std::vector<Io> random_ios(std::size_t n, std::uint64_t length, std::uint64_t sp
     std::vector<Io> ios;
     std::uint64_t x = 88172645463325252ull;   // xorshift: deterministic offsets
     for (std::size_t i = 0; i < n; ++i) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         ios.push_back({op, (x % (span / length)) * length, length});
     }
     return ios;
@@ -56,7 +58,7 @@ std::vector<Io> sequential_ios(std::size_t n, std::uint64_t length) {
 
 double seconds(Time t) { return double(t.count()) / 1e9; }
 
-} // namespace
+}   // namespace
 
 TEST_CASE("hdd: defaults look like a 7200 rpm SATA disk") {
     auto m = model("hdd");
@@ -123,7 +125,7 @@ TEST_CASE("ssd: IOPS scale with depth up to the channel count, then flatten") {
     CHECK(d4 == doctest::Approx(4 * d1).epsilon(0.05));
     CHECK(d8 > 7.5 * d1);
     CHECK(d32 == doctest::Approx(8 / 100e-6).epsilon(0.02));   // channels / read_latency
-    CHECK(d32 < 1.1 * d8);                                      // 8 channels: little gain past 8
+    CHECK(d32 < 1.1 * d8);                                     // 8 channels: little gain past 8
     CHECK_FALSE(model("ssd")->rotational());
 }
 
@@ -164,7 +166,7 @@ TEST_CASE("profiles: overrides with units, validation") {
     CHECK(check_profile("none", {}).empty());
     CHECK_FALSE(check_profile("none", {{"rpm", "1"}}).empty());
     CHECK_FALSE(check_profile("floppy", {}).empty());
-    CHECK_FALSE(check_profile("hdd", {{"rmp", "7200"}}).empty());           // typo
+    CHECK_FALSE(check_profile("hdd", {{"rmp", "7200"}}).empty());   // typo
     CHECK_FALSE(check_profile("hdd", {{"rpm", "fast"}}).empty());
     CHECK_FALSE(check_profile("hdd", {{"avg_seek", "20ms"}, {"full_stroke_seek", "15ms"}}).empty());
     CHECK_FALSE(check_profile("hdd", {{"avg_seek", "8.8ms"}, {"full_stroke_seek", "9ms"}}).empty());   // non-monotonic fit
