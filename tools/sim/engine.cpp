@@ -254,9 +254,11 @@ Results Runner::collect() {
     }
     r_.jobs = std::move(job_results_);
     for (auto& [id, entry] : groups) {
+        // A named copy: clang 14 cannot capture a structured binding.
+        const std::string& name = entry.first.name;
         if (entry.second.count() == 0 && entry.first.ios == 0 &&
             std::none_of(w_.jobs.begin(), w_.jobs.end(),
-                         [&](const JobSpec& j) { return j.group == entry.first.name; }))
+                         [&](const JobSpec& j) { return j.group == name; }))
             continue;   // a defined group without jobs
         finish_entity(entry.first, entry.second, measured);
         r_.groups.push_back(std::move(entry.first));
