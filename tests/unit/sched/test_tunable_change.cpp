@@ -272,7 +272,7 @@ std::vector<Setting> settings(const Assignments& own) {
     all.insert(all.end(), own.begin(), own.end());
     std::vector<Setting> out;
     for (const auto& [name, value] : all)
-        out.push_back({name + " " + value, [name, value](Scheduler& s, Time now) {
+        out.push_back({name + " " + value, [name = name, value = value](Scheduler& s, Time now) {
                            REQUIRE(s.set_tunable(name, value, now).empty());
                        }});
     out.push_back({"weight 2 -> 1000", [](Scheduler& s, Time) { s.set_group(2, 1000); }});
