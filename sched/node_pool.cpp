@@ -2,14 +2,8 @@
 
 // Under ASan a pooled free block is poisoned, so a use after free inside a
 // scheduler's containers is still reported although the block is not freed.
-#if defined(__SANITIZE_ADDRESS__)
-#define NBDSCHED_POOL_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NBDSCHED_POOL_ASAN 1
-#endif
-#endif
-#ifdef NBDSCHED_POOL_ASAN
+#include "common/sanitizers.hpp"
+#ifdef NBDSCHED_ASAN
 #include <sanitizer/asan_interface.h>
 #define POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)

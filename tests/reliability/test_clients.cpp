@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/sanitizers.hpp"
 #include "daemon.hpp"
 #include "nbd_handle.hpp"
 #include "nbd/wire.hpp"
@@ -174,7 +175,7 @@ TEST_CASE("thousands of connections opened and dropped in parallel leave nothing
                 threads * per_thread, fds_before, fds_after, rss_before / 1024,
                 rss_after / 1024);
     CHECK(fds_after <= fds_before);
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef NBDSCHED_ASAN
     // ASan's quarantine holds freed memory back (256 MiB by default), so the
     // daemon's RSS says nothing about leaks in this build; LeakSanitizer does.
     MESSAGE("ASan build: the RSS bound is checked in the normal build only");
