@@ -51,7 +51,7 @@ struct Device {
     std::map<std::string, std::string> profile_params;   // overrides, e.g. rpm: "7200"
     std::optional<std::uint64_t> read_ahead_kb;          // nullopt = auto
     std::uint64_t read_ahead_cache = 64ull << 20;        // bytes
-    bool writes_sync = false;                            // treat plain writes as sync requests
+    bool writes_sync = true;                             // plain writes are sync, so weights hold (docs/writes.md)
     unsigned queue_depth = 0;                            // 0 = from the profile (none: 64)
     std::string default_group = "default";
     std::vector<FaultRule> faults;   // fault injection (testing); empty = none

@@ -22,7 +22,7 @@ devices:
     tunables: {max_depth: 8}
     read_ahead_kb: 256
     read_ahead_cache: 16MiB
-    writes_sync: yes
+    writes_sync: no
     queue_depth: 16
     default_group: batch
   - name: f1
@@ -83,7 +83,7 @@ limits:
     CHECK(d0.tunables.at("max_depth") == "8");
     CHECK(d0.read_ahead_kb == 256u);
     CHECK(d0.read_ahead_cache == (16u << 20));
-    CHECK(d0.writes_sync);
+    CHECK_FALSE(d0.writes_sync);   // the default is true: no proves the key is read
     CHECK(d0.queue_depth == 16);
     CHECK(d0.default_group == "batch");
     CHECK(d0.profile == "none");
