@@ -14,6 +14,14 @@ std::chrono::steady_clock::time_point to_clock(sched::Time t) {
     return std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(t));
 }
 
+InflightBudget::Options budget_options(const Device::Parts& parts) {
+    InflightBudget::Options o;
+    o.max_requests = parts.max_inflight;
+    o.max_bytes = parts.max_inflight_bytes;
+    o.fair_share = parts.inflight_fair_share;
+    return o;
+}
+
 }   // namespace
 
 sched::Time steady_now() {
@@ -31,9 +39,10 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
       writes_sync_(parts.writes_sync),
       blocking_(backend_->blocking() && pool != nullptr),
       io_limits_(parts.io_limits),
-      budget_(parts.max_inflight, parts.max_inflight_bytes),
+      budget_(budget_options(parts)),
       wakeup_timer_(io),
       release_timer_(io) {
+    sync_weights();   // the groups' weights were set on the scheduler before it came here
     if (parts.read_ahead.window_bytes == 0) return;
     read_ahead_ = std::make_unique<ReadAheadPath>(
         parts.read_ahead, ReadAheadPath::Hooks{[this](IoRequest& r, bool prefetch) { enqueue(r, prefetch); },
@@ -61,10 +70,29 @@ std::optional<readahead::Stats> Device::read_ahead_stats() const {
 sched::QueueId Device::open_queue(sched::GroupId group) {
     auto q = next_queue_++;
     scheduler_->open_queue(q, group, steady_now());
+    queue_groups_[q] = group;
+    sync_weights();   // a group the scheduler met just now weighs its default
     return q;
 }
 
+sched::GroupId Device::group_of(sched::QueueId queue) const {
+    auto it = queue_groups_.find(queue);
+    return it == queue_groups_.end() ? 0 : it->second;
+}
+
+// Weights change through scheduler().set_group(), always followed by kick();
+// the scheduler's stats are the one place that has them all.
+void Device::sync_weights() {
+    for (const auto& [group, stats] : scheduler_->stats(steady_now()).groups) budget_.set_weight(group, stats.weight);
+}
+
+void Device::kick() {
+    sync_weights();
+    pump();
+}
+
 void Device::close_queue(sched::QueueId queue) {
+    queue_groups_.erase(queue);
     scheduler_->close_queue(queue, steady_now());
     if (read_ahead_) read_ahead_->on_queue_closed(queue);
     stats_.close_queue(queue);

@@ -19,6 +19,7 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -49,6 +50,7 @@ public:
         // limits.max_inflight_per_device / max_inflight_bytes_per_device
         std::uint64_t max_inflight = UINT64_MAX;
         std::uint64_t max_inflight_bytes = UINT64_MAX;
+        bool inflight_fair_share = true;   // limits.inflight_fair_share
     };
 
     // `pool` runs blocking backends; it may be null when the backend is not
@@ -71,6 +73,8 @@ public:
 
     sched::QueueId open_queue(sched::GroupId group);
     void close_queue(sched::QueueId queue);
+    // The group a queue was opened in (its connection's share of the in-flight budget).
+    sched::GroupId group_of(sched::QueueId queue) const;
 
     // Takes a filled request (op, offset, length, queue, group, sink); the
     // device answers through request.sink->request_done(request) on the
@@ -86,8 +90,9 @@ public:
     // Request counters (ctl stats, metrics); queues are registered by the server.
     stats::DeviceStats& stats() { return stats_; }
     const stats::DeviceStats& stats() const { return stats_; }
-    // Re-runs dispatch after a tunable or weight change (an idle wait may end).
-    void kick() { pump(); }
+    // Re-runs dispatch after a tunable or weight change (an idle wait may end)
+    // and hands the scheduler's group weights to the in-flight budget.
+    void kick();
 
     // Synchronous flush, for shutdown (0 or errno).
     int flush_now() { return backend_->flush(); }
@@ -110,6 +115,7 @@ private:
     void arm_release();
     void on_release_timer();
     sched::RequestId alloc_slot(IoRequest& r);
+    void sync_weights();
 
     boost::asio::io_context& io_;
     boost::asio::thread_pool* pool_;
@@ -122,6 +128,7 @@ private:
     bool blocking_;
     IoLimits io_limits_;
     InflightBudget budget_;
+    std::unordered_map<sched::QueueId, sched::GroupId> queue_groups_;
 
     // Request ids index slots_, so finding a dispatched request costs no
     // hashing and no allocation once the table has grown.

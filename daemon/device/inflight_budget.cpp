@@ -4,11 +4,78 @@
 
 namespace nbdsched::daemon {
 
-InflightBudget::InflightBudget(std::uint64_t max_requests, std::uint64_t max_bytes)
-    : max_requests_(max_requests), max_bytes_(max_bytes) {}
+InflightBudget::InflightBudget(Options options)
+    : max_requests_(options.max_requests),
+      max_bytes_(options.max_bytes),
+      fair_share_(options.fair_share),
+      share_idle_(options.share_idle),
+      clock_(std::move(options.clock)) {}
 
-void InflightBudget::take_request(bool with_ticket) {
-    if (with_ticket) --tickets_;
+InflightBudget::InflightBudget(std::uint64_t max_requests, std::uint64_t max_bytes)
+    : InflightBudget([&] {
+          Options o;
+          o.max_requests = max_requests;
+          o.max_bytes = max_bytes;
+          return o;
+      }()) {}
+
+void InflightBudget::set_weight(sched::GroupId group, unsigned weight) {
+    groups_[group].weight = std::max(weight, 1u);
+    serve_line();   // a heavier group may be under its share now
+}
+
+Nanos InflightBudget::now() const {
+    if (clock_) return clock_();
+    return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+bool InflightBudget::using_device(const Group& g, Nanos now) const {
+    return g.held > 0 || !g.line.empty() || (g.ever_used && now - g.idle_since < share_idle_);
+}
+
+// bfqq_request_over_limit() rounds to the closest; rounding down keeps the
+// shares' sum within the pool, so a group under its share finds room.
+std::uint64_t InflightBudget::share_of(sched::GroupId id, Nanos now) const {
+    if (!fair_share_) return max_requests_;
+    auto it = groups_.find(id);
+    std::uint64_t weight = it == groups_.end() ? 100 : it->second.weight;
+    std::uint64_t wsum = weight;   // the asking group counts even before it uses the device
+    for (const auto& [other, g] : groups_)
+        if (other != id && using_device(g, now)) wsum += g.weight;
+    // max_requests may be UINT64_MAX (no limit): split before multiplying.
+    auto share = max_requests_ / wsum * weight + max_requests_ % wsum * weight / wsum;
+    return std::max<std::uint64_t>(share, 1);
+}
+
+std::uint64_t InflightBudget::share(sched::GroupId group) const { return share_of(group, now()); }
+
+std::uint64_t InflightBudget::held(sched::GroupId group) const {
+    auto it = groups_.find(group);
+    return it == groups_.end() ? 0 : it->second.held;
+}
+
+bool InflightBudget::someone_eligible_waits(Nanos now) const {
+    for (const auto& [id, g] : groups_)
+        if (!g.line.empty() && under_share(id, g, now)) return true;
+    return false;
+}
+
+bool InflightBudget::admits(sched::GroupId group, bool holds_ticket) const {
+    if (holds_ticket) return true;
+    if (!has_room() || tickets_ != 0) return false;
+    auto t = now();
+    auto it = groups_.find(group);
+    if (it == groups_.end()) return share_of(group, t) > 0 && !someone_eligible_waits(t);
+    return it->second.line.empty() && under_share(group, it->second, t) && !someone_eligible_waits(t);
+}
+
+void InflightBudget::take_request(sched::GroupId group, bool with_ticket) {
+    auto& g = groups_[group];
+    if (with_ticket)
+        --tickets_;   // the ticket's slot is the group's already
+    else
+        ++g.held;
+    g.ever_used = true;
     ++requests_;
     peak_requests_ = std::max(peak_requests_, requests_);
 }
@@ -19,23 +86,46 @@ void InflightBudget::take_bytes(std::uint64_t n) {
     serve_line();   // the last ticket's request is now fully counted
 }
 
-void InflightBudget::give(std::uint64_t bytes) {
+void InflightBudget::release_slot(Group& g) {
+    --g.held;
+    if (g.held == 0 && g.line.empty()) g.idle_since = now();
+}
+
+void InflightBudget::give(sched::GroupId group, std::uint64_t bytes) {
     --requests_;
     bytes_ -= bytes;
+    release_slot(groups_[group]);
     serve_line();
 }
 
-void InflightBudget::return_ticket() {
+void InflightBudget::return_ticket(sched::GroupId group) {
     --tickets_;
+    release_slot(groups_[group]);
     serve_line();
 }
 
-void InflightBudget::wait(std::weak_ptr<Waiter> waiter) {
+void InflightBudget::wait(sched::GroupId group, std::weak_ptr<Waiter> waiter) {
     ++waits_;
-    waiters_.push_back(std::move(waiter));
-    // There may be room already: the line only forms behind a dead waiter or
-    // a ticket still unused, and nothing else would serve it then.
+    auto& g = groups_[group];
+    g.ever_used = true;
+    g.line.push_back({next_seq_++, std::move(waiter)});
+    // There may be room already: the line only forms behind a dead waiter,
+    // a ticket still unused or the group's share, and nothing else would
+    // serve it then.
     serve_line();
+}
+
+InflightBudget::Group* InflightBudget::next_in_line(Nanos now, sched::GroupId& id) {
+    Group* best = nullptr;
+    for (auto& [gid, g] : groups_) {
+        while (!g.line.empty() && g.line.front().waiter.expired()) g.line.pop_front();
+        if (g.line.empty() || !under_share(gid, g, now)) continue;
+        if (!best || g.line.front().seq < best->line.front().seq) {
+            best = &g;
+            id = gid;
+        }
+    }
+    return best;
 }
 
 // Only connections holding a complete request join the line, so a ticket is
@@ -43,13 +133,18 @@ void InflightBudget::wait(std::weak_ptr<Waiter> waiter) {
 // parked with a connection that has nothing to send. One ticket at a time:
 // a request's bytes are known only once it is taken, so the next ticket
 // waits for them (take_bytes) or for the next reply (give); otherwise a
-// burst of tickets could overrun the byte budget by many requests.
+// burst of tickets could overrun the byte budget by many requests. A group
+// over its share waits for its own replies (give), so it is never stranded.
 void InflightBudget::serve_line() {
-    while (!waiters_.empty() && tickets_ == 0 && has_room()) {
-        auto head = waiters_.front().lock();
-        waiters_.pop_front();
-        if (!head) continue;
+    while (tickets_ == 0 && has_room()) {
+        sched::GroupId id = 0;
+        Group* g = next_in_line(now(), id);
+        if (!g) return;
+        auto head = g->line.front().waiter.lock();
+        g->line.pop_front();
+        if (!head) continue;   // died since next_in_line looked
         ++tickets_;
+        ++g->held;
         head->budget_available();
     }
 }

@@ -122,6 +122,7 @@ private:
     const ExportBinding* binding_ = nullptr;
     nbd::ExportLimits limits_;
     sched::QueueId queue_ = 0;
+    sched::GroupId group_ = 0;   // the queue's group: its share of the device's in-flight budget
     bool queue_open_ = false;
 
     std::unique_ptr<std::uint8_t[]> rbuf_;

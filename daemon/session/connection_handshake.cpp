@@ -107,6 +107,7 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     limits_.max_payload = info->max_block;
     queue_ = context_.open_queue ? context_.open_queue(id_, info->name, *binding_) : device_->open_queue(binding_->group);
     queue_open_ = true;
+    group_ = device_->group_of(queue_);
     handshake_timer_.cancel();
     hs_in_ = {};
     hs_out_ = {};

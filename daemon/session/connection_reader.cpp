@@ -32,7 +32,7 @@ sched::Op op_of(std::uint16_t type) {
 bool Connection::over_limits() const {
     return inflight_ >= context_.limits.max_inflight_per_connection ||
            inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection ||
-           !device_->inflight_budget().admits(has_ticket_);
+           !device_->inflight_budget().admits(group_, has_ticket_);
 }
 
 // Stops parsing with a complete request in the buffer; joins the device's
@@ -40,9 +40,9 @@ bool Connection::over_limits() const {
 // lift as its replies leave: on_written).
 void Connection::pause() {
     paused_ = true;
-    if (waiting_budget_ || device_->inflight_budget().admits(has_ticket_)) return;
+    if (waiting_budget_ || device_->inflight_budget().admits(group_, has_ticket_)) return;
     waiting_budget_ = true;
-    device_->inflight_budget().wait(std::weak_ptr<Connection>(shared_from_this()));
+    device_->inflight_budget().wait(group_, std::weak_ptr<Connection>(shared_from_this()));
 }
 
 void Connection::resume() {

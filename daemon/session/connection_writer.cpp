@@ -29,14 +29,14 @@ IoRequest& Connection::acquire() {
     r->send_data = false;
     r->backend_errno = 0;
     ++inflight_;
-    device_->inflight_budget().take_request(std::exchange(has_ticket_, false));
+    device_->inflight_budget().take_request(group_, std::exchange(has_ticket_, false));
     return *r;
 }
 
 void Connection::release(IoRequest& r) {
     --inflight_;
     inflight_bytes_ -= r.charged_bytes;
-    device_->inflight_budget().give(r.charged_bytes);
+    device_->inflight_budget().give(group_, r.charged_bytes);
     r.charged_bytes = 0;
     if (r.buffer.capacity() > keep_buffer) r.buffer.release();
     free_.push_back(&r);
@@ -105,7 +105,7 @@ void Connection::maybe_finish() {
     finished_ = true;
     if (has_ticket_) {   // woken in line but closed before using its turn
         has_ticket_ = false;
-        device_->inflight_budget().return_ticket();
+        device_->inflight_budget().return_ticket(group_);
     }
     if (queue_open_) {
         queue_open_ = false;

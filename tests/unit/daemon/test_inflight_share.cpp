@@ -1,0 +1,182 @@
+// daemon/inflight_budget: the pool shared by weight across groups (the
+// analogue of BFQ's per-cgroup request limit); clock injected, so exact.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "daemon/device/inflight_budget.hpp"
+
+using nbdsched::Nanos;
+using nbdsched::daemon::InflightBudget;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr nbdsched::sched::GroupId A = 1;   // the flooder
+constexpr nbdsched::sched::GroupId B = 2;
+
+// A connection in line: records who got a ticket, and in which order.
+struct Waiter final : InflightBudget::Waiter {
+    Waiter(std::vector<int>& log, int id) : log(log), id(id) {}
+    std::vector<int>& log;
+    int id;
+    void budget_available() override { log.push_back(id); }
+};
+
+struct Pool {
+    Nanos clock{1s};
+    std::vector<int> log;
+    InflightBudget budget;
+
+    explicit Pool(std::uint64_t slots, bool fair = true)
+        : budget(options(slots, fair)) {}
+
+    InflightBudget::Options options(std::uint64_t slots, bool fair) {
+        InflightBudget::Options o;
+        o.max_requests = slots;
+        o.fair_share = fair;
+        o.share_idle = 8ms;
+        o.clock = [this] { return clock; };
+        return o;
+    }
+
+    std::shared_ptr<Waiter> join(nbdsched::sched::GroupId g, int id) {
+        auto w = std::make_shared<Waiter>(log, id);
+        budget.wait(g, w);
+        return w;
+    }
+    // The woken waiter's connection runs and takes its request.
+    void use_ticket(nbdsched::sched::GroupId g) { budget.take_request(g, true); }
+};
+
+}   // namespace
+
+TEST_CASE("inflight share: a lone group may fill the whole pool") {
+    Pool p(8);
+    p.budget.set_weight(A, 100);
+    p.budget.set_weight(B, 100);
+    CHECK(p.budget.share(A) == 8);
+    for (int i = 0; i < 8; ++i) {
+        REQUIRE(p.budget.admits(A, false));
+        p.budget.take_request(A, false);
+    }
+    CHECK_FALSE(p.budget.admits(A, false));   // the pool is full, not the share
+    CHECK(p.budget.held(A) == 8);
+}
+
+TEST_CASE("inflight share: contending groups hold at most their weighted share while the other waits") {
+    Pool p(8);
+    p.budget.set_weight(A, 300);
+    p.budget.set_weight(B, 100);
+    for (int i = 0; i < 8; ++i) p.budget.take_request(A, false);
+    auto a1 = p.join(A, 1);   // A's connections queued first
+    auto a2 = p.join(A, 2);
+    auto b1 = p.join(B, 11);
+    auto b2 = p.join(B, 12);
+    auto b3 = p.join(B, 13);
+    CHECK(p.budget.share(A) == 6);   // 8 * 300 / 400
+    CHECK(p.budget.share(B) == 2);   // 8 * 100 / 400
+    CHECK(p.log.empty());
+    // A is over its share: freed room goes to B although A's waiters came first.
+    p.budget.give(A, 0);
+    CHECK(p.log == std::vector<int>{11});
+    p.use_ticket(B);
+    p.budget.give(A, 0);
+    CHECK(p.log == std::vector<int>{11, 12});
+    p.use_ticket(B);
+    // B is at its share now: A's room goes to A's own line, in order.
+    p.budget.give(A, 0);
+    CHECK(p.log == std::vector<int>{11, 12, 1});
+    p.use_ticket(A);
+    p.budget.give(A, 0);
+    CHECK(p.log == std::vector<int>{11, 12, 1, 2});
+    p.use_ticket(A);
+    CHECK(p.budget.held(A) == 6);
+    CHECK(p.budget.held(B) == 2);
+    // Each at its share, the pool full: freed room stays with the group that freed it.
+    auto a3 = p.join(A, 3);
+    p.budget.give(B, 0);   // B's slot goes to B's line, not to A over its share
+    CHECK(p.log == std::vector<int>{11, 12, 1, 2, 13});
+    p.use_ticket(B);
+    p.budget.give(A, 0);   // A below its share: its own waiter
+    CHECK(p.log == std::vector<int>{11, 12, 1, 2, 13, 3});
+    p.use_ticket(A);
+    CHECK(p.budget.held(A) <= p.budget.share(A));
+    CHECK(p.budget.held(B) <= p.budget.share(B));
+}
+
+TEST_CASE("inflight share: a connection of a group under its share passes the line of a group over it") {
+    Pool p(8);
+    p.budget.take_request(B, false);   // B uses the device: A's share is 4
+    for (int i = 0; i < 4; ++i) p.budget.take_request(A, false);
+    CHECK_FALSE(p.budget.admits(A, false));   // 3 slots free, but A is at its share
+    auto a1 = p.join(A, 1);
+    CHECK(p.log.empty());
+    CHECK(p.budget.admits(B, false));   // B is not behind A's waiter
+    p.budget.take_request(B, false);
+    // Without the share a newcomer of A would have taken the free room.
+    CHECK(p.budget.held(A) == 4);
+}
+
+TEST_CASE("inflight share: a group keeps its share for share_idle after its last slot; then a lone group gets all") {
+    Pool p(8);
+    p.budget.take_request(B, false);
+    p.budget.give(B, 0);   // B's qd1 reader between a reply and its next request
+    CHECK(p.budget.share(A) == 4);
+    for (int i = 0; i < 4; ++i) p.budget.take_request(A, false);
+    CHECK_FALSE(p.budget.admits(A, false));
+    auto a1 = p.join(A, 1);
+    CHECK(p.budget.admits(B, false));   // B's next request finds its room
+    p.clock += 9ms;                     // B went away
+    CHECK(p.budget.share(A) == 8);
+    p.budget.give(A, 0);   // A's next reply serves its line with the whole pool
+    CHECK(p.log == std::vector<int>{1});
+    p.use_ticket(A);
+    CHECK(p.budget.admits(A, false));
+}
+
+TEST_CASE("inflight share: a returned ticket passes on within its group, in order") {
+    Pool p(4);
+    for (int i = 0; i < 2; ++i) p.budget.take_request(A, false);
+    for (int i = 0; i < 2; ++i) p.budget.take_request(B, false);
+    auto b1 = p.join(B, 11);
+    auto a1 = p.join(A, 1);
+    auto b2 = p.join(B, 12);
+    p.budget.give(B, 0);
+    CHECK(p.log == std::vector<int>{11});
+    p.budget.return_ticket(B);   // 11 closed before using its turn: B's next
+    CHECK(p.log == std::vector<int>{11, 12});
+    p.use_ticket(B);
+    CHECK(p.budget.held(B) == 2);
+    p.budget.give(A, 0);
+    CHECK(p.log == std::vector<int>{11, 12, 1});
+}
+
+TEST_CASE("inflight share: shares round down and never reach zero") {
+    Pool p(10);
+    for (nbdsched::sched::GroupId g = 1; g <= 4; ++g) p.budget.take_request(g, false);
+    for (nbdsched::sched::GroupId g = 1; g <= 4; ++g) CHECK(p.budget.share(g) == 2);   // 10/4, sum 8 <= 10
+    Pool q(2);
+    q.budget.set_weight(A, 1000);
+    q.budget.set_weight(B, 1);
+    q.budget.take_request(A, false);
+    CHECK(q.budget.share(B) == 1);
+    CHECK(q.budget.admits(B, false));
+}
+
+TEST_CASE("inflight share: fair_share off is one first-come-first-served line, as before") {
+    Pool p(4, false);
+    p.budget.take_request(B, false);
+    for (int i = 0; i < 3; ++i) p.budget.take_request(A, false);
+    auto a1 = p.join(A, 1);
+    auto b1 = p.join(B, 11);
+    CHECK(p.budget.share(A) == 4);
+    p.budget.give(A, 0);
+    CHECK(p.log == std::vector<int>{1});
+    CHECK_FALSE(p.budget.admits(B, false));   // behind the line whatever its group
+    p.use_ticket(A);
+    p.budget.give(B, 0);
+    CHECK(p.log == std::vector<int>{1, 11});
+}
