@@ -1,8 +1,10 @@
 """Seed 003, two tenants on one disk: two fio jobs (--ioengine=nbd), each on
 its own export of one `ssd`-profile device, in groups weighted 1000 and 100;
-one sequential sync 32 KiB writer each (writes_sync: true). With group_idle
-on, cfq and bfq give the heavy group more bandwidth; with cfq group_idle 0
-the queueing SSD serves both about equally. Only directions and generous
+one sequential 32 KiB writer each, plain NBD writes under the device's
+default (writes are sync unless `writes_sync: false`), so this proves that
+writes are weighted by default. With group_idle on, cfq and bfq give the
+heavy group more bandwidth; with cfq group_idle 0 the queueing SSD serves
+both about equally. Only directions and generous
 bounds are asserted; bench/exp3_seed003_groups_ssd.py measures the ratios.
 `ctl stats` must agree with fio about who got more.
 """
@@ -24,7 +26,7 @@ def config():
     devs, exps = [], []
     for i, (name, sched, gi) in enumerate(CASES):
         devs.append(f"  - {{name: {name}, backend: ram, size: 256MiB, scheduler: {sched}, profile: ssd, "
-                    f"writes_sync: true, tunables: {{slice_idle: 0, group_idle: {gi}}}}}")
+                    f"tunables: {{slice_idle: 0, group_idle: {gi}}}}}")
         exps.append(f"  - {{name: heavy-{name}, device: {name}, size: 128MiB, group: heavy}}")
         exps.append(f"  - {{name: light-{name}, device: {name}, offset: 128MiB, group: light}}")
     return ("devices:\n" + "\n".join(devs) + "\nexports:\n" + "\n".join(exps) +
@@ -32,7 +34,7 @@ def config():
 
 
 def writers(d, dev):
-    """(heavy, light) MiB/s of one sequential sync writer per group."""
+    """(heavy, light) MiB/s of one sequential writer per group."""
     r = fio.run({"ioengine": "nbd", "thread": True, "time_based": True, "runtime": RUNTIME,
                  "ramp_time": 0.5, "rw": "write", "bs": "32k", "iodepth": 1},
                 [(g, {"uri": d.uri(f"{g}-{dev}")}) for g in ("heavy", "light")], timeout=120)
