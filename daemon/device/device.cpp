@@ -45,7 +45,7 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
     sync_weights();   // the groups' weights were set on the scheduler before it came here
     if (parts.read_ahead.window_bytes == 0) return;
     read_ahead_ = std::make_unique<ReadAheadPath>(
-        parts.read_ahead, ReadAheadPath::Hooks{[this](IoRequest& r, bool prefetch) { enqueue(r, prefetch); },
+        parts.read_ahead, ReadAheadPath::Hooks{[this](IoRequest& r) { enqueue(r); },
                                                [this](IoRequest& r) {
                                                    stats_.readahead_hit(r.queue);
                                                    answer(r);
@@ -117,12 +117,15 @@ void Device::submit(IoRequest& r) {
     stats_.submitted(r.queue);
     // Read-ahead may answer a read from its cache or park it on a prefetch.
     if (read_ahead_ && read_ahead_->intercept(r)) return;
-    enqueue(r, false);
+    enqueue(r);
 }
 
-// Into the scheduler. A prefetch is an async read charged to the reader's
-// queue and group, but no client waits for it: not in outstanding().
-void Device::enqueue(IoRequest& r, bool prefetch) {
+// Into the scheduler. Every read is sync, read-ahead's prefetches too, as
+// the kernel's op_is_sync() has it: as async requests, prefetches left a
+// sequential reader's queue empty and CFQ gave the device to a writer's
+// sync queue (2% : 100%). A prefetch is charged to the reader's queue and
+// group, but no client waits for it: not in outstanding().
+void Device::enqueue(IoRequest& r) {
     r.id = alloc_slot(r);
     r.backend_errno = 0;
     sched::Request s;
@@ -133,7 +136,7 @@ void Device::enqueue(IoRequest& r, bool prefetch) {
     s.offset = r.offset;
     s.length = r.length;
     s.fua = r.fua;
-    s.sync = !prefetch && (r.op == sched::Op::read || r.op == sched::Op::flush || r.fua || writes_sync_);
+    s.sync = r.op == sched::Op::read || r.op == sched::Op::flush || r.fua || writes_sync_;
     auto now = steady_now();
     s.arrival = now;
     scheduler_->submit(s, now);

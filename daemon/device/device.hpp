@@ -44,7 +44,7 @@ public:
         std::unique_ptr<sched::Scheduler> scheduler;
         std::unique_ptr<timing::DeviceModel> model;   // nullptr: no emulated timing
         bool rotational = false;
-        bool writes_sync = false;                           // plain writes count as sync
+        bool writes_sync = true;                            // plain writes count as sync
         IoLimits io_limits;                                 // what the device presents (model or storage)
         readahead::Options read_ahead{.window_bytes = 0};   // 0: read-ahead off (setup.cpp sets it)
         // limits.max_inflight_per_device / max_inflight_bytes_per_device
@@ -104,7 +104,7 @@ private:
         bool operator>(const Release& o) const { return at > o.at; }
     };
 
-    void enqueue(IoRequest& r, bool prefetch);
+    void enqueue(IoRequest& r);
     void answer(IoRequest& r);
     void pump();
     void start(IoRequest& r, sched::Time now);

@@ -45,7 +45,7 @@ bool ReadAheadPath::intercept(IoRequest& r) {
         taken = true;
     } else if (d.kind == Kind::miss) {
         // The demand read goes ahead of its own read-ahead.
-        hooks_.schedule(r, false);
+        hooks_.schedule(r);
         taken = true;
     }
     start_prefetches(d.prefetch, group);
@@ -77,7 +77,7 @@ void ReadAheadPath::start_prefetches(const std::vector<readahead::Prefetch>& lis
         }
         IoRequest& req = *io;
         inflight_.emplace(p.ticket, std::move(io));
-        hooks_.schedule(req, !p.demand);   // a fill is waited for: sync
+        hooks_.schedule(req);
     }
 }
 
@@ -117,7 +117,7 @@ void ReadAheadPath::wake_parked(std::uint64_t ticket) {
             parked_[d.wait_ticket].push_back(r);   // another prefetch covers the rest
             ++parked_count_;
         } else {
-            hooks_.schedule(*r, false);   // dropped (write, error, evicted): read it for real
+            hooks_.schedule(*r);   // dropped (write, error, evicted): read it for real
         }
     }
 }

@@ -36,7 +36,7 @@ public:
     //   answer(r): r, a client read taken by intercept(), was served from
     //       the read-ahead cache (a hit, at once or after waiting); reply now.
     struct Hooks {
-        std::function<void(IoRequest&, bool prefetch)> schedule;
+        std::function<void(IoRequest&)> schedule;
         std::function<void(IoRequest&)> answer;
     };
 
