@@ -23,20 +23,26 @@ std::uint64_t BfqScheduler::pending_groups() const {
     // flight: that is exactly the moment the idling decision is taken.
     std::uint64_t n = groups_with_pending_;
     if (in_service_ && groups_.at(in_service_->group()).pending == 0) ++n;
+    // A group B-WF2Q+ still remembers on its idle tree (it went idle with its
+    // finish ahead of the virtual time, so its weight still counts) competes
+    // too: a client at iodepth 1 has nothing pending during each of its think
+    // times, and not idling then hands the device to the other group.
+    for (const auto& [id, g] : groups_)
+        if (g.pending == 0 && g.entity.where == Entity::Where::idle && (!in_service_ || in_service_->group() != id))
+            ++n;
     return n;
 }
 
 bool BfqScheduler::asymmetric_scenario() const {
-    // B.4 / Linux 4.19-5.18: any cgroup with pending requests makes the
-    // scenario asymmetric (num_groups_with_pending_reqs > 0; the root group
-    // is not counted). nbdsched has no root group holding plain queues:
-    // every client is in a group, as every process is in a cgroup under
-    // systemd or Android, which is where seed 002 was measured. Mainline
-    // (>= 5.19) relaxed this to "> 1"; nbdsched applies that relaxed form to
-    // its group_idle extension (see better_to_idle). Queue weights and
-    // ioprio classes cannot differ in nbdsched, so the other two terms of
-    // the kernel test are always false.
-    return pending_groups() > 0;
+    // bfq_asymmetric_scenario() since Yu Kuai's 2022 fix ("> 0 is always
+    // true"): more than one group with pending requests, the root group
+    // counted like any other. nbdsched has no root group holding plain
+    // queues: every client is in a group (group 0 is an ordinary one), so a
+    // lone group here is the kernel's lone active group, root or not, and
+    // the equivalent count is "> 1" over all groups. Queue weights and
+    // ioprio classes cannot differ in nbdsched, so the other terms of the
+    // kernel test are always false.
+    return pending_groups() > 1;
 }
 
 bool BfqScheduler::idling_boosts_thr_without_issues(const BfqQueue& q) const {
@@ -63,9 +69,8 @@ bool BfqScheduler::better_to_idle(const BfqQueue& q) const {
     if (tunables_.slice_idle.count() != 0)
         return idling_boosts_thr_without_issues(q) || idling_needed_for_service_guarantees(q);
     // nbdsched extension: slice_idle 0 drops idling for throughput; idling
-    // for guarantees stays, for group_idle, where groups actually compete
-    // (more than one with pending I/O: mainline's asymmetry rule).
-    return tunables_.group_idle.count() != 0 && pending_groups() > 1;
+    // for guarantees stays, for group_idle.
+    return tunables_.group_idle.count() != 0 && idling_needed_for_service_guarantees(q);
 }
 
 void BfqScheduler::arm_idle_timer(BfqQueue& q, Time now) {

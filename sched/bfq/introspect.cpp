@@ -23,7 +23,7 @@ SchedulerStats BfqScheduler::stats(Time now) const {
 }
 
 std::optional<std::uint64_t> BfqScheduler::queue_max_budget(QueueId client, bool sync) const {
-    auto it = queues_.find((client << 1) | (sync ? 0u : 1u));
+    auto it = queues_.find(queue_key(client, sync));
     if (it == queues_.end()) return std::nullopt;
     return it->second.max_budget;
 }

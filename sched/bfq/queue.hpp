@@ -22,6 +22,9 @@ struct QueuedRequest {
     Time enqueued{};
 };
 
+// The key of a client's sync or async queue in the scheduler's map.
+inline std::uint64_t queue_key(QueueId client, bool sync) { return (client << 1) | (sync ? 0u : 1u); }
+
 // Elevator parameters of bfq_choose_req().
 struct SeekPolicy {
     std::uint64_t back_max_sectors = 0;
@@ -72,6 +75,12 @@ public:
     bool io_bound = false;
     unsigned requests_within_timer = 0;
     bool closed = false;
+    // Injection while this queue is in service and waiting (inject.cpp):
+    // requests other queues may have in the device, the measured service
+    // time of its own request with the device empty, when the limit last fell.
+    unsigned inject_limit = 0;
+    Nanos last_serv_time{};
+    Time decrease_time{};
     // The client's counters, kept by the scheduler: found once, not looked
     // up by client id on every request.
     EntityStats* client_stats = nullptr;

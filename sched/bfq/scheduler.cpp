@@ -5,13 +5,6 @@
 #include <algorithm>
 
 namespace nbdsched::sched::bfq {
-namespace {
-
-std::uint64_t queue_key(QueueId client, bool sync) { return (client << 1) | (sync ? 0u : 1u); }
-
-bool busy(const Entity& e) { return e.in_service || e.where == Entity::Where::active; }
-
-}   // namespace
 
 BfqScheduler::BfqScheduler(const DeviceTraits& device, const BfqTunables& tunables)
     : device_(device),
@@ -49,7 +42,7 @@ void BfqScheduler::open_queue(QueueId id, GroupId gid, Time) {
             auto it = queues_.find(queue_key(id, sync));
             if (it == queues_.end()) continue;
             BfqQueue& q = it->second;
-            if (!busy(q.entity) && q.dispatched == 0) {
+            if (!q.entity.busy() && q.dispatched == 0) {
                 groups_.at(q.group()).tree.remove(q.entity);
                 queues_.erase(it);
             }
@@ -91,7 +84,7 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
     std::uint64_t key = queue_key(r.queue, r.sync);
     auto it = queues_.find(key);
     if (it != queues_.end() && it->second.group() != c->second.group &&
-        !busy(it->second.entity) && it->second.dispatched == 0) {
+        !it->second.entity.busy() && it->second.dispatched == 0) {
         // The client moved to another group while this queue was busy; now
         // that it is idle, rebuild it where the client lives.
         groups_.at(it->second.group()).tree.remove(it->second.entity);
@@ -104,6 +97,7 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
         it->second.max_budget = 2 * max_budget() / 3;   // bfq_init_bfqq
         it->second.closed = !c->second.open;
         it->second.note_completion(now);   // a new queue counts as just served
+        it->second.decrease_time = now;
     }
     return it->second;
 }
@@ -113,8 +107,9 @@ void BfqScheduler::submit(const Request& r, Time now) {
     BfqQueue& q = queue_for(r, now);
     BfqGroup& g = groups_.at(q.group());
     q.note_arrival(r, now, !device_.rotational, tunables_.slice_idle);
-    const bool was_busy = busy(q.entity);
+    const bool was_busy = q.entity.busy();
     q.add(r, now);
+    inject_on_arrival(q, now);
     ++queued_;
     if (g.pending++ == 0) ++groups_with_pending_;
     ++g.stats.queued;
@@ -157,7 +152,7 @@ void BfqScheduler::activate_queue(BfqQueue& q, Time now) {
     BfqGroup& g = groups_.at(q.group());
     g.tree.activate(q.entity, q.non_blocking_wait_rq);
     q.non_blocking_wait_rq = false;
-    if (!busy(g.entity)) {
+    if (!g.entity.busy()) {
         g.entity.budget = g.tree.peek()->budget;
         root_.activate(g.entity);
     }
@@ -171,6 +166,7 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
     if (tunables_.strict_guarantees && !in_flight_.empty()) return std::nullopt;
     BfqQueue* q = select_queue(now);
     if (!q) return std::nullopt;
+    const bool injected = q != in_service_;
     const Request* next = next_rq(*q, now);
     Request r = q->take(next->id);
     BfqGroup& g = groups_.at(q->group());
@@ -178,6 +174,7 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
     ++q->dispatched;
     in_flight_[r.id] = InFlight{q, r.sectors()};
     served(*q, charge(r, *q));
+    inject_on_dispatch(*q, r.id);
 
     std::uint64_t sector = r.offset / 512;
     std::uint64_t dist = sector > last_position_ ? sector - last_position_ : last_position_ - sector;
@@ -194,6 +191,10 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
         --s->queued;
         ++s->in_flight;
     }
+    if (injected) {
+        ++inject_.injected;
+        retire_drained(*q);   // may destroy q
+    }
     return r;
 }
 
@@ -205,6 +206,7 @@ void BfqScheduler::complete(RequestId id, Time now) {
     bool small = in_service_ && in_service_->has_short_ttime() &&
                  in_service_->dispatched + in_service_->size() < 3;
     hw_tag_.sample(unsigned(in_flight_.size()), queued_, small);
+    inject_on_completion(q, id, now);
     in_flight_.erase(it);
     --q.dispatched;
     BfqGroup& g = groups_.at(q.group());
@@ -236,7 +238,7 @@ void BfqScheduler::complete(RequestId id, Time now) {
 }
 
 void BfqScheduler::maybe_forget(BfqQueue& q) {
-    if (!q.closed || busy(q.entity) || q.dispatched != 0 || in_service_ == &q) return;
+    if (!q.closed || q.entity.busy() || q.dispatched != 0 || in_service_ == &q) return;
     groups_.at(q.group()).tree.remove(q.entity);
     queues_.erase(q.key());
 }

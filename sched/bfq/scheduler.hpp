@@ -4,7 +4,8 @@
 // charging of slow queues, and bfq_better_to_idle() idling. The member
 // functions are split by job over scheduler.cpp (events and bookkeeping),
 // select.cpp (choosing and expiring the in-service queue), idle.cpp
-// (when and how long to plug dispatch) and stats.cpp.
+// (when and how long to plug dispatch), inject.cpp (serving other queues
+// while plugged) and introspect.cpp.
 #pragma once
 
 #include <map>
@@ -64,6 +65,9 @@ public:
     int hw_tag() const { return hw_tag_.value(); }
     // bfqq->max_budget of a client's sync or async queue, if it exists.
     std::optional<std::uint64_t> queue_max_budget(QueueId client, bool sync) const;
+    // Requests dispatched by injection so far, and a sync queue's inject limit.
+    std::uint64_t injected() const { return inject_.injected; }
+    std::optional<unsigned> inject_limit(QueueId client) const;
 
 private:
     struct InFlight {
@@ -113,6 +117,17 @@ private:
     void stop_idling(BfqQueue& q, Time now);
     Nanos guarantee_idle() const;
 
+    // inject.cpp
+    BfqQueue* injection_source(const BfqQueue& in_service, Time now);
+    BfqQueue* choose_queue_for_injection(Time now);
+    BfqQueue* injectable_in(BfqGroup& g, bool large_ok, Time now);
+    void retire_drained(BfqQueue& q);
+    void inject_on_arrival(BfqQueue& q, Time now);
+    void inject_on_dispatch(const BfqQueue& q, RequestId id);
+    void inject_on_completion(BfqQueue& q, RequestId id, Time now);
+    void update_inject_limit(BfqQueue& q, Time now);
+    void reset_inject_limit(BfqQueue& q, Time now);
+
     DeviceTraits device_;
     BfqTunables tunables_;
     // Before the trees and maps whose nodes it holds, so it outlives them.
@@ -134,6 +149,19 @@ private:
     std::pmr::map<RequestId, InFlight> in_flight_{&pool_};
     std::size_t queued_ = 0;
     std::uint64_t groups_with_pending_ = 0;
+
+    // Injection bookkeeping of bfq_data: whether requests were injected since
+    // the in-service queue's sample began, the request whose total service
+    // time is being measured, and the most requests ever in the device.
+    struct InjectState {
+        bool rqs_injected = false;
+        bool wait_dispatch = false;
+        std::optional<RequestId> waited_rq;
+        Time last_empty_occupied{};
+        unsigned max_in_driver = 0;
+        std::uint64_t injected = 0;
+    };
+    InjectState inject_;
 
     BfqQueue* in_service_ = nullptr;
     std::optional<Time> idle_until_;   // armed idle timer

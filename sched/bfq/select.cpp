@@ -28,12 +28,9 @@ void BfqScheduler::refresh_max_budget() {
 
 std::uint64_t BfqScheduler::charge(const Request& r, const BfqQueue& q) const {
     // bfq_serv_to_charge: async I/O costs three times its size unless the
-    // scenario is asymmetric (then every sector must count the same). Here
-    // "asymmetric" means groups compete (> 1 with pending I/O): with the B.4
-    // rule every nbdsched scenario with I/O is asymmetric, which would make
-    // the factor dead; within one group it keeps favouring sync I/O.
+    // scenario is asymmetric (then every sector must count the same).
     std::uint64_t sectors = std::max<std::uint64_t>(r.sectors(), 1);
-    if (q.sync() || pending_groups() > 1) return sectors;
+    if (q.sync() || asymmetric_scenario()) return sectors;
     return sectors * kAsyncChargeFactor;
 }
 
@@ -103,8 +100,9 @@ BfqQueue* BfqScheduler::select_queue(Time now) {
             return q;
         }
         // Empty: keep the device for it if it is idling, or if requests
-        // are still in flight and idling will be wanted when they end.
-        if (q->wait_request || (q->dispatched != 0 && better_to_idle(*q))) return nullptr;
+        // are still in flight and idling will be wanted when they end; in
+        // the meantime other queues may inject (inject.cpp).
+        if (q->wait_request || (q->dispatched != 0 && better_to_idle(*q))) return injection_source(*q, now);
         expire(*q, false, Expiry::no_more_requests, now);
     }
     return nullptr;
@@ -208,7 +206,13 @@ void BfqScheduler::maybe_preempt(BfqQueue& arrived, bool wants_to_preempt, Time 
     const BfqGroup& ga = groups_.at(arrived.group());
     const BfqGroup& gc = groups_.at(cur->group());
     bool heavier = ga.entity.weight > gc.entity.weight;
-    if (!(wants_to_preempt || heavier || !better_to_idle(*cur))) return;
+    // Where injection runs (flash), a service hole alone preempts only if the
+    // group is eligible at the current virtual time: peek() jumps the virtual
+    // time to the smallest start, so a lone waiting light group would always
+    // qualify and, at iodepth 1, take every think time of the heavy one.
+    // Injection serves it instead, when it is its turn.
+    bool hole = wants_to_preempt && (device_.rotational || ga.entity.start <= root_.vtime());
+    if (!(hole || heavier || !better_to_idle(*cur))) return;
     if (root_.peek() != &ga.entity) return;
     expire(*cur, false, Expiry::preempted, now);
 }

@@ -125,6 +125,14 @@ Entity* ServiceTree::first_eligible(std::uint64_t vtime) const {
     return best;
 }
 
+std::vector<Entity*> ServiceTree::eligible() const {
+    std::vector<Entity*> out;
+    for (const auto& [key, e] : active_)
+        if (!later(e->start, vtime_)) out.push_back(e);
+    std::stable_sort(out.begin(), out.end(), [](const Entity* a, const Entity* b) { return a->finish < b->finish; });
+    return out;
+}
+
 Entity* ServiceTree::peek() const {
     if (active_.empty()) return nullptr;
     return first_eligible(std::max(vtime_, min_start()));
@@ -147,7 +155,13 @@ Entity* ServiceTree::select() {
 }
 
 void ServiceTree::served(Entity& e, std::uint64_t sectors) {
-    e.service += sectors;
+    if (e.in_service) {
+        e.service += sectors;
+    } else if (e.where == Entity::Where::active) {
+        std::uint64_t d = vdelta(sectors, e.weight);
+        e.start += d;
+        e.finish += d;
+    }
     if (wsum_ > 0) vtime_ += vdelta(sectors, wsum_);
     forget_idle();
 }

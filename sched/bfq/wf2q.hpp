@@ -17,6 +17,7 @@
 #include <map>
 #include <memory_resource>
 #include <utility>
+#include <vector>
 
 namespace nbdsched::sched::bfq {
 
@@ -38,6 +39,9 @@ struct Entity {
     std::uint64_t service = 0;   // sectors received since it was put in service
     Where where = Where::none;
     bool in_service = false;
+
+    // Backlogged: waiting in a tree or in service.
+    bool busy() const { return in_service || where == Where::active; }
 };
 
 class ServiceTree {
@@ -69,8 +73,13 @@ public:
     Entity* peek() const;
     // Chooses the next entity to serve and marks it in service.
     Entity* select();
-    // `sectors` of service went to the in-service entity of this tree.
+    // `sectors` of service went to an entity of this tree: the in-service
+    // one, or (injection) a waiting one, which then moves along its schedule
+    // as if it had been served: start and finish advance by the service.
     void served(Entity& e, std::uint64_t sectors);
+    // Eligible waiting entities (start <= vtime), smallest finish first: the
+    // order in which B-WF2Q+ would serve them now.
+    std::vector<Entity*> eligible() const;
 
     // No backlogged entity besides the one in service.
     bool empty() const { return active_.empty(); }
