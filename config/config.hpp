@@ -98,6 +98,9 @@ struct Limits {
     // Across all connections of one device: requests read but not yet answered.
     unsigned max_inflight_per_device = 4096;
     std::uint64_t max_inflight_bytes_per_device = 1ull << 30;
+    // Share those requests by weight across the groups using the device
+    // (daemon/device/inflight_budget.hpp); false: first come, first served.
+    bool inflight_fair_share = true;
     // Threads that run blocking (file) backends' I/O; RAM runs on the event loop.
     unsigned io_threads = 16;
 };

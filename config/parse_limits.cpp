@@ -15,7 +15,8 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
     std::map<std::string, Field, std::less<>> seen;
     r.read_map(field,
                {"max_connections", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
-                "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads"},
+                "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads",
+                "inflight_fair_share"},
                [&](const Field& f) {
                    if (f.key == "max_connections") {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
@@ -23,6 +24,8 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        if (auto v = r.integer(f, 1, 65536)) limits.max_inflight_per_connection = unsigned(*v);
                    } else if (f.key == "max_inflight_per_device") {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_inflight_per_device = unsigned(*v);
+                   } else if (f.key == "inflight_fair_share") {
+                       if (auto v = r.boolean(f)) limits.inflight_fair_share = *v;
                    } else if (f.key == "io_threads") {
                        if (auto v = r.integer(f, 1, 1024)) limits.io_threads = unsigned(*v);
                    } else if (f.key == "max_request_bytes") {

@@ -21,7 +21,8 @@ bool same_limits(const config::Limits& a, const config::Limits& b) {
     return a.max_connections == b.max_connections && a.max_inflight_per_connection == b.max_inflight_per_connection &&
            a.max_inflight_bytes_per_connection == b.max_inflight_bytes_per_connection &&
            a.max_request_bytes == b.max_request_bytes && a.max_inflight_per_device == b.max_inflight_per_device &&
-           a.max_inflight_bytes_per_device == b.max_inflight_bytes_per_device && a.io_threads == b.io_threads;
+           a.max_inflight_bytes_per_device == b.max_inflight_bytes_per_device && a.io_threads == b.io_threads &&
+           a.inflight_fair_share == b.inflight_fair_share;
 }
 
 // Device fields that are baked into the running device.

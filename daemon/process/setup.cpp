@@ -60,6 +60,7 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     parts.writes_sync = dev.writes_sync;
     parts.max_inflight = config.limits.max_inflight_per_device;
     parts.max_inflight_bytes = config.limits.max_inflight_bytes_per_device;
+    parts.inflight_fair_share = config.limits.inflight_fair_share;
     parts.backend = backend::make_backend(dev.backend_spec(), error);
     if (!parts.backend) return nullptr;
     std::string why;

@@ -56,6 +56,7 @@ limits:
   max_request_bytes: 1MiB
   max_inflight_per_device: 100
   max_inflight_bytes_per_device: 128MiB
+  inflight_fair_share: false
   io_threads: 4
 )");
     INFO(all_errors(r));
@@ -139,6 +140,7 @@ limits:
     CHECK(c.limits.max_request_bytes == (1u << 20));
     CHECK(c.limits.max_inflight_per_device == 100);
     CHECK(c.limits.max_inflight_bytes_per_device == (128u << 20));
+    CHECK_FALSE(c.limits.inflight_fair_share);
     CHECK(c.limits.io_threads == 4);
 }
 
