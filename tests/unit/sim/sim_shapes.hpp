@@ -17,6 +17,13 @@ inline Results run(const Workload& w) {
     return r;
 }
 
+// Bytes of the first group over the second's (two groups, the second served).
+inline double group_ratio(const Results& r) {
+    REQUIRE(r.groups.size() == 2);
+    REQUIRE(r.groups[1].bytes > 0);
+    return double(r.groups[0].bytes) / double(r.groups[1].bytes);
+}
+
 inline JobSpec job(std::string name, std::string group, sched::Op op, Pattern pattern,
                    std::uint64_t bs, unsigned iodepth, std::uint64_t size = 1ull << 30) {
     JobSpec j;

@@ -18,12 +18,6 @@ void require_built(const std::string& policy) {
     REQUIRE_MESSAGE(s, error);
 }
 
-double group_ratio(const Results& r) {
-    REQUIRE(r.groups.size() == 2);
-    REQUIRE(r.groups[1].bytes > 0);
-    return double(r.groups[0].bytes) / double(r.groups[1].bytes);
-}
-
 void seed000(const std::string& policy) {
     require_built(policy);
     Results idle = run(shapes::seed000(policy, "8ms"));

@@ -36,12 +36,6 @@ Workload reader_writer(const std::string& policy, const std::string& profile, un
     return w;
 }
 
-double group_ratio(const Results& r) {
-    REQUIRE(r.groups.size() == 2);
-    REQUIRE(r.groups[1].bytes > 0);
-    return double(r.groups[0].bytes) / double(r.groups[1].bytes);
-}
-
 // The target is 8:1. bfq on the ssd at iodepth 1 reaches 6.78:1: with
 // max_budget auto (peak rate x timeout_sync) the light queue's budget turns
 // are long against one 32 KiB request at a time; max_budget 4096 gives
