@@ -7,24 +7,11 @@
 #include <vector>
 
 #include "daemon/device/inflight_budget.hpp"
+#include "recording_waiter.hpp"
 
 using nbdsched::daemon::InflightBudget;
 
-namespace {
-
-// A connection in line: records the order in which tickets arrive.
-struct Waiter final : InflightBudget::Waiter {
-    Waiter(std::vector<int>& log, int id) : log(log), id(id) {}
-    std::vector<int>& log;
-    int id;
-    int woken = 0;
-    void budget_available() override {
-        ++woken;
-        log.push_back(id);
-    }
-};
-
-}   // namespace
+using Waiter = nbdsched::testlib::RecordingWaiter;
 
 TEST_CASE("inflight budget: room goes to the line in order, one ticket per freed request") {
     std::vector<int> log;

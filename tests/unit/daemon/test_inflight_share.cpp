@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "daemon/device/inflight_budget.hpp"
+#include "recording_waiter.hpp"
 
 using nbdsched::Nanos;
 using nbdsched::daemon::InflightBudget;
@@ -17,13 +18,7 @@ namespace {
 constexpr nbdsched::sched::GroupId A = 1;   // the flooder
 constexpr nbdsched::sched::GroupId B = 2;
 
-// A connection in line: records who got a ticket, and in which order.
-struct Waiter final : InflightBudget::Waiter {
-    Waiter(std::vector<int>& log, int id) : log(log), id(id) {}
-    std::vector<int>& log;
-    int id;
-    void budget_available() override { log.push_back(id); }
-};
+using Waiter = nbdsched::testlib::RecordingWaiter;
 
 struct Pool {
     Nanos clock{1s};
