@@ -63,7 +63,7 @@ def run_pool(tmp, fair, runtime, ramp):
 
 def main():
     a = common.args(__doc__)
-    runtime, ramp = (1, 0.5) if a.quick else (12, 1)
+    runtime, ramp = (0.5, 0.2) if a.quick else (12, 1)
     facts = report.Facts()
     res, commands = {}, []
     with TempDir("e10") as tmp:

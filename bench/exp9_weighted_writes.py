@@ -106,7 +106,7 @@ def mixed_rows(bw, profiles):
 def main():
     a = common.args(__doc__)
     runtime, ramp = (0.5, 0.2) if a.quick else (3, 0.5)
-    depths = [1, 16] if a.quick else DEPTHS
+    depths = [4] if a.quick else DEPTHS
     facts = report.Facts()
     devices, exports, groups = layout()
     out, bw, runs = {}, {}, []
