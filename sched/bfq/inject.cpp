@@ -58,7 +58,7 @@ BfqQueue* BfqScheduler::choose_queue_for_injection(Time now) {
     // On flash a large request may go in only when the device is empty: the
     // drive favours large requests and would make the in-service queue's
     // next request wait.
-    const bool large_ok = device_.rotational || in_flight_.empty();
+    const bool large_ok = in_flight_.empty();
     // The in-service group's other queues first: serving them cannot cost
     // another group anything. Then the groups B-WF2Q+ would serve next.
     BfqQueue* q = injectable_in(groups_.at(cur.group()), large_ok, now);
@@ -78,7 +78,7 @@ BfqQueue* BfqScheduler::injectable_in(BfqGroup& g, bool large_ok, Time now) {
         const Request* next = next_rq(q, now);
         if (!next) continue;
         if (charge(*next, q) > q.entity.budget) continue;
-        if (!large_ok && !device_.rotational && next->sectors() >= kSectThrNonrot) continue;
+        if (!large_ok && next->sectors() >= kSectThrNonrot) continue;
         return &q;
     }
     return nullptr;
