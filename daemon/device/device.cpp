@@ -24,10 +24,6 @@ InflightBudget::Options budget_options(const Device::Parts& parts) {
 
 }   // namespace
 
-sched::Time steady_now() {
-    return std::chrono::duration_cast<sched::Time>(std::chrono::steady_clock::now().time_since_epoch());
-}
-
 Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Parts parts)
     : io_(io),
       pool_(pool),

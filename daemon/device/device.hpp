@@ -28,13 +28,11 @@
 #include "daemon/device/io_limits.hpp"
 #include "daemon/device/io_request.hpp"
 #include "daemon/device/readahead_path.hpp"
+#include "daemon/device/steady_clock.hpp"
 #include "daemon/stats/counters.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::daemon {
-
-// steady_clock as scheduler time.
-sched::Time steady_now();
 
 class Device {
 public:

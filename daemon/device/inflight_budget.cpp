@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "daemon/device/steady_clock.hpp"
+
 namespace nbdsched::daemon {
 
 InflightBudget::InflightBudget(Options options)
@@ -25,8 +27,7 @@ void InflightBudget::set_weight(sched::GroupId group, unsigned weight) {
 }
 
 Nanos InflightBudget::now() const {
-    if (clock_) return clock_();
-    return std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+    return clock_ ? clock_() : steady_now();
 }
 
 bool InflightBudget::using_device(const Group& g, Nanos now) const {
