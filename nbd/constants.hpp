@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace nbdsched::nbd {
 
@@ -65,6 +66,8 @@ inline constexpr std::uint16_t tflag_send_trim = 1u << 5;
 inline constexpr std::uint16_t tflag_send_write_zeroes = 1u << 6;
 inline constexpr std::uint16_t tflag_send_df = 1u << 7;
 inline constexpr std::uint16_t tflag_can_multi_conn = 1u << 8;
+inline constexpr std::uint16_t tflag_send_cache = 1u << 10;
+inline constexpr std::uint16_t tflag_send_fast_zero = 1u << 11;
 
 // Transmission magics.
 inline constexpr std::uint32_t request_magic = 0x25609513u;
@@ -93,8 +96,17 @@ inline constexpr std::uint16_t reply_flag_done = 1u << 0;
 inline constexpr std::uint16_t chunk_none = 0;
 inline constexpr std::uint16_t chunk_offset_data = 1;
 inline constexpr std::uint16_t chunk_offset_hole = 2;
+inline constexpr std::uint16_t chunk_block_status = 5;
 inline constexpr std::uint16_t chunk_error = (1u << 15) + 1;
 inline constexpr std::uint16_t chunk_error_offset = (1u << 15) + 2;
+
+// Metadata contexts: the one this server knows, the id it answers with in
+// NBD_REP_META_CONTEXT and NBD_REPLY_TYPE_BLOCK_STATUS (any u32 the server
+// picks), and its status flags (NBD_STATE_HOLE, NBD_STATE_ZERO).
+inline constexpr std::string_view base_allocation = "base:allocation";
+inline constexpr std::uint32_t base_allocation_id = 1;
+inline constexpr std::uint32_t state_hole = 1u << 0;
+inline constexpr std::uint32_t state_zero = 1u << 1;
 
 // Error values on the wire (not the host's errno).
 inline constexpr std::uint32_t err_perm = 1;

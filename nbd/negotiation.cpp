@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "nbd/meta_context.hpp"
+
 namespace nbdsched::nbd {
 
 namespace {
@@ -42,6 +44,7 @@ OptionResult info_or_go(Negotiation& state, std::uint32_t option, std::span<cons
         r.next = Next::transmission;
         r.chosen = e;
         r.transmission_flags = flags;
+        r.block_status = block_status_negotiated(state, *e);
     }
     return r;
 }
@@ -79,6 +82,7 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
         r.next = Next::transmission;
         r.chosen = e;
         r.transmission_flags = transmission_flags(state, *e);
+        r.block_status = block_status_negotiated(state, *e);
         append_export_name_reply(out, e->size, r.transmission_flags, state.client.no_zeroes);
         return r;
     }
@@ -116,6 +120,9 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
         state.structured_replies = true;
         append_ack(out, option);
         return {};
+    case Option::list_meta_context:
+    case Option::set_meta_context:
+        return handle_meta_context(state, option, data, exports, out);
     default:
         append_error(out, option, rep_err_unsup, "unsupported option " + std::string(option_name(option)));
         return {};

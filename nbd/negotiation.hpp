@@ -38,6 +38,9 @@ struct Negotiation {
     ClientFlags client;
     bool structured_replies = false;
     unsigned options = 0;
+    // NBD_OPT_SET_META_CONTEXT selected base:allocation, for this export.
+    bool base_allocation = false;
+    std::string meta_export;
 };
 
 enum class Next { more_options,
@@ -48,6 +51,7 @@ struct OptionResult {
     Next next = Next::more_options;
     const ExportInfo* chosen = nullptr;     // set when next == transmission
     std::uint16_t transmission_flags = 0;   // what the client was told
+    bool block_status = false;              // base:allocation holds for `chosen`
     std::string reason;                     // why we close, for the log
     bool graceful = false;                  // the client asked to end (ABORT)
 };

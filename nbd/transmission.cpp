@@ -93,7 +93,13 @@ std::uint32_t validate_request(const RequestHeader& r, const ExportLimits& limit
         break;
     case Command::write_zeroes:
         writes = true;
-        allowed |= cmd_flag_no_hole;
+        allowed |= cmd_flag_no_hole | cmd_flag_fast_zero;
+        break;
+    case Command::cache:
+        break;
+    case Command::block_status:
+        if (!limits.block_status || r.length == 0) return err_inval;
+        allowed |= cmd_flag_req_one;
         break;
     case Command::flush:
     case Command::disc:

@@ -52,6 +52,7 @@ struct ExportLimits {
     std::uint64_t size = 0;
     bool read_only = false;
     bool structured = false;                 // structured replies negotiated
+    bool block_status = false;               // base:allocation selected for this export
     std::uint32_t max_payload = 32u << 20;   // NBD_INFO_BLOCK_SIZE maximum
 };
 
@@ -59,7 +60,8 @@ struct ExportLimits {
 // (a WRITE's payload must still be consumed). Spec order: unknown command or
 // flag -> EINVAL, write to a read-only export -> EPERM, payload over the
 // maximum -> EOVERFLOW (EINVAL without structured replies), out of range ->
-// EINVAL (ENOSPC for writes).
+// EINVAL (ENOSPC for writes). BLOCK_STATUS without a selected metadata
+// context, or of length 0, is EINVAL.
 std::uint32_t validate_request(const RequestHeader& r, const ExportLimits& limits);
 
 // True when a WRITE payload of this length follows the header on the wire.

@@ -143,8 +143,11 @@ TEST_CASE("unknown options are ERR_UNSUP, STARTTLS is ERR_POLICY, ABORT acks and
     CHECK(r.next == Next::more_options);
     CHECK(replies(out).at(0).type == rep_err_unsup);
     out.clear();
-    run(st, Option::set_meta_context, {}, out);
+    run(st, Option::peek_export, {}, out);
     CHECK(replies(out).at(0).type == rep_err_unsup);
+    out.clear();
+    run(st, Option::set_meta_context, {}, out);   // known, but structured replies come first
+    CHECK(replies(out).at(0).type == rep_err_invalid);
     out.clear();
     run(st, Option::starttls, {}, out);
     CHECK(replies(out).at(0).type == rep_err_policy);
