@@ -3,12 +3,15 @@
 // non-blocking one (RAM) inline on the event loop. Errors are errno values.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+
+#include "backend/extents.hpp"
 
 namespace nbdsched::backend {
 
@@ -40,6 +43,28 @@ public:
     virtual int trim(std::uint64_t offset, std::uint64_t length, bool fua) = 0;
     // may_trim: the client allows a hole (NBD_CMD_FLAG_NO_HOLE not set).
     virtual int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) = 0;
+    // NBD_CMD_FLAG_FAST_ZERO: zero only where it costs far less than writing
+    // zeros (a hole punched, a range marked zero), else ENOTSUP at once and
+    // nothing changed. The default knows no fast way.
+    virtual int write_zeroes_fast(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) {
+        (void)offset, (void)length, (void)may_trim, (void)fua;
+        return ENOTSUP;
+    }
+
+    // The allocation of [offset, offset+length) from offset on, into `out`
+    // (which may fill up before the end). The default: all data, which is
+    // always true (a hole is only a promise that the bytes read as zeros).
+    virtual int extents(std::uint64_t offset, std::uint64_t length, ExtentList& out) {
+        (void)offset;
+        out.add(length, false);
+        return 0;
+    }
+    // NBD_CMD_CACHE: a hint that the range will be read soon. Nothing to do
+    // by default (RAM is always "cached").
+    virtual int cache(std::uint64_t offset, std::uint64_t length) {
+        (void)offset, (void)length;
+        return 0;
+    }
 };
 
 }   // namespace nbdsched::backend

@@ -152,4 +152,10 @@ int FaultyBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool
     return inner_->write_zeroes(offset, length, may_trim, fua);
 }
 
+int FaultyBackend::write_zeroes_fast(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) {
+    if (int err = inject(fault_zeroes, offset, length))
+        return err;
+    return inner_->write_zeroes_fast(offset, length, may_trim, fua);
+}
+
 }   // namespace nbdsched::backend

@@ -58,6 +58,12 @@ public:
     int flush() override;
     int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
     int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+    int write_zeroes_fast(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+    // Metadata and hints pass through: rules match data operations only.
+    int extents(std::uint64_t offset, std::uint64_t length, ExtentList& out) override {
+        return inner_->extents(offset, length, out);
+    }
+    int cache(std::uint64_t offset, std::uint64_t length) override { return inner_->cache(offset, length); }
 
 private:
     // The rules with a counter of the requests each matched; replaced as a

@@ -1,5 +1,6 @@
 #include "backend/file_backend.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -241,24 +242,38 @@ int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua) {
     return err;
 }
 
+int FileBackend::zero_by_fallocate(std::uint64_t offset, std::uint64_t length, bool may_trim) {
+    auto lock = lock_partial_blocks(offset, length);
+    const off_t off = static_cast<off_t>(offset);
+    const off_t len = static_cast<off_t>(length);
+    int rc = -1;
+    if (may_trim)
+        rc = ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
+    if (rc != 0 && (!may_trim || unsupported(errno)))
+        rc = ::fallocate(fd_, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len);
+    return rc == 0 ? 0 : errno;
+}
+
 int FileBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) {
     if (int err = check_mutation(offset, length); err != 0 || length == 0)
         return err;
-    {
-        auto lock = lock_partial_blocks(offset, length);
-        const off_t off = static_cast<off_t>(offset);
-        const off_t len = static_cast<off_t>(length);
-        int rc = -1;
-        if (may_trim)
-            rc = ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
-        if (rc != 0 && (!may_trim || unsupported(errno)))
-            rc = ::fallocate(fd_, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len);
-        if (rc != 0 && !unsupported(errno))
-            return errno;
-        if (rc == 0)
-            return fua ? flush() : 0;
-    }
+    const int err = zero_by_fallocate(offset, length, may_trim);
+    if (err != 0 && !unsupported(err))
+        return err;
+    if (err == 0)
+        return fua ? flush() : 0;
     return zero_fill(offset, length, fua);
+}
+
+int FileBackend::write_zeroes_fast(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) {
+    if (int err = check_mutation(offset, length); err != 0 || length == 0)
+        return err;
+    if (block_device_ && !may_trim)
+        return ENOTSUP;
+    const int err = zero_by_fallocate(offset, length, may_trim);
+    if (err != 0)
+        return unsupported(err) ? ENOTSUP : err;
+    return fua ? flush() : 0;
 }
 
 int FileBackend::zero_fill(std::uint64_t offset, std::uint64_t length, bool fua) {
@@ -272,6 +287,39 @@ int FileBackend::zero_fill(std::uint64_t offset, std::uint64_t length, bool fua)
         done += n;
     }
     return fua ? flush() : 0;
+}
+
+int FileBackend::extents(std::uint64_t offset, std::uint64_t length, ExtentList& out) {
+    if (!in_range(offset, length))
+        return EINVAL;
+    const std::uint64_t end = offset + length;
+    for (std::uint64_t pos = offset; pos < end;) {
+        const off_t data = ::lseek(fd_, static_cast<off_t>(pos), SEEK_DATA);
+        if (data < 0 && errno == ENXIO)   // no data from here to the end of the file
+            return out.add(end - pos, true), 0;
+        if (data < 0)   // no SEEK_DATA here (EINVAL on block devices): data
+            return out.add(end - pos, false), 0;
+        const std::uint64_t data_at = std::min<std::uint64_t>(static_cast<std::uint64_t>(data), end);
+        if (!out.add(data_at - pos, true))
+            return 0;
+        pos = data_at;
+        if (pos == end)
+            break;
+        const off_t hole = ::lseek(fd_, static_cast<off_t>(pos), SEEK_HOLE);
+        const std::uint64_t hole_at = hole < 0 ? end : std::min<std::uint64_t>(static_cast<std::uint64_t>(hole), end);
+        if (!out.add(hole_at - pos, false))
+            return 0;
+        pos = hole_at;
+    }
+    return 0;
+}
+
+int FileBackend::cache(std::uint64_t offset, std::uint64_t length) {
+    if (!in_range(offset, length))
+        return EINVAL;
+    if (direct_)   // O_DIRECT reads never use the page cache
+        return 0;
+    return ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
 }
 
 }   // namespace nbdsched::backend

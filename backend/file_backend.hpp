@@ -66,6 +66,16 @@ public:
     int flush() override;
     int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
     int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+    // fallocate only (PUNCH_HOLE, or ZERO_RANGE on files with NO_HOLE); never
+    // the write-zeros fallback. A block device's ZERO_RANGE may write zeros
+    // in the kernel, so there only PUNCH_HOLE counts (not with NO_HOLE).
+    int write_zeroes_fast(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+    // SEEK_DATA / SEEK_HOLE; where they are not supported (block devices,
+    // some filesystems) everything is data.
+    int extents(std::uint64_t offset, std::uint64_t length, ExtentList& out) override;
+    // posix_fadvise(WILLNEED): the kernel starts reading the range into the
+    // page cache and returns (buffered mode; O_DIRECT bypasses the cache).
+    int cache(std::uint64_t offset, std::uint64_t length) override;
 
     bool is_block_device() const { return block_device_; }
     bool read_only() const { return read_only_; }
@@ -87,6 +97,8 @@ private:
     int direct_read(std::uint64_t offset, std::span<std::byte> out);
     int direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua);
     int zero_fill(std::uint64_t offset, std::uint64_t length, bool fua);
+    // fallocate zeroing: 0, or the errno (unsupported(errno) = no such mode here).
+    int zero_by_fallocate(std::uint64_t offset, std::uint64_t length, bool may_trim);
     int discard_block_device(std::uint64_t offset, std::uint64_t length);
     // Locks the partial head/tail blocks of [offset, offset+length) (direct
     // mode only), serialising read-modify-writes of the same block.

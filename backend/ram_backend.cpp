@@ -223,4 +223,19 @@ int RamBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool ma
     return 0;
 }
 
+int RamBackend::extents(std::uint64_t offset, std::uint64_t length, ExtentList& out) {
+    if (!in_range(offset, length))
+        return EINVAL;
+    for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
+        std::shared_lock lock(stripe_of(li).mutex);
+        const Leaf* leaf = leaf_or_null(li);
+        if (leaf == nullptr)   // a leaf never written: one hole
+            return out.add(chunk, true);
+        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t, std::uint64_t n, std::uint64_t) {
+            return out.add(n, leaf->pages[slot].load(std::memory_order_acquire) == nullptr);
+        });
+    });
+    return 0;
+}
+
 }   // namespace nbdsched::backend

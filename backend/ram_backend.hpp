@@ -45,6 +45,12 @@ public:
     int flush() override { return 0; }
     int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
     int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+    // Freeing or allocating pages is always cheap next to writing zeros.
+    int write_zeroes_fast(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override {
+        return write_zeroes(offset, length, may_trim, fua);
+    }
+    // Pages never written (or freed again by TRIM / WRITE_ZEROES) are holes.
+    int extents(std::uint64_t offset, std::uint64_t length, ExtentList& out) override;
 
     // Bytes of data pages currently allocated (page tables not included).
     std::uint64_t allocated_bytes() const { return allocated_pages_.load(std::memory_order_relaxed) * page_bytes; }
