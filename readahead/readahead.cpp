@@ -144,6 +144,17 @@ std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand
     return out;
 }
 
+std::vector<Prefetch> ReadAhead::on_cache(std::uint64_t queue, std::uint64_t offset, std::uint64_t length) {
+    if (!enabled())
+        return {};
+    std::lock_guard lock(mutex_);
+    const Range r{offset, std::min(length, options_.cache_bytes)};
+    const Cover c = cover(r);
+    if (c.gap.length == 0)
+        return {};
+    return issue(queue, c.gap);
+}
+
 bool ReadAhead::lookup(std::uint64_t offset, std::span<std::byte> out) {
     if (!enabled())
         return false;

@@ -119,6 +119,10 @@ public:
     // A parked read's prefetch completed: hit (`out` filled), wait (another
     // prefetch still covers part of it) or miss. Never prefetches.
     ReadDecision resume(std::uint64_t offset, std::span<std::byte> out);
+    // NBD_CMD_CACHE: prefetches for the part of the range neither cached nor
+    // in flight (at most the cache's size; none while a write is pending
+    // over it), charged to `queue`. Submit and complete them as on_read's.
+    std::vector<Prefetch> on_cache(std::uint64_t queue, std::uint64_t offset, std::uint64_t length);
     // Copies a wholly cached range into `out`; false (untouched) otherwise.
     bool lookup(std::uint64_t offset, std::span<std::byte> out);
     void on_write(std::uint64_t offset, std::uint64_t length);

@@ -107,6 +107,11 @@ sched::RequestId Device::alloc_slot(IoRequest& r) {
 }
 
 void Device::submit(IoRequest& r) {
+    // A timed device charges a zero as a write of zeros: never fast.
+    if (r.fast_zero && model_) {
+        r.backend_errno = ENOTSUP;
+        return r.sink->request_done(r);
+    }
     ++outstanding_;
     r.backend_errno = 0;
     r.submitted_at = steady_now();
@@ -162,7 +167,9 @@ int Device::run_backend(backend::Backend& b, IoRequest& r) {
     case sched::Op::write: return b.write(r.offset, r.buffer.span(r.length), r.fua);
     case sched::Op::flush: return b.flush();
     case sched::Op::trim: return b.trim(r.offset, r.length, r.fua);
-    case sched::Op::write_zeroes: return b.write_zeroes(r.offset, r.length, r.may_trim, r.fua);
+    case sched::Op::write_zeroes:
+        if (r.fast_zero) return b.write_zeroes_fast(r.offset, r.length, r.may_trim, r.fua);
+        return b.write_zeroes(r.offset, r.length, r.may_trim, r.fua);
     }
     return EINVAL;
 }
@@ -189,7 +196,8 @@ void Device::start(IoRequest& r, sched::Time now) {
 }
 
 void Device::data_done(IoRequest& r) {
-    if (r.backend_errno != 0) {
+    // A refused fast zero is an answer the client asked for, not a failure.
+    if (r.backend_errno != 0 && !(r.fast_zero && r.backend_errno == ENOTSUP)) {
         spdlog::warn("device {}: {} offset {} length {} failed: {}", name_, sched::to_string(r.op), r.offset,
                      r.length, std::system_category().message(r.backend_errno));
     }

@@ -80,6 +80,13 @@ public:
     // not blocking, so a sink must not re-enter submit() from request_done().
     void submit(IoRequest& request);
 
+    // NBD_CMD_BLOCK_STATUS and NBD_CMD_CACHE: metadata and hints, answered
+    // beside the scheduler (docs/block-status.md says why), through
+    // request.sink like submit(). BLOCK_STATUS needs r.buffer reserved for
+    // max_block_status_extents descriptors (one with REQ_ONE).
+    void submit_metadata(IoRequest& request);
+    static constexpr std::size_t max_block_status_extents = 4096;
+
     std::size_t outstanding() const { return outstanding_; }   // submitted, not done
     // What its connections may hold read but unanswered (charged by them).
     InflightBudget& inflight_budget() { return budget_; }
@@ -107,6 +114,7 @@ private:
     void pump();
     void start(IoRequest& r, sched::Time now);
     static int run_backend(backend::Backend& b, IoRequest& r);
+    static int run_metadata(backend::Backend& b, IoRequest& r);   // metadata_ops.cpp
     void data_done(IoRequest& r);
     void finish(IoRequest& r);
     void arm_wakeup();

@@ -70,7 +70,8 @@ struct IoRequest {
     std::uint64_t offset = 0;   // device-relative (export offset applied)
     std::uint64_t length = 0;
     bool fua = false;
-    bool may_trim = true;   // WRITE_ZEROES without NO_HOLE
+    bool may_trim = true;     // WRITE_ZEROES without NO_HOLE
+    bool fast_zero = false;   // WRITE_ZEROES with FAST_ZERO: ENOTSUP unless cheap
     sched::QueueId queue = 0;
     sched::GroupId group = 0;
 
@@ -84,7 +85,8 @@ struct IoRequest {
     std::uint32_t error = 0;   // NBD error value
     std::array<std::uint8_t, nbd::max_reply_header> reply{};
     std::uint8_t reply_size = 0;
-    bool send_data = false;            // READ success: buffer follows the header
+    bool send_data = false;            // READ / BLOCK_STATUS success: buffer follows the header
+    std::uint32_t data_bytes = 0;      // how much of buffer: the READ's length, or the encoded descriptors
     std::uint64_t charged_bytes = 0;   // counted against the in-flight byte limit
 };
 

@@ -81,7 +81,7 @@ private:
     void read_option_header();
     void read_option_data(nbd::OptionHeader header);
     void answer_option(const nbd::OptionHeader& header);
-    void enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags);
+    void enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status);
 
     // connection_reader.cpp
     void read_more();

@@ -88,7 +88,8 @@ void Connection::answer_option(const nbd::OptionHeader& header) {
                 return self->close("");
             }
             return self->close(result.reason, spdlog::level::warn);
-        case nbd::Next::transmission: return self->enter_transmission(result.chosen, result.transmission_flags);
+        case nbd::Next::transmission:
+            return self->enter_transmission(result.chosen, result.transmission_flags, result.block_status);
         }
     };
     if (hs_out_.empty()) {
@@ -98,12 +99,13 @@ void Connection::answer_option(const nbd::OptionHeader& header) {
     boost::asio::async_write(socket_, boost::asio::buffer(hs_out_), std::move(next));
 }
 
-void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags) {
+void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status) {
     binding_ = &context_.exports->binding_of(info);
     device_ = binding_->device;
     limits_.size = info->size;
     limits_.read_only = binding_->read_only;
     limits_.structured = negotiation_.structured_replies;
+    limits_.block_status = block_status;
     limits_.max_payload = info->max_block;
     queue_ = context_.open_queue ? context_.open_queue(id_, info->name, *binding_) : device_->open_queue(binding_->group);
     queue_open_ = true;

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/session/connection.hpp"
+#include "nbd/block_status.hpp"
 
 namespace nbdsched::daemon {
 
@@ -205,6 +206,8 @@ void Connection::handle_request(const nbd::RequestHeader& h) {
         r.buffer.reserve(h.length);
         charge(r, h.length);
     }
+    if (h.type == static_cast<std::uint16_t>(Command::block_status))
+        r.buffer.reserve(Device::max_block_status_extents * nbd::block_descriptor_size);
     submit(r);
 }
 
@@ -216,9 +219,15 @@ void Connection::submit(IoRequest& r) {
     r.length = r.op == sched::Op::flush ? 0 : h.length;
     r.fua = (h.flags & nbd::cmd_flag_fua) != 0 && r.op != sched::Op::read && r.op != sched::Op::flush;
     r.may_trim = (h.flags & nbd::cmd_flag_no_hole) == 0;
+    r.fast_zero = (h.flags & nbd::cmd_flag_fast_zero) != 0;
     r.queue = queue_;
     r.group = binding_->group;
-    device_->submit(r);
+    const bool metadata = h.type == static_cast<std::uint16_t>(nbd::Command::block_status) ||
+                          h.type == static_cast<std::uint16_t>(nbd::Command::cache);
+    if (metadata)
+        device_->submit_metadata(r);
+    else
+        device_->submit(r);
 }
 
 }   // namespace nbdsched::daemon

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "daemon/session/connection.hpp"
+#include "nbd/block_status.hpp"
 
 namespace nbdsched::daemon {
 
@@ -28,6 +29,7 @@ IoRequest& Connection::acquire() {
     r->charged_bytes = 0;
     r->send_data = false;
     r->backend_errno = 0;
+    r->data_bytes = 0;
     ++inflight_;
     device_->inflight_budget().take_request(group_, std::exchange(has_ticket_, false));
     return *r;
@@ -52,9 +54,15 @@ void Connection::request_done(IoRequest& r) {
 }
 
 void Connection::queue_reply(IoRequest& r) {
-    r.reply_size = static_cast<std::uint8_t>(nbd::encode_reply(r.reply, limits_.structured, r.header, r.error));
-    r.send_data = r.error == 0 && r.header.type == static_cast<std::uint16_t>(nbd::Command::read) &&
-                  r.header.length > 0;
+    const bool ok = r.error == 0;
+    if (ok && r.header.type == static_cast<std::uint16_t>(nbd::Command::block_status)) {
+        r.reply_size = static_cast<std::uint8_t>(nbd::encode_block_status_header(r.reply, r.header.cookie, r.data_bytes));
+        r.send_data = true;
+    } else {
+        r.reply_size = static_cast<std::uint8_t>(nbd::encode_reply(r.reply, limits_.structured, r.header, r.error));
+        r.send_data = ok && r.header.type == static_cast<std::uint16_t>(nbd::Command::read) && r.header.length > 0;
+        r.data_bytes = r.send_data ? r.header.length : 0;
+    }
     pending_.push_back(&r);
     // While parsing, replies wait for the end of the parse: one write for
     // the whole batch instead of one per request.
@@ -67,7 +75,7 @@ void Connection::flush_replies() {
     iov_.clear();
     for (auto* r : batch_) {
         iov_.emplace_back(r->reply.data(), r->reply_size);
-        if (r->send_data) iov_.emplace_back(r->buffer.data(), r->header.length);
+        if (r->send_data) iov_.emplace_back(r->buffer.data(), r->data_bytes);
     }
     writing_ = true;
     // A span, not the vector: async_write copies its buffer sequence.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nbd/handshake.hpp"
+#include "nbd/meta_context.hpp"
 #include "nbd/negotiation.hpp"
 #include "nbd/wire.hpp"
 #include "tests/fuzz/check.hpp"
@@ -52,6 +53,12 @@ void check_option_replies(const std::vector<std::uint8_t>& out, const OptionHead
         FUZZ_CHECK(reply.option == h.option);
         FUZZ_CHECK(reply.data.size() <= 2 * max_string + 4);
         if (reply.type & rep_flag_error) FUZZ_CHECK(reply.data.size() <= max_string);
+        if (reply.type == rep_meta_context) {   // only base:allocation, only for LIST/SET
+            FUZZ_CHECK(h.option == static_cast<std::uint32_t>(Option::list_meta_context) ||
+                       h.option == static_cast<std::uint32_t>(Option::set_meta_context));
+            FUZZ_CHECK(reply.data.size() == 4 + base_allocation.size());
+            FUZZ_CHECK(load_u32(reply.data.data()) == base_allocation_id);
+        }
         if (reply.type == rep_info) {
             FUZZ_CHECK(reply.data.size() >= 2);
             if (load_u16(reply.data.data()) == info_export) {
@@ -106,6 +113,13 @@ void check_info_request(std::span<const std::uint8_t> data) {
     FUZZ_CHECK(std::equal(again.begin(), again.end(), data.begin(), data.end()));
 }
 
+void check_meta_context_request(std::span<const std::uint8_t> data) {
+    auto req = decode_meta_context_request(data);
+    if (!req) return;
+    auto again = encode_meta_context_request(req->export_name, req->queries);
+    FUZZ_CHECK(std::equal(again.begin(), again.end(), data.begin(), data.end()));
+}
+
 }   // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -128,6 +142,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto payload = in.first(header->length);
         in = in.subspan(header->length);
         check_info_request(payload);
+        check_meta_context_request(payload);
 
         std::vector<std::uint8_t> out;
         const bool structured_before = state.structured_replies;
@@ -135,6 +150,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(state.structured_replies || !structured_before);   // never turned off
         if (result.chosen) FUZZ_CHECK(result.chosen >= list.data() && result.chosen < list.data() + list.size());
         if (result.next == Next::close) FUZZ_CHECK(!result.reason.empty());
+        // A selection needs structured replies and names the export it is for.
+        if (state.base_allocation) FUZZ_CHECK(state.structured_replies && find_export(list, state.meta_export));
+        if (result.block_status) FUZZ_CHECK(result.chosen && result.chosen->name == state.meta_export);
         if (header->option == static_cast<std::uint32_t>(Option::export_name))
             check_export_name(out, result, state);
         else

@@ -7,7 +7,9 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
+#include "nbd/block_status.hpp"
 #include "nbd/transmission.hpp"
 #include "nbd/wire.hpp"
 #include "tests/fuzz/check.hpp"
@@ -39,8 +41,13 @@ void check_validation(const RequestHeader& r, const ExportLimits& limits, std::u
     const auto type = static_cast<Command>(r.type);
     // Accepted: a command the device implements, with flags it understands.
     FUZZ_CHECK(type == Command::read || type == Command::write || type == Command::flush ||
-               type == Command::trim || type == Command::write_zeroes || type == Command::disc);
-    FUZZ_CHECK((r.flags & ~(cmd_flag_fua | cmd_flag_df | cmd_flag_no_hole)) == 0);
+               type == Command::trim || type == Command::write_zeroes || type == Command::disc ||
+               type == Command::cache || type == Command::block_status);
+    FUZZ_CHECK((r.flags & ~(cmd_flag_fua | cmd_flag_df | cmd_flag_no_hole | cmd_flag_fast_zero | cmd_flag_req_one)) ==
+               0);
+    if (r.flags & cmd_flag_fast_zero) FUZZ_CHECK(type == Command::write_zeroes);
+    if (r.flags & cmd_flag_req_one) FUZZ_CHECK(type == Command::block_status);
+    if (type == Command::block_status) FUZZ_CHECK(limits.block_status && limits.structured && r.length > 0);
     const bool writes = type == Command::write || type == Command::trim || type == Command::write_zeroes;
     FUZZ_CHECK(!(writes && limits.read_only));
     if (type == Command::read || type == Command::write) FUZZ_CHECK(r.length <= limits.max_payload);
@@ -83,6 +90,32 @@ void check_reply(const RequestHeader& r, const ExportLimits& limits, std::uint32
     }
 }
 
+// An accepted BLOCK_STATUS: descriptors for extents drawn from the input
+// are merged, non-empty, within the request, and one with REQ_ONE.
+void check_block_status(const RequestHeader& r, nbdsched::fuzz::Input& in) {
+    std::vector<BlockExtent> extents(in.u8() % 12);
+    for (auto& e : extents) {
+        e.length = (in.u8() & 1) ? in.u64() : in.u16();
+        e.flags = in.u8() & (state_hole | state_zero);
+    }
+    std::array<std::uint8_t, 8 * block_descriptor_size> out{};
+    const std::size_t room = in.u8() % 9;
+    const bool req_one = r.flags & cmd_flag_req_one;
+    const auto n = encode_block_descriptors(std::span(out).first(room * block_descriptor_size), extents, r.length, req_one);
+    FUZZ_CHECK(n % block_descriptor_size == 0 && n <= room * block_descriptor_size);
+    if (req_one) FUZZ_CHECK(n <= block_descriptor_size);
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < n; i += block_descriptor_size) {
+        FUZZ_CHECK(load_u32(&out[i]) > 0);
+        if (i > 0) FUZZ_CHECK(load_u32(&out[i + 4]) != load_u32(&out[i - 4]));
+        total += load_u32(&out[i]);
+    }
+    FUZZ_CHECK(total <= r.length);
+    std::array<std::uint8_t, block_status_header_size> header{};
+    FUZZ_CHECK(encode_block_status_header(header, r.cookie, static_cast<std::uint32_t>(n)) == header.size());
+    FUZZ_CHECK(load_u16(&header[6]) == chunk_block_status && load_u32(&header[16]) == 4 + n);
+}
+
 }   // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -94,6 +127,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Sizes near the interesting edges: tiny, ordinary, and near 2^64.
     limits.size = (shape & 4) ? ~in.u64() : in.u32();
     limits.max_payload = (shape & 8) ? in.u32() : (32u << 20);
+    limits.block_status = shape & 16;
 
     FUZZ_CHECK(known_error(errno_to_nbd(static_cast<int>(in.u16()))));
     while (in.remaining() >= request_size) {
@@ -110,6 +144,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const std::uint32_t error = validate_request(*r, limits);
         check_validation(*r, limits, error);
         check_reply(*r, limits, error);
+        if (error == 0 && r->type == static_cast<std::uint16_t>(Command::block_status)) check_block_status(*r, in);
         // A backend errno maps onto an error the spec knows.
         const std::uint32_t mapped = errno_to_nbd(static_cast<int>(r->offset & 0xff));
         FUZZ_CHECK(known_error(mapped));

@@ -39,6 +39,25 @@ put("handshake", "oldstyle-go", struct.pack(">I", 0) + opt(7, info("default")))
 put("handshake", "abort", FLAGS + opt(2))
 put("handshake", "refused", FLAGS + opt(5) + opt(9) + opt(10) + opt(11) + opt(99, b"xyz") + opt(7, info("nope")))
 put("handshake", "malformed", FLAGS + opt(6, b"\x00\x00\x10\x00ab") + opt(3, b"x") + opt(8, b"y") + opt(7, info("n" * 4096)))
+
+
+def meta(name, queries):
+    n = name.encode()
+    out = struct.pack(">I", len(n)) + n + struct.pack(">I", len(queries))
+    for q in queries:
+        out += struct.pack(">I", len(q)) + q.encode()
+    return out
+
+
+put("handshake", "meta-context", FLAGS + opt(9, meta("", ["base:allocation"])) + opt(8) +
+    opt(9, meta("default", [])) + opt(9, meta("ro", ["base:", "qemu:dirty-bitmap:x"])) +
+    opt(10, meta("default", ["base:allocation", "base:allocation"])) + opt(10, meta("nope", ["base:allocation"])) +
+    opt(7, info("default")))
+put("handshake", "meta-context-set-then-other-export", FLAGS + opt(8) + opt(10, meta("ro", ["base:allocation"])) +
+    opt(10, meta("default", ["x:y"])) + opt(10, meta("ro", ["base:allocation"])) + opt(7, info("default")))
+put("handshake", "meta-context-malformed", FLAGS + opt(8) + opt(10, b"\x00\x00\x00\x00\xff\xff\xff\xff") +
+    opt(9, meta("default", ["base:allocation"])[:-3]) + opt(10, meta("default", ["b" * 4097])) +
+    opt(1, b"default"))
 put("handshake", "bad-magic", FLAGS + b"IHAVEOPX" + struct.pack(">II", 7, 0))
 put("handshake", "loop", FLAGS + opt(3) * 40)
 put("handshake", "unknown-flags", struct.pack(">I", 0xFFFF))
@@ -59,6 +78,12 @@ put("transmission", "ordinary", ordinary + b"".join(reqs))
 put("transmission", "simple-ro", bytes([1]) + struct.pack("<I", 1 << 20) + struct.pack("<H", 28) + b"".join(reqs))
 put("transmission", "huge", bytes([4 | 8 | 2]) + struct.pack("<Q", 0) + struct.pack("<I", 512) + struct.pack("<H", 12)
     + req(0, (1 << 64) - 4096, 8192) + req(1, (1 << 64) - 1, 1) + req(6, 0, 0xFFFFFFFF, 2))
+# Block status negotiated (shape 16), structured: REQ_ONE, past the end,
+# length 0, FAST_ZERO on zeroes and on a write, CACHE; then extents drawn.
+extents = bytes([5]) + b"".join(bytes([1]) + struct.pack("<Q", 1 << 33) + bytes([3]) for _ in range(5)) + bytes([4])
+put("transmission", "block-status", bytes([16 | 2]) + struct.pack("<I", 1 << 26) + struct.pack("<H", 5) +
+    req(7, 0, 1 << 20, 8, 1) + extents + req(7, 0, 1 << 20, 0, 2) + extents + req(7, (1 << 26) - 4096, 8192, 0, 3) +
+    req(7, 0, 0, 0, 4) + req(6, 0, 4096, 16 | 2, 5) + req(1, 0, 4096, 16, 6) + req(5, 0, 1 << 26, 0, 7))
 put("transmission", "bad-magic", ordinary + req(0, 0, 512, magic=0x25609514) + req(0, 0, 512))
 
 # --- config
