@@ -18,18 +18,18 @@ Nanos BfqScheduler::guarantee_idle() const {
 }
 
 std::uint64_t BfqScheduler::pending_groups() const {
-    // The in-service queue stays "busy" until it is expired (as in the
-    // kernel), so its group counts even while it has nothing queued or in
-    // flight: that is exactly the moment the idling decision is taken.
-    std::uint64_t n = groups_with_pending_;
-    if (in_service_ && groups_.at(in_service_->group()).pending == 0) ++n;
-    // A group B-WF2Q+ still remembers on its idle tree (it went idle with its
-    // finish ahead of the virtual time, so its weight still counts) competes
-    // too: a client at iodepth 1 has nothing pending during each of its think
-    // times, and not idling then hands the device to the other group.
+    // A group competes while it has requests queued or in flight; while it
+    // is in service (the in-service queue stays "busy" until it is expired,
+    // as in the kernel, and that is exactly when the idling decision is
+    // taken); while it is still scheduled (a preempted queue waiting for its
+    // next request stays busy, see expire()); and while B-WF2Q+ remembers it
+    // on its idle tree (it went idle with its finish ahead of the virtual
+    // time, so its weight still counts): a client at iodepth 1 has nothing
+    // pending during each of its think times, and not idling then hands the
+    // device to the other group.
+    std::uint64_t n = 0;
     for (const auto& [id, g] : groups_)
-        if (g.pending == 0 && g.entity.where == Entity::Where::idle && (!in_service_ || in_service_->group() != id))
-            ++n;
+        if (g.pending > 0 || g.entity.in_service || g.entity.where != Entity::Where::none) ++n;
     return n;
 }
 

@@ -111,7 +111,7 @@ void BfqScheduler::submit(const Request& r, Time now) {
     q.add(r, now);
     inject_on_arrival(q, now);
     ++queued_;
-    if (g.pending++ == 0) ++groups_with_pending_;
+    ++g.pending;
     ++g.stats.queued;
     ++q.client_stats->queued;
     ++device_stats_.queued;
@@ -210,7 +210,7 @@ void BfqScheduler::complete(RequestId id, Time now) {
     in_flight_.erase(it);
     --q.dispatched;
     BfqGroup& g = groups_.at(q.group());
-    if (--g.pending == 0) --groups_with_pending_;
+    --g.pending;
     for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), q.client_stats, &device_stats_}) {
         ++s->completed;
         --s->in_flight;

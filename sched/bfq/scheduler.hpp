@@ -148,7 +148,6 @@ private:
     std::unordered_map<QueueId, Client> clients_;
     std::pmr::map<RequestId, InFlight> in_flight_{&pool_};
     std::size_t queued_ = 0;
-    std::uint64_t groups_with_pending_ = 0;
 
     // Injection bookkeeping of bfq_data: whether requests were injected since
     // the in-service queue's sample began, the request whose total service
