@@ -93,10 +93,20 @@ def main():
                 "The `cloud` variant's 550 us per read is not independent evidence: it is what 4 reads in "
                 "flight need to give the seed's 7054 IOPS with idling on, so its idle-on row matches the seed "
                 "by construction; the 16 channels put the ceiling near the seed's 29255 IOPS without idling. "
-                "The ratio is what the model adds: about 2x, not the seed's 4.15x. The rest of the kernel's "
-                "gain must come from what is not modelled here (the kernel's idle-off run kept ~16 reads in "
-                "flight if the device took 550 us each, twice our overlap between successive queues; the "
-                "cloud device's latency under load is unknown). ")
+                "The ratio is what the model adds: about 2x, not the seed's 4.15x. Two readings of the 4.x "
+                "sources that would give more were checked and do not: (a) `cfq_may_dispatch` lifts the limit "
+                "for the only busy queue (or only busy sync queue), and our CFQ has that rule "
+                "(tests/unit/sched/test_cfq_dispatch_limits.cpp), but here it never applies: while any client "
+                "waits for the pool, the pool holds >= 127 requests and the device 8, so the scheduler holds "
+                "more than one client's 64 and at least two queues are busy; (b) the kernel's batching request "
+                "allocator (`__get_request`: batches of up to 32 from one woken process, up to 3/2 x 128), "
+                "modelled in the simulator, does deliver bursts one process at a time, but the depth stays at "
+                "8 (mean 8.00) and idling stops costing anything (fewer busy queues, longer slices): 14,168 "
+                "vs 14,164 IOPS, 1.00x (docs/simulator.md, `tests/unit/sim/test_request_pool.cpp`). So the "
+                "daemon's admission is left as it is, and the kernel's mechanism is elsewhere: on a "
+                "fixed-latency device every pool gives <= 2x in the model, so the seed's idle-on run must have "
+                "left its device idle about half the time, or its device's per-read latency depended on the "
+                "depth (bench/results/analysis.md). ")
     fio_bound = s[("ssd", "0")]["iops"] < 0.6 * 80000
     if fio_bound:
         who = "the daemon's CPU" if cpu[("ssd", "0")] > 0.8 else "fio's 10 client threads (the daemon used " \

@@ -1,12 +1,15 @@
 #include "tools/sim/engine.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <queue>
 #include <unordered_map>
 
 #include "timing/profiles.hpp"
+#include "tools/sim/depth_log.hpp"
 #include "tools/sim/job.hpp"
+#include "tools/sim/request_pool.hpp"
 
 namespace nbdsched::sim {
 namespace {
@@ -15,6 +18,7 @@ using sched::Request;
 using sched::Time;
 
 enum class Kind { issue,
+                  wake,
                   complete,
                   wakeup,
                   change };
@@ -29,7 +33,8 @@ struct Event {
 
 struct Pending {
     std::size_t job;
-    Time submitted;
+    Time wanted;      // when the job wanted to send it: latency counts from here, as fio's does
+    Time submitted;   // when it reached the scheduler (after the request pool)
     std::uint64_t bytes;
     bool dispatched = false;
 };
@@ -45,13 +50,22 @@ struct Backlog {
 class Runner {
 public:
     Runner(const Workload& w, sched::Scheduler& s, timing::DeviceModel& m)
-        : w_(w), s_(s), m_(m), end_(w.runtime), ramp_(std::min(w.ramp_time, w.runtime)) {}
+        : w_(w),
+          s_(s),
+          m_(m),
+          end_(w.runtime),
+          ramp_(std::min(w.ramp_time, w.runtime)),
+          pool_(w.pool, w.jobs.size()),
+          ready_(w.jobs.size()),
+          asleep_(w.jobs.size()),
+          depth_(ramp_, end_, w.trace_window) {}
 
     Results run(std::string& error);
 
 private:
     void push(Time at, Kind kind, std::uint64_t arg) { events_.push({at, seq_++, kind, arg}); }
-    void issue(std::size_t job, Time now);
+    void issue(std::size_t job, Time wanted, Time now);
+    void run_job(std::size_t job, Time now);
     void complete(std::uint64_t id, Time now);
     void pump(Time now);
     void device_busy_change(Time now, bool busy);
@@ -76,10 +90,14 @@ private:
     unsigned device_in_flight_ = 0;
     Time busy_since_{};
     Nanos busy_{0};
+    RequestPool pool_;
+    std::vector<std::deque<Time>> ready_;   // when a job came to want the requests it has not sent
+    std::vector<bool> asleep_;              // waiting for the pool to wake it
+    DepthLog depth_;
     Results r_;
 };
 
-void Runner::issue(std::size_t job, Time now) {
+void Runner::issue(std::size_t job, Time wanted, Time now) {
     if (now >= end_) return;
     const JobSpec& spec = w_.jobs[job];
     Request req;
@@ -91,10 +109,25 @@ void Runner::issue(std::size_t job, Time now) {
     req.length = spec.block_size;
     req.sync = spec.op == sched::Op::read || spec.sync;
     req.arrival = now;
-    pending_.emplace(req.id, Pending{job, now, req.length, false});
+    pending_.emplace(req.id, Pending{job, wanted, now, req.length, false});
     if (backlog_[job].queued++ == 0) backlog_[job].since = now;
     ++r_.submitted;
     s_.submit(req, now);
+}
+
+// The job sends what it has until the pool says no; then it sleeps, and
+// what it wants meanwhile waits for the wake-up (a process blocked in
+// io_submit reaps nothing).
+void Runner::run_job(std::size_t job, Time now) {
+    while (!ready_[job].empty() && !asleep_[job]) {
+        if (!pool_.get(job, now)) {
+            asleep_[job] = true;
+            return;
+        }
+        Time wanted = ready_[job].front();
+        ready_[job].pop_front();
+        issue(job, wanted, now);
+    }
 }
 
 void Runner::complete(std::uint64_t id, Time now) {
@@ -106,10 +139,11 @@ void Runner::complete(std::uint64_t id, Time now) {
     if (device_in_flight_ == 0) device_busy_change(now, false);
     ++r_.completed;
     s_.complete(id, now);
+    if (auto woken = pool_.put(now)) push(now, Kind::wake, *woken);
     if (now >= ramp_ && now <= end_) {
         ++job_results_[p.job].ios;
         job_results_[p.job].bytes += p.bytes;
-        job_logs_[p.job].add(now - p.submitted);
+        job_logs_[p.job].add(now - p.wanted);
     }
     push(now + w_.jobs[p.job].think_time, Kind::issue, p.job);
 }
@@ -190,7 +224,14 @@ Results Runner::run(std::string& error) {
         Event e = events_.top();
         events_.pop();
         switch (e.kind) {
-        case Kind::issue: issue(e.arg, e.at); break;
+        case Kind::issue:
+            ready_[e.arg].push_back(e.at);
+            run_job(e.arg, e.at);
+            break;
+        case Kind::wake:
+            asleep_[e.arg] = false;
+            run_job(e.arg, e.at);
+            break;
         case Kind::complete: complete(e.arg, e.at); break;
         case Kind::wakeup:
             if (armed_ != e.at) continue;   // superseded by a later re-arm
@@ -207,6 +248,8 @@ Results Runner::run(std::string& error) {
         }
         }
         pump(e.at);
+        depth_.record(e.at, {e.at, device_in_flight_, unsigned(s_.queued()), pool_.allocated(),
+                             unsigned(pool_.sleeping())});
     }
     if (device_in_flight_ > 0) device_busy_change(end_, false);
     return collect();
@@ -268,6 +311,8 @@ Results Runner::collect() {
     r_.scheduler = s_.stats(end_);
     r_.queued_at_end = s_.queued();
     r_.in_flight_at_end = s_.in_flight();
+    r_.depth = depth_.finish();
+    r_.pool_sleeps = pool_.sleeps();
     return std::move(r_);
 }
 

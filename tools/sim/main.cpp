@@ -2,9 +2,11 @@
 // each group and the device achieved.
 //   nbdsched-sim workload.yaml [--json] [--policy cfq] [--set slice_idle=0]
 //                [--profile hdd] [--device rpm=5400] [--runtime 5s]
+//                [--pool batching] [--trace depth.csv --trace-window 50ms]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 
 #include "tools/sim/assignments.hpp"
@@ -15,7 +17,7 @@
 int main(int argc, char** argv) {
     using namespace nbdsched;
     CLI::App app{"nbdsched discrete-event scheduler simulator"};
-    std::string path, policy, profile, runtime;
+    std::string path, policy, profile, runtime, pool, trace_path, trace_window;
     std::vector<std::string> sets, device_sets;
     bool json = false;
     app.add_option("workload", path, "workload YAML file")->required()->check(CLI::ExistingFile);
@@ -25,6 +27,9 @@ int main(int argc, char** argv) {
     app.add_option("--set", sets, "override a tunable: name=value (repeatable)");
     app.add_option("--device", device_sets, "override a profile parameter: name=value (repeatable)");
     app.add_option("--runtime", runtime, "override runtime (e.g. 5s)");
+    app.add_option("--pool", pool, "override pool.mode (unlimited, line, batching)");
+    app.add_option("--trace", trace_path, "write the depth trace as CSV to this file");
+    app.add_option("--trace-window", trace_window, "trace this long after ramp_time (default 100ms with --trace)");
     CLI11_PARSE(app, argc, argv);
 
     sim::Workload w;
@@ -64,11 +69,36 @@ int main(int argc, char** argv) {
         w.runtime = *d;
     }
 
+    if (!pool.empty()) {
+        auto mode = sim::parse_pool_mode(pool);
+        if (!mode) {
+            std::cerr << "nbdsched-sim: --pool wants unlimited, line or batching\n";
+            return 2;
+        }
+        w.pool.mode = *mode;
+    }
+    if (!trace_window.empty() || (!trace_path.empty() && w.trace_window.count() == 0)) {
+        auto d = parse_duration(trace_window.empty() ? "100ms" : trace_window);
+        if (!d) {
+            std::cerr << "nbdsched-sim: bad --trace-window\n";
+            return 2;
+        }
+        w.trace_window = *d;
+    }
+
     std::string error;
     sim::Results r = sim::simulate(w, error);
     if (!error.empty()) {
         std::cerr << "nbdsched-sim: " << error << "\n";
         return 1;
+    }
+    if (!trace_path.empty()) {
+        std::ofstream out(trace_path);
+        sim::print_trace_csv(out, r);
+        if (!out) {
+            std::cerr << "nbdsched-sim: cannot write " << trace_path << "\n";
+            return 1;
+        }
     }
     if (json) sim::print_json(std::cout, r);
     else sim::print_table(std::cout, r);

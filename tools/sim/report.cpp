@@ -55,6 +55,20 @@ void json_list(std::ostream& out, const char* key, const std::vector<EntityResul
     out << "  ],\n";
 }
 
+// Time-weighted share of the measured time at each device depth, as
+// "depth: fraction" for the depths that held at least 0.5% of it.
+std::string depth_shares(const DepthProfile& d) {
+    double total = 0;
+    for (Nanos t : d.time_at) total += double(t.count());
+    std::string out;
+    for (std::size_t k = 0; k < d.time_at.size() && total > 0; ++k) {
+        double share = double(d.time_at[k].count()) / total;
+        if (share < 0.005) continue;
+        out += (out.empty() ? "" : ", ") + std::to_string(k) + ": " + fmt("%.3f", share);
+    }
+    return out;
+}
+
 }   // namespace
 
 void print_table(std::ostream& out, const Results& r) {
@@ -69,6 +83,10 @@ void print_table(std::ostream& out, const Results& r) {
     for (const auto& j : r.jobs) table_row(out, "job", j);
     for (const auto& g : r.groups) table_row(out, "group", g);
     table_row(out, "total", r.total);
+    out << "device depth: mean " << fmt("%.2f", r.depth.mean) << ", max " << r.depth.max << " (time at depth "
+        << depth_shares(r.depth) << ")";
+    if (r.pool_sleeps) out << "; jobs slept on the request pool " << r.pool_sleeps << " times";
+    out << "\n";
     if (r.depth_violations || r.late_wakeups)
         out << "WARNING: depth violations " << r.depth_violations << ", late wakeups "
             << r.late_wakeups << "\n";
@@ -82,12 +100,24 @@ void print_json(std::ostream& out, const Results& r) {
         << ",\n  \"submitted\": " << r.submitted << ",\n  \"dispatched\": " << r.dispatched
         << ",\n  \"completed\": " << r.completed
         << ",\n  \"depth_violations\": " << r.depth_violations
-        << ",\n  \"late_wakeups\": " << r.late_wakeups << ",\n";
+        << ",\n  \"late_wakeups\": " << r.late_wakeups << ",\n  \"pool_sleeps\": " << r.pool_sleeps
+        << ",\n  \"depth_mean\": " << fmt("%.3f", r.depth.mean) << ",\n  \"depth_max\": " << r.depth.max
+        << ",\n  \"depth_time_s\": [";
+    for (std::size_t k = 0; k < r.depth.time_at.size(); ++k)
+        out << (k ? ", " : "") << fmt("%.6f", double(r.depth.time_at[k].count()) / 1e9);
+    out << "],\n";
     json_list(out, "jobs", r.jobs);
     json_list(out, "groups", r.groups);
     out << "  \"total\": ";
     json_entity(out, r.total, "");
     out << "\n}\n";
+}
+
+void print_trace_csv(std::ostream& out, const Results& r) {
+    out << "at_us,device,queued,pool,sleeping\n";
+    for (const auto& d : r.depth.trace)
+        out << fmt("%.3f", micros(d.at)) << "," << d.device << "," << d.queued << "," << d.pool << "," << d.sleeping
+            << "\n";
 }
 
 }   // namespace nbdsched::sim

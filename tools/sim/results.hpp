@@ -49,6 +49,26 @@ struct EntityResult {
     Nanos starved_max{0};
 };
 
+// The device's queue depth over time, and a trace of every change (what the
+// device, the scheduler and the request pool held) inside the trace window.
+struct DepthSample {
+    Nanos at{0};
+    unsigned device = 0;     // requests at the device
+    unsigned queued = 0;     // requests in the scheduler, not yet dispatched
+    unsigned pool = 0;       // requests allocated from the pool (queued + device)
+    unsigned sleeping = 0;   // jobs waiting for the pool
+    bool operator==(const DepthSample& o) const {
+        return device == o.device && queued == o.queued && pool == o.pool && sleeping == o.sleeping;
+    }
+};
+
+struct DepthProfile {
+    std::vector<Nanos> time_at;   // [d]: measured time with exactly d requests at the device
+    double mean = 0;              // time-weighted mean depth over the measured time
+    unsigned max = 0;
+    std::vector<DepthSample> trace;
+};
+
 struct Results {
     std::string policy;
     std::string profile;
@@ -65,6 +85,8 @@ struct Results {
     std::uint64_t queued_at_end = 0;   // the scheduler's queued() / in_flight() when the clock stops
     std::uint64_t in_flight_at_end = 0;
     sched::SchedulerStats scheduler;
+    DepthProfile depth;
+    std::uint64_t pool_sleeps = 0;   // times a job found the request pool closed
 };
 
 // Fills iops, mib_s and latency of `r` from its ios/bytes and `log`.

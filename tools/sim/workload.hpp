@@ -38,6 +38,17 @@ struct GroupSpec {
     unsigned weight = 0;   // 0: the policy's default weight
 };
 
+// The request pool between the jobs and the scheduler (see request_pool.hpp).
+struct PoolSpec {
+    enum class Mode { unlimited,
+                      line,
+                      batching };
+    Mode mode = Mode::unlimited;
+    unsigned nr_requests = 128;     // the kernel's default nr_requests
+    unsigned batch_requests = 32;   // BLK_BATCH_REQ
+    Nanos batch_time = 20ms;        // BLK_BATCH_TIME (HZ / 50)
+};
+
 // A run-time tunable change, as the daemon's control socket would make it.
 struct TunableChange {
     Nanos at{0};
@@ -56,6 +67,8 @@ struct Workload {
     std::vector<GroupSpec> groups;
     std::vector<JobSpec> jobs;
     std::vector<TunableChange> changes;
+    PoolSpec pool;
+    Nanos trace_window{0};   // record every depth change in [ramp_time, ramp_time + this)
 };
 
 }   // namespace nbdsched::sim

@@ -104,6 +104,29 @@ void parse_jobs(const YAML::Node& list, Workload& w) {
     }
 }
 
+void parse_pool(const YAML::Node& node, PoolSpec& pool) {
+    if (!node.IsMap()) throw Bad{"pool: expected a map"};
+    for (const auto& kv : node) {
+        std::string key = kv.first.as<std::string>();
+        std::string at = "pool." + key;
+        if (key == "mode") {
+            auto mode = parse_pool_mode(scalar(kv.second, at));
+            if (!mode) throw Bad{at + ": unlimited, line or batching"};
+            pool.mode = *mode;
+        } else if (key == "nr_requests") {
+            pool.nr_requests = unsigned(integer(kv.second, at));
+        } else if (key == "batch_requests") {
+            pool.batch_requests = unsigned(integer(kv.second, at));
+        } else if (key == "batch_time") {
+            pool.batch_time = duration(kv.second, at);
+        } else {
+            throw Bad{at + ": unknown key"};
+        }
+    }
+    if (pool.nr_requests < 2 || pool.nr_requests > 1000000) throw Bad{"pool.nr_requests: 2..1000000"};
+    if (pool.batch_requests > 1000000) throw Bad{"pool.batch_requests: 0..1000000"};
+}
+
 void parse_root(const YAML::Node& root, Workload& w) {
     if (!root.IsMap()) throw Bad{"workload: expected a map at the top"};
     for (const auto& kv : root) {
@@ -131,6 +154,10 @@ void parse_root(const YAML::Node& root, Workload& w) {
             }
         } else if (key == "jobs") {
             parse_jobs(v, w);
+        } else if (key == "pool") {
+            parse_pool(v, w.pool);
+        } else if (key == "trace") {
+            w.trace_window = duration(v, key);
         } else if (key == "changes") {
             if (!v.IsSequence()) throw Bad{"changes: expected a list"};
             for (const auto& c : v) {
@@ -150,6 +177,13 @@ void parse_root(const YAML::Node& root, Workload& w) {
 }
 
 }   // namespace
+
+std::optional<PoolSpec::Mode> parse_pool_mode(const std::string& text) {
+    if (text == "unlimited") return PoolSpec::Mode::unlimited;
+    if (text == "line") return PoolSpec::Mode::line;
+    if (text == "batching") return PoolSpec::Mode::batching;
+    return std::nullopt;
+}
 
 std::string parse_workload(const std::string& yaml_text, Workload& out) {
     try {

@@ -57,6 +57,15 @@ inline Workload seed000(std::string policy, std::string slice_idle) {
     return w;
 }
 
+// Seed 000's cloud variant (exp1): 550 us per read, 16 channels, with the
+// request pool in front of the scheduler in the given mode (nr_requests 128).
+inline Workload seed000_cloud(std::string slice_idle, PoolSpec::Mode pool) {
+    Workload w = seed000("cfq", std::move(slice_idle));
+    w.profile_params = {{"read_latency", "550us"}, {"channels", "16"}};
+    w.pool.mode = pool;
+    return w;
+}
+
 // Seed 002: ssd, 5 jobs of 4k random reads, sync engine (one request each).
 inline Workload seed002(std::string policy, std::string slice_idle) {
     Workload w = seed000(std::move(policy), std::move(slice_idle));
