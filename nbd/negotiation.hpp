@@ -30,19 +30,30 @@ struct ExportInfo {
 const ExportInfo* find_export(std::span<const ExportInfo> exports, std::string_view name);
 
 // Hostile-client limits: an option longer than this or more options than
-// this in one handshake closes the connection.
+// this in one handshake (the default of Negotiation::max_options) closes
+// the connection.
 inline constexpr std::uint32_t max_option_length = 64u << 10;
 inline constexpr unsigned max_options = 1024;
+
+// nbdkit's --tls: off refuses STARTTLS; on offers it; require answers every
+// option but STARTTLS and ABORT with NBD_REP_ERR_TLS_REQD until TLS is up.
+enum class TlsMode { off,
+                     on,
+                     require };
 
 struct Negotiation {
     ClientFlags client;
     bool structured_replies = false;
     unsigned options = 0;
+    unsigned max_options = nbd::max_options;
+    TlsMode tls = TlsMode::off;
+    bool tls_active = false;   // the caller sets it once its TLS handshake succeeded
 };
 
 enum class Next { more_options,
                   close,
-                  transmission };
+                  transmission,
+                  starttls };   // write the reply, then the TLS handshake, then more options
 
 struct OptionResult {
     Next next = Next::more_options;
@@ -50,6 +61,7 @@ struct OptionResult {
     std::uint16_t transmission_flags = 0;   // what the client was told
     std::string reason;                     // why we close, for the log
     bool graceful = false;                  // the client asked to end (ABORT)
+    bool tls_refused = false;               // answered NBD_REP_ERR_TLS_REQD
 };
 
 // Handles one option whose payload has been read completely. Replies are
