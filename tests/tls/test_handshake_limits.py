@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keys   # noqa: E402
 
 from nbdsched_test.daemon import Daemon   # noqa: E402
-from nbdsched_test.process import run_bounded   # noqa: E402
+from nbdsched_test.process import run_bounded, wait_for   # noqa: E402
 from nbdsched_test.tempdir import TempDir   # noqa: E402
 from nbdsched_test.verdict import Checks   # noqa: E402
 
@@ -73,6 +73,7 @@ exports:
 """
     checks = Checks()
     d = Daemon(config, "hslimits", workdir=tmp.path)
+    wait_for(lambda: os.path.exists(sock) and os.path.exists(tls_sock), 10)   # bound after the control socket
     try:
         start = time.monotonic()
         silent = [connect(sock, flags=False) for _ in range(3)]

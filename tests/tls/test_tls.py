@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keys   # noqa: E402
 
 from nbdsched_test.daemon import Daemon   # noqa: E402
-from nbdsched_test.process import free_port, run_bounded   # noqa: E402
+from nbdsched_test.process import free_port, run_bounded, wait_for   # noqa: E402
 from nbdsched_test.tempdir import TempDir   # noqa: E402
 from nbdsched_test.verdict import Checks, skip   # noqa: E402
 
@@ -37,6 +37,34 @@ def make_keys(root):
     k["untrusted"] = other.issue(os.path.join(root, "untrusted"), "client", "eve")
     shutil.copy(ca.cert, os.path.join(k["untrusted"], "ca-cert.pem"))   # trusts our server
     return k
+
+
+def start_problems(checks, tmp, k):
+    """Configurations that must not start, or start with a warning: bad key
+    files are named in the error; a plaintext listener on every address
+    starts only with insecure: true, and says so."""
+    import subprocess
+    from nbdsched_test.daemon import nbdsched_binary
+    bad_psk = tmp.file("bad.psk")
+    with open(bad_psk, "w") as f:
+        f.write("alice:abcd\nbob:nothex\n")
+    tail = "devices: [{name: d0, backend: ram, size: 1MiB}]\nexports: [{name: default, device: d0}]\n"
+    listen = f"listen: [{{unix: {tmp.file('bad.sock')}}}]\n"
+    for name, tls, want in [
+            ("missing server key", f"tls: {{certificates: {k['client']}}}\n", "server-cert.pem: cannot read"),
+            ("PSK file with a bad line", f"tls: {{psk_file: {bad_psk}}}\n", f"{bad_psk}: line 2: the key is not hexadecimal"),
+            ("missing PSK file", f"tls: {{psk_file: {bad_psk}.nope}}\n", f"{bad_psk}.nope: cannot read")]:
+        path = tmp.file("bad.yaml")
+        with open(path, "w") as f:
+            f.write(listen + tls + tail)
+        r = subprocess.run([nbdsched_binary(), "--config", path], capture_output=True, text=True, timeout=20)
+        out = r.stdout + r.stderr
+        checks.check(f"{name}: the daemon does not start and names the file", r.returncode != 0 and want in out,
+                     f"rc {r.returncode}: {out[-300:]}")
+    port = free_port()
+    open_config = f"listen: [{{tcp: '0.0.0.0:{port}', insecure: true}}]\n" + tail
+    with Daemon(open_config, "insecure", workdir=tmp.path, control=False, wait=False) as d:
+        checks.check("insecure: true starts with a warning", d.wait_log("without TLS required (insecure: true)"))
 
 
 def main():
@@ -65,6 +93,7 @@ exports:
 """
     checks = Checks()
     d = Daemon(config, "tls", workdir=tmp.path)
+    wait_for(lambda: os.path.exists(sock) and os.path.exists(opt_sock), 10)   # bound after the control socket
     psk_unix = f"nbds+unix://alice@/?socket={sock}&tls-psk-file={k['psk']}"
     try:
         # A TLS client that keeps reading what it wrote while the others come and go.
@@ -146,6 +175,7 @@ exports:
                ["nbdinfo", "--size", f"nbds://localhost:{port}/?tls-certificates={k['expired']}"],
                want_ok=False, client_says=["TLS"], log_says=["certificate has expired"])
         steady.shutdown()
+        start_problems(checks, tmp, k)
     finally:
         checks.clean_up(d, tmp)
     checks.finish()
