@@ -130,6 +130,14 @@ exports:
         client("nbdinfo X.509 tcp",
                ["nbdinfo", "--size", f"nbds://localhost:{port}/?tls-certificates={k['client']}"],
                log_says=["identity 'carol'"])
+        # TLS 1.2 still works (GnuTLS told to leave 1.3 out).
+        prio = tmp.file("no-tls13.conf")
+        with open(prio, "w") as f:
+            f.write("[overrides]\ndisabled-version = tls1.3\n")
+        tls12 = ["env", f"GNUTLS_SYSTEM_PRIORITY_FILE={prio}", "nbdinfo", "--size"]
+        client("nbdinfo PSK over TLS 1.2", tls12 + [psk_unix], log_says=["TLS up (TLSv1.2, ECDHE-PSK"])
+        client("nbdinfo X.509 over TLS 1.2", tls12 + [f"nbds://localhost:{port}/?tls-certificates={k['client']}"],
+               log_says=["TLS up (TLSv1.2"])
         client("nbdinfo --list over TLS", ["nbdinfo", "--list", psk_unix.replace("alice@/", "alice@")])
         script = (f"h.set_uri_allow_local_file(True); h.connect_uri({psk_unix!r}); "
                   "h.pwrite(b'tls!' * 1024, 1 << 20); "
