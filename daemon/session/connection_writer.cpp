@@ -88,6 +88,7 @@ void Connection::on_written(const boost::system::error_code& ec) {
     writing_ = false;
     for (auto* r : batch_) release(*r);
     batch_.clear();
+    if (tls_out_.capacity() > keep_buffer) tls_out_ = {};   // one large reply must not pin its copy
     if (ec) {
         if (!closed_) close("write: " + ec.message());
         return maybe_finish();
