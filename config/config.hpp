@@ -2,6 +2,7 @@
 // Loading validates everything; a Config that exists is internally consistent.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,7 +31,22 @@ struct Listen {
     std::string path;   // unix
     std::string host;   // tcp, e.g. "127.0.0.1" or "::1"
     std::uint16_t port = 10809;
+    // nbdkit's --tls: off = STARTTLS refused; on = offered; require = nothing
+    // but STARTTLS and ABORT before TLS is up.
+    enum class Tls { off,
+                     on,
+                     require } tls = Tls::off;
+    bool insecure = false;   // allows a non-loopback TCP listener without tls: require
     Origin origin;
+};
+
+// tls: the server's credentials; files are read (and checked) at start.
+struct Tls {
+    std::string psk_file;          // psktool format: identity:hexkey lines
+    std::string certificates;      // dir with ca-cert.pem, server-cert.pem, server-key.pem
+    bool verify_clients = false;   // client certificates must chain to ca-cert.pem
+    Origin origin;
+    bool enabled() const { return !psk_file.empty() || !certificates.empty(); }
 };
 
 using BackendKind = backend::Kind;
@@ -103,6 +119,10 @@ struct Limits {
     bool inflight_fair_share = true;
     // Threads that run blocking (file) backends' I/O; RAM runs on the event loop.
     unsigned io_threads = 16;
+    // A client still negotiating (including its TLS handshake) after this
+    // long, or after this many options, is dropped.
+    std::chrono::milliseconds handshake_timeout{10000};
+    unsigned max_handshake_options = 1024;
 };
 
 struct Config {
@@ -116,6 +136,7 @@ struct Config {
     std::string metrics;              // host:port of the Prometheus endpoint; empty = off
     std::string log_level = "info";   // trace|debug|info|warn|error
     Limits limits;
+    Tls tls;
 
     const Device* find_device(std::string_view name) const;
     const Export* find_export(std::string_view name) const;
@@ -152,5 +173,9 @@ std::vector<Listen> default_listen();
 std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error);
 // A socket path exactly as the `unix:` listen key takes it, for --listen-unix.
 std::optional<Listen> parse_unix_listen(std::string_view path, std::string& error);
+// A TCP listener beyond loopback without tls: require and without
+// insecure: true; the reason, or nullopt when it may start.
+std::optional<std::string> insecure_listener(const Listen& listen);
+bool is_loopback(const Listen& listen);
 
 }   // namespace nbdsched::config

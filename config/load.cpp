@@ -38,7 +38,8 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
     Sections sections;
     bool has_listen = false, has_devices = false, has_exports = false;
     bool ok = r.read_map(top,
-                         {"listen", "devices", "exports", "groups", "rules", "control", "metrics", "log_level", "limits"},
+                         {"listen", "devices", "exports", "groups", "rules", "control", "metrics", "log_level", "limits",
+                          "tls"},
                          [&](const Field& f) {
                              if (f.key == "listen") {
                                  has_listen = true;
@@ -64,10 +65,13 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
                                  if (auto v = r.choice(f, {"trace", "debug", "info", "warn", "error"})) config.log_level = *v;
                              } else if (f.key == "limits") {
                                  parse_limits(r, f, config.limits);
+                             } else if (f.key == "tls") {
+                                 parse_tls(r, f, config.tls);
                              }
                          });
     if (!ok) return;
     if (!has_listen) config.listen = default_listen();
+    check_listen_tls(r, config);
     if (!has_devices) r.error(top.at, "devices", "missing: at least one device is needed");
     if (!has_exports) r.error(top.at, "exports", "missing: at least one export is needed");
     resolve(r, sections, config);

@@ -102,6 +102,19 @@ std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error
     return listen;
 }
 
+bool is_loopback(const Listen& listen) {
+    if (listen.kind != Listen::Kind::tcp) return true;
+    if (listen.host == "localhost" || listen.host == "::1") return true;
+    in_addr v4{};
+    return inet_pton(AF_INET, listen.host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
+std::optional<std::string> insecure_listener(const Listen& listen) {
+    if (is_loopback(listen) || listen.tls == Listen::Tls::require || listen.insecure) return std::nullopt;
+    return "listening on " + listen.host + " (not loopback) without TLS lets any host read and write every "
+                                           "export: add tls: require (and a tls: section), or insecure: true to accept that";
+}
+
 std::optional<Listen> parse_unix_listen(std::string_view path, std::string& error) {
     if (!detail::check_socket_path(path, error)) return std::nullopt;
     Listen listen;
@@ -118,7 +131,21 @@ namespace {
 std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
     std::optional<Listen> out;
     int kinds = 0;
-    bool ok = r.read_map(item, {"unix", "tcp"}, [&](const Field& f) {
+    std::optional<Listen::Tls> tls;
+    std::optional<bool> insecure;
+    std::optional<Field> tls_at;
+    bool ok = r.read_map(item, {"unix", "tcp", "tls", "insecure"}, [&](const Field& f) {
+        if (f.key == "tls") {
+            tls_at = f;
+            if (auto v = r.choice(f, {"off", "on", "require"}))
+                tls = *v == "off" ? Listen::Tls::off : *v == "on" ? Listen::Tls::on
+                                                                  : Listen::Tls::require;
+            return;
+        }
+        if (f.key == "insecure") {
+            insecure = r.boolean(f);
+            return;
+        }
         ++kinds;
         if (f.key == "tcp" && f.value.IsSequence())
             return r.error(f, "expected HOST:PORT; quote an IPv6 address, as in tcp: \"[::1]:10809\"");
@@ -133,6 +160,13 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
     if (!ok) return std::nullopt;
     if (kinds != 1) {
         r.error(item.at, item.path, "each listen entry has exactly one of unix: PATH or tcp: HOST:PORT");
+        return std::nullopt;
+    }
+    if (!out) return std::nullopt;
+    if (tls) out->tls = *tls;
+    if (insecure) out->insecure = *insecure;
+    if (auto why = insecure_listener(*out)) {
+        r.error(out->origin, item.path + ".tcp", *why);
         return std::nullopt;
     }
     return out;

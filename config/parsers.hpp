@@ -70,6 +70,8 @@ void check_profile(Reader& r, Device& device, const std::optional<Field>& profil
                    const std::vector<Field>& param_blocks);
 
 void parse_limits(Reader& r, const Field& field, Limits& limits);
+void parse_tls(Reader& r, const Field& field, Tls& tls);
+void check_listen_tls(Reader& r, const Config& config);
 // devices[].faults; device_size 0 = not known (a file's existing size).
 std::vector<FaultRule> parse_faults(Reader& r, const Field& field, std::uint64_t device_size);
 

@@ -49,6 +49,34 @@ OptionResult info_or_go(Negotiation& state, std::uint32_t option, std::span<cons
     return r;
 }
 
+// NBD_OPT_STARTTLS (the spec's "TLS support" section): ACK, then the
+// caller runs the TLS handshake on the same socket.
+OptionResult starttls(Negotiation& state, std::uint32_t option, std::span<const std::uint8_t> data,
+                      std::vector<std::uint8_t>& out) {
+    if (state.tls == TlsMode::off) {
+        append_error(out, option, rep_err_policy, "TLS is not enabled on this listener");
+        return {};
+    }
+    if (!data.empty()) {
+        append_error(out, option, rep_err_invalid, "NBD_OPT_STARTTLS takes no data");
+        return {};
+    }
+    if (state.tls_active) {
+        append_error(out, option, rep_err_invalid, "TLS is already active");
+        return {};
+    }
+    // Nothing agreed in plaintext survives the upgrade (as nbdkit does): a
+    // man in the middle could have sent it (the spec names the meta
+    // context selection too).
+    state.structured_replies = false;
+    state.base_allocation = false;
+    state.meta_export.clear();
+    append_ack(out, option);
+    OptionResult r;
+    r.next = Next::starttls;
+    return r;
+}
+
 }   // namespace
 
 const ExportInfo* find_export(std::span<const ExportInfo> exports, std::string_view name) {
@@ -72,8 +100,11 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
                            std::span<const std::uint8_t> data, std::span<const ExportInfo> exports,
                            std::vector<std::uint8_t>& out) {
     const auto option = header.option;
-    if (++state.options > max_options) return close_with("too many options");
+    if (++state.options > state.max_options) return close_with("too many options");
+    const bool tls_missing = state.tls == TlsMode::require && !state.tls_active;
     if (option == static_cast<std::uint32_t>(Option::export_name)) {
+        // No error reply exists for EXPORT_NAME: the spec says close.
+        if (tls_missing) return close_with("NBD_OPT_EXPORT_NAME without TLS on a TLS-only listener");
         std::string_view name(reinterpret_cast<const char*>(data.data()), data.size());
         if (name.size() > max_string) return close_with("export name too long");
         const ExportInfo* e = find_export(exports, name);
@@ -91,6 +122,14 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
     if (!state.client.fixed_newstyle)
         return close_with("option " + std::string(option_name(option)) + " from a non-fixed-newstyle client");
 
+    if (tls_missing && option != static_cast<std::uint32_t>(Option::abort) &&
+        option != static_cast<std::uint32_t>(Option::starttls)) {
+        append_error(out, option, rep_err_tls_reqd, "TLS is required: send NBD_OPT_STARTTLS first");
+        OptionResult r;
+        r.tls_refused = true;
+        return r;
+    }
+
     switch (static_cast<Option>(option)) {
     case Option::abort: {
         append_ack(out, option);
@@ -107,8 +146,7 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
         append_ack(out, option);
         return {};
     case Option::starttls:
-        append_error(out, option, rep_err_policy, "TLS is not supported by this server");
-        return {};
+        return starttls(state, option, data, out);
     case Option::info:
     case Option::go:
         return info_or_go(state, option, data, exports, out);

@@ -30,9 +30,16 @@ struct ExportInfo {
 const ExportInfo* find_export(std::span<const ExportInfo> exports, std::string_view name);
 
 // Hostile-client limits: an option longer than this or more options than
-// this in one handshake closes the connection.
+// this in one handshake (the default of Negotiation::max_options) closes
+// the connection.
 inline constexpr std::uint32_t max_option_length = 64u << 10;
 inline constexpr unsigned max_options = 1024;
+
+// nbdkit's --tls: off refuses STARTTLS; on offers it; require answers every
+// option but STARTTLS and ABORT with NBD_REP_ERR_TLS_REQD until TLS is up.
+enum class TlsMode { off,
+                     on,
+                     require };
 
 struct Negotiation {
     ClientFlags client;
@@ -41,11 +48,15 @@ struct Negotiation {
     // NBD_OPT_SET_META_CONTEXT selected base:allocation, for this export.
     bool base_allocation = false;
     std::string meta_export;
+    unsigned max_options = nbd::max_options;
+    TlsMode tls = TlsMode::off;
+    bool tls_active = false;   // the caller sets it once its TLS handshake succeeded
 };
 
 enum class Next { more_options,
                   close,
-                  transmission };
+                  transmission,
+                  starttls };   // write the reply, then the TLS handshake, then more options
 
 struct OptionResult {
     Next next = Next::more_options;
@@ -54,6 +65,7 @@ struct OptionResult {
     bool block_status = false;              // base:allocation holds for `chosen`
     std::string reason;                     // why we close, for the log
     bool graceful = false;                  // the client asked to end (ABORT)
+    bool tls_refused = false;               // answered NBD_REP_ERR_TLS_REQD
 };
 
 // Handles one option whose payload has been read completely. Replies are

@@ -37,6 +37,11 @@ bool apply_listen_overrides(const CliOptions& options, config::Config& config, s
             error = std::string(option) + " '" + text + "': " + why;
             return false;
         }
+        if (auto insecure = config::insecure_listener(*l)) {
+            // The command line has no tls: or insecure:; a config file does.
+            error = std::string(option) + " '" + text + "': " + *insecure + " (in a config file's listen:)";
+            return false;
+        }
         l->origin = config::Origin{"<command line>", 0, 0};
         listen.push_back(*l);
         return true;

@@ -7,7 +7,8 @@ namespace {
 bool same_listen(const std::vector<config::Listen>& a, const std::vector<config::Listen>& b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
-        if (a[i].kind != b[i].kind || a[i].path != b[i].path || a[i].host != b[i].host || a[i].port != b[i].port)
+        if (a[i].kind != b[i].kind || a[i].path != b[i].path || a[i].host != b[i].host || a[i].port != b[i].port ||
+            a[i].tls != b[i].tls || a[i].insecure != b[i].insecure)
             return false;
     return true;
 }
@@ -22,7 +23,13 @@ bool same_limits(const config::Limits& a, const config::Limits& b) {
            a.max_inflight_bytes_per_connection == b.max_inflight_bytes_per_connection &&
            a.max_request_bytes == b.max_request_bytes && a.max_inflight_per_device == b.max_inflight_per_device &&
            a.max_inflight_bytes_per_device == b.max_inflight_bytes_per_device && a.io_threads == b.io_threads &&
-           a.inflight_fair_share == b.inflight_fair_share;
+           a.inflight_fair_share == b.inflight_fair_share && a.handshake_timeout == b.handshake_timeout &&
+           a.max_handshake_options == b.max_handshake_options;
+}
+
+// The keys are loaded once at start, into the listeners' TLS context.
+bool same_tls(const config::Tls& a, const config::Tls& b) {
+    return a.psk_file == b.psk_file && a.certificates == b.certificates && a.verify_clients == b.verify_clients;
 }
 
 // Device fields that are baked into the running device.
@@ -91,6 +98,7 @@ ReloadPlan plan_reload(const config::Config& old, const config::Config& next) {
     if (old.control != next.control) plan.refused.push_back("control: cannot change without a restart");
     if (old.metrics != next.metrics) plan.refused.push_back("metrics: cannot change without a restart");
     if (!same_limits(old.limits, next.limits)) plan.refused.push_back("limits: cannot change without a restart");
+    if (!same_tls(old.tls, next.tls)) plan.refused.push_back("tls: cannot change without a restart");
     if (old.devices.size() != next.devices.size()) {
         plan.refused.push_back("devices added or removed: cannot change without a restart");
     } else {

@@ -49,6 +49,14 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
         s->metrics_ = metrics::Endpoint::open(s->io_, s->config_.metrics, s->state_, error);
         if (!s->metrics_) return nullptr;
     }
+    if (s->config_.tls.enabled()) {
+        s->tls_ = TlsContext::load(s->config_.tls, error);
+        if (!s->tls_) {
+            error = "tls: " + error;
+            return nullptr;
+        }
+        s->context_.tls = s->tls_.get();
+    }
     s->context_.exports = &s->exports_;
     s->context_.limits = s->config_.limits;
     s->context_.on_finished = [raw = s.get()](Connection& c) {
@@ -60,6 +68,12 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
         for (int fd : s->options_.activated_fds) {
             auto l = Listener::adopt(s->io_, fd, error);
             if (!l) return nullptr;
+            // systemd's sockets carry no tls: of their own: the strictest
+            // configured one applies, so activation never weakens it.
+            for (const auto& where : s->config_.listen)
+                if (where.tls != config::Listen::Tls::off && l->tls_mode() != nbd::TlsMode::require)
+                    l->set_tls_mode(where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
+                                                                              : nbd::TlsMode::on);
             s->listeners_.push_back(std::move(l));
         }
     } else {
@@ -76,7 +90,7 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     return s;
 }
 
-void Server::accept(Socket socket, std::string peer) {
+void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
     if (stopping_) return;   // the socket closes as it goes out of scope
     if (connections_.size() >= config_.limits.max_connections) {
         spdlog::warn("refusing connection from {}: max_connections ({}) reached", peer,
@@ -87,16 +101,26 @@ void Server::accept(Socket socket, std::string peer) {
     // Now, not at export selection: the client's process may exit or move
     // to another cgroup meanwhile.
     peers_[id] = peer_info(socket.native_handle());
-    auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), context_);
+    auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), context_, tls_mode);
     connections_.emplace(id, c);
     c->start();
 }
 
 int Server::run() {
     for (auto& l : listeners_) {
-        l->start([this](Socket s, std::string peer) { accept(std::move(s), std::move(peer)); });
-        spdlog::info("listening on {}", l->describe());
+        l->start([this, mode = l->tls_mode()](Socket s, std::string peer) {
+            accept(std::move(s), std::move(peer), mode);
+        });
+        spdlog::info("listening on {}{}", l->describe(),
+                     l->tls_mode() == nbd::TlsMode::require ? " (TLS required)"
+                     : l->tls_mode() == nbd::TlsMode::on    ? " (TLS offered)"
+                                                            : "");
     }
+    for (const auto& where : config_.listen)
+        if (where.insecure && !config::is_loopback(where) && where.tls != config::Listen::Tls::require)
+            spdlog::warn("{}: listening on {}:{} without TLS required (insecure: true): any host that reaches it "
+                         "can read and write every export",
+                         where.origin.str(), where.host, where.port);
     if (options_.handle_signals) {
         signals_.add(SIGINT);
         signals_.add(SIGTERM);

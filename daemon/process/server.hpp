@@ -67,7 +67,7 @@ public:
 
 private:
     Server(const config::Config& config, ServerOptions options);
-    void accept(Socket socket, std::string peer);
+    void accept(Socket socket, std::string peer, nbd::TlsMode tls_mode);
     void wait_signal();
     void begin_shutdown(const std::string& why);
     void check_drained();
@@ -85,6 +85,7 @@ private:
     std::vector<std::unique_ptr<Device>> devices_;
     ExportTable exports_;
     ConnectionContext context_;
+    std::unique_ptr<TlsContext> tls_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;
     std::map<std::uint64_t, PeerInfo> peers_;   // taken at accept, for classification

@@ -2,18 +2,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/units.hpp"
+
 namespace nbdsched::daemon {
 
-namespace {
-constexpr std::chrono::seconds handshake_timeout{60};
-}
-
-Connection::Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context)
+Connection::Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context,
+                       nbd::TlsMode tls_mode)
     : socket_(std::move(socket)),
       id_(id),
       peer_(std::move(peer)),
       context_(context),
-      handshake_timer_(socket_.get_executor()) {}
+      handshake_timer_(socket_.get_executor()) {
+    negotiation_.max_options = context_.limits.max_handshake_options;
+    negotiation_.tls = context_.tls ? tls_mode : nbd::TlsMode::off;
+}
 
 // Runs only when no handler and no device holds the connection any more;
 // the device may already be gone at shutdown, so nothing here touches it.
@@ -25,11 +27,13 @@ std::string Connection::tag() const {
 
 void Connection::start() {
     spdlog::debug("{}: connected", tag());
-    // A client that never finishes the handshake must not hold a
-    // connection slot forever.
-    handshake_timer_.expires_after(handshake_timeout);
+    // A client that never finishes the handshake (the TLS one included)
+    // must not hold a connection slot beyond limits.handshake_timeout.
+    handshake_timer_.expires_after(context_.limits.handshake_timeout);
     handshake_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec && !self->in_transmission()) self->close("handshake not finished in time", spdlog::level::warn);
+        if (ec || self->in_transmission()) return;
+        self->close("handshake not finished within " + format_duration(self->context_.limits.handshake_timeout),
+                    spdlog::level::warn);
     });
     send_greeting();
 }

@@ -13,6 +13,7 @@
 
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/common.h>
 #include <cstdint>
@@ -25,12 +26,15 @@
 #include "daemon/tenancy/exports.hpp"
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_request.hpp"
+#include "daemon/session/tls_context.hpp"
 #include "nbd/negotiation.hpp"
 #include "nbd/transmission.hpp"
 
 namespace nbdsched::daemon {
 
 using Socket = boost::asio::generic::stream_protocol::socket;
+// Over the connection's own socket, which stays the one to shut down and close.
+using TlsStream = boost::asio::ssl::stream<Socket&>;
 
 class Connection;
 
@@ -38,6 +42,7 @@ class Connection;
 struct ConnectionContext {
     const ExportTable* exports = nullptr;
     config::Limits limits;
+    TlsContext* tls = nullptr;   // null: no tls: section, STARTTLS is refused everywhere
     // Called (posted, never from inside a connection method) once the
     // connection is closed and no request of it is left anywhere.
     std::function<void(Connection&)> on_finished;
@@ -52,7 +57,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
                          public RequestSink,
                          public InflightBudget::Waiter {
 public:
-    Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context);
+    Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context,
+               nbd::TlsMode tls_mode = nbd::TlsMode::off);
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
@@ -66,6 +72,10 @@ public:
 
     std::uint64_t id() const { return id_; }
     bool in_transmission() const { return device_ != nullptr; }
+    bool tls_active() const { return tls_ != nullptr && negotiation_.tls_active; }
+    // Who the peer proved to be over TLS: the PSK identity or the client
+    // certificate's subject CN; empty without TLS or without a client certificate.
+    const std::string& tls_identity() const { return tls_peer_.identity; }
 
     void request_done(IoRequest& request) override;
     void budget_available() override;
@@ -82,6 +92,17 @@ private:
     void read_option_data(nbd::OptionHeader header);
     void answer_option(const nbd::OptionHeader& header);
     void enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status);
+    void start_tls();
+
+    // Runs `f` with the stream the bytes go through: the socket, or the TLS
+    // stream over it once STARTTLS succeeded. One test per I/O call, not per byte.
+    template <class F>
+    void with_stream(F&& f) {
+        if (tls_)
+            f(*tls_);
+        else
+            f(socket_);
+    }
 
     // connection_reader.cpp
     void read_more();
@@ -116,6 +137,8 @@ private:
     nbd::Negotiation negotiation_;
     std::vector<std::uint8_t> hs_in_;
     std::vector<std::uint8_t> hs_out_;
+    std::unique_ptr<TlsStream> tls_;
+    TlsPeer tls_peer_;
 
     // transmission
     Device* device_ = nullptr;
@@ -148,6 +171,9 @@ private:
     std::vector<IoRequest*> pending_;              // replies waiting for the writer
     std::vector<IoRequest*> batch_;                // replies being written now
     std::vector<boost::asio::const_buffer> iov_;   // reused: no allocation per write
+    // TLS: the batch copied into one buffer, as an ssl::stream write takes
+    // one buffer at a time (a TLS record per 16-byte reply header otherwise).
+    std::vector<std::uint8_t> tls_out_;
     bool writing_ = false;
 
     bool closed_ = false;

@@ -1,6 +1,7 @@
 // The handshake half of Connection: greeting, client flags, option haggling
 // (decided by nbd::handle_option), then the switch to transmission.
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
@@ -38,36 +39,36 @@ void Connection::read_client_flags() {
 
 void Connection::read_option_header() {
     hs_in_.resize(nbd::option_header_size);
-    boost::asio::async_read(
-        socket_, boost::asio::buffer(hs_in_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-            if (ec) {
-                // A client that only lists exports or asks for info usually
-                // just hangs up: not worth more than a debug line.
-                if (ec == boost::asio::error::eof) {
-                    spdlog::debug("{}: disconnected during the handshake", self->tag());
-                    return self->close("");
-                }
-                return self->close("reading option: " + ec.message());
+    auto on_header = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+        if (ec) {
+            // A client that only lists exports or asks for info usually
+            // just hangs up: not worth more than a debug line.
+            if (ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated) {
+                spdlog::debug("{}: disconnected during the handshake", self->tag());
+                return self->close("");
             }
-            auto header = nbd::decode_option_header(
-                std::span<const std::uint8_t, nbd::option_header_size>(self->hs_in_.data(),
-                                                                       nbd::option_header_size));
-            if (!header) return self->close("malformed option (bad IHAVEOPT magic)", spdlog::level::warn);
-            if (header->length > nbd::max_option_length)
-                return self->close("option " + std::string(nbd::option_name(header->option)) + " length " +
-                                       std::to_string(header->length) + " is too large",
-                                   spdlog::level::warn);
-            self->read_option_data(*header);
-        });
+            return self->close("reading option: " + ec.message());
+        }
+        auto header = nbd::decode_option_header(
+            std::span<const std::uint8_t, nbd::option_header_size>(self->hs_in_.data(),
+                                                                   nbd::option_header_size));
+        if (!header) return self->close("malformed option (bad IHAVEOPT magic)", spdlog::level::warn);
+        if (header->length > nbd::max_option_length)
+            return self->close("option " + std::string(nbd::option_name(header->option)) + " length " +
+                                   std::to_string(header->length) + " is too large",
+                               spdlog::level::warn);
+        self->read_option_data(*header);
+    };
+    with_stream([&](auto& stream) { boost::asio::async_read(stream, boost::asio::buffer(hs_in_), std::move(on_header)); });
 }
 
 void Connection::read_option_data(nbd::OptionHeader header) {
     hs_in_.resize(header.length);
-    boost::asio::async_read(socket_, boost::asio::buffer(hs_in_),
-                            [self = shared_from_this(), header](const boost::system::error_code& ec, std::size_t) {
-                                if (ec) return self->close("reading option data: " + ec.message());
-                                self->answer_option(header);
-                            });
+    auto on_data = [self = shared_from_this(), header](const boost::system::error_code& ec, std::size_t) {
+        if (ec) return self->close("reading option data: " + ec.message());
+        self->answer_option(header);
+    };
+    with_stream([&](auto& stream) { boost::asio::async_read(stream, boost::asio::buffer(hs_in_), std::move(on_data)); });
 }
 
 void Connection::answer_option(const nbd::OptionHeader& header) {
@@ -76,7 +77,11 @@ void Connection::answer_option(const nbd::OptionHeader& header) {
     spdlog::debug("{}: option {} -> {}", tag(), nbd::option_name(header.option),
                   result.next == nbd::Next::close          ? "close"
                   : result.next == nbd::Next::transmission ? "transmission"
+                  : result.next == nbd::Next::starttls     ? "TLS handshake"
                                                            : "continue");
+    if (result.tls_refused)
+        spdlog::warn("{}: refused {} in plaintext: this listener requires TLS (NBD_OPT_STARTTLS)", tag(),
+                     nbd::option_name(header.option));
     auto next = [self = shared_from_this(), result](const boost::system::error_code& ec, std::size_t) {
         if (ec) return self->close("writing option reply: " + ec.message());
         switch (result.next) {
@@ -90,13 +95,37 @@ void Connection::answer_option(const nbd::OptionHeader& header) {
             return self->close(result.reason, spdlog::level::warn);
         case nbd::Next::transmission:
             return self->enter_transmission(result.chosen, result.transmission_flags, result.block_status);
+        case nbd::Next::starttls: return self->start_tls();
         }
     };
     if (hs_out_.empty()) {
         next({}, 0);
         return;
     }
-    boost::asio::async_write(socket_, boost::asio::buffer(hs_out_), std::move(next));
+    with_stream([&](auto& stream) { boost::asio::async_write(stream, boost::asio::buffer(hs_out_), std::move(next)); });
+}
+
+// The ACK went out in plaintext; the TLS handshake follows on the same
+// socket, still under the handshake timer.
+void Connection::start_tls() {
+    tls_ = std::make_unique<TlsStream>(socket_, context_.tls->ssl());
+    tls_peer_.tag = tag();
+    TlsContext::attach(tls_->native_handle(), &tls_peer_);
+    tls_->async_handshake(TlsStream::server, [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (self->closed_) return;
+        SSL* ssl = self->tls_->native_handle();
+        if (ec) {
+            auto why = TlsContext::verify_error(ssl);
+            return self->close("TLS handshake failed: " + ec.message() +
+                                   (why.empty() ? "" : " (client certificate: " + why + ")"),
+                               spdlog::level::warn);
+        }
+        if (self->tls_peer_.identity.empty()) self->tls_peer_.identity = TlsContext::certificate_identity(ssl);
+        self->negotiation_.tls_active = true;
+        spdlog::info("{}: TLS up ({}, {}{})", self->tag(), SSL_get_version(ssl), SSL_get_cipher_name(ssl),
+                     self->tls_peer_.identity.empty() ? "" : ", identity '" + self->tls_peer_.identity + "'");
+        self->read_option_header();
+    });
 }
 
 void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <cstring>
 #include <spdlog/spdlog.h>
 
@@ -75,17 +76,20 @@ void Connection::read_more() {
         rbeg_ = 0;
     }
     reading_ = true;
-    socket_.async_read_some(boost::asio::buffer(rbuf_.get() + rend_, read_buffer_size - rend_),
-                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                                self->on_read(ec, n);
-                            });
+    auto buffer = boost::asio::buffer(rbuf_.get() + rend_, read_buffer_size - rend_);
+    with_stream([&](auto& stream) {
+        stream.async_read_some(buffer, [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+            self->on_read(ec, n);
+        });
+    });
 }
 
 void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
     reading_ = false;
     if (closed_) return maybe_finish();
     if (ec) {
-        if (ec == boost::asio::error::eof || stop_reading_) {
+        // A TLS peer that hangs up without close_notify: an EOF as well.
+        if (ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated || stop_reading_) {
             if (!stop_reading_ || current_ || rstate_ != ReadState::header)
                 spdlog::debug("{}: client closed the connection", tag());
             if (rstate_ != ReadState::header)
@@ -121,20 +125,20 @@ bool Connection::consume_payload() {
 void Connection::read_payload_direct() {
     reading_ = true;
     rbeg_ = rend_ = 0;
-    boost::asio::async_read(socket_,
-                            boost::asio::buffer(current_->buffer.data() + payload_got_, payload_left_),
-                            [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-                                self->reading_ = false;
-                                if (self->closed_) return self->maybe_finish();
-                                if (ec) return self->close("reading a WRITE payload: " + ec.message());
-                                self->payload_got_ += n;
-                                self->payload_left_ = 0;
-                                IoRequest& r = *self->current_;
-                                self->current_ = nullptr;
-                                self->rstate_ = ReadState::header;
-                                self->submit(r);
-                                self->parse();
-                            });
+    auto on_payload = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+        self->reading_ = false;
+        if (self->closed_) return self->maybe_finish();
+        if (ec) return self->close("reading a WRITE payload: " + ec.message());
+        self->payload_got_ += n;
+        self->payload_left_ = 0;
+        IoRequest& r = *self->current_;
+        self->current_ = nullptr;
+        self->rstate_ = ReadState::header;
+        self->submit(r);
+        self->parse();
+    };
+    auto buffer = boost::asio::buffer(current_->buffer.data() + payload_got_, payload_left_);
+    with_stream([&](auto& stream) { boost::asio::async_read(stream, buffer, std::move(on_payload)); });
 }
 
 void Connection::parse() {

@@ -78,16 +78,25 @@ void Connection::flush_replies() {
         if (r->send_data) iov_.emplace_back(r->buffer.data(), r->data_bytes);
     }
     writing_ = true;
-    // A span, not the vector: async_write copies its buffer sequence.
-    boost::asio::async_write(socket_, std::span<const boost::asio::const_buffer>(iov_), [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
-        self->on_written(ec);
-    });
+    auto done = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); };
+    if (!tls_) {
+        // A span, not the vector: async_write copies its buffer sequence.
+        boost::asio::async_write(socket_, std::span<const boost::asio::const_buffer>(iov_), std::move(done));
+        return;
+    }
+    tls_out_.clear();
+    for (const auto& b : iov_) {
+        const auto* p = static_cast<const std::uint8_t*>(b.data());
+        tls_out_.insert(tls_out_.end(), p, p + b.size());
+    }
+    boost::asio::async_write(*tls_, boost::asio::buffer(tls_out_), std::move(done));
 }
 
 void Connection::on_written(const boost::system::error_code& ec) {
     writing_ = false;
     for (auto* r : batch_) release(*r);
     batch_.clear();
+    if (tls_out_.capacity() > keep_buffer) tls_out_ = {};   // one large reply must not pin its copy
     if (ec) {
         if (!closed_) close("write: " + ec.message());
         return maybe_finish();

@@ -73,6 +73,9 @@ Listener::~Listener() { close(); }
 
 std::unique_ptr<Listener> Listener::open(asio::io_context& io, const config::Listen& where, std::string& error) {
     std::unique_ptr<Listener> l(new Listener(io));
+    l->tls_mode_ = where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
+                   : where.tls == config::Listen::Tls::on    ? nbd::TlsMode::on
+                                                             : nbd::TlsMode::off;
     boost::system::error_code ec;
     if (where.kind == config::Listen::Kind::unix_socket) {
         const auto& path = where.path;

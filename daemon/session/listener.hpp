@@ -37,6 +37,9 @@ public:
     const std::string& unix_path() const { return path_; }
     const std::string& tcp_host() const { return host_; }
     std::uint16_t tcp_port() const { return port_; }
+    // What its connections do about STARTTLS (the listen entry's tls:).
+    nbd::TlsMode tls_mode() const { return tls_mode_; }
+    void set_tls_mode(nbd::TlsMode mode) { tls_mode_ = mode; }
 
 private:
     explicit Listener(boost::asio::io_context& io);
@@ -50,6 +53,7 @@ private:
     bool owns_path_ = false;   // we created the file: remove it on close
     std::string host_;
     std::uint16_t port_ = 0;
+    nbd::TlsMode tls_mode_ = nbd::TlsMode::off;
     Accept on_accept_;
     std::uint64_t accepted_ = 0;
     bool closed_ = false;

@@ -72,7 +72,7 @@ void check_option_replies(const std::vector<std::uint8_t>& out, const OptionHead
     // Silent closes: option limit reached, or a non-fixed-newstyle client.
     if (replies.empty()) {
         FUZZ_CHECK(r.next == Next::close);
-        FUZZ_CHECK(state.options > max_options || !state.client.fixed_newstyle);
+        FUZZ_CHECK(state.options > state.max_options || !state.client.fixed_newstyle);
         return;
     }
     // Exactly one final reply (ACK or error), and it is the last one.
@@ -92,6 +92,17 @@ void check_option_replies(const std::vector<std::uint8_t>& out, const OptionHead
         FUZZ_CHECK(told_size);
     }
     if (r.next == Next::close) FUZZ_CHECK(r.graceful && replies.back().type == rep_ack);
+    // Before TLS on a TLS-only listener nothing about an export leaves.
+    if (state.tls == TlsMode::require && !state.tls_active) {
+        FUZZ_CHECK(r.next != Next::transmission);
+        for (const auto& rep : replies) FUZZ_CHECK(rep.type != rep_server && rep.type != rep_info);
+        FUZZ_CHECK(r.tls_refused == (replies.back().type == rep_err_tls_reqd));
+    }
+    if (r.next == Next::starttls) {
+        FUZZ_CHECK(h.option == static_cast<std::uint32_t>(Option::starttls));
+        FUZZ_CHECK(replies.size() == 1 && replies.back().type == rep_ack);
+        FUZZ_CHECK(state.tls != TlsMode::off && !state.tls_active && !state.structured_replies);
+    }
 }
 
 void check_export_name(const std::vector<std::uint8_t>& out, const OptionResult& r, const Negotiation& state) {
@@ -120,25 +131,26 @@ void check_meta_context_request(std::span<const std::uint8_t> data) {
     FUZZ_CHECK(std::equal(again.begin(), again.end(), data.begin(), data.end()));
 }
 
-}   // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    std::span<const std::uint8_t> in(data, size);
-    if (in.size() < 4) return 0;
+// One client's bytes against a listener in `mode`. A STARTTLS that is
+// accepted counts as a successful TLS handshake: the rest of the input is
+// what the client sends over TLS.
+void run(std::span<const std::uint8_t> in, TlsMode mode) {
+    if (in.size() < 4) return;
     auto flags = decode_client_flags(in.first<4>(), offered);
-    if (!flags) return 0;   // the daemon closes the connection
+    if (!flags) return;   // the daemon closes the connection
     in = in.subspan(4);
     Negotiation state;
     state.client = *flags;
+    state.tls = mode;
     const auto& list = exports();
     while (in.size() >= option_header_size) {
         auto header = decode_option_header(in.first<option_header_size>());
-        if (!header) return 0;
+        if (!header) return;
         in = in.subspan(option_header_size);
-        if (header->length > max_option_length) return 0;
+        if (header->length > max_option_length) return;
         // A payload cut short is a client that stopped sending: the daemon
         // waits for it; here the stream ends.
-        if (header->length > in.size()) return 0;
+        if (header->length > in.size()) return;
         auto payload = in.first(header->length);
         in = in.subspan(header->length);
         check_info_request(payload);
@@ -146,8 +158,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
         std::vector<std::uint8_t> out;
         const bool structured_before = state.structured_replies;
+        const bool tls_before = state.tls_active;
         auto result = handle_option(state, *header, payload, list, out);
-        FUZZ_CHECK(state.structured_replies || !structured_before);   // never turned off
+        // Never turned off, but by an accepted STARTTLS.
+        FUZZ_CHECK(state.structured_replies || !structured_before || result.next == Next::starttls);
+        FUZZ_CHECK(state.tls_active == tls_before);   // only the caller's handshake sets it
         if (result.chosen) FUZZ_CHECK(result.chosen >= list.data() && result.chosen < list.data() + list.size());
         if (result.next == Next::close) FUZZ_CHECK(!result.reason.empty());
         // A selection needs structured replies and names the export it is for.
@@ -157,8 +172,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             check_export_name(out, result, state);
         else
             check_option_replies(out, *header, result, state);
-        if (result.next != Next::more_options) return 0;
-        FUZZ_CHECK(state.options <= max_options);
+        if (result.next == Next::starttls) {
+            state.tls_active = true;
+            continue;
+        }
+        if (result.next != Next::more_options) return;
+        FUZZ_CHECK(state.options <= state.max_options);
     }
+}
+
+}   // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    std::span<const std::uint8_t> in(data, size);
+    for (auto mode : {TlsMode::off, TlsMode::on, TlsMode::require}) run(in, mode);
     return 0;
 }

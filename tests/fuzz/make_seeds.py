@@ -38,6 +38,13 @@ put("handshake", "oldstyle-export-name", struct.pack(">I", 0) + opt(1, b""))
 put("handshake", "oldstyle-go", struct.pack(">I", 0) + opt(7, info("default")))
 put("handshake", "abort", FLAGS + opt(2))
 put("handshake", "refused", FLAGS + opt(5) + opt(9) + opt(10) + opt(11) + opt(99, b"xyz") + opt(7, info("nope")))
+# STARTTLS (each input runs against tls off, on and require): refused
+# options first, then STARTTLS and the same options "over TLS"; a second
+# STARTTLS; STARTTLS with data; EXPORT_NAME before TLS.
+put("handshake", "starttls-go", FLAGS + opt(8) + opt(3) + opt(5) + opt(8) + opt(3) + opt(7, info("default", (0, 1))))
+put("handshake", "starttls-twice", FLAGS + opt(5) + opt(5) + opt(5, b"x") + opt(1, b"default"))
+put("handshake", "starttls-data", FLAGS + opt(5, b"junk") + opt(6, info("ro")) + opt(2))
+put("handshake", "export-name-before-tls", FLAGS + opt(1, b"default"))
 put("handshake", "malformed", FLAGS + opt(6, b"\x00\x00\x10\x00ab") + opt(3, b"x") + opt(8, b"y") + opt(7, info("n" * 4096)))
 
 

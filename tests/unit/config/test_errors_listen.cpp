@@ -79,3 +79,51 @@ TEST_CASE("parse_tcp_listen: the tcp: syntax for the command line") {
     CHECK_FALSE(parse_tcp_listen("127.0.0.1:0", error));
     CHECK_FALSE(parse_tcp_listen("127.0.0.1", error));
 }
+
+TEST_CASE("listen: a non-loopback TCP listener needs tls: require or insecure: true") {
+    auto r = with(R"(tls: {psk_file: /k.psk}
+listen:
+  - tcp: 0.0.0.0:10809
+  - tcp: 10.1.2.3:1
+    tls: on
+  - tcp: "[::]:2"
+    tls: require
+  - tcp: 0.0.0.0:3
+    insecure: true
+  - tcp: 127.0.0.2:4
+  - tcp: localhost:5
+  - unix: /s
+    tls: maybe
+)");
+    expect_error(r, "listen[0].tcp", 3, 10, "(not loopback) without TLS");
+    expect_error(r, "listen[1].tcp", 4, 10, "add tls: require");
+    expect_error(r, "listen[6].tls", 13, 10, "expected one of off, on, require");
+    CHECK(r.errors.size() == 3);
+}
+
+TEST_CASE("tls: keys, verify_clients and listeners that need them") {
+    auto ok = with("tls: {psk_file: /k.psk, certificates: /pki, verify_clients: true}\n"
+                   "listen: [{unix: /s, tls: require}, {tcp: \"0.0.0.0:1\", tls: on, insecure: true}]\n");
+    REQUIRE(ok.errors.empty());
+    CHECK(ok.config->tls.psk_file == "/k.psk");
+    CHECK(ok.config->tls.certificates == "/pki");
+    CHECK(ok.config->tls.verify_clients);
+    CHECK(ok.config->listen[0].tls == Listen::Tls::require);
+    CHECK(ok.config->listen[1].tls == Listen::Tls::on);
+    CHECK(ok.config->listen[1].insecure);
+
+    expect_error(with("tls: {}\n"), "tls", 1, 6, "give psk_file:, certificates: or both");
+    expect_error(with("tls: {psk_file: /k, verify_clients: true}\n"), "tls", 1, 6, "verify_clients: true needs certificates:");
+    expect_error(with("tls: {certificate: /pki}\n"), "tls.certificate", 1, 7, "did you mean 'certificates'?");
+    expect_error(with("listen: [{unix: /s, tls: require}]\n"), "listen", 1, 17, "needs a top-level tls: section");
+}
+
+TEST_CASE("limits: handshake_timeout and max_handshake_options") {
+    auto ok = with("limits: {handshake_timeout: 500ms, max_handshake_options: 16}\n");
+    REQUIRE(ok.errors.empty());
+    CHECK(ok.config->limits.handshake_timeout == std::chrono::milliseconds(500));
+    CHECK(ok.config->limits.max_handshake_options == 16);
+    auto r = with("limits:\n  handshake_timeout: 0s\n  max_handshake_options: 0\n");
+    expect_error(r, "limits.handshake_timeout", 2, 22, "expected a duration from 1ms to 1h");
+    expect_error(r, "limits.max_handshake_options", 3, 26, "out of range: 0");
+}

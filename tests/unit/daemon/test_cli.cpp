@@ -46,6 +46,14 @@ TEST_CASE("--listen-tcp refuses port 0 and an IPv6 address without brackets") {
     CHECK(contains(refusal(tcp("[::1]10809")), "expected [IPv6]:PORT"));
 }
 
+TEST_CASE("--listen-tcp refuses a non-loopback address: plaintext there needs the config's insecure: true") {
+    auto any = refusal(tcp("0.0.0.0:10809"));
+    CHECK(contains(any, "--listen-tcp '0.0.0.0:10809'"));
+    CHECK(contains(any, "not loopback"));
+    CHECK(refusal(tcp("127.0.0.1:10809")).empty());
+    CHECK(refusal(tcp("[::1]:10809")).empty());
+}
+
 TEST_CASE("--listen-unix refuses an empty or too long path") {
     CliOptions o;
     o.listen_unix = {""};

@@ -2,8 +2,10 @@
 
 #include "nbd/negotiation.hpp"
 #include "nbd/wire.hpp"
+#include "option_replies.hpp"
 
 using namespace nbdsched::nbd;
+using nbdsched::nbd::test::replies;
 
 namespace {
 
@@ -23,20 +25,6 @@ Negotiation fixed() {
     Negotiation n;
     n.client.fixed_newstyle = true;
     return n;
-}
-
-std::vector<OptionReply> replies(const std::vector<std::uint8_t>& out) {
-    std::vector<OptionReply> all;
-    std::span<const std::uint8_t> in(out);
-    while (!in.empty()) {
-        OptionReply r;
-        auto n = decode_option_reply(in, r);
-        REQUIRE(n);
-        REQUIRE(*n > 0);
-        all.push_back(r);
-        in = in.subspan(*n);
-    }
-    return all;
 }
 
 OptionResult run(Negotiation& st, Option opt, const std::vector<std::uint8_t>& data,
@@ -136,7 +124,7 @@ TEST_CASE("malformed GO payload is ERR_INVALID") {
     CHECK(replies(out).at(0).type == rep_err_invalid);
 }
 
-TEST_CASE("unknown options are ERR_UNSUP, STARTTLS is ERR_POLICY, ABORT acks and closes") {
+TEST_CASE("unknown options are ERR_UNSUP, STARTTLS without TLS is ERR_POLICY, ABORT acks and closes") {
     auto st = fixed();
     std::vector<std::uint8_t> out;
     auto r = handle_option(st, {999, 0}, {}, {}, out);

@@ -1,0 +1,34 @@
+// tls: where the server's keys and certificates are. The files themselves
+// are read at start (daemon/session/tls_context), not here: a config check
+// on another machine must not need the keys.
+#include "config/parsers.hpp"
+
+namespace nbdsched::config::detail {
+
+void parse_tls(Reader& r, const Field& field, Tls& tls) {
+    tls.origin = field.at;
+    r.read_map(field, {"psk_file", "certificates", "verify_clients"}, [&](const Field& f) {
+        if (f.key == "verify_clients") {
+            if (auto v = r.boolean(f)) tls.verify_clients = *v;
+            return;
+        }
+        auto v = r.string(f);
+        if (!v) return;
+        if (v->empty()) return r.error(f, "empty path");
+        (f.key == "psk_file" ? tls.psk_file : tls.certificates) = *v;
+    });
+    if (field.value.IsMap() && !tls.enabled())
+        r.error(field, "give psk_file:, certificates: or both");
+    if (tls.verify_clients && tls.certificates.empty())
+        r.error(field, "verify_clients: true needs certificates: (the CA in ca-cert.pem)");
+}
+
+// A listener that offers TLS needs credentials to offer.
+void check_listen_tls(Reader& r, const Config& config) {
+    if (config.tls.enabled()) return;
+    for (const auto& l : config.listen)
+        if (l.tls != Listen::Tls::off)
+            r.error(l.origin, "listen", "tls: on/require needs a top-level tls: section (psk_file or certificates)");
+}
+
+}   // namespace nbdsched::config::detail

@@ -1,0 +1,207 @@
+#include "daemon/session/tls_context.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace nbdsched::daemon {
+
+namespace {
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+std::string openssl_error() {
+    unsigned long e = ERR_get_error();
+    ERR_clear_error();
+    if (e == 0) return "unknown OpenSSL error";
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    return buf;
+}
+
+// Our own ex_data slots: Asio keeps its verify callback in the "app data"
+// slot of both the SSL and the SSL_CTX, and deletes whatever is there.
+int ssl_peer_index() {
+    static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return index;
+}
+
+int ctx_self_index() {
+    static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return index;
+}
+
+bool readable(const std::string& path, std::string& error) {
+    std::ifstream in(path);
+    if (in) return true;
+    error = path + ": cannot read: " + std::strerror(errno);
+    return false;
+}
+
+}   // namespace
+
+std::optional<PskTable> parse_psk_file(std::string_view text, std::string& error) {
+    PskTable out;
+    std::size_t line_no = 0;
+    while (!text.empty()) {
+        auto nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        ++line_no;
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+        if (line.empty() || line.front() == '#') continue;
+        auto at = "line " + std::to_string(line_no) + ": ";
+        auto colon = line.rfind(':');
+        if (colon == std::string_view::npos || colon == 0) {
+            error = at + "expected identity:hexkey";
+            return std::nullopt;
+        }
+        auto hex = line.substr(colon + 1);
+        if (hex.empty() || hex.size() % 2 != 0 || hex.size() > 2 * PSK_MAX_PSK_LEN) {
+            error = at + "the key must be an even number of hex digits (at most " +
+                    std::to_string(2 * PSK_MAX_PSK_LEN) + ")";
+            return std::nullopt;
+        }
+        std::vector<unsigned char> key;
+        for (std::size_t i = 0; i < hex.size(); i += 2) {
+            int hi = hex_value(hex[i]), lo = hex_value(hex[i + 1]);
+            if (hi < 0 || lo < 0) {
+                error = at + "the key is not hexadecimal";
+                return std::nullopt;
+            }
+            key.push_back(static_cast<unsigned char>(hi * 16 + lo));
+        }
+        auto identity = line.substr(0, colon);
+        if (identity.size() > PSK_MAX_IDENTITY_LEN) {
+            error = at + "identity longer than " + std::to_string(PSK_MAX_IDENTITY_LEN) + " bytes";
+            return std::nullopt;
+        }
+        if (!out.emplace(std::string(identity), std::move(key)).second) {
+            error = at + "identity '" + std::string(identity) + "' listed twice";
+            return std::nullopt;
+        }
+    }
+    if (out.empty()) {
+        error = "no keys";
+        return std::nullopt;
+    }
+    return out;
+}
+
+TlsContext::TlsContext() : ssl_(boost::asio::ssl::context::tls_server) {
+    SSL_CTX* ctx = ssl_.native_handle();
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    ssl_.set_options(boost::asio::ssl::context::default_workarounds | boost::asio::ssl::context::single_dh_use);
+    // TLS 1.2 PSK suites are not in DEFAULT; 1.3 suites are set apart.
+    SSL_CTX_set_cipher_list(ctx, "DEFAULT:PSK");
+    // A TLS 1.3 PSK from the PSK callback is bound to SHA-256: a SHA-384
+    // suite picked by the client's preference (GnuTLS puts AES-256 first)
+    // would make OpenSSL ignore the key and ask for a certificate instead.
+    SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384");
+    SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+    // No resumption: an NBD connection lives long and reconnects rarely,
+    // and tickets would be one more write after every handshake.
+    SSL_CTX_set_num_tickets(ctx, 0);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    // Still required once clients are verified (a TLS 1.3 PSK makes a session).
+    static const unsigned char sid[] = "nbdsched";
+    SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+    SSL_CTX_set_ex_data(ctx, ctx_self_index(), this);
+}
+
+std::unique_ptr<TlsContext> TlsContext::load(const config::Tls& tls, std::string& error) {
+    std::unique_ptr<TlsContext> c(new TlsContext());
+    if (!tls.certificates.empty() && !c->load_certificates(tls, error)) return nullptr;
+    if (!tls.psk_file.empty() && !c->load_psk(tls.psk_file, error)) return nullptr;
+    return c;
+}
+
+bool TlsContext::load_certificates(const config::Tls& tls, std::string& error) {
+    SSL_CTX* ctx = ssl_.native_handle();
+    const std::string cert = tls.certificates + "/server-cert.pem";
+    const std::string key = tls.certificates + "/server-key.pem";
+    const std::string ca = tls.certificates + "/ca-cert.pem";
+    if (!readable(cert, error) || !readable(key, error)) return false;
+    ERR_clear_error();
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
+        error = cert + ": not a PEM certificate: " + openssl_error();
+        return false;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+        error = key + ": not a PEM private key: " + openssl_error();
+        return false;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        error = key + ": does not match " + cert;
+        return false;
+    }
+    if (!tls.verify_clients) return true;
+    if (!readable(ca, error)) return false;
+    if (SSL_CTX_load_verify_locations(ctx, ca.c_str(), nullptr) != 1) {
+        error = ca + ": not a PEM CA certificate: " + openssl_error();
+        return false;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+    return true;
+}
+
+bool TlsContext::load_psk(const std::string& path, std::string& error) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        error = path + ": cannot read: " + std::strerror(errno);
+        return false;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto table = parse_psk_file(text.str(), error);
+    if (!table) {
+        error = path + ": " + error;
+        return false;
+    }
+    psk_ = std::move(*table);
+    // OpenSSL uses this callback for TLS 1.3 too (with SHA-256, as GnuTLS).
+    SSL_CTX_set_psk_server_callback(ssl_.native_handle(), &TlsContext::psk_callback);
+    return true;
+}
+
+unsigned int TlsContext::psk_callback(SSL* ssl, const char* identity, unsigned char* psk, unsigned int max_len) {
+    auto* self = static_cast<TlsContext*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_self_index()));
+    auto* peer = static_cast<TlsPeer*>(SSL_get_ex_data(ssl, ssl_peer_index()));
+    std::string_view id = identity ? identity : "";
+    auto it = self->psk_.find(id);
+    if (it == self->psk_.end() || it->second.size() > max_len) {
+        spdlog::warn("{}: TLS: unknown PSK identity '{}'", peer ? peer->tag : "?", id);
+        return 0;
+    }
+    std::memcpy(psk, it->second.data(), it->second.size());
+    if (peer) peer->identity = std::string(id);
+    return static_cast<unsigned int>(it->second.size());
+}
+
+void TlsContext::attach(SSL* ssl, TlsPeer* peer) { SSL_set_ex_data(ssl, ssl_peer_index(), peer); }
+
+std::string TlsContext::certificate_identity(SSL* ssl) {
+    X509* cert = SSL_get0_peer_certificate(ssl);
+    if (!cert) return {};
+    char cn[256] = {};
+    if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn) < 0) return {};
+    return cn;
+}
+
+std::string TlsContext::verify_error(SSL* ssl) {
+    long result = SSL_get_verify_result(ssl);
+    if (result == X509_V_OK) return {};
+    return X509_verify_cert_error_string(result);
+}
+
+}   // namespace nbdsched::daemon

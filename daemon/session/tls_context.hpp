@@ -1,0 +1,55 @@
+// The server's TLS credentials, loaded once at start: an OpenSSL context
+// (through Boost.Asio's ssl::context) with the X.509 certificate and key
+// and/or the PSK table, TLS 1.2 at least. Connections make their
+// ssl::stream from it when a client sends NBD_OPT_STARTTLS.
+#pragma once
+
+#include <boost/asio/ssl/context.hpp>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace nbdsched::daemon {
+
+using PskTable = std::map<std::string, std::vector<unsigned char>, std::less<>>;
+
+// psktool's format: one "identity:hexkey" per line; blank lines and '#'
+// comments skipped. nullopt and `error` ("line N: ...") on anything else.
+std::optional<PskTable> parse_psk_file(std::string_view text, std::string& error);
+
+// What the TLS handshake learnt about the peer; attached to each SSL object
+// so the OpenSSL callbacks can fill it in and log with the connection's tag.
+struct TlsPeer {
+    std::string tag;        // "conn 3 (peer)" for log lines
+    std::string identity;   // PSK identity, or the client certificate's subject CN
+};
+
+class TlsContext {
+public:
+    // nullptr and `error` naming the file when a key or certificate cannot
+    // be read or does not match.
+    static std::unique_ptr<TlsContext> load(const config::Tls& tls, std::string& error);
+
+    boost::asio::ssl::context& ssl() { return ssl_; }
+    // After a successful handshake: the certificate's CN when the peer sent one.
+    static std::string certificate_identity(SSL* ssl);
+    // Why the peer's certificate was refused, empty when it was not.
+    static std::string verify_error(SSL* ssl);
+    static void attach(SSL* ssl, TlsPeer* peer);
+
+private:
+    TlsContext();
+    bool load_certificates(const config::Tls& tls, std::string& error);
+    bool load_psk(const std::string& path, std::string& error);
+    static unsigned int psk_callback(SSL* ssl, const char* identity, unsigned char* psk, unsigned int max_len);
+
+    boost::asio::ssl::context ssl_;
+    PskTable psk_;
+};
+
+}   // namespace nbdsched::daemon
