@@ -118,7 +118,15 @@ namespace {
 std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
     std::optional<Listen> out;
     int kinds = 0;
-    bool ok = r.read_map(item, {"unix", "tcp"}, [&](const Field& f) {
+    Listen perms;   // mode/owner/group, whichever order the keys come in
+    std::optional<Field> unix_only;
+    bool ok = r.read_map(item, {"unix", "tcp", "mode", "owner", "group"}, [&](const Field& f) {
+        if (f.key == "mode" || f.key == "owner" || f.key == "group") {
+            if (!unix_only) unix_only = f;
+            if (f.key == "mode") perms.mode = read_mode(r, f);
+            else (f.key == "owner" ? perms.owner : perms.group) = read_account(r, f, f.key == "group");
+            return;
+        }
         ++kinds;
         if (f.key == "tcp" && f.value.IsSequence())
             return r.error(f, "expected HOST:PORT; quote an IPv6 address, as in tcp: \"[::1]:10809\"");
@@ -134,6 +142,13 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
     if (kinds != 1) {
         r.error(item.at, item.path, "each listen entry has exactly one of unix: PATH or tcp: HOST:PORT");
         return std::nullopt;
+    }
+    if (out && unix_only && out->kind != Listen::Kind::unix_socket)
+        r.error(*unix_only, "mode, owner and group are for unix sockets (a TCP port has no file permissions)");
+    if (out) {
+        out->mode = perms.mode;
+        out->owner = perms.owner;
+        out->group = perms.group;
     }
     return out;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,12 @@ struct Negotiation {
     // NBD_OPT_SET_META_CONTEXT selected base:allocation, for this export.
     bool base_allocation = false;
     std::string meta_export;
+    // Whether this client may open an export (its access rules); unset:
+    // every export. LIST leaves out the others, INFO/GO/meta contexts
+    // answer NBD_REP_ERR_POLICY, EXPORT_NAME closes.
+    std::function<bool(const ExportInfo&)> may_open;
+
+    bool allows(const ExportInfo& e) const { return !may_open || may_open(e); }
 };
 
 enum class Next { more_options,
@@ -54,6 +61,7 @@ struct OptionResult {
     bool block_status = false;              // base:allocation holds for `chosen`
     std::string reason;                     // why we close, for the log
     bool graceful = false;                  // the client asked to end (ABORT)
+    const ExportInfo* refused = nullptr;    // asked for an export that may_open refused
 };
 
 // Handles one option whose payload has been read completely. Replies are

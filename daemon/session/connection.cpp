@@ -8,12 +8,17 @@ namespace {
 constexpr std::chrono::seconds handshake_timeout{60};
 }
 
-Connection::Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context)
+Connection::Connection(Socket socket, std::uint64_t id, std::string peer, PeerInfo identity,
+                       const ConnectionContext& context)
     : socket_(std::move(socket)),
       id_(id),
       peer_(std::move(peer)),
+      identity_(std::move(identity)),
       context_(context),
-      handshake_timer_(socket_.get_executor()) {}
+      handshake_timer_(socket_.get_executor()) {
+    // Safe to capture `this`: negotiation_ is ours and only our handlers use it.
+    negotiation_.may_open = [this](const nbd::ExportInfo& info) { return may_open(info); };
+}
 
 // Runs only when no handler and no device holds the connection any more;
 // the device may already be gone at shutdown, so nothing here touches it.

@@ -1,10 +1,12 @@
 // The handshake half of Connection: greeting, client flags, option haggling
 // (decided by nbd::handle_option), then the switch to transmission.
+#include <algorithm>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
 #include "daemon/session/connection.hpp"
+#include "daemon/tenancy/access.hpp"
 #include "nbd/handshake.hpp"
 
 namespace nbdsched::daemon {
@@ -73,6 +75,7 @@ void Connection::read_option_data(nbd::OptionHeader header) {
 void Connection::answer_option(const nbd::OptionHeader& header) {
     hs_out_.clear();
     auto result = nbd::handle_option(negotiation_, header, hs_in_, context_.exports->infos, hs_out_);
+    if (result.refused) refused(*result.refused);
     spdlog::debug("{}: option {} -> {}", tag(), nbd::option_name(header.option),
                   result.next == nbd::Next::close          ? "close"
                   : result.next == nbd::Next::transmission ? "transmission"
@@ -107,7 +110,8 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     limits_.structured = negotiation_.structured_replies;
     limits_.block_status = block_status;
     limits_.max_payload = info->max_block;
-    queue_ = context_.open_queue ? context_.open_queue(id_, info->name, *binding_) : device_->open_queue(binding_->group);
+    queue_ = context_.open_queue ? context_.open_queue(id_, identity_, info->name, *binding_)
+                                 : device_->open_queue(binding_->group);
     queue_open_ = true;
     group_ = device_->group_of(queue_);
     handshake_timer_.cancel();
@@ -116,6 +120,21 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     spdlog::info("{}: export '{}' on device {} (flags 0x{:x}, {} replies)", tag(), info->name, device_->name(),
                  flags, limits_.structured ? "structured" : "simple");
     read_more();
+}
+
+// Read at every option, so a reload's new allow: rules hold from the next one.
+bool Connection::may_open(const nbd::ExportInfo& info) const {
+    return allowed(context_.exports->binding_of(&info).allow, identity_);
+}
+
+void Connection::refused(const nbd::ExportInfo& info) {
+    // Clients ask twice (libnbd: INFO, then GO): one refusal per export and connection.
+    if (std::find(refused_.begin(), refused_.end(), &info) != refused_.end()) return;
+    refused_.push_back(&info);
+    const auto& binding = context_.exports->binding_of(&info);
+    binding.device->stats().refused(info.name);
+    spdlog::warn("{}: export '{}' refused: {} matches none of its {} allow: rule(s)", tag(), info.name,
+                 identity_.describe(), binding.allow.size());
 }
 
 }   // namespace nbdsched::daemon
