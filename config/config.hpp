@@ -37,6 +37,11 @@ struct Listen {
                      on,
                      require } tls = Tls::off;
     bool insecure = false;   // allows a non-loopback TCP listener without tls: require
+    // unix: the socket file's permissions and owner; unset: as bind() leaves
+    // them (docs/access-control.md#socket-permissions).
+    std::optional<std::uint32_t> mode;    // e.g. 0660
+    std::optional<std::uint32_t> owner;   // uid (a name is resolved at load)
+    std::optional<std::uint32_t> group;   // gid
     Origin origin;
 };
 
@@ -77,6 +82,23 @@ struct Device {
     backend::Spec backend_spec() const;
 };
 
+// One entry of an export's allow: list; exactly one field is set. user: and
+// group: names are resolved to ids when the config loads.
+struct AllowRule {
+    std::optional<std::uint32_t> uid;
+    std::optional<std::uint32_t> gid;          // the peer's primary or a supplementary group
+    std::optional<std::string> cgroup;         // the peer's cgroup or one below it
+    std::optional<std::string> address;        // TCP peer: an address or CIDR block
+    std::optional<std::string> tls_identity;   // PSK identity or certificate CN
+    std::string text;                          // as written ("user: alice"), for logs
+    Origin origin;
+
+    bool same_as(const AllowRule& o) const {
+        return uid == o.uid && gid == o.gid && cgroup == o.cgroup && address == o.address &&
+               tls_identity == o.tls_identity;
+    }
+};
+
 struct Export {
     std::string name;
     std::string device;
@@ -84,7 +106,8 @@ struct Export {
     std::optional<std::uint64_t> size;   // nullopt = rest of the device
     bool readonly = false;
     std::string description;
-    std::string group;   // empty = the device's default group
+    std::string group;              // empty = the device's default group
+    std::vector<AllowRule> allow;   // any one admits; empty = everyone who reaches the socket
     Origin origin;
 };
 

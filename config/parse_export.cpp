@@ -12,7 +12,7 @@ constexpr std::size_t nbd_max_string = 4096;
 std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item) {
     Parsed<Export> p(item);
     Export& e = p.value;
-    bool ok = r.read_map(item, {"name", "device", "offset", "size", "readonly", "description", "group"},
+    bool ok = r.read_map(item, {"name", "device", "offset", "size", "readonly", "description", "group", "allow"},
                          [&](const Field& f) {
                              p.at[f.key] = f.at;
                              const std::string& k = f.key;
@@ -35,6 +35,8 @@ std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item) {
                                  if (auto v = r.boolean(f)) e.readonly = *v;
                              } else if (k == "group") {
                                  if (auto v = read_name(r, f)) e.group = *v;
+                             } else if (k == "allow") {
+                                 e.allow = parse_allow(r, f);
                              }
                          });
     if (!ok) return std::nullopt;

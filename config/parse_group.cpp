@@ -1,10 +1,5 @@
 // groups[] (tenants with weights), rules[] (which client goes to which group)
 // and the names both use.
-#include <arpa/inet.h>
-
-#include <charconv>
-#include <limits>
-
 #include "config/parsers.hpp"
 
 namespace nbdsched::config::detail {
@@ -15,41 +10,16 @@ bool name_char(char c) {
            c == '_' || c == '.';
 }
 
-// "10.0.0.1", "10.0.0.0/8", "::1", "fd00::/8".
-bool valid_address(const std::string& text) {
-    auto slash = text.find('/');
-    std::string addr = text.substr(0, slash);
-    unsigned char buf[sizeof(in6_addr)];
-    unsigned max_prefix = 0;
-    if (inet_pton(AF_INET, addr.c_str(), buf) == 1) max_prefix = 32;
-    else if (inet_pton(AF_INET6, addr.c_str(), buf) == 1) max_prefix = 128;
-    else return false;
-    if (slash == std::string::npos) return true;
-    std::string_view prefix = std::string_view(text).substr(slash + 1);
-    unsigned bits = 0;
-    auto [ptr, ec] = std::from_chars(prefix.data(), prefix.data() + prefix.size(), bits);
-    return !prefix.empty() && ec == std::errc() && ptr == prefix.data() + prefix.size() && bits <= max_prefix;
-}
-
 void parse_match(Reader& r, const Field& field, Parsed<Rule>& p) {
     Rule& rule = p.value;
-    // uid/gid (uid_t)-1 means "no id" to the kernel, so it cannot match a peer.
-    constexpr std::uint64_t max_id = std::numeric_limits<std::uint32_t>::max() - 1;
     r.read_map(field, {"cgroup", "uid", "gid", "address", "export"}, [&](const Field& f) {
         p.at[f.key] = f.at;
         if (f.key == "cgroup") {
-            auto v = r.string(f);
-            if (v && (v->empty() || v->front() != '/'))
-                return r.error(f, "a cgroup path starts with '/', as in /proc/PID/cgroup (e.g. /tenants.slice/a.scope)");
-            if (v) rule.cgroup = *v;
+            if (auto v = read_cgroup(r, f)) rule.cgroup = *v;
         } else if (f.key == "uid" || f.key == "gid") {
-            auto v = r.integer(f, 0, max_id);
-            if (v) (f.key == "uid" ? rule.uid : rule.gid) = static_cast<std::uint32_t>(*v);
+            if (auto v = read_id(r, f)) (f.key == "uid" ? rule.uid : rule.gid) = *v;
         } else if (f.key == "address") {
-            auto v = r.string(f);
-            if (v && !valid_address(*v))
-                return r.error(f, "expected an IP address or CIDR block (e.g. 10.0.0.0/8, ::1), got '" + *v + "'");
-            if (v) rule.address = *v;
+            if (auto v = read_address(r, f)) rule.address = *v;
         } else if (f.key == "export") {
             if (auto v = r.string(f)) rule.export_name = *v;
         }

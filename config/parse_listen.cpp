@@ -134,7 +134,9 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
     std::optional<Listen::Tls> tls;
     std::optional<bool> insecure;
     std::optional<Field> tls_at;
-    bool ok = r.read_map(item, {"unix", "tcp", "tls", "insecure"}, [&](const Field& f) {
+    Listen perms;   // mode/owner/group, whichever order the keys come in
+    std::optional<Field> unix_only;
+    bool ok = r.read_map(item, {"unix", "tcp", "tls", "insecure", "mode", "owner", "group"}, [&](const Field& f) {
         if (f.key == "tls") {
             tls_at = f;
             if (auto v = r.choice(f, {"off", "on", "require"}))
@@ -144,6 +146,12 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
         }
         if (f.key == "insecure") {
             insecure = r.boolean(f);
+            return;
+        }
+        if (f.key == "mode" || f.key == "owner" || f.key == "group") {
+            if (!unix_only) unix_only = f;
+            if (f.key == "mode") perms.mode = read_mode(r, f);
+            else (f.key == "owner" ? perms.owner : perms.group) = read_account(r, f, f.key == "group");
             return;
         }
         ++kinds;
@@ -163,6 +171,13 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
         return std::nullopt;
     }
     if (!out) return std::nullopt;
+    if (unix_only && out->kind != Listen::Kind::unix_socket) {
+        r.error(*unix_only, "mode, owner and group are for unix sockets (a TCP port has no file permissions)");
+        return std::nullopt;
+    }
+    out->mode = perms.mode;
+    out->owner = perms.owner;
+    out->group = perms.group;
     if (tls) out->tls = *tls;
     if (insecure) out->insecure = *insecure;
     if (auto why = insecure_listener(*out)) {

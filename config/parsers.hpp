@@ -47,6 +47,20 @@ std::optional<Parsed<T>> named(Reader& r, const Field& item, Parsed<T>& p, std::
 // They appear in ctl commands and metric labels, hence the restriction.
 std::optional<std::string> read_name(Reader& r, const Field& field);
 
+// Who a peer is, as rules: and allow: match it (parse_peer.cpp).
+// A cgroup v2 path: starts with '/'.
+std::optional<std::string> read_cgroup(Reader& r, const Field& field);
+// "10.0.0.1", "10.0.0.0/8", "::1", "fd00::/8".
+std::optional<std::string> read_address(Reader& r, const Field& field);
+// A uid or gid; (uid_t)-1 is "no id" to the kernel, so it is refused.
+std::optional<std::uint32_t> read_id(Reader& r, const Field& field);
+// A user (or group) name from the passwd (group) database, or a numeric id.
+std::optional<std::uint32_t> read_account(Reader& r, const Field& field, bool group);
+// A file mode in octal: "0660", "660"; permission bits only.
+std::optional<std::uint32_t> read_mode(Reader& r, const Field& field);
+// exports[].allow: a list of one-key rules.
+std::vector<AllowRule> parse_allow(Reader& r, const Field& field);
+
 // listen: [{unix: PATH} | {tcp: HOST:PORT}]
 std::vector<Listen> parse_listen(Reader& r, const Field& field);
 // "127.0.0.1:10809", "[::1]:10809", "localhost:10809" -> host (no brackets), port.

@@ -75,6 +75,10 @@ OptionResult handle_meta_context(Negotiation& state, std::uint32_t option, std::
         append_error(out, option, rep_err_unknown, "unknown export '" + std::string(request->export_name) + "'");
         return {};
     }
+    if (!state.allows(*e)) {
+        append_error(out, option, rep_err_policy, "access to export '" + e->name + "' denied by policy");
+        return {};
+    }
     bool selected = listing && request->queries.empty();   // LIST without queries: everything
     for (auto q : request->queries) selected = selected || matches(q, listing);
     if (!listing) {   // SET replaces the previous selection, even with nothing

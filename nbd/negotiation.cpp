@@ -15,6 +15,14 @@ OptionResult close_with(std::string reason) {
     return r;
 }
 
+// The spec's answer to "not for you": the client may try another option.
+OptionResult refuse(std::uint32_t option, const ExportInfo& e, std::vector<std::uint8_t>& out) {
+    append_error(out, option, rep_err_policy, "access to export '" + e.name + "' denied by policy");
+    OptionResult r;
+    r.refused = &e;
+    return r;
+}
+
 // NBD_OPT_INFO and NBD_OPT_GO share everything but the final step.
 OptionResult info_or_go(Negotiation& state, std::uint32_t option, std::span<const std::uint8_t> data,
                         std::span<const ExportInfo> exports, std::vector<std::uint8_t>& out) {
@@ -28,6 +36,7 @@ OptionResult info_or_go(Negotiation& state, std::uint32_t option, std::span<cons
         append_error(out, option, rep_err_unknown, "unknown export '" + std::string(request->name) + "'");
         return {};
     }
+    if (!state.allows(*e)) return refuse(option, *e, out);
     auto flags = transmission_flags(state, *e);
     append_info_export(out, option, e->size, flags);
     bool want_name = std::find(request->infos.begin(), request->infos.end(), info_name) != request->infos.end();
@@ -109,6 +118,11 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
         if (name.size() > max_string) return close_with("export name too long");
         const ExportInfo* e = find_export(exports, name);
         if (!e) return close_with("NBD_OPT_EXPORT_NAME: unknown export '" + std::string(name) + "'");
+        if (!state.allows(*e)) {   // EXPORT_NAME has no error reply: all we can do is close
+            auto r = close_with("NBD_OPT_EXPORT_NAME: export '" + e->name + "' denied by policy");
+            r.refused = e;
+            return r;
+        }
         OptionResult r;
         r.next = Next::transmission;
         r.chosen = e;
@@ -142,7 +156,8 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
             append_error(out, option, rep_err_invalid, "NBD_OPT_LIST takes no data");
             return {};
         }
-        for (const auto& e : exports) append_server(out, option, e.name, e.description);
+        for (const auto& e : exports)
+            if (state.allows(e)) append_server(out, option, e.name, e.description);
         append_ack(out, option);
         return {};
     case Option::starttls:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +52,12 @@ struct Negotiation {
     unsigned max_options = nbd::max_options;
     TlsMode tls = TlsMode::off;
     bool tls_active = false;   // the caller sets it once its TLS handshake succeeded
+    // Whether this client may open an export (its access rules); unset:
+    // every export. LIST leaves out the others, INFO/GO/meta contexts
+    // answer NBD_REP_ERR_POLICY, EXPORT_NAME closes.
+    std::function<bool(const ExportInfo&)> may_open;
+
+    bool allows(const ExportInfo& e) const { return !may_open || may_open(e); }
 };
 
 enum class Next { more_options,
@@ -66,6 +73,7 @@ struct OptionResult {
     std::string reason;                     // why we close, for the log
     bool graceful = false;                  // the client asked to end (ABORT)
     bool tls_refused = false;               // answered NBD_REP_ERR_TLS_REQD
+    const ExportInfo* refused = nullptr;    // asked for an export that may_open refused
 };
 
 // Handles one option whose payload has been read completely. Replies are

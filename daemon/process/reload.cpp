@@ -46,6 +46,8 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
     }
     for (std::size_t i = 0; i < next.exports.size() && i < state.exports->infos.size(); ++i)
         state.exports->infos[i].description = next.exports[i].description;
+    for (auto i : plan.export_allow)
+        if (i < state.exports->bindings.size()) state.exports->bindings[i].allow = next.exports[i].allow;
     if (next.log_level != state.config->log_level) spdlog::set_level(spdlog::level::from_str(next.log_level));
     *state.config = std::move(next);
 }

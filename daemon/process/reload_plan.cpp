@@ -1,5 +1,7 @@
 #include "daemon/process/reload_plan.hpp"
 
+#include <algorithm>
+
 namespace nbdsched::daemon {
 
 namespace {
@@ -8,7 +10,8 @@ bool same_listen(const std::vector<config::Listen>& a, const std::vector<config:
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
         if (a[i].kind != b[i].kind || a[i].path != b[i].path || a[i].host != b[i].host || a[i].port != b[i].port ||
-            a[i].tls != b[i].tls || a[i].insecure != b[i].insecure)
+            a[i].tls != b[i].tls || a[i].insecure != b[i].insecure ||
+            a[i].mode != b[i].mode || a[i].owner != b[i].owner || a[i].group != b[i].group)
             return false;
     return true;
 }
@@ -62,6 +65,11 @@ void compare_device(const config::Device& a, const config::Device& b, ReloadPlan
     if (!changed.empty()) plan.tunables.emplace_back(b.name, std::move(changed));
 }
 
+bool same_allow(const std::vector<config::AllowRule>& a, const std::vector<config::AllowRule>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const config::AllowRule& x, const config::AllowRule& y) { return x.same_as(y); });
+}
+
 std::string effective_group(const config::Config& c, const config::Export& e) {
     if (!e.group.empty()) return e.group;
     const auto* d = c.find_device(e.device);
@@ -81,6 +89,12 @@ void compare_exports(const config::Config& old, const config::Config& next, Relo
             plan.refused.push_back(b.origin.str() + ": export " + b.name +
                                    ": name, device, window or readonly cannot change without a restart");
             continue;
+        }
+        if (!same_allow(a.allow, b.allow)) {
+            plan.export_allow.push_back(i);
+            plan.notes.push_back("export " + b.name + ": allow: " +
+                                 (b.allow.empty() ? std::string("everyone") : std::to_string(b.allow.size()) + " rule(s)") +
+                                 " (new connections)");
         }
         auto ga = effective_group(old, a), gb = effective_group(next, b);
         if (ga != gb) {

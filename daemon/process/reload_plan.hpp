@@ -2,8 +2,8 @@
 // the one just loaded, and whether it can apply to a running daemon.
 //
 // Applies live: group weights and new groups, scheduler tunables, rules, an
-// export's group (and a device's default_group), export descriptions, the
-// log level. Anything else -- listeners, the control/metrics addresses,
+// export's group (and a device's default_group), export descriptions and
+// allow: rules, the log level. Anything else -- listeners, the control/metrics addresses,
 // devices added/removed or their backend, size, path, profile, scheduler
 // policy, queue depth, read-ahead, writes_sync, faults, exports added/removed/moved,
 // limits -- would need the daemon restarted: such a reload is refused as a
@@ -26,7 +26,8 @@ struct ReloadPlan {
     std::vector<std::pair<std::string, sched::Tunables>> tunables;
     // export index -> the group name its new connections get
     std::vector<std::pair<std::size_t, std::string>> export_groups;
-    std::vector<std::string> notes;   // what changes, one log line each
+    std::vector<std::size_t> export_allow;   // exports whose allow: rules changed
+    std::vector<std::string> notes;          // what changes, one log line each
     bool rules_changed = false;
 
     bool ok() const { return refused.empty(); }

@@ -36,9 +36,8 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     if (!build_exports(s->config_, s->devices_, s->exports_, error)) return nullptr;
     s->groups_ = GroupTable(s->config_.groups);   // ids as build_device numbered them
     s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_};
-    s->context_.open_queue = [raw = s.get()](std::uint64_t id, const std::string& name, const ExportBinding& b) {
-        return raw->open_queue(id, name, b);
-    };
+    s->context_.open_queue = [raw = s.get()](std::uint64_t id, const PeerInfo& peer, const std::string& name,
+                                             const ExportBinding& b) { return raw->open_queue(id, peer, name, b); };
     if (!s->config_.control.empty()) {
         s->control_ = control::ControlServer::open(
             s->io_, s->config_.control,
@@ -61,7 +60,6 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     s->context_.limits = s->config_.limits;
     s->context_.on_finished = [raw = s.get()](Connection& c) {
         raw->connections_.erase(c.id());
-        raw->peers_.erase(c.id());
         raw->check_drained();
     };
     if (!s->options_.activated_fds.empty()) {
@@ -100,8 +98,8 @@ void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
     auto id = next_id_++;
     // Now, not at export selection: the client's process may exit or move
     // to another cgroup meanwhile.
-    peers_[id] = peer_info(socket.native_handle());
-    auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), context_, tls_mode);
+    auto identity = peer_info(socket.native_handle());
+    auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), std::move(identity), context_, tls_mode);
     connections_.emplace(id, c);
     c->start();
 }
@@ -203,10 +201,8 @@ void Server::finish_shutdown() {
     io_.stop();
 }
 
-sched::QueueId Server::open_queue(std::uint64_t connection, const std::string& export_name,
+sched::QueueId Server::open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
                                   const ExportBinding& binding) {
-    auto it = peers_.find(connection);
-    PeerInfo peer = it == peers_.end() ? PeerInfo{} : it->second;
     auto group = place_connection(state_, peer, export_name, binding.group);
     auto queue = binding.device->open_queue(group);
     binding.device->stats().open_queue(queue, {export_name, group, peer.describe()});

@@ -72,7 +72,8 @@ private:
     void begin_shutdown(const std::string& why);
     void check_drained();
     void finish_shutdown();
-    sched::QueueId open_queue(std::uint64_t connection, const std::string& export_name, const ExportBinding& binding);
+    sched::QueueId open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
+                              const ExportBinding& binding);
 
     config::Config config_;
     ServerOptions options_;
@@ -88,7 +89,6 @@ private:
     std::unique_ptr<TlsContext> tls_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;
-    std::map<std::uint64_t, PeerInfo> peers_;   // taken at accept, for classification
     GroupTable groups_;
     control::DaemonState state_;
     std::unique_ptr<control::ControlServer> control_;

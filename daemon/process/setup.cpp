@@ -135,6 +135,7 @@ bool build_exports(const config::Config& config, const std::vector<std::unique_p
         binding.offset = exp.offset;
         binding.read_only = read_only;
         binding.group = group_id(config, exp.group.empty() ? dev_config->default_group : exp.group);
+        binding.allow = exp.allow;
         table.infos.push_back(std::move(info));
         table.bindings.push_back(binding);
     }

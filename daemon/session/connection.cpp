@@ -6,15 +6,18 @@
 
 namespace nbdsched::daemon {
 
-Connection::Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context,
-                       nbd::TlsMode tls_mode)
+Connection::Connection(Socket socket, std::uint64_t id, std::string peer, PeerInfo identity,
+                       const ConnectionContext& context, nbd::TlsMode tls_mode)
     : socket_(std::move(socket)),
       id_(id),
       peer_(std::move(peer)),
+      identity_(std::move(identity)),
       context_(context),
       handshake_timer_(socket_.get_executor()) {
     negotiation_.max_options = context_.limits.max_handshake_options;
     negotiation_.tls = context_.tls ? tls_mode : nbd::TlsMode::off;
+    // Safe to capture `this`: negotiation_ is ours and only our handlers use it.
+    negotiation_.may_open = [this](const nbd::ExportInfo& info) { return may_open(info); };
 }
 
 // Runs only when no handler and no device holds the connection any more;

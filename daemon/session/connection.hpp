@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "daemon/tenancy/classify.hpp"
 #include "daemon/tenancy/exports.hpp"
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_request.hpp"
@@ -48,7 +49,7 @@ struct ConnectionContext {
     std::function<void(Connection&)> on_finished;
     // Opens the connection's queue as it enters transmission (classification
     // rules pick the group); unset: the export's group.
-    std::function<sched::QueueId(std::uint64_t connection, const std::string& export_name,
+    std::function<sched::QueueId(std::uint64_t connection, const PeerInfo& identity, const std::string& export_name,
                                  const ExportBinding& binding)>
         open_queue;
 };
@@ -57,7 +58,8 @@ class Connection final : public std::enable_shared_from_this<Connection>,
                          public RequestSink,
                          public InflightBudget::Waiter {
 public:
-    Connection(Socket socket, std::uint64_t id, std::string peer, const ConnectionContext& context,
+    // `identity`: who the peer is, taken at accept (access rules, classification).
+    Connection(Socket socket, std::uint64_t id, std::string peer, PeerInfo identity, const ConnectionContext& context,
                nbd::TlsMode tls_mode = nbd::TlsMode::off);
     ~Connection();
     Connection(const Connection&) = delete;
@@ -103,6 +105,8 @@ private:
         else
             f(socket_);
     }
+    bool may_open(const nbd::ExportInfo& info) const;
+    void refused(const nbd::ExportInfo& info);
 
     // connection_reader.cpp
     void read_more();
@@ -130,6 +134,8 @@ private:
     Socket socket_;
     std::uint64_t id_;
     std::string peer_;
+    // Read at accept; TLS code adds tls_identity once its handshake is done.
+    PeerInfo identity_;
     const ConnectionContext& context_;
 
     // handshake
@@ -139,6 +145,7 @@ private:
     std::vector<std::uint8_t> hs_out_;
     std::unique_ptr<TlsStream> tls_;
     TlsPeer tls_peer_;
+    std::vector<const nbd::ExportInfo*> refused_;   // exports its allow: rules refused, counted once
 
     // transmission
     Device* device_ = nullptr;

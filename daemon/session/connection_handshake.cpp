@@ -1,11 +1,13 @@
 // The handshake half of Connection: greeting, client flags, option haggling
 // (decided by nbd::handle_option), then the switch to transmission.
+#include <algorithm>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
 #include "daemon/session/connection.hpp"
+#include "daemon/tenancy/access.hpp"
 #include "nbd/handshake.hpp"
 
 namespace nbdsched::daemon {
@@ -74,6 +76,7 @@ void Connection::read_option_data(nbd::OptionHeader header) {
 void Connection::answer_option(const nbd::OptionHeader& header) {
     hs_out_.clear();
     auto result = nbd::handle_option(negotiation_, header, hs_in_, context_.exports->infos, hs_out_);
+    if (result.refused) refused(*result.refused);
     spdlog::debug("{}: option {} -> {}", tag(), nbd::option_name(header.option),
                   result.next == nbd::Next::close          ? "close"
                   : result.next == nbd::Next::transmission ? "transmission"
@@ -121,6 +124,8 @@ void Connection::start_tls() {
                                spdlog::level::warn);
         }
         if (self->tls_peer_.identity.empty()) self->tls_peer_.identity = TlsContext::certificate_identity(ssl);
+        // allow: tls_identity rules and the refusal log see it from the next option on.
+        if (!self->tls_peer_.identity.empty()) self->identity_.tls_identity = self->tls_peer_.identity;
         self->negotiation_.tls_active = true;
         spdlog::info("{}: TLS up ({}, {}{})", self->tag(), SSL_get_version(ssl), SSL_get_cipher_name(ssl),
                      self->tls_peer_.identity.empty() ? "" : ", identity '" + self->tls_peer_.identity + "'");
@@ -136,7 +141,8 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     limits_.structured = negotiation_.structured_replies;
     limits_.block_status = block_status;
     limits_.max_payload = info->max_block;
-    queue_ = context_.open_queue ? context_.open_queue(id_, info->name, *binding_) : device_->open_queue(binding_->group);
+    queue_ = context_.open_queue ? context_.open_queue(id_, identity_, info->name, *binding_)
+                                 : device_->open_queue(binding_->group);
     queue_open_ = true;
     group_ = device_->group_of(queue_);
     handshake_timer_.cancel();
@@ -145,6 +151,21 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     spdlog::info("{}: export '{}' on device {} (flags 0x{:x}, {} replies)", tag(), info->name, device_->name(),
                  flags, limits_.structured ? "structured" : "simple");
     read_more();
+}
+
+// Read at every option, so a reload's new allow: rules hold from the next one.
+bool Connection::may_open(const nbd::ExportInfo& info) const {
+    return allowed(context_.exports->binding_of(&info).allow, identity_);
+}
+
+void Connection::refused(const nbd::ExportInfo& info) {
+    // Clients ask twice (libnbd: INFO, then GO): one refusal per export and connection.
+    if (std::find(refused_.begin(), refused_.end(), &info) != refused_.end()) return;
+    refused_.push_back(&info);
+    const auto& binding = context_.exports->binding_of(&info);
+    binding.device->stats().refused(info.name);
+    spdlog::warn("{}: export '{}' refused: {} matches none of its {} allow: rule(s)", tag(), info.name,
+                 identity_.describe(), binding.allow.size());
 }
 
 }   // namespace nbdsched::daemon

@@ -43,6 +43,24 @@ bool clear_stale_socket(const std::string& path, std::string& error) {
     return true;
 }
 
+// listen: mode/owner/group on the socket file; unset ones stay as bind() left them.
+bool set_permissions(const config::Listen& where, std::string& error) {
+    const char* path = where.path.c_str();
+    if (where.owner || where.group) {
+        uid_t uid = where.owner ? *where.owner : static_cast<uid_t>(-1);
+        gid_t gid = where.group ? *where.group : static_cast<gid_t>(-1);
+        if (::chown(path, uid, gid) != 0) {
+            error = "cannot set the owner of unix socket " + where.path + ": " + std::strerror(errno);
+            return false;
+        }
+    }
+    if (where.mode && ::chmod(path, *where.mode) != 0) {
+        error = "cannot set the mode of unix socket " + where.path + ": " + std::strerror(errno);
+        return false;
+    }
+    return true;
+}
+
 std::string peer_of(const Socket& s) {
     boost::system::error_code ec;
     auto ep = s.remote_endpoint(ec);
@@ -86,6 +104,11 @@ std::unique_ptr<Listener> Listener::open(asio::io_context& io, const config::Lis
         l->unix_.emplace(io);
         l->unix_->open(local(), ec);
         if (!ec) l->unix_->bind(local::endpoint(path), ec);
+        // Before listen(): nobody can connect while the file still has bind()'s mode.
+        if (!ec && !set_permissions(where, error)) {
+            ::unlink(path.c_str());
+            return nullptr;
+        }
         if (!ec) l->unix_->listen(asio::socket_base::max_listen_connections, ec);
         if (ec) {
             error = "cannot listen on unix socket " + path + ": " + ec.message();

@@ -22,6 +22,8 @@ constexpr Family readahead_hits_total{"readahead_hits_total", MetricType::counte
                                       "reads served from the read-ahead cache"};
 constexpr Family errors_total{"errors_total", MetricType::counter, "requests the backend failed"};
 constexpr Family dispatched_total{"dispatched_total", MetricType::counter, "requests the scheduler sent to the device"};
+constexpr Family refused_total{"refused_connections_total", MetricType::counter,
+                               "clients the export's allow: rules refused"};
 constexpr Family queued{"queued", MetricType::gauge, "requests waiting in the scheduler"};
 
 using C = const Counters&;
@@ -67,6 +69,8 @@ const std::array stats{
          .counters = [](C c) { return c.readahead_hits; }},
     Stat{.key = "errors", .column = "errors", .family = &errors_total,
          .counters = [](C c) { return c.errors; }},
+    Stat{.key = "refused", .column = "refused", .family = &refused_total,
+         .counters = [](C c) { return c.refused; }},
     Stat{.key = "dispatched", .column = "", .family = &dispatched_total,
          .sched = [](S s) { return s.dispatched; }},
     Stat{.key = "completed", .column = "",

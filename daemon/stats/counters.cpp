@@ -32,6 +32,7 @@ void Counters::merge(const Counters& o) {
     errors += o.errors;
     in_flight += o.in_flight;
     readahead_hits += o.readahead_hits;
+    refused += o.refused;
     latency.merge(o.latency);
 }
 
@@ -78,6 +79,11 @@ void DeviceStats::readahead_hit(sched::QueueId queue) {
         ++r->export_->readahead_hits;
         ++r->group->readahead_hits;
     }
+}
+
+void DeviceStats::refused(const std::string& export_name) {
+    ++device_.refused;
+    ++exports_[export_name].refused;
 }
 
 }   // namespace nbdsched::daemon::stats

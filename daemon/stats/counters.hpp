@@ -27,7 +27,10 @@ struct Counters {
     std::uint64_t errors = 0;
     std::uint64_t in_flight = 0;        // submitted to the device, not done
     std::uint64_t readahead_hits = 0;   // reads served from the read-ahead cache
-    LatencyHistogram latency;           // submit to reply release
+    // Clients an export's allow: rules turned away (device and export only:
+    // a refused client never reaches a group or a queue).
+    std::uint64_t refused = 0;
+    LatencyHistogram latency;   // submit to reply release
 
     std::uint64_t requests() const { return reads + writes + flushes + trims + zeroes; }
     void submitted() { ++in_flight; }
@@ -57,6 +60,8 @@ public:
     void submitted(sched::QueueId queue);
     void done(sched::QueueId queue, sched::Op op, std::uint64_t bytes, Nanos latency, bool error);
     void readahead_hit(sched::QueueId queue);
+    // A client asked for the export and its allow: rules said no.
+    void refused(const std::string& export_name);
 
     const Counters& device() const { return device_; }
     const std::map<std::string, Counters>& exports() const { return exports_; }

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <array>
 #include <charconv>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <netinet/in.h>
@@ -51,15 +52,32 @@ bool match_one(const config::Rule& r, const PeerInfo& peer, std::string_view exp
     return true;
 }
 
+// The peer's supplementary groups as they were at connect() (Linux 4.13+);
+// empty where the kernel cannot tell.
+std::vector<std::uint32_t> peer_groups(int fd) {
+    std::vector<gid_t> groups(64);
+    for (int tries = 0; tries < 2; ++tries) {
+        socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) {
+            groups.resize(len / sizeof(gid_t));
+            return {groups.begin(), groups.end()};
+        }
+        if (errno != ERANGE) break;
+        groups.resize(len / sizeof(gid_t) + 1);   // ERANGE reports the size it needs
+    }
+    return {};
+}
+
 }   // namespace
 
 std::string PeerInfo::describe() const {
-    if (!is_unix) return address.empty() ? "tcp ?" : "tcp " + address;
-    std::string s = "unix";
+    std::string s = is_unix ? "unix" : address.empty() ? "tcp ?"
+                                                       : "tcp " + address;
     if (pid) s += " pid " + std::to_string(*pid);
     if (uid) s += " uid " + std::to_string(*uid);
     if (gid) s += " gid " + std::to_string(*gid);
     if (!cgroup.empty()) s += " cgroup " + cgroup;
+    if (tls_identity) s += " tls " + *tls_identity;
     return s;
 }
 
@@ -78,6 +96,7 @@ PeerInfo peer_info(int fd, const std::string& proc_root) {
             p.gid = cred.gid;
             auto cg = parse_proc_cgroup(read_file(proc_root + "/" + std::to_string(cred.pid) + "/cgroup"));
             if (cg) p.cgroup = *cg;
+            p.groups = peer_groups(fd);
         }
         return p;
     }

@@ -20,14 +20,19 @@ struct PeerInfo {
     std::optional<std::int32_t> pid;
     std::optional<std::uint32_t> uid;
     std::optional<std::uint32_t> gid;
-    std::string cgroup;    // "/system.slice/x.service"; empty = unknown
-    std::string address;   // TCP: "127.0.0.1" or "::1" (no port)
+    std::vector<std::uint32_t> groups;   // supplementary groups (SO_PEERGROUPS)
+    std::string cgroup;                  // "/system.slice/x.service"; empty = unknown
+    std::string address;                 // TCP: "127.0.0.1" or "::1" (no port)
+    // The PSK identity or client certificate CN once TLS is up; unset
+    // without TLS. Set by the session after the TLS handshake.
+    std::optional<std::string> tls_identity;
 
-    // "pid 12 uid 0 gid 0 cgroup /a/b" or "tcp 127.0.0.1", for logs and ctl.
+    // "unix pid 12 uid 0 gid 0 cgroup /a/b" or "tcp 127.0.0.1", plus
+    // " tls alice" with a TLS identity, for logs and ctl.
     std::string describe() const;
 };
 
-// Reads SO_PEERCRED + /proc/PID/cgroup (unix) or getpeername (TCP) of a
+// Reads SO_PEERCRED, SO_PEERGROUPS and /proc/PID/cgroup (unix) or getpeername (TCP) of a
 // connected socket. Never fails: unknown fields stay empty.
 PeerInfo peer_info(int fd, const std::string& proc_root = "/proc");
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/config.hpp"
 #include "daemon/device/device.hpp"
 #include "nbd/negotiation.hpp"
 #include "sched/request.hpp"
@@ -16,6 +17,7 @@ struct ExportBinding {
     std::uint64_t offset = 0;   // the export's window starts here on the device
     bool read_only = false;
     sched::GroupId group = 0;
+    std::vector<config::AllowRule> allow;   // who may open it (access.hpp); empty: everyone
 };
 
 struct ExportTable {

@@ -89,9 +89,11 @@ listen:
 devices:
   - {{name: d0, backend: ram, size: 16MiB}}
   - {{name: d1, backend: ram, size: 16MiB}}
+  - {{name: d2, backend: ram, size: 8MiB}}
 exports:
   - {{name: default, device: d0}}
   - {{name: bulk, device: d1}}
+  - {{name: alice-only, device: d2, allow: [{{tls_identity: alice}}]}}
 """
     checks = Checks()
     d = Daemon(config, "tls", workdir=tmp.path)
@@ -129,6 +131,15 @@ exports:
         out = client("nbdinfo PSK, second identity",
                      ["nbdinfo", "--size", f"nbds+unix://bob@/?socket={sock}&tls-psk-file={k['psk']}"],
                      log_says=["identity 'bob'"])
+        # allow: tls_identity admits the PSK identity the handshake proved, and nobody else.
+        alice_only = f"nbds+unix://{{who}}@/alice-only?socket={sock}&tls-psk-file={k['psk']}"
+        out = client("allow: tls_identity alice, as alice", ["nbdinfo", "--size", alice_only.format(who="alice")])
+        checks.check("allow: tls_identity alice, as alice: size", out.strip() == str(8 << 20), out)
+        client("allow: tls_identity alice, as bob", ["nbdinfo", "--size", alice_only.format(who="bob")],
+               want_ok=False, log_says=["tls bob"])
+        out = client("nbdinfo --list as bob",
+                     ["nbdinfo", "--list", f"nbds+unix://bob@/?socket={sock}&tls-psk-file={k['psk']}"])
+        checks.check("nbdinfo --list as bob: alice-only left out", "alice-only" not in out and "bulk" in out, out)
         client("nbdinfo X.509 tcp",
                ["nbdinfo", "--size", f"nbds://localhost:{port}/?tls-certificates={k['client']}"],
                log_says=["identity 'carol'"])

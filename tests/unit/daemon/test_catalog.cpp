@@ -60,7 +60,7 @@ TEST_CASE("ctl stats keeps its JSON keys and table columns") {
     stats::Counters c;
     CHECK(keys_of(control::counters_json(c)) ==
           std::set<std::string>{"requests", "reads", "writes", "flushes", "trims", "zeroes", "read_bytes",
-                                "write_bytes", "in_flight", "errors", "readahead_hits", "latency_mean_us",
+                                "write_bytes", "in_flight", "errors", "refused", "readahead_hits", "latency_mean_us",
                                 "latency_p50_us", "latency_p99_us"});
     CHECK(keys_of(control::sched_json(sched::EntityStats{})) ==
           std::set<std::string>{"dispatched", "completed", "dispatched_sectors", "slices", "idle_ms", "queued",
@@ -70,7 +70,7 @@ TEST_CASE("ctl stats keeps its JSON keys and table columns") {
     header = header.substr(0, header.find('\n'));
     header = header.substr(header.find_first_not_of(' '));
     CHECK(header == "reads  writes  flushes  trims  zeroes  rd_bytes  wr_bytes  inflt  mean_us  p50_us  p99_us  "
-                    "slices  idle_ms  ra_hits  errors");
+                    "slices  idle_ms  ra_hits  errors  refused");
 }
 
 TEST_CASE("ctl stats and Prometheus show the same numbers under the same names") {
@@ -97,6 +97,8 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     st.done(1, sched::Op::read, 4096, microseconds(100), false);
     st.done(1, sched::Op::write, 8192, microseconds(300), true);
     st.readahead_hit(1);
+    st.refused("a");
+    st.refused("a");
 
     auto json = control::stats_json(state);
     const auto& dev = json["devices"][0];
@@ -104,6 +106,9 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     CHECK(dev["counters"]["write_bytes"] == 8192);
     CHECK(dev["counters"]["in_flight"] == 1);
     CHECK(dev["exports"][0]["readahead_hits"] == 1);
+    CHECK(dev["exports"][0]["refused"] == 2);
+    CHECK(dev["counters"]["refused"] == 2);
+    CHECK(dev["groups"][0]["counters"]["refused"] == 0);   // a refused client never reaches a group
     CHECK(dev["groups"][0]["counters"]["errors"] == 1);
     CHECK(dev["counters"]["latency_mean_us"] == doctest::Approx(200));
     auto table = control::render_stats(json);
@@ -117,7 +122,7 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
                                "nbdsched_group_weight"};
     for (std::string level : {"device", "export", "group"}) {
         for (std::string name : {"requests_total", "bytes_total", "errors_total", "readahead_hits_total", "in_flight",
-                                 "latency_seconds"})
+                                 "latency_seconds", "refused_connections_total"})
             want.insert("nbdsched_" + level + "_" + name);
         if (level == "export") continue;   // the scheduler knows no exports
         for (std::string name : {"dispatched_total", "slices_total", "idle_seconds_total", "queued"})
@@ -135,6 +140,10 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     auto* hits = find_metric(families, "nbdsched_group_readahead_hits_total", {{"device", "d0"}, {"group", "gold"}});
     REQUIRE(hits);
     CHECK(hits->counter.value == 1);
+    auto* refused =
+        find_metric(families, "nbdsched_export_refused_connections_total", {{"device", "d0"}, {"export", "a"}});
+    REQUIRE(refused);
+    CHECK(refused->counter.value == 2);
     auto* in_flight = find_metric(families, "nbdsched_device_in_flight", {{"device", "d0"}});
     REQUIRE(in_flight);
     CHECK(in_flight->gauge.value == 1);

@@ -83,11 +83,39 @@ TEST_CASE("backend, size, listen, scheduler and export changes are refused") {
     check_refused([](config::Config& c) { c.devices[0].scheduler = "bfq"; }, "scheduler");
     check_refused([](config::Config& c) { c.devices[0].profile = "ssd"; }, "profile");
     check_refused([](config::Config& c) { c.listen[0].path = "/tmp/y.sock"; }, "listen");
+    check_refused([](config::Config& c) { c.listen[0].mode = 0660; }, "listen");
+    check_refused([](config::Config& c) { c.listen[0].group = 100; }, "listen");
     check_refused([](config::Config& c) { c.control = "/tmp/c.sock"; }, "control");
     check_refused([](config::Config& c) { c.metrics = "127.0.0.1:9810"; }, "metrics");
     check_refused([](config::Config& c) { c.exports.pop_back(); }, "exports");
     check_refused([](config::Config& c) { c.exports[0].offset = 4096; }, "export a");
     check_refused([](config::Config& c) { c.limits.max_connections = 5; }, "limits");
+}
+
+TEST_CASE("allow: changes apply live, only to the exports whose rules changed") {
+    auto old = base();
+    config::AllowRule root;
+    root.uid = 0;
+    root.text = "uid: 0";
+    old.exports[1].allow = {root};
+    auto next = old;
+    next.exports[1].allow[0].text = "user: root";   // same rule, written differently
+    next.exports[1].allow[0].origin.line = 40;
+    auto plan = plan_reload(old, next);
+    CHECK(plan.ok());
+    CHECK(plan.export_allow.empty());
+    next.exports[1].allow[0].uid = 1000;
+    config::AllowRule net;
+    net.address = "10.0.0.0/8";
+    next.exports[0].allow = {net};
+    plan = plan_reload(old, next);
+    CHECK(plan.ok());
+    CHECK(plan.export_allow == std::vector<std::size_t>{0, 1});
+    next.exports[1].allow.clear();
+    plan = plan_reload(old, next);
+    bool everyone = false;
+    for (const auto& n : plan.notes) everyone = everyone || n == "export b: allow: everyone (new connections)";
+    CHECK(everyone);
 }
 
 TEST_CASE("a device's default_group moves the exports that use it") {

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "nbd/meta_context.hpp"
 #include "nbd/negotiation.hpp"
 #include "nbd/wire.hpp"
 #include "option_replies.hpp"
@@ -185,4 +186,51 @@ TEST_CASE("an option loop is cut off") {
     } while (r.next == Next::more_options && n < 10 * max_options);
     CHECK(r.next == Next::close);
     CHECK(n == max_options + 1);
+}
+
+TEST_CASE("an export the client may not open: hidden from LIST, ERR_POLICY for INFO/GO/meta contexts") {
+    auto st = fixed();
+    st.may_open = [](const ExportInfo& e) { return e.name != "disk0"; };
+    std::vector<std::uint8_t> out;
+    run(st, Option::list, {}, out);
+    auto all = replies(out);
+    REQUIRE(all.size() == 2);   // "default", then ACK
+    CHECK(std::string(all[0].data.begin() + 4, all[0].data.end()) == "default");
+    CHECK(all[1].type == rep_ack);
+    for (auto opt : {Option::info, Option::go}) {
+        out.clear();
+        auto r = run(st, opt, encode_info_request("disk0", {}), out);
+        CHECK(r.next == Next::more_options);   // the spec lets the client try another option
+        REQUIRE(r.refused);
+        CHECK(r.refused->name == "disk0");
+        all = replies(out);
+        REQUIRE(all.size() == 1);
+        CHECK(all[0].type == rep_err_policy);
+        CHECK(std::string(all[0].data.begin(), all[0].data.end()).find("denied by policy") != std::string::npos);
+    }
+    out.clear();
+    run(st, Option::structured_reply, {}, out);
+    out.clear();
+    std::string_view query = "base:allocation";
+    auto r = run(st, Option::set_meta_context, encode_meta_context_request("disk0", {&query, 1}), out);
+    CHECK_FALSE(r.refused);   // counted once, at GO
+    CHECK(replies(out).at(0).type == rep_err_policy);
+    out.clear();
+    r = run(st, Option::go, encode_info_request("", {}), out);   // the allowed default still opens
+    CHECK(r.next == Next::transmission);
+    CHECK(r.chosen->name == "default");
+    CHECK_FALSE(r.refused);
+}
+
+TEST_CASE("EXPORT_NAME to an export the client may not open closes without a reply") {
+    auto st = fixed();
+    st.may_open = [](const ExportInfo&) { return false; };
+    std::vector<std::uint8_t> out;
+    std::string name = "disk0";
+    auto r = run(st, Option::export_name, {name.begin(), name.end()}, out);
+    CHECK(r.next == Next::close);
+    REQUIRE(r.refused);
+    CHECK(r.refused->name == "disk0");
+    CHECK(r.reason.find("denied by policy") != std::string::npos);
+    CHECK(out.empty());
 }

@@ -61,8 +61,8 @@ TEST_CASE("request pool, batching: the batch lasts batch_time and stops at 3/2 x
     RequestPool pool(spec, 2);
     CHECK(take(pool, 0, Nanos{}, 40) == 12);   // 3/2 x 8, although the batch has more
     RequestPool late(small(PoolSpec::Mode::batching), 2);
-    CHECK(take(late, 0, Nanos{}, 9) == 9);    // a batcher from the 8th, one used
-    CHECK_FALSE(late.get(0, 25ms));           // 20 ms later it is a batcher no longer
+    CHECK(take(late, 0, Nanos{}, 9) == 9);   // a batcher from the 8th, one used
+    CHECK_FALSE(late.get(0, 25ms));          // 20 ms later it is a batcher no longer
 }
 
 TEST_CASE("request pool, line: one request per job in turn, as nbdsched admits") {
@@ -89,10 +89,10 @@ TEST_CASE("request pool: seed 000 cloud shape, the batching allocator gives CFQ 
     Results batch_off = shapes::run(traced);
     Results batch_on = shapes::run(shapes::seed000_cloud("8ms", PoolSpec::Mode::batching));
     MESSAGE("seed000 cloud IOPS (depth mean) 8ms / 0: unlimited " << unlimited_on.total.iops << " ("
-            << unlimited_on.depth.mean << ") / " << unlimited_off.total.iops << " (" << unlimited_off.depth.mean
-            << "); line " << line_on.total.iops << " (" << line_on.depth.mean << ") / " << line_off.total.iops
-            << " (" << line_off.depth.mean << "); batching " << batch_on.total.iops << " (" << batch_on.depth.mean
-            << ") / " << batch_off.total.iops << " (" << batch_off.depth.mean << ")");
+                                                                  << unlimited_on.depth.mean << ") / " << unlimited_off.total.iops << " (" << unlimited_off.depth.mean
+                                                                  << "); line " << line_on.total.iops << " (" << line_on.depth.mean << ") / " << line_off.total.iops
+                                                                  << " (" << line_off.depth.mean << "); batching " << batch_on.total.iops << " (" << batch_on.depth.mean
+                                                                  << ") / " << batch_off.total.iops << " (" << batch_off.depth.mean << ")");
 
     // The trace: every job sleeps on the pool; a wake-up comes only when the
     // pool is below nr_requests and brings one process's burst (up to 32).
