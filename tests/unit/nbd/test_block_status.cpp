@@ -10,6 +10,7 @@
 #include "nbd/meta_context.hpp"
 #include "nbd/transmission.hpp"
 #include "nbd/wire.hpp"
+#include "option_replies.hpp"
 
 using namespace nbdsched::nbd;
 
@@ -31,19 +32,7 @@ Negotiation structured() {
     return n;
 }
 
-std::vector<OptionReply> replies(const std::vector<std::uint8_t>& out) {
-    std::vector<OptionReply> all;
-    std::span<const std::uint8_t> in(out);
-    while (!in.empty()) {
-        OptionReply r;
-        auto n = decode_option_reply(in, r);
-        REQUIRE(n);
-        REQUIRE(*n > 0);
-        all.push_back(r);
-        in = in.subspan(*n);
-    }
-    return all;
-}
+using test::replies;
 
 std::vector<OptionReply> ask(Negotiation& st, Option opt, const std::vector<std::uint8_t>& data) {
     static const auto exports = catalog();
