@@ -16,7 +16,7 @@ using namespace nbdsched::nbd;
 
 namespace {
 
-std::vector<ExportInfo> catalog() {
+std::vector<ExportInfo> block_status_catalog() {
     std::vector<ExportInfo> v(2);
     v[0].name = "disk0";
     v[0].size = 1 << 20;
@@ -35,7 +35,7 @@ Negotiation structured() {
 using test::replies;
 
 std::vector<OptionReply> ask(Negotiation& st, Option opt, const std::vector<std::uint8_t>& data) {
-    static const auto exports = catalog();
+    static const auto exports = block_status_catalog();
     std::vector<std::uint8_t> out;
     auto r = handle_option(st, {static_cast<std::uint32_t>(opt), static_cast<std::uint32_t>(data.size())}, data,
                            exports, out);
@@ -123,7 +123,7 @@ TEST_CASE("SET selects base:allocation for its export only; a later SET replaces
     REQUIRE(r.size() == 2);   // one context reply however often it was asked for
     check_context_reply(r[0]);
     CHECK(r[1].type == rep_ack);
-    const auto exports = catalog();
+    const auto exports = block_status_catalog();
     CHECK(block_status_negotiated(st, exports[0]));
     CHECK_FALSE(block_status_negotiated(st, exports[1]));   // GO to another export: not negotiated
 
@@ -147,7 +147,7 @@ TEST_CASE("SET selects base:allocation for its export only; a later SET replaces
 TEST_CASE("GO reports block status only for the export SET was for") {
     auto st = structured();
     ask(st, Option::set_meta_context, query("disk0", {"base:allocation"}));
-    const auto exports = catalog();
+    const auto exports = block_status_catalog();
     std::vector<std::uint8_t> out;
     auto go = [&](std::string_view name) {
         auto data = encode_info_request(name, {});

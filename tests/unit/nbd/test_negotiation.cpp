@@ -10,7 +10,7 @@ using nbdsched::nbd::test::replies;
 
 namespace {
 
-std::vector<ExportInfo> catalog() {
+std::vector<ExportInfo> negotiation_catalog() {
     ExportInfo a;
     a.name = "disk0";
     a.description = "first disk";
@@ -30,7 +30,7 @@ Negotiation fixed() {
 
 OptionResult run(Negotiation& st, Option opt, const std::vector<std::uint8_t>& data,
                  std::vector<std::uint8_t>& out) {
-    auto exports = catalog();
+    auto exports = negotiation_catalog();
     static std::vector<ExportInfo> keep;
     keep = exports;
     return handle_option(st, {static_cast<std::uint32_t>(opt), static_cast<std::uint32_t>(data.size())}, data,
@@ -40,7 +40,7 @@ OptionResult run(Negotiation& st, Option opt, const std::vector<std::uint8_t>& d
 }   // namespace
 
 TEST_CASE("empty name picks the export named default, else the first") {
-    auto exports = catalog();
+    auto exports = negotiation_catalog();
     CHECK(find_export(exports, "")->name == "default");
     CHECK(find_export(exports, "disk0")->name == "disk0");
     CHECK(find_export(exports, "nope") == nullptr);

@@ -10,7 +10,7 @@ using namespace nbdsched::nbd;
 
 namespace {
 
-const std::vector<ExportInfo>& catalog() {
+const std::vector<ExportInfo>& tls_catalog() {
     static const std::vector<ExportInfo> exports = [] {
         ExportInfo a;
         a.name = "disk0";
@@ -37,7 +37,7 @@ Outcome send(Negotiation& st, Option opt, const std::vector<std::uint8_t>& data 
     std::vector<std::uint8_t> out;
     Outcome o;
     o.result = handle_option(st, {static_cast<std::uint32_t>(opt), static_cast<std::uint32_t>(data.size())}, data,
-                             catalog(), out);
+                             tls_catalog(), out);
     o.replies = test::replies(out);
     return o;
 }
@@ -103,7 +103,7 @@ TEST_CASE("tls require: after the handshake EXPORT_NAME and GO work") {
     st.tls_active = true;
     std::string name = "disk0";
     std::vector<std::uint8_t> data(name.begin(), name.end()), out;
-    auto r = handle_option(st, {static_cast<std::uint32_t>(Option::export_name), 5}, data, catalog(), out);
+    auto r = handle_option(st, {static_cast<std::uint32_t>(Option::export_name), 5}, data, tls_catalog(), out);
     CHECK(r.next == Next::transmission);
     CHECK(out.size() == export_name_reply_size + export_name_zeroes);   // not an option reply
 }
