@@ -46,7 +46,7 @@ p9_refused() {
     if "$@" >/tmp/p9-refused.out 2>&1; then
         echo "$1: succeeded"; return 1
     fi
-    vt_kv p9_client_says "$(tail -n 1 /tmp/p9-refused.out)"
+    vt_kv p9_client_says "$(grep -m1 -oE "(Error|E): .*" /tmp/p9-refused.out)"
     usleep 300000
     dev_detached $P9_DEV
 }
