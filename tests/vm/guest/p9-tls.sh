@@ -55,7 +55,7 @@ p9_plaintext() { nbd-client 127.0.0.1 $TLS_PORT $P9_DEV -N secure; }
 # TLS proxies: nbd-client forks one per TLS attach, with its arguments
 p9_proxies() {
     for _c in /proc/[0-9]*/cmdline; do
-        tr '\0' ' ' <"$_c" 2>/dev/null | grep -q "^nbd-client .*$TLS_PORT" && echo "$_c"
+        tr '\0' ' ' 2>/dev/null <"$_c" | grep -q "^[^ ]*nbd-client .*$TLS_PORT" && echo "$_c"
     done
 }
 p9_no_proxy() { [ -z "$(p9_proxies)" ]; }
