@@ -20,7 +20,7 @@ p9_config() {
     case $1 in
     listen) echo "  - {tcp: 127.0.0.1:$TLS_PORT, tls: require}";;
     tls) printf 'tls:\n  certificates: %s\n  verify_clients: true\n' "$TLS_DIR/server";;
-    devices) echo "  - {name: tlsram, backend: ram, size: 64MiB, rotational: false}";;
+    devices) echo "  - {name: tlsram, backend: ram, size: 32MiB, rotational: false}";;
     exports) echo "  - {name: secure, device: tlsram, allow: [{tls_identity: $P9_IDENTITY}]}";;
     esac
 }
@@ -28,7 +28,7 @@ p9_config() {
 p9_nbdkit() {
     p9_keys || return 0
     echo "nbdkit --tls=require --tls-certificates=$TLS_DIR/server --tls-verify-peer \
--i 127.0.0.1 -p $TLS_PORT memory 64M; "
+-i 127.0.0.1 -p $TLS_PORT memory 32M; "
 }
 
 # attach_tls DEV EXPORT [options]: nbd-client checks the server's
@@ -85,8 +85,8 @@ p9_tls() {
     else
         vt_skip p9-log-tls-up "$VM_SERVER logs no TLS handshakes"
     fi
-    fs_roundtrip p9 $P9_DEV /mnt/nbd-tls 3
-    fio_verify p9 $P9_DEV 4M
+    fs_roundtrip p9 $P9_DEV /mnt/nbd-tls 2
+    fio_verify p9 $P9_DEV 2M
     vt_step p9-detach detach $P9_DEV
     vt_step p9-tls-proxy-exits vt_wait_for 10 p9_no_proxy
 }
