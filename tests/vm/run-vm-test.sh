@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-vm-test.sh - the nbdsched VM test: boot Debian's 6.12 kernel under qemu
 # with the daemon, nbd-client, fio, e2fsprogs and blkdiscard in an initramfs,
-# and run guest/e2e.sh (points p1-p8) against a real /dev/nbd0.
+# and run guest/e2e.sh (points p1-p9) against a real /dev/nbd0.
 #
 #   run-vm-test.sh --daemon BUILD/daemon/nbdsched [--log FILE] [--timeout SEC]
 #   run-vm-test.sh --nbdkit            (harness check: nbdkit memory 1G)
@@ -46,6 +46,15 @@ else
     ENVS+=(--env "VM_DAEMON=/usr/local/bin/nbdsched")
 fi
 ENVS+=(--env "VM_SERVER=$SERVER")
+# Point 9's keys (TLS); without certtool the guest reports p9 as skipped.
+# shellcheck source=lib/tls-keys.sh
+. "$HERE/lib/tls-keys.sh"
+host_tmpdir
+if make_tls_keys "$HOST_TMP/tls"; then
+    INCS+=(--include-as "$HOST_TMP/tls:/vmtest/tls")
+else
+    echo "note: no TLS keys for point 9 (certtool from gnutls-bin is missing)"
+fi
 [ -n "$LOG" ] || LOG=$(mktemp /tmp/nbdsched-vm.XXXXXX.log)
 
 rc=0

@@ -14,6 +14,7 @@ SERVER_LOG=
 # Point 1: the hdd/ssd profiles set the rotational flag, and so does an
 # explicit `rotational:` on a plain device.  Point 6: one shared hdd device
 # per scheduler, its two halves exported to groups weighted 1000 and 100.
+# Point 9 (with keys): a `tls: require` TCP listener, its device and export.
 # The rest: one RAM device for the data tests.  RAM is sparse: only what is
 # written costs memory; reads of unwritten blocks cost the profile's time.
 write_config() {
@@ -21,6 +22,7 @@ write_config() {
 listen:
   - unix: $SOCK
   - tcp: 127.0.0.1:$PORT
+$(p9_config listen)
 control: $CTL_SOCK
 groups:
   - {name: gold, weight: 1000}
@@ -35,6 +37,7 @@ EOC
     for _s in $P6_SCHEDULERS; do
         echo "  - {name: shared-$_s, backend: ram, size: 1GiB, profile: hdd, scheduler: $_s$(p6_tunables "$_s")}"
     done >> "$CONF"
+    p9_config devices >> "$CONF"
     cat >> "$CONF" <<EOC
 exports:
   - {name: hdd, device: hdd}
@@ -47,22 +50,26 @@ EOC
         echo "  - {name: gold-$_s, device: shared-$_s, size: 512MiB, group: gold}"
         echo "  - {name: bronze-$_s, device: shared-$_s, offset: 512MiB, group: bronze}"
     done >> "$CONF"
+    p9_config exports >> "$CONF"
+    p9_config tls >> "$CONF"
 }
 
 server_cmd() {
     case ${VM_SERVER:-nbdsched} in
     # nbdkit serves unix or tcp, not both: a second, daemonized instance
-    # (separate memory) takes the port, and survives restarts of the first.
-    nbdkit) echo "nbdkit -i 127.0.0.1 -p $PORT memory 1G; exec nbdkit -f -U $SOCK memory 1G";;
+    # (separate memory) takes the port, and survives restarts of the first;
+    # likewise a third for point 9's TLS port.
+    nbdkit) echo "$(p9_nbdkit)nbdkit -i 127.0.0.1 -p $PORT memory 1G; exec nbdkit -f -U $SOCK memory 1G";;
     *) echo "exec $VM_DAEMON --config $CONF";;
     esac
 }
 
+# tcp_listening [PORT]: something listens on PORT (default $PORT)
 tcp_listening() {
-    _p=$(printf '%04X' "$PORT")
+    _p=$(printf '%04X' "${1:-$PORT}")
     grep -Eq "^ *[0-9]+: (0100007F|00000000):$_p 00000000:0000 0A" /proc/net/tcp
 }
-server_ready() { [ -S "$SOCK" ] && tcp_listening; }
+server_ready() { [ -S "$SOCK" ] && tcp_listening "$PORT"; }
 
 # server_start TAG: start in the foreground of its own session (so a signal
 # to the process group reaches whatever sh -c started); wait until both

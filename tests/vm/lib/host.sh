@@ -22,12 +22,20 @@ include_tools() {
     done
 }
 
+# host_tmpdir: HOST_TMP, one temporary directory for what the wrapper makes
+# for the guest (daemon copy, keys); removed at exit.
+host_tmpdir() {
+    [ -n "${HOST_TMP:-}" ] && return 0
+    HOST_TMP=$(mktemp -d /tmp/nbdsched-vm-host.XXXXXX)
+    trap 'rm -rf "$HOST_TMP"' EXIT
+}
+
 # stripped_daemon PATH: a temporary copy without debug info (a third of the
 # size: a smaller initramfs and guest RAM); removed at exit.
 stripped_daemon() {
     [ -n "$1" ] && [ -x "$1" ] || { echo "FAIL: --daemon PATH (built nbdsched) is required" >&2; exit 2; }
-    STRIPPED=$(mktemp /tmp/nbdsched-vm-daemon.XXXXXX)
-    trap 'rm -f "$STRIPPED"' EXIT
+    host_tmpdir
+    STRIPPED=$HOST_TMP/nbdsched
     objcopy --strip-debug "$1" "$STRIPPED" 2>/dev/null || cp "$1" "$STRIPPED"
     chmod 755 "$STRIPPED"
 }
