@@ -131,7 +131,7 @@ def write(name, quick, facts, med, reps, runtime, size, commands, failures, sess
          "`psktool` serves both servers (identity `alice`); clients connect with "
          "`nbds+unix://alice@/x?socket=SOCK&tls-psk-file=FILE` and `nbds://alice@127.0.0.1:PORT/x?tls-psk-file=FILE`."),
     ]
-    labels = [f"{wl_name(w)} {tr}" for w, tr in _cells()]
+    labels = [f"{wl_name(w).split()[0]} qd{w[2]} {tr}" for w, tr in _cells()]
     series = [(LABELS[s], [(_ratio(_get(med, s, tr, w), _get(med, "nbdkit-tls", tr, w)) or 0) for w, tr in _cells()])
               for s in SERVERS]
     report.bars(report.plot_path(name, quick), "Throughput relative to nbdkit --tls=require (=1), PSK, RAM",
