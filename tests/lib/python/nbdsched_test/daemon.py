@@ -43,10 +43,11 @@ class Daemon(Server):
     """`workdir`: where its files go (default: a TempDir of its own, removed
     when it stops); `binary`: the executable (default $NBDSCHED);
     `wrapper`: argv put in front of it (systemd-socket-activate);
-    `wait=False` returns at once."""
+    `wait=False` returns at once; `listen_options`: more keys for each of
+    its own listeners (e.g. {"tls": "require"})."""
 
     def __init__(self, config, tag="nbdsched", workdir=None, tcp=False, control=True, env=None,
-                 binary=None, wrapper=(), wait=True):
+                 binary=None, wrapper=(), wait=True, listen_options=None):
         self.binary = os.path.abspath(binary) if binary else nbdsched_binary()
         self._own_tmp = TempDir(tag) if workdir is None else None
         self.dir = workdir or self._own_tmp.path
@@ -55,6 +56,7 @@ class Daemon(Server):
         own_listen = "listen" not in config if isinstance(config, dict) else "listen:" not in config
         self.sock = self.file(f"{tag}.sock") if own_listen else None
         self.tcp_port = free_port() if own_listen and tcp else None
+        self.listen_options = listen_options or {}
         self.write_config(config)
         argv = [*wrapper, self.binary, "--config", self.config_path]
         try:
@@ -88,7 +90,8 @@ class Daemon(Server):
         os.replace(self.config_path + ".tmp", self.config_path)
 
     def _listen(self):
-        return [{"unix": self.sock}] + ([{"tcp": f"127.0.0.1:{self.tcp_port}"}] if self.tcp_port else [])
+        entries = [{"unix": self.sock}] + ([{"tcp": f"127.0.0.1:{self.tcp_port}"}] if self.tcp_port else [])
+        return [{**e, **self.listen_options} for e in entries]
 
     def hup(self):
         self.send(signal.SIGHUP)

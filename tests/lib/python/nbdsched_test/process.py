@@ -61,7 +61,11 @@ def _connectable(unix_paths, tcp_port):
 class Server:
     """A running server. `listens` are the Unix socket paths it must accept
     on before the constructor returns (none: return at once, e.g. when
-    socket activation starts it later); `tcp_port` likewise."""
+    socket activation starts it later); `tcp_port` likewise. `tls`: None,
+    or (identity, psk_file) when it requires TLS with that pre-shared key
+    (then uri() gives nbds:// URIs carrying the key file)."""
+
+    tls = None
 
     def __init__(self, name, argv, workdir, log_path, sock=None, tcp_port=None, listens=None,
                  env=None, wait=True, timeout=30):
@@ -95,9 +99,12 @@ class Server:
         return cpu_seconds(self.proc.pid)
 
     def uri(self, export="", transport="unix"):
+        scheme, user, query = "nbd", "", []
+        if self.tls:
+            scheme, user, query = "nbds", f"{self.tls[0]}@", [f"tls-psk-file={self.tls[1]}"]
         if transport == "unix":
-            return f"nbd+unix:///{export}?socket={self.sock}"
-        return f"nbd://127.0.0.1:{self.tcp_port}/{export}"
+            return f"{scheme}+unix://{user}/{export}?" + "&".join([f"socket={self.sock}"] + query)
+        return f"{scheme}://{user}127.0.0.1:{self.tcp_port}/{export}" + "".join("?" + q for q in query)
 
     def alive(self):
         return self.proc.poll() is None

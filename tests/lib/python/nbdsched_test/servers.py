@@ -8,16 +8,22 @@ from .daemon import Daemon
 from .process import Server, free_port
 
 
-def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_level="warn", limits=None):
+def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_level="warn", limits=None,
+                   tls_psk=None):
     """devices/exports/groups are lists of dicts in the configuration's
-    schema; `config` on the result is the dict as written (for reports)."""
+    schema; `config` on the result is the dict as written (for reports).
+    tls_psk: (identity, psk_file): its listeners require TLS with that key."""
     cfg = {"devices": devices, "exports": exports, "log_level": log_level}
     if groups:
         cfg["groups"] = groups
     if limits:
         cfg["limits"] = limits
-    srv = Daemon(cfg, tag, workdir=workdir, tcp=tcp, control=False)
+    if tls_psk:
+        cfg["tls"] = {"psk_file": tls_psk[1]}
+    srv = Daemon(cfg, tag, workdir=workdir, tcp=tcp, control=False,
+                 listen_options={"tls": "require"} if tls_psk else None)
     srv.config = {"listen": srv._listen(), **cfg}
+    srv.tls = tls_psk
     return srv
 
 
@@ -34,10 +40,14 @@ def _peer(name, argv, workdir, tag, transport, unix_args, tcp_args, image=()):
                   tcp_port=port)
 
 
-def start_nbdkit_memory(workdir, tag, size="1G", transport="unix"):
-    """nbdkit's memory plugin (sparse RAM, default 16 worker threads)."""
-    return _peer("nbdkit", ["nbdkit", "-f", "--exit-with-parent"], workdir, tag, transport,
-                 lambda s: ["-U", s], lambda p: ["-i", "127.0.0.1", "-p", str(p)], ["memory", size])
+def start_nbdkit_memory(workdir, tag, size="1G", transport="unix", tls_psk=None):
+    """nbdkit's memory plugin (sparse RAM, default 16 worker threads).
+    tls_psk: (identity, psk_file): --tls=require with that key file."""
+    tls = ["--tls=require", f"--tls-psk={tls_psk[1]}"] if tls_psk else []
+    srv = _peer("nbdkit", ["nbdkit", "-f", "--exit-with-parent", *tls], workdir, tag, transport,
+                lambda s: ["-U", s], lambda p: ["-i", "127.0.0.1", "-p", str(p)], ["memory", size])
+    srv.tls = tls_psk
+    return srv
 
 
 def start_nbdkit_file(workdir, tag, image):
