@@ -98,7 +98,9 @@ std::uint32_t validate_request(const RequestHeader& r, const ExportLimits& limit
     case Command::cache:
         break;
     case Command::block_status:
-        if (!limits.block_status || r.length == 0) return err_inval;
+        // Block status replies are structured chunks: without structured
+        // replies there is no way to answer, whatever the context says.
+        if (!limits.block_status || !limits.structured || r.length == 0) return err_inval;
         allowed |= cmd_flag_req_one;
         break;
     case Command::flush:
