@@ -31,7 +31,7 @@ VARIANTS = {
 
 def main():
     a = common.args(__doc__)
-    runtime, ramp, reps = (1, 0.5, 1) if a.quick else (5, 1, 2)
+    runtime, ramp, reps = (0.5, 0.2, 1) if a.quick else (5, 1, 2)
     facts = report.Facts()
     keys = [(v, c) for v in VARIANTS for c in CONFIGS]
     devices = [common.ram_device(f"{v}-{c}", "1GiB", "cfq", {"slice_idle": c}, "ssd", VARIANTS[v][0])

@@ -19,7 +19,7 @@ CONFIGS = ["8ms", "0", "auto"]
 
 def main():
     a = common.args(__doc__)
-    runtime, ramp, reps = (1, 0.5, 1) if a.quick else (5, 1, 2)
+    runtime, ramp, reps = (0.5, 0.2, 1) if a.quick else (5, 1, 2)
     facts = report.Facts()
     devices = [common.ram_device(f"ssd-{c}", "1GiB", "bfq", {"slice_idle": c}, "ssd") for c in CONFIGS]
     exports = [{"name": f"e-{c}", "device": f"ssd-{c}"} for c in CONFIGS]

@@ -60,7 +60,7 @@ def verdict_for(out, depth, sched):
 
 def main():
     a = common.args(__doc__)
-    runtime, ramp, reps = (1, 0.5, 1) if a.quick else (6, 1, 2)
+    runtime, ramp, reps = (0.5, 0.2, 1) if a.quick else (6, 1, 2)
     depths = [1, 8] if a.quick else DEPTHS
     facts = report.Facts()
     devices, exports = [], []

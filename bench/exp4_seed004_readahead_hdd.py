@@ -41,7 +41,7 @@ def readahead_in_daemon_sources():
 
 def main():
     a = common.args(__doc__)
-    runtime, ramp = (1, 0.5) if a.quick else (10, 1)
+    runtime, ramp = (0.5, 0.2) if a.quick else (10, 1)
     facts = report.Facts()
     devices = [common.ram_device(f"hdd-{r}", "1TiB", "none", None, "hdd", read_ahead_kb=int(r) if r != "auto" else r)
                for r in RA]

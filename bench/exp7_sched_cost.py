@@ -49,7 +49,7 @@ def scheduler_alone(quick):
 
 def main():
     a = common.args(__doc__)
-    runtime, counts, reps = (1, [1, 20], 1) if a.quick else (5, [1, 100, 1000], 3)
+    runtime, counts, reps = (0.5, [1, 20], 1) if a.quick else (5, [1, 100, 1000], 3)
     facts = report.Facts()
     devices = [common.ram_device(f"ram-{s}", "1GiB", s) for s in SCHEDS]
     exports = [{"name": f"e-{s}", "device": f"ram-{s}"} for s in SCHEDS]
