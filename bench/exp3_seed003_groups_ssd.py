@@ -13,7 +13,7 @@ import sys
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
 import report  # noqa: E402
-from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test import servers  # noqa: E402
 from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp3-seed003-groups-ssd"
@@ -30,12 +30,9 @@ DEPTHS = [1, 4, 8]   # 1: the seed's shape; 4 and 8: tenants that could fill the
 
 
 def median_share(runs):
-    """The run with the median share ratio: (heavy, light, share, total)."""
-    rows = []
-    for r in runs:
-        pj = r.per_job("write")
-        h, l_ = pj["heavy"]["bw_mib"], pj["light"]["bw_mib"]
-        rows.append((h, l_, h / l_ if l_ else float("inf"), h + l_))
+    """The run with the median share ratio: (heavy, light, share, total);
+    runs: (heavy, light) MiB/s pairs."""
+    rows = [(h, l_, h / l_ if l_ else float("inf"), h + l_) for h, l_ in runs]
     rows.sort(key=lambda x: x[2])
     return rows[len(rows) // 2]
 
@@ -70,15 +67,18 @@ def main():
         exports.append({"name": f"light{i}", "device": f"dev{i}", "offset": "128MiB", "group": "light"})
     groups = [{"name": "heavy", "weight": 1000}, {"name": "light", "weight": 100}]
     res = {(d, c[0]): [] for d in depths for c in CONFIGS}
-    with TempDir("e3") as tmp, servers.start_nbdsched(tmp, "d", devices, exports, groups) as srv:
+    runs = []
+    with TempDir("e3") as tmp, servers.start_nbdsched(tmp, "d", devices, exports, groups, control=True) as srv:
         for _ in range(reps):
             for depth in depths:
                 for i, (label, _, _) in enumerate(CONFIGS):
                     g = common.fio_base(runtime, ramp)
                     g.update({"rw": "write", "bs": "32k", "iodepth": depth})
                     jobs = [("heavy", {"uri": srv.uri(f"heavy{i}")}), ("light", {"uri": srv.uri(f"light{i}")})]
-                    res[(depth, label)].append(fio.run(g, jobs, [srv]))
-        commands = common.commands_for(srv, [r for k in res for r in res[k]])
+                    rate, r = common.server_window(srv, g, jobs, runtime, ramp)
+                    runs.append(r)
+                    res[(depth, label)].append((rate[f"heavy{i}"], rate[f"light{i}"]))
+        commands = common.commands_for(srv, runs)
 
     out = {k: median_share(v) for k, v in res.items()}
     rows = []
@@ -93,8 +93,9 @@ def main():
                          f"{seed[0]} / {seed[1]} ({seed[0] / seed[1]:.2f}:1)" if seed and label != "none" else "-"))
     text = report.table(["iodepth", "ssd, weights 1000:100", "heavy MiB/s", "light MiB/s", "share", "total MiB/s",
                          "total / none", "seed MiB/s (share)"], rows)
-    text += (f"\n\nThe run with the median share of {reps} interleaved runs of {runtime} s (after {ramp} s "
-             "ramp); MiB/s is per fio job (= export = group). The weights ask for 10:1. iodepth 1 is the "
+    text += (f"\n\nThe run with the median share of {reps} interleaved runs; MiB/s is per export (= fio job = "
+             f"group), counted by the daemon over the same {runtime} s window for both jobs, {ramp} s after fio "
+             "started (bench/lib/common.py server_window). The weights ask for 10:1. iodepth 1 is the "
              "seed's shape (one sync writer per group); iodepth 4 and 8 are tenants that keep enough writes "
              "in flight to fill the device alone.")
     checks = {(d, s): verdict_for(out, d, s) for d in depths for s in ("cfq", "bfq")}
