@@ -9,7 +9,7 @@ import subprocess
 
 from .verdict import skip
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "ceph", "cluster.sh")
+SCRIPT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "ceph", "cluster.sh"))
 
 
 def rbd_config(name, image, conf, **keys):
