@@ -37,34 +37,41 @@ std::string lock_holders(rbd_image_t image) {
     return out;
 }
 
-// Takes the exclusive lock, or says who has it. With `break_lock` a holder
-// is broken first (librbd blocklists it, so a half-dead host cannot write on).
+// Breaks every holder of the image's lock (librbd blocklists each, so a
+// half-dead host cannot write on); 0 or -errno.
+int break_holders(rbd_image_t image) {
+    rbd_lock_mode_t mode;
+    std::vector<char*> owners(8);
+    std::size_t count = owners.size();
+    int r = rbd_lock_get_owners(image, &mode, owners.data(), &count);
+    if (r == -ENOENT) return 0;   // nobody holds it
+    if (r < 0) return r;
+    for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
+    rbd_lock_get_owners_cleanup(owners.data(), count);
+    return r;
+}
+
+// Takes the exclusive lock, or says who has it. A live holder refuses at
+// once; a dead one's lock is taken over by librbd once the cluster has
+// dropped its watch (~30 s), unless break_lock breaks it first.
 bool take_lock(rbd_image_t image, bool break_lock, std::string& error) {
+    std::string holders;
+    if (break_lock) {
+        holders = lock_holders(image);
+        if (int r = break_holders(image); r < 0) {
+            error = "--break-lock: cannot break the lock of " + holders + ": " + errno_text(r);
+            return false;
+        }
+    }
     int r = rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
     if (r == 0) return true;
     if (r != -EROFS && r != -EBUSY) {
         error = "cannot take the image's exclusive lock: " + errno_text(r);
         return false;
     }
-    std::string holders = lock_holders(image);
-    if (!break_lock) {
-        error = "image is locked by " + holders +
-                " (another nbdsched serving it?); if that host is dead, start with --break-lock";
-        return false;
-    }
-    rbd_lock_mode_t mode;
-    std::vector<char*> owners(8);
-    std::size_t count = owners.size();
-    if ((r = rbd_lock_get_owners(image, &mode, owners.data(), &count)) == 0) {
-        for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
-        rbd_lock_get_owners_cleanup(owners.data(), count);
-    }
-    if (r == 0) r = rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
-    if (r < 0) {
-        error = "--break-lock: cannot take the lock from " + holders + ": " + errno_text(r);
-        return false;
-    }
-    return true;
+    error = "image is locked by " + lock_holders(image) +
+            " (another nbdsched serving it?); if that host is dead, start with --break-lock";
+    return false;
 }
 
 bool set_option(rados_t cluster, const char* key, unsigned seconds, std::string& error) {
