@@ -96,6 +96,13 @@ bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
         return false;
     }
     if (spec.ceph_conf.empty()) rados_conf_parse_env(h.cluster, nullptr);   // $CEPH_ARGS
+    // No librbd cache (as qemu's cache=none): the NBD client has its own,
+    // and without a second writeback cache in the daemon an acknowledged
+    // write is at the OSDs, not only in this host's memory.
+    if ((r = rados_conf_set(h.cluster, "rbd_cache", "false")) < 0) {
+        error = "cannot turn off rbd_cache: " + errno_text(r);
+        return false;
+    }
     // A cluster that is gone must end in errors, not requests that wait forever.
     if (!set_option(h.cluster, "rados_osd_op_timeout", spec.osd_op_timeout, error) ||
         !set_option(h.cluster, "rados_mon_op_timeout", spec.osd_op_timeout, error) ||

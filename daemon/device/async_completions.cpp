@@ -37,6 +37,7 @@ void AsyncCompletions::drain() {
         batch_.swap(shared_->ready);
         shared_->posted = false;
     }
+    delivered_ += batch_.size();
     for (auto& [request, error] : batch_) deliver_(*request, error);
     batch_.clear();
 }

@@ -30,7 +30,9 @@ public:
 
     void completed(void* tag, int error) override;   // any thread
 
-    std::uint64_t wakeups() const { return wakeups_; }   // drains run (event loop only)
+    // Event loop only: drains run, and the completions they delivered.
+    std::uint64_t wakeups() const { return wakeups_; }
+    std::uint64_t delivered() const { return delivered_; }
 
 private:
     struct Shared {
@@ -46,6 +48,7 @@ private:
     std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
     std::vector<std::pair<IoRequest*, int>> batch_;   // event loop only: swapped with ready
     std::uint64_t wakeups_ = 0;
+    std::uint64_t delivered_ = 0;
 };
 
 }   // namespace nbdsched::daemon

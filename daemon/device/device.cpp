@@ -56,6 +56,10 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
 }
 
 Device::~Device() {
+    if (completions_ && completions_->wakeups()) {
+        spdlog::info("device {}: {} asynchronous completions in {} event-loop wake-ups", name_,
+                     completions_->delivered(), completions_->wakeups());
+    }
     if (auto s = read_ahead_stats()) {
         spdlog::info("device {}: read-ahead window {} KiB: {} hits, {} waits, {} misses, {} prefetches "
                      "({} KiB, {} dropped, {} skipped), {} KiB evicted, {} KiB invalidated",
