@@ -13,6 +13,10 @@ namespace {
 // librbd returns -errno, or a byte count for reads.
 int to_errno(long long r) { return r < 0 ? static_cast<int>(-r) : 0; }
 
+// NBD_CMD_FLAG_NO_HOLE: the range stays allocated (written zeros); else
+// librbd may deallocate it.
+int zero_flags(bool may_trim) { return may_trim ? 0 : RBD_WRITE_ZEROES_FLAG_THICK_PROVISION; }
+
 }   // namespace
 
 bool RbdBackend::check(std::uint64_t offset, std::uint64_t length, void* tag) {
@@ -46,9 +50,8 @@ int RbdBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua) {
 }
 
 int RbdBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) {
-    (void)may_trim;   // librbd decides between a discard and written zeros itself
     if (!check(offset, length, nullptr)) return EINVAL;
-    int r = rbd_write_zeroes(h_->image, offset, length, 0, 0);
+    int r = rbd_write_zeroes(h_->image, offset, length, zero_flags(may_trim), 0);
     if (r >= 0 && fua) return flush();
     return to_errno(r);
 }
@@ -66,6 +69,7 @@ struct RbdBackend::Op {
     std::uint64_t length = 0;
     iovec iov{};
     bool then_flush = false;
+    bool may_trim = true;
 };
 
 void RbdBackend::on_complete(void* completion, void* arg) {
@@ -96,7 +100,7 @@ void RbdBackend::start(Op* op) {
     case Op::Kind::write: r = rbd_aio_writev(h_->image, &op->iov, 1, op->offset, c); break;
     case Op::Kind::flush: r = rbd_aio_flush(h_->image, c); break;
     case Op::Kind::trim: r = rbd_aio_discard(h_->image, op->offset, op->length, c); break;
-    case Op::Kind::zero: r = rbd_aio_write_zeroes(h_->image, op->offset, op->length, c, 0, 0); break;
+    case Op::Kind::zero: r = rbd_aio_write_zeroes(h_->image, op->offset, op->length, c, zero_flags(op->may_trim), 0); break;
     }
     if (r < 0) {   // not started: the callback will not run
         rbd_aio_release(c);
@@ -126,9 +130,8 @@ void RbdBackend::submit_trim(std::uint64_t offset, std::uint64_t length, bool fu
 
 void RbdBackend::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua,
                                      void* tag) {
-    (void)may_trim;
     if (!check(offset, length, tag)) return;
-    start(new Op{Op::Kind::zero, this, tag, offset, length, {}, fua});
+    start(new Op{Op::Kind::zero, this, tag, offset, length, {}, fua, may_trim});
 }
 
 }   // namespace nbdsched::backend

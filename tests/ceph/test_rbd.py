@@ -63,12 +63,14 @@ def io_checks(c, cluster, d):
     h.pwrite(pattern(16 * MiB, 1 * MiB, seed=5), 16 * MiB)
     h.trim(256 << 10, 16 * MiB)
     h.zero(128 << 10, 16 * MiB + (512 << 10))
+    h.zero(64 << 10, 16 * MiB + (768 << 10), nbd.CMD_FLAG_NO_HOLE)   # written zeros, not a hole
     h.flush()
     c.check("plain write reads back", h.pread(1 * MiB, 0) == pattern(0, 1 * MiB, seed=3))
     c.check("FUA write reads back", h.pread(64 << 10, 8 * MiB) == pattern(8 * MiB, 64 << 10, seed=4))
     expect = bytearray(pattern(16 * MiB, 1 * MiB, seed=5))
     expect[:256 << 10] = bytes(256 << 10)
     expect[512 << 10:640 << 10] = bytes(128 << 10)
+    expect[768 << 10:832 << 10] = bytes(64 << 10)
     c.check("TRIM and WRITE_ZEROES read as zeros, the rest kept", h.pread(1 * MiB, 16 * MiB) == expect)
     c.check("the cluster has the data (rbd export)",
             rbd_bytes(cluster, 8 * MiB, 64 << 10) == pattern(8 * MiB, 64 << 10, seed=4))
