@@ -1,6 +1,8 @@
 // Where a device's data lives. Backends are synchronous and thread-safe: the
 // daemon calls a blocking() backend from its I/O thread pool and a
-// non-blocking one (RAM) inline on the event loop. Errors are errno values.
+// non-blocking one (RAM) inline on the event loop. One that can also start
+// requests without blocking (RBD) offers an AsyncBackend through async().
+// Errors are errno values.
 #pragma once
 
 #include <cerrno>
@@ -15,6 +17,8 @@
 
 namespace nbdsched::backend {
 
+class AsyncBackend;
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -25,6 +29,8 @@ public:
     // block device); nullopt when there is nothing to detect (RAM).
     virtual std::optional<bool> detected_rotational() const = 0;
     virtual std::string describe() const = 0;   // for logs: "ram 1GiB", "file /x (O_DIRECT)"
+    // The asynchronous path for data requests (async_backend.hpp), or nullptr.
+    virtual AsyncBackend* async() { return nullptr; }
 
     // All return 0 or an errno (EIO, ENOSPC, ...). Ranges are checked by the
     // caller, but implementations still refuse out-of-range with EINVAL.

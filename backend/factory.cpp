@@ -5,11 +5,26 @@
 #include "backend/faulty.hpp"
 #include "backend/file_backend.hpp"
 #include "backend/ram_backend.hpp"
+#ifdef NBDSCHED_HAVE_RBD
+#include "backend/rbd_backend.hpp"
+#endif
 #include "common/units.hpp"
 
 namespace nbdsched::backend {
 
 namespace {
+
+std::unique_ptr<Backend> make_rbd(const Spec& spec, std::string& error) {
+#ifdef NBDSCHED_HAVE_RBD
+    std::string why;
+    auto image = RbdBackend::open(spec.rbd, why);
+    if (!image) error = "device " + spec.name + ": " + why;
+    return image;
+#else
+    error = "device " + spec.name + ": backend rbd is not built into this nbdsched (meson -Drbd=enabled, librbd-dev)";
+    return nullptr;
+#endif
+}
 
 std::unique_ptr<Backend> make_storage(const Spec& spec, std::string& error) {
     const std::string where = "device " + spec.name + ": ";
@@ -20,6 +35,7 @@ std::unique_ptr<Backend> make_storage(const Spec& spec, std::string& error) {
         }
         return std::make_unique<RamBackend>(spec.size);
     }
+    if (spec.kind == Kind::rbd) return make_rbd(spec, error);
     if (spec.path.empty()) {
         error = where + "file backend needs a path";
         return nullptr;
@@ -40,6 +56,14 @@ std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error) {
     if (!storage || spec.faults.empty())
         return storage;
     return std::make_unique<FaultyBackend>(std::move(storage), spec.faults);
+}
+
+bool rbd_available() {
+#ifdef NBDSCHED_HAVE_RBD
+    return true;
+#else
+    return false;
+#endif
 }
 
 bool resolve_rotational(const Spec& spec, const Backend& backend,

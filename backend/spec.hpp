@@ -13,7 +13,20 @@
 namespace nbdsched::backend {
 
 enum class Kind { ram,
-                  file };
+                  file,
+                  rbd };
+
+// An RBD image (backend: rbd); docs/rbd.md.
+struct RbdSpec {
+    std::string pool = "rbd";
+    std::string image;
+    std::string rados_namespace;    // "" = the pool's default namespace
+    std::string ceph_conf;          // "" = librados' own search ($CEPH_CONF, /etc/ceph/ceph.conf)
+    std::string client = "admin";   // cephx id, without "client."
+    unsigned osd_op_timeout = 0;    // seconds; 0 = wait for the OSDs forever (Ceph's default)
+    unsigned mount_timeout = 0;     // seconds to reach the monitors; 0 = Ceph's default (300)
+    bool break_lock = false;        // --break-lock: take the image's lock from a dead holder
+};
 
 struct Spec {
     std::string name;   // the device's name, for error messages
@@ -23,6 +36,7 @@ struct Spec {
     bool direct = false;              // O_DIRECT
     std::optional<bool> rotational;   // nullopt = detect (see resolve_rotational)
     std::vector<FaultRule> faults;    // fault injection (testing); empty = none
+    RbdSpec rbd;                      // rbd only
 };
 
 }   // namespace nbdsched::backend

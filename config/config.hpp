@@ -76,6 +76,7 @@ struct Device {
     unsigned queue_depth = 0;                            // 0 = from the profile (none: 64)
     std::string default_group = "default";
     std::vector<FaultRule> faults;   // fault injection (testing); empty = none
+    backend::RbdSpec rbd;            // backend: rbd (pool, image, ...); break_lock from --break-lock
     Origin origin;
 
     // What backend/ builds the device's storage from.

@@ -34,6 +34,9 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
     // A key the backend requires has no position of its own: point at the
     // backend that requires it, or at the entry when the backend is implied.
     Origin required_by = p.at.count("backend") ? p.where("backend") : item.at;
+    if (d.backend == BackendKind::rbd) return check_rbd(r, p, required_by);
+    for (const char* key : rbd_keys)
+        if (p.at.count(key)) r.error(p.where(key), p.key(key), "only for backend: rbd");
     if (d.backend == BackendKind::ram) {
         if (!has_size)
             r.error(required_by, p.key("size"), "missing: a ram device needs a size (e.g. size: 1GiB)");
@@ -59,14 +62,17 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
     bool ok = r.read_map(item,
                          {"name", "backend", "size", "path", "direct", "rotational", "scheduler", "tunables", "profile",
                           "hdd", "ssd", "nvme", "read_ahead_kb", "read_ahead_cache", "writes_sync", "queue_depth",
-                          "default_group", "faults"},
+                          "default_group", "faults", "pool", "image", "namespace", "ceph_conf", "client",
+                          "osd_op_timeout", "mount_timeout"},
                          [&](const Field& f) {
                              p.at[f.key] = f.at;
                              const std::string& k = f.key;
                              if (k == "name") {
                                  if (auto v = read_name(r, f)) d.name = *v;
                              } else if (k == "backend") {
-                                 if (auto v = r.choice(f, {"ram", "file"})) d.backend = *v == "ram" ? BackendKind::ram : BackendKind::file;
+                                 if (auto v = r.choice(f, {"ram", "file", "rbd"}))
+                                     d.backend = *v == "ram" ? BackendKind::ram : *v == "file" ? BackendKind::file
+                                                                                               : BackendKind::rbd;
                              } else if (k == "size") {
                                  if (auto v = r.size(f)) {
                                      d.size = *v;
@@ -99,6 +105,8 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
                                  if (auto v = r.integer(f, 0, max_queue_depth)) d.queue_depth = static_cast<unsigned>(*v);
                              } else if (k == "default_group") {
                                  if (auto v = read_name(r, f)) d.default_group = *v;
+                             } else if (is_rbd_key(k)) {
+                                 read_rbd_key(r, f, d.rbd);
                              } else if (k == "faults") {
                                  faults = f;   // after the loop: a range is checked against the size
                              }

@@ -83,6 +83,13 @@ void check_scheduler(Reader& r, const std::string& path, Device& device, const s
 void check_profile(Reader& r, Device& device, const std::optional<Field>& profile,
                    const std::vector<Field>& param_blocks);
 
+// backend: rbd's keys (parse_rbd.cpp): each read alone, then checked together.
+inline constexpr const char* rbd_keys[] = {"pool", "image", "namespace", "ceph_conf", "client", "osd_op_timeout",
+                                           "mount_timeout"};
+bool is_rbd_key(std::string_view key);
+void read_rbd_key(Reader& r, const Field& field, backend::RbdSpec& rbd);
+void check_rbd(Reader& r, Parsed<Device>& p, const Origin& required_by);
+
 void parse_limits(Reader& r, const Field& field, Limits& limits);
 void parse_tls(Reader& r, const Field& field, Tls& tls);
 void check_listen_tls(Reader& r, const Config& config);

@@ -39,6 +39,13 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
       wakeup_timer_(io),
       release_timer_(io) {
     sync_weights();   // the groups' weights were set on the scheduler before it came here
+    if ((async_ = backend_->async())) {
+        completions_ = std::make_unique<AsyncCompletions>(io, [this](IoRequest& r, int error) {
+            r.backend_errno = error;
+            data_done(r);
+        });
+        async_->set_sink(completions_.get());
+    }
     if (parts.read_ahead.window_bytes == 0) return;
     read_ahead_ = std::make_unique<ReadAheadPath>(
         parts.read_ahead, ReadAheadPath::Hooks{[this](IoRequest& r) { enqueue(r); },
@@ -49,6 +56,10 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
 }
 
 Device::~Device() {
+    if (completions_ && completions_->wakeups()) {
+        spdlog::info("device {}: {} asynchronous completions in {} event-loop wake-ups", name_,
+                     completions_->delivered(), completions_->wakeups());
+    }
     if (auto s = read_ahead_stats()) {
         spdlog::info("device {}: read-ahead window {} KiB: {} hits, {} waits, {} misses, {} prefetches "
                      "({} KiB, {} dropped, {} skipped), {} KiB evicted, {} KiB invalidated",
@@ -177,6 +188,7 @@ int Device::run_backend(backend::Backend& b, IoRequest& r) {
 void Device::start(IoRequest& r, sched::Time now) {
     r.release_at = now;
     if (model_) r.release_at = model_->submit({r.op, r.offset, r.length}, now);
+    if (async_ && !r.fast_zero) return start_async(r);   // a fast zero asks the synchronous call
     if (!blocking_) {
         r.backend_errno = run_backend(*backend_, r);
         data_done(r);
@@ -193,6 +205,16 @@ void Device::start(IoRequest& r, sched::Time now) {
         r.backend_errno = run_backend(*backend_, r);
         boost::asio::post(io_, [this, &r] { data_done(r); });
     });
+}
+
+void Device::start_async(IoRequest& r) {
+    switch (r.op) {
+    case sched::Op::read: return async_->submit_read(r.offset, r.buffer.span(r.length), &r);
+    case sched::Op::write: return async_->submit_write(r.offset, r.buffer.span(r.length), r.fua, &r);
+    case sched::Op::flush: return async_->submit_flush(&r);
+    case sched::Op::trim: return async_->submit_trim(r.offset, r.length, r.fua, &r);
+    case sched::Op::write_zeroes: return async_->submit_write_zeroes(r.offset, r.length, r.may_trim, r.fua, &r);
+    }
 }
 
 void Device::data_done(IoRequest& r) {

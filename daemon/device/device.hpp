@@ -3,7 +3,9 @@
 // header asks: submit, drain dispatch(), complete, re-arm a timer at
 // next_wakeup(). Everything runs on the event loop thread except the data
 // operations of blocking backends, which run on a thread pool and post their
-// completion back. With a timing model, the data operation runs at dispatch
+// completion back; an asynchronous backend (RBD) is handed the data
+// operations on the loop and its completions come back through
+// AsyncCompletions, with no thread per request. With a timing model, the data operation runs at dispatch
 // and the reply is released by a timer at the model's completion time; the
 // emulated delay never blocks the loop. With read-ahead on (read_ahead_kb),
 // client requests pass through a ReadAheadPath first: cached reads are
@@ -24,6 +26,7 @@
 
 #include "backend/backend.hpp"
 #include "timing/device_model.hpp"
+#include "daemon/device/async_completions.hpp"
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_limits.hpp"
 #include "daemon/device/io_request.hpp"
@@ -114,6 +117,7 @@ private:
     void pump();
     void start(IoRequest& r, sched::Time now);
     static int run_backend(backend::Backend& b, IoRequest& r);
+    void start_async(IoRequest& r);
     static int run_metadata(backend::Backend& b, IoRequest& r);   // metadata_ops.cpp
     void data_done(IoRequest& r);
     void finish(IoRequest& r);
@@ -126,12 +130,15 @@ private:
     boost::asio::io_context& io_;
     boost::asio::thread_pool* pool_;
     std::string name_;
+    // Before backend_: destroyed after it, as the backend's last completions arrive.
+    std::unique_ptr<AsyncCompletions> completions_;
     std::unique_ptr<backend::Backend> backend_;
     std::unique_ptr<sched::Scheduler> scheduler_;
     std::unique_ptr<timing::DeviceModel> model_;
     bool rotational_;
     bool writes_sync_;
     bool blocking_;
+    backend::AsyncBackend* async_ = nullptr;   // backend_->async(): data requests go there
     IoLimits io_limits_;
     InflightBudget budget_;
     std::unordered_map<sched::QueueId, sched::GroupId> queue_groups_;

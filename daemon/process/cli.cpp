@@ -17,6 +17,9 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
         ->type_name("PATH");
     app.add_option("--listen-tcp", options.listen_tcp, "listen on HOST:PORT (replaces the config's list)")
         ->type_name("HOST:PORT");
+    app.add_flag("--break-lock", options.break_lock,
+                 "rbd devices: break the image's exclusive lock if another client holds it (fail-over after "
+                 "that host died; the old holder is blocklisted)");
     app.footer("Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the configuration file.\n"
                "See docs/configuration.md for the configuration file.");
     try {
@@ -25,6 +28,10 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
         return app.exit(e);
     }
     return std::nullopt;
+}
+
+void apply_break_lock(const CliOptions& options, config::Config& config) {
+    for (auto& device : config.devices) device.rbd.break_lock = options.break_lock;
 }
 
 bool apply_listen_overrides(const CliOptions& options, config::Config& config, std::string& error) {

@@ -16,6 +16,7 @@ struct CliOptions {
     std::string log_level;                  // empty: the config's
     std::vector<std::string> listen_unix;   // override the config's listen list
     std::vector<std::string> listen_tcp;    // HOST:PORT
+    bool break_lock = false;                // rbd devices: take the image's lock from its holder
 };
 
 // Parses argv; returns an exit code when the program should exit now
@@ -26,5 +27,8 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options);
 // each parsed as the config's `unix:` and `tcp:` keys are (config::parse_*_listen).
 // False and `error` ("--listen-tcp '127.0.0.1:0': bad port ...") on a bad one.
 bool apply_listen_overrides(const CliOptions& options, config::Config& config, std::string& error);
+
+// --break-lock onto every rbd device of `config` (docs/rbd.md, fail-over).
+void apply_break_lock(const CliOptions& options, config::Config& config);
 
 }   // namespace nbdsched::daemon

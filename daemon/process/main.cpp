@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
         config = std::move(*result.config);
     }
     setup_logging(cli.log_level.empty() ? config.log_level : cli.log_level);
+    daemon::apply_break_lock(cli, config);
 
     std::string error;
     if (!daemon::apply_listen_overrides(cli, config, error)) {

@@ -51,6 +51,10 @@ void compare_device(const config::Device& a, const config::Device& b, ReloadPlan
     if (a.writes_sync != b.writes_sync) refuse("writes_sync");
     if (a.queue_depth != b.queue_depth) refuse("queue_depth");
     if (a.faults != b.faults) refuse("faults");
+    const auto &x = a.rbd, &y = b.rbd;
+    if (x.pool != y.pool || x.image != y.image || x.rados_namespace != y.rados_namespace || x.ceph_conf != y.ceph_conf ||
+        x.client != y.client || x.osd_op_timeout != y.osd_op_timeout || x.mount_timeout != y.mount_timeout)
+        refuse("rbd image or cluster settings");
     sched::Tunables changed;
     for (const auto& [name, value] : b.tunables) {
         auto it = a.tunables.find(name);

@@ -1,6 +1,8 @@
 // devices[]: sizes, backends, schedulers and their tunables, profiles.
 #include "helpers.hpp"
 
+#include "backend/factory.hpp"
+
 using namespace nbdsched::config;
 using namespace nbdsched::config::test;
 
@@ -35,11 +37,42 @@ TEST_CASE("a file device needs a path; a ram device takes none") {
     CHECK(ok.config);
 }
 
+TEST_CASE("an rbd device: an image, its cluster's keys, no size or path") {
+    auto ok = device("name: d0\n    backend: rbd\n    image: vol1\n    namespace: t1\n    ceph_conf: /c.conf\n"
+                     "    client: nbd\n    osd_op_timeout: 5\n    mount_timeout: 10\n");
+    if (!nbdsched::backend::rbd_available()) {
+        expect_error(ok, "devices[0].backend", 3, 14, "rbd is not built into this nbdsched");
+        return;
+    }
+    INFO(all_errors(ok));
+    REQUIRE(ok.config);
+    const auto& spec = ok.config->devices[0].backend_spec();
+    CHECK(spec.kind == BackendKind::rbd);
+    CHECK(spec.rbd.pool == "rbd");   // the default
+    CHECK(spec.rbd.image == "vol1");
+    CHECK(spec.rbd.rados_namespace == "t1");
+    CHECK(spec.rbd.ceph_conf == "/c.conf");
+    CHECK(spec.rbd.client == "nbd");
+    CHECK(spec.rbd.osd_op_timeout == 5u);
+    CHECK(spec.rbd.mount_timeout == 10u);
+    CHECK_FALSE(spec.rbd.break_lock);
+
+    auto r = device("name: d0\n    backend: rbd\n    size: 1GiB\n    path: /x\n    pool: a/b\n"
+                    "    osd_op_timeout: 4000\n");
+    expect_error(r, "devices[0].image", 3, 14, "missing: an rbd device needs an image");
+    expect_error(r, "devices[0].size", 4, 11, "not for backend: rbd (the size is the image's)");
+    expect_error(r, "devices[0].path", 5, 11, "not for backend: rbd");
+    expect_error(r, "devices[0].pool", 6, 11, "'a/b': a name without '/'");
+    expect_error(r, "devices[0].osd_op_timeout", 7, 21, "out of range: 4000 (allowed 0..3600)");
+    expect_error(device("name: d0\n    size: 1GiB\n    image: vol1\n"), "devices[0].image", 4, 12,
+                 "only for backend: rbd");
+}
+
 TEST_CASE("bad backend, rotational, names and numbers") {
     auto r = device("name: \"d 0\"\n    backend: rom\n    size: 1GiB\n    rotational: maybe\n"
                     "    queue_depth: 5000\n    read_ahead_kb: lots\n");
     expect_error(r, "devices[0].name", 2, 11, "bad name 'd 0'");
-    expect_error(r, "devices[0].backend", 3, 14, "expected one of ram, file, got 'rom' (did you mean 'ram'?)");
+    expect_error(r, "devices[0].backend", 3, 14, "expected one of ram, file, rbd, got 'rom' (did you mean 'ram'?)");
     expect_error(r, "devices[0].rotational", 5, 17, "expected auto, true or false");
     expect_error(r, "devices[0].queue_depth", 6, 18, "out of range: 5000 (allowed 0..4096)");
     expect_error(r, "devices[0].read_ahead_kb", 7, 20, "expected a whole number");

@@ -44,10 +44,11 @@ class Daemon(Server):
     when it stops); `binary`: the executable (default $NBDSCHED);
     `wrapper`: argv put in front of it (systemd-socket-activate);
     `wait=False` returns at once; `listen_options`: more keys for each of
-    its own listeners (e.g. {"tls": "require"})."""
+    its own listeners (e.g. {"tls": "require"}); `args`: more command-line
+    arguments (e.g. ["--break-lock"])."""
 
     def __init__(self, config, tag="nbdsched", workdir=None, tcp=False, control=True, env=None,
-                 binary=None, wrapper=(), wait=True, listen_options=None):
+                 binary=None, wrapper=(), wait=True, listen_options=None, args=()):
         self.binary = os.path.abspath(binary) if binary else nbdsched_binary()
         self._own_tmp = TempDir(tag) if workdir is None else None
         self.dir = workdir or self._own_tmp.path
@@ -58,7 +59,7 @@ class Daemon(Server):
         self.tcp_port = free_port() if own_listen and tcp else None
         self.listen_options = listen_options or {}
         self.write_config(config)
-        argv = [*wrapper, self.binary, "--config", self.config_path]
+        argv = [*wrapper, self.binary, "--config", self.config_path, *args]
         try:
             super().__init__("nbdsched", argv, self.dir, self.file(f"{tag}.log"), sock=self.sock,
                              tcp_port=self.tcp_port, listens=[self.sock, self.control], env=env,

@@ -1,0 +1,69 @@
+// An RBD image on a Ceph cluster, through librbd's C API.
+//
+// Opening (RbdBackend::open): connects as client.<client> with the given
+// ceph.conf (its keyring line supplies the key), sets the timeouts, opens
+// pool[/namespace]/image and takes the image's exclusive lock, so that one
+// daemon writes an image at a time. A lock held by another client fails the
+// open with an error naming the holder; with break_lock the holder is
+// broken (and blocklisted by the cluster) first: fail-over after its host
+// died. The size is the image's.
+//
+// Data requests go through the asynchronous path (async_backend.hpp):
+// rbd_aio_* with a completion callback that hands the result to the sink.
+// FUA = the write, then a flush, before the completion. TRIM = discard;
+// WRITE_ZEROES = rbd_aio_write_zeroes (librbd punches or zeroes as the
+// image allows). The synchronous calls use librbd's blocking API.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/async_backend.hpp"
+#include "backend/backend.hpp"
+#include "backend/spec.hpp"
+
+namespace nbdsched::backend {
+
+class RbdBackend final : public Backend, public AsyncBackend {
+public:
+    // nullptr and a message in `error` on failure ("rbd/vol1: ...").
+    static std::unique_ptr<RbdBackend> open(const RbdSpec& spec, std::string& error);
+    ~RbdBackend() override;
+    RbdBackend(const RbdBackend&) = delete;
+    RbdBackend& operator=(const RbdBackend&) = delete;
+
+    std::uint64_t size() const override;
+    bool blocking() const override { return true; }
+    std::optional<bool> detected_rotational() const override { return std::nullopt; }
+    std::string describe() const override;
+    AsyncBackend* async() override { return this; }
+
+    int read(std::uint64_t offset, std::span<std::byte> out) override;
+    int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
+    int flush() override;
+    int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
+    int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+
+    void set_sink(CompletionSink* sink) override { sink_ = sink; }
+    void submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) override;
+    void submit_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, void* tag) override;
+    void submit_flush(void* tag) override;
+    void submit_trim(std::uint64_t offset, std::uint64_t length, bool fua, void* tag) override;
+    void submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua,
+                             void* tag) override;
+
+    struct Handles;   // librados/librbd handles (rbd_open.cpp)
+    struct Op;        // one asynchronous request in flight
+
+private:
+    explicit RbdBackend(std::unique_ptr<Handles> handles, std::string name);
+    bool check(std::uint64_t offset, std::uint64_t length, void* tag);
+    void start(Op* op);
+    static void on_complete(void* completion, void* arg);
+
+    std::unique_ptr<Handles> h_;
+    std::string name_;   // pool/[namespace/]image
+    CompletionSink* sink_ = nullptr;
+};
+
+}   // namespace nbdsched::backend

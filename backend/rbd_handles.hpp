@@ -1,0 +1,24 @@
+// The librados/librbd handles behind an RbdBackend (only its own .cpp files
+// include librbd).
+#pragma once
+
+#include <cstdint>
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+
+#include "backend/rbd_backend.hpp"
+
+namespace nbdsched::backend {
+
+struct RbdBackend::Handles {
+    rados_t cluster = nullptr;
+    rados_ioctx_t io = nullptr;
+    rbd_image_t image = nullptr;
+    std::uint64_t size = 0;
+    Handles() = default;
+    Handles(const Handles&) = delete;
+    Handles& operator=(const Handles&) = delete;
+    ~Handles();   // closes the image (flushing it) and the connection
+};
+
+}   // namespace nbdsched::backend

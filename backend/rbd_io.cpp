@@ -1,0 +1,137 @@
+// RBD data requests: librbd's blocking calls for the synchronous interface,
+// rbd_aio_* with a completion callback for the asynchronous one.
+#include <cerrno>
+#include <sys/uio.h>
+
+#include "backend/rbd_backend.hpp"
+#include "backend/rbd_handles.hpp"
+
+namespace nbdsched::backend {
+
+namespace {
+
+// librbd returns -errno, or a byte count for reads.
+int to_errno(long long r) { return r < 0 ? static_cast<int>(-r) : 0; }
+
+// NBD_CMD_FLAG_NO_HOLE: the range stays allocated (written zeros); else
+// librbd may deallocate it.
+int zero_flags(bool may_trim) { return may_trim ? 0 : RBD_WRITE_ZEROES_FLAG_THICK_PROVISION; }
+
+}   // namespace
+
+bool RbdBackend::check(std::uint64_t offset, std::uint64_t length, void* tag) {
+    if (offset <= h_->size && length <= h_->size - offset) return true;
+    if (tag) sink_->completed(tag, EINVAL);
+    return false;
+}
+
+int RbdBackend::read(std::uint64_t offset, std::span<std::byte> out) {
+    if (!check(offset, out.size(), nullptr)) return EINVAL;
+    auto r = rbd_read(h_->image, offset, out.size(), reinterpret_cast<char*>(out.data()));
+    if (r >= 0 && static_cast<std::size_t>(r) != out.size()) return EIO;
+    return to_errno(r);
+}
+
+int RbdBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua) {
+    if (!check(offset, data.size(), nullptr)) return EINVAL;
+    auto r = rbd_write(h_->image, offset, data.size(), reinterpret_cast<const char*>(data.data()));
+    if (r >= 0 && static_cast<std::size_t>(r) != data.size()) return EIO;
+    if (r >= 0 && fua) return flush();
+    return to_errno(r);
+}
+
+int RbdBackend::flush() { return to_errno(rbd_flush(h_->image)); }
+
+int RbdBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua) {
+    if (!check(offset, length, nullptr)) return EINVAL;
+    int r = rbd_discard(h_->image, offset, length);
+    if (r >= 0 && fua) return flush();
+    return to_errno(r);
+}
+
+int RbdBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) {
+    if (!check(offset, length, nullptr)) return EINVAL;
+    int r = rbd_write_zeroes(h_->image, offset, length, zero_flags(may_trim), 0);
+    if (r >= 0 && fua) return flush();
+    return to_errno(r);
+}
+
+// One request in flight; a FUA write becomes a flush when its write is done.
+struct RbdBackend::Op {
+    enum class Kind { read,
+                      write,
+                      flush,
+                      trim,
+                      zero } kind;
+    RbdBackend* self;
+    void* tag;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    iovec iov{};
+    bool then_flush = false;
+    bool may_trim = true;
+};
+
+void RbdBackend::on_complete(void* completion, void* arg) {
+    auto c = static_cast<rbd_completion_t>(completion);
+    auto* op = static_cast<Op*>(arg);
+    long long r = rbd_aio_get_return_value(c);
+    rbd_aio_release(c);
+    if (op->kind == Op::Kind::read && r >= 0 && static_cast<std::uint64_t>(r) != op->length) r = -EIO;
+    if (r >= 0 && op->then_flush) {
+        op->then_flush = false;
+        op->kind = Op::Kind::flush;
+        return op->self->start(op);
+    }
+    op->self->sink_->completed(op->tag, to_errno(r));
+    delete op;
+}
+
+void RbdBackend::start(Op* op) {
+    rbd_completion_t c;
+    int r = rbd_aio_create_completion(op, &RbdBackend::on_complete, &c);
+    if (r < 0) {
+        sink_->completed(op->tag, to_errno(r));
+        delete op;
+        return;
+    }
+    switch (op->kind) {
+    case Op::Kind::read: r = rbd_aio_readv(h_->image, &op->iov, 1, op->offset, c); break;
+    case Op::Kind::write: r = rbd_aio_writev(h_->image, &op->iov, 1, op->offset, c); break;
+    case Op::Kind::flush: r = rbd_aio_flush(h_->image, c); break;
+    case Op::Kind::trim: r = rbd_aio_discard(h_->image, op->offset, op->length, c); break;
+    case Op::Kind::zero: r = rbd_aio_write_zeroes(h_->image, op->offset, op->length, c, zero_flags(op->may_trim), 0); break;
+    }
+    if (r < 0) {   // not started: the callback will not run
+        rbd_aio_release(c);
+        sink_->completed(op->tag, to_errno(r));
+        delete op;
+    }
+}
+
+void RbdBackend::submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) {
+    if (!check(offset, out.size(), tag)) return;
+    start(new Op{Op::Kind::read, this, tag, offset, out.size(), {out.data(), out.size()}});
+}
+
+void RbdBackend::submit_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, void* tag) {
+    if (!check(offset, data.size(), tag)) return;
+    // librbd only reads from the iovec of a write.
+    iovec iov{const_cast<std::byte*>(data.data()), data.size()};
+    start(new Op{Op::Kind::write, this, tag, offset, data.size(), iov, fua});
+}
+
+void RbdBackend::submit_flush(void* tag) { start(new Op{Op::Kind::flush, this, tag}); }
+
+void RbdBackend::submit_trim(std::uint64_t offset, std::uint64_t length, bool fua, void* tag) {
+    if (!check(offset, length, tag)) return;
+    start(new Op{Op::Kind::trim, this, tag, offset, length, {}, fua});
+}
+
+void RbdBackend::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua,
+                                     void* tag) {
+    if (!check(offset, length, tag)) return;
+    start(new Op{Op::Kind::zero, this, tag, offset, length, {}, fua, may_trim});
+}
+
+}   // namespace nbdsched::backend

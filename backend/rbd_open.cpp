@@ -1,0 +1,161 @@
+// Opening an RBD image: the cluster connection, the image and its exclusive
+// lock (rbd_backend.hpp has the rules).
+#include <cerrno>
+#include <cstring>
+#include <rbd/librbd.h>
+#include <vector>
+
+#include "backend/rbd_backend.hpp"
+#include "backend/rbd_handles.hpp"
+#include "common/units.hpp"
+
+namespace nbdsched::backend {
+
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+
+// "client.4235 at 127.0.0.1:0/3123" for each owner of the image's lock: the
+// owner (librbd names it by address) with the client id of its watch.
+std::string lock_holders(rbd_image_t image) {
+    rbd_lock_mode_t mode;
+    std::vector<char*> owners(8);
+    std::size_t count = owners.size();
+    if (rbd_lock_get_owners(image, &mode, owners.data(), &count) < 0 || count == 0) return "an unknown client";
+    std::vector<rbd_image_watcher_t> watchers(64);
+    std::size_t watcher_count = watchers.size();
+    if (rbd_watchers_list(image, watchers.data(), &watcher_count) < 0) watcher_count = 0;
+    std::string out;
+    for (std::size_t i = 0; i < count; ++i) {
+        std::string owner = owners[i];
+        for (std::size_t w = 0; w < watcher_count; ++w)
+            if (owner == watchers[w].addr) owner = "client." + std::to_string(watchers[w].id) + " at " + owner;
+        out += (out.empty() ? "" : ", ") + owner;
+    }
+    if (watcher_count) rbd_watchers_list_cleanup(watchers.data(), watcher_count);
+    rbd_lock_get_owners_cleanup(owners.data(), count);
+    return out;
+}
+
+// Breaks every holder of the image's lock (librbd blocklists each, so a
+// half-dead host cannot write on); 0 or -errno.
+int break_holders(rbd_image_t image) {
+    rbd_lock_mode_t mode;
+    std::vector<char*> owners(8);
+    std::size_t count = owners.size();
+    int r = rbd_lock_get_owners(image, &mode, owners.data(), &count);
+    if (r == -ENOENT) return 0;   // nobody holds it
+    if (r < 0) return r;
+    for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
+    rbd_lock_get_owners_cleanup(owners.data(), count);
+    return r;
+}
+
+// Takes the exclusive lock, or says who has it. A live holder refuses at
+// once; a dead one's lock is taken over by librbd once the cluster has
+// dropped its watch (~30 s), unless break_lock breaks it first.
+bool take_lock(rbd_image_t image, bool break_lock, std::string& error) {
+    std::string holders;
+    if (break_lock) {
+        holders = lock_holders(image);
+        if (int r = break_holders(image); r < 0) {
+            error = "--break-lock: cannot break the lock of " + holders + ": " + errno_text(r);
+            return false;
+        }
+    }
+    int r = rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
+    if (r == 0) return true;
+    if (r != -EROFS && r != -EBUSY) {
+        error = "cannot take the image's exclusive lock: " + errno_text(r);
+        return false;
+    }
+    error = "image is locked by " + lock_holders(image) +
+            " (another nbdsched serving it?); if that host is dead, start with --break-lock";
+    return false;
+}
+
+bool set_option(rados_t cluster, const char* key, unsigned seconds, std::string& error) {
+    if (seconds == 0) return true;
+    int r = rados_conf_set(cluster, key, std::to_string(seconds).c_str());
+    if (r < 0) error = std::string("cannot set ") + key + ": " + errno_text(r);
+    return r == 0;
+}
+
+bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
+    const std::string who = "client." + spec.client;
+    int r = rados_create2(&h.cluster, "ceph", who.c_str(), 0);
+    if (r < 0) {
+        h.cluster = nullptr;
+        error = "cannot create a cluster handle for " + who + ": " + errno_text(r);
+        return false;
+    }
+    r = rados_conf_read_file(h.cluster, spec.ceph_conf.empty() ? nullptr : spec.ceph_conf.c_str());
+    if (r < 0) {
+        error = "cannot read " + (spec.ceph_conf.empty() ? std::string("the Ceph configuration") : spec.ceph_conf) +
+                ": " + errno_text(r);
+        return false;
+    }
+    if (spec.ceph_conf.empty()) rados_conf_parse_env(h.cluster, nullptr);   // $CEPH_ARGS
+    // No librbd cache (as qemu's cache=none): the NBD client has its own,
+    // and without a second writeback cache in the daemon an acknowledged
+    // write is at the OSDs, not only in this host's memory.
+    if ((r = rados_conf_set(h.cluster, "rbd_cache", "false")) < 0) {
+        error = "cannot turn off rbd_cache: " + errno_text(r);
+        return false;
+    }
+    // A cluster that is gone must end in errors, not requests that wait forever.
+    if (!set_option(h.cluster, "rados_osd_op_timeout", spec.osd_op_timeout, error) ||
+        !set_option(h.cluster, "rados_mon_op_timeout", spec.osd_op_timeout, error) ||
+        !set_option(h.cluster, "client_mount_timeout", spec.mount_timeout, error))
+        return false;
+    if ((r = rados_connect(h.cluster)) < 0) {
+        error = "cannot connect to the cluster as " + who + ": " + errno_text(r);
+        return false;
+    }
+    if ((r = rados_ioctx_create(h.cluster, spec.pool.c_str(), &h.io)) < 0) {
+        h.io = nullptr;
+        error = "pool " + spec.pool + ": " + errno_text(r);
+        return false;
+    }
+    rados_ioctx_set_namespace(h.io, spec.rados_namespace.empty() ? nullptr : spec.rados_namespace.c_str());
+    return true;
+}
+
+}   // namespace
+
+RbdBackend::Handles::~Handles() {
+    if (image) rbd_close(image);
+    if (io) rados_ioctx_destroy(io);
+    if (cluster) rados_shutdown(cluster);
+}
+
+std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& error) {
+    std::string name = spec.pool + "/" + (spec.rados_namespace.empty() ? "" : spec.rados_namespace + "/") + spec.image;
+    auto h = std::make_unique<Handles>();
+    auto fail = [&](const std::string& why) {
+        error = "rbd " + name + ": " + why;
+        return nullptr;
+    };
+    if (spec.image.empty()) return fail("no image given");
+    if (!connect(*h, spec, error)) return fail(error);
+    int r = rbd_open(h->io, spec.image.c_str(), &h->image, nullptr);
+    if (r < 0) {
+        h->image = nullptr;
+        return fail("cannot open the image: " + errno_text(r));
+    }
+    if (!take_lock(h->image, spec.break_lock, error)) return fail(error);
+    if ((r = rbd_get_size(h->image, &h->size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
+    if (h->size == 0) return fail("the image is empty (size 0)");
+    return std::unique_ptr<RbdBackend>(new RbdBackend(std::move(h), std::move(name)));
+}
+
+RbdBackend::RbdBackend(std::unique_ptr<Handles> handles, std::string name)
+    : h_(std::move(handles)), name_(std::move(name)) {}
+
+RbdBackend::~RbdBackend() = default;
+
+std::uint64_t RbdBackend::size() const { return h_->size; }
+
+std::string RbdBackend::describe() const { return "rbd " + name_ + " " + format_size(h_->size); }
+
+}   // namespace nbdsched::backend

@@ -1,0 +1,149 @@
+"""Experiment 12, nbdsched in front of Ceph RBD: on one throwaway one-host
+cluster (tests/ceph/cluster.sh: one monitor, one memstore OSD), one image,
+prefilled, served three ways:
+
+  fio-rbd   fio's own rbd engine: librbd inside fio, no NBD (the limit)
+  qemu-nbd  qemu's rbd driver (qemu-block-extra) behind qemu-nbd, fio --ioengine=nbd
+  nbdsched  backend: rbd (librbd's asynchronous API), fio --ioengine=nbd
+
+Workloads: 4k random read and write at 64 in flight, 1 MiB sequential read
+and write at 8 in flight, one job each. The three take turns on each
+workload, in an order rotated between repetitions (interleaved), and a
+server runs only during its turn (nbdsched holds the image's exclusive
+lock). CPU per I/O: the serving process's CPU time over the run divided by
+the I/Os; for fio-rbd, fio's own CPU (librbd runs in it). Medians.
+
+Usage: bench/exp12_rbd.py [--quick] [--reps N] [--runtime S]
+Writes bench/results/exp12-rbd.{json,md}. Not while CI runs (the machine's
+2 cores are the cluster, the server and the client at once)."""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("../tests/lib/python",)]
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.ceph import Cluster  # noqa: E402
+from nbdsched_test.process import cpu_seconds  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+NAME = "exp12-rbd"
+SERVERS = ["fio-rbd", "qemu-nbd", "nbdsched"]
+WORKLOADS = [("randread", "4k", 64), ("randwrite", "4k", 64), ("read", "1M", 8), ("write", "1M", 8)]
+IMAGE_MIB = 256
+
+
+def start(server, tmp, cluster, tag):
+    if server == "nbdsched":
+        dev = {"name": "vol", "backend": "rbd", "pool": "rbd", "image": "img1", "ceph_conf": cluster.conf,
+               "client": "admin", "rotational": False}
+        return servers.start_nbdsched(tmp, tag, [dev], [{"name": "x", "device": "vol"}])
+    if server == "qemu-nbd":
+        return servers.start_qemu_nbd(tmp, tag, f"rbd:rbd/img1:conf={cluster.conf}:id=admin",
+                                      extra=["--cache=none"])
+    return None
+
+
+def run_one(server, workload, tmp, cluster, runtime, tag):
+    rw, bs, depth = workload
+    opts = {"rw": rw, "bs": bs, "iodepth": depth, "time_based": True, "runtime": runtime, "ramp_time": 1,
+            "size": f"{IMAGE_MIB}M"}
+    srv = start(server, tmp, cluster, tag)
+    try:
+        if srv:
+            job = {"ioengine": "nbd", "uri": srv.uri("x")}
+            cpu0 = cpu_seconds(srv.pid)
+        else:
+            job = {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": "img1"}
+        os.environ["CEPH_CONF"] = cluster.conf   # fio's rbd engine has no config-file option
+        children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r = fio.run(opts, [("job", job)], timeout=runtime * 4 + 60)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        s = r.summary()
+        # Over the ramp-up too, so the I/Os are scaled to ramp + runtime.
+        if srv:
+            cpu = cpu_seconds(srv.pid) - cpu0
+        else:   # fio with librbd's threads, all of its process (reaped: RUSAGE_CHILDREN)
+            cpu = (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
+        ios = s["ios"] * (runtime + 1) / runtime
+        return {"iops": s["iops"], "mib_s": s["bw_mib"], "lat_us": s["lat_us"], "p99_us": s["p99_us"],
+                "cpu_us_per_io": cpu / ios * 1e6 if ios else 0.0}
+    finally:
+        if srv:
+            srv.stop()
+
+
+def prefill(cluster):
+    env = dict(os.environ, CEPH_CONF=cluster.conf)
+    subprocess.run(["fio", "--name=fill", "--ioengine=rbd", "--clientname=admin", "--pool=rbd", "--rbdname=img1",
+                    "--rw=write", "--bs=4M", "--iodepth=8", f"--size={IMAGE_MIB}M"],
+                   env=env, check=True, capture_output=True, timeout=300)
+
+
+def report(results, args, elapsed):
+    lines = [f"# Experiment 12: nbdsched + RBD against fio's rbd engine and qemu-nbd", "",
+             f"One-host cluster (1 mon, 1 memstore OSD), one {IMAGE_MIB} MiB image, prefilled; "
+             f"{args.reps} interleaved repetitions of {args.runtime} s (+1 s ramp), medians; "
+             f"run took {elapsed:.0f} s. `bench/exp12_rbd.py --reps {args.reps} --runtime {args.runtime}`.", "",
+             "| workload | server | IOPS | MiB/s | mean lat µs | p99 µs | CPU µs/I/O | vs fio-rbd | vs qemu-nbd |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for wl in WORKLOADS:
+        key = f"{wl[0]} {wl[1]} qd{wl[2]}"
+        med = {s: {m: statistics.median(r[m] for r in results[key][s]) for m in results[key][s][0]}
+               for s in SERVERS}
+        for s in SERVERS:
+            m = med[s]
+            lines.append(f"| {key} | {s} | {m['iops']:.0f} | {m['mib_s']:.1f} | {m['lat_us']:.0f} | "
+                         f"{m['p99_us']:.0f} | {m['cpu_us_per_io']:.1f} | "
+                         f"{m['iops'] / med['fio-rbd']['iops']:.2f}x | {m['iops'] / med['qemu-nbd']['iops']:.2f}x |")
+    lines += ["", "CPU µs/I/O: the serving process (nbdsched, qemu-nbd; librbd runs inside each) or, for "
+              "fio-rbd, the whole fio process (fio and librbd); the NBD servers' client (fio's nbd engine) "
+              "is not counted."]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--runtime", type=int, default=5)
+    args = ap.parse_args()
+    if args.quick:
+        args.reps, args.runtime = 1, 2
+    if os.path.exists("/work/notes/CI-RUNNING"):
+        sys.exit("CI is running: not benchmarking now")
+    t0 = time.monotonic()
+    results = {}
+    tmp = TempDir("exp12")
+    try:
+        with Cluster(tmp.path, [f"img1:{IMAGE_MIB}M"]) as cluster:
+            prefill(cluster)
+            for rep in range(args.reps):
+                for i, wl in enumerate(WORKLOADS):
+                    key = f"{wl[0]} {wl[1]} qd{wl[2]}"
+                    order = SERVERS[(rep + i) % 3:] + SERVERS[:(rep + i) % 3]
+                    for s in order:
+                        r = run_one(s, wl, tmp.path, cluster, args.runtime, f"{s}-{rep}-{i}")
+                        results.setdefault(key, {}).setdefault(s, []).append(r)
+                        print(f"rep {rep} {key} {s}: {r['iops']:.0f} IOPS, {r['mib_s']:.1f} MiB/s, "
+                              f"{r['cpu_us_per_io']:.1f} µs CPU/IO", flush=True)
+    finally:
+        tmp.remove()
+    text = report(results, args, time.monotonic() - t0)
+    out = os.path.join(RESULTS, "quick" if args.quick else "", NAME)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out + ".json", "w") as f:
+        json.dump(results, f, indent=1)
+    with open(out + ".md", "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+// devices[] with backend: rbd: the image and how to reach its cluster.
+#include <algorithm>
+
+#include "backend/factory.hpp"
+#include "config/parsers.hpp"
+
+namespace nbdsched::config::detail {
+
+namespace {
+
+// An hour: past that a "timeout" is a typo for "wait forever" (0).
+constexpr std::uint64_t max_timeout_seconds = 3600;
+
+// Pool, image and namespace names end up in RADOS object names: no '/' or '@'
+// (the rbd tool's pool/image@snap syntax), no control characters.
+std::optional<std::string> read_rados_name(Reader& r, const Field& f, bool may_be_empty) {
+    auto v = r.string(f);
+    if (!v) return std::nullopt;
+    if (v->empty() && !may_be_empty) {
+        r.error(f, "empty name");
+        return std::nullopt;
+    }
+    if (std::any_of(v->begin(), v->end(), [](char c) { return c == '/' || c == '@' || static_cast<unsigned char>(c) < 0x20; })) {
+        r.error(f, "'" + *v + "': a name without '/', '@' or control characters");
+        return std::nullopt;
+    }
+    return v;
+}
+
+}   // namespace
+
+bool is_rbd_key(std::string_view key) {
+    return std::find(std::begin(rbd_keys), std::end(rbd_keys), key) != std::end(rbd_keys);
+}
+
+void read_rbd_key(Reader& r, const Field& f, backend::RbdSpec& rbd) {
+    const std::string& k = f.key;
+    if (k == "pool") {
+        if (auto v = read_rados_name(r, f, false)) rbd.pool = *v;
+    } else if (k == "image") {
+        if (auto v = read_rados_name(r, f, false)) rbd.image = *v;
+    } else if (k == "namespace") {
+        if (auto v = read_rados_name(r, f, true)) rbd.rados_namespace = *v;
+    } else if (k == "client") {
+        if (auto v = read_rados_name(r, f, false)) rbd.client = *v;
+    } else if (k == "ceph_conf") {
+        if (auto v = r.string(f)) {
+            if (v->empty()) r.error(f, "empty path");
+            rbd.ceph_conf = *v;
+        }
+    } else if (k == "osd_op_timeout") {
+        if (auto v = r.integer(f, 0, max_timeout_seconds)) rbd.osd_op_timeout = static_cast<unsigned>(*v);
+    } else if (k == "mount_timeout") {
+        if (auto v = r.integer(f, 0, max_timeout_seconds)) rbd.mount_timeout = static_cast<unsigned>(*v);
+    }
+}
+
+void check_rbd(Reader& r, Parsed<Device>& p, const Origin& required_by) {
+    if (!backend::rbd_available())
+        r.error(p.where("backend"), p.key("backend"),
+                "rbd is not built into this nbdsched (build it with librbd-dev installed, meson -Drbd=enabled)");
+    if (p.at.count("image") == 0)
+        r.error(required_by, p.key("image"), "missing: an rbd device needs an image (e.g. image: vol1)");
+    for (const char* key : {"size", "path", "direct"})
+        if (p.at.count(key))
+            r.error(p.where(key), p.key(key),
+                    std::string("not for backend: rbd") + (key[0] == 's' ? " (the size is the image's)" : ""));
+}
+
+}   // namespace nbdsched::config::detail

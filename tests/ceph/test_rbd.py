@@ -1,0 +1,159 @@
+"""backend: rbd on a real one-host cluster (tests/ceph/cluster.sh), one
+cluster for the whole file:
+  - the export's size is the image's; writes (plain, FUA), FLUSH, TRIM and
+    WRITE_ZEROES read back through nbdsched and through `rbd export` (so the
+    data is in the cluster, not only in the daemon);
+  - one writer per image: a second daemon on the image does not start and
+    names the lock's holder; with --break-lock it starts, serves the data,
+    and the first daemon's writes fail (its client is blocklisted);
+  - the cluster gone: a FUA write fails with EIO after the device's
+    osd_op_timeout instead of hanging, the daemon's RAM device keeps
+    serving meanwhile, and the daemon still stops on SIGTERM.
+"""
+import os
+import subprocess
+import sys
+import time
+
+import nbd
+
+from nbdsched_test.ceph import Cluster, rbd_config
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.patterns import pattern
+from nbdsched_test.tempdir import TempDir
+from nbdsched_test.verdict import Checks
+
+MiB = 1 << 20
+# A write and a flush: they must reach the OSD (a read may come from
+# librbd's cache, or be answered from the object map without the cluster).
+WRITE_ONE = """import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+try:
+    h.pwrite(bytes(4096), 32 << 20, nbd.CMD_FLAG_FUA)
+except nbd.Error as e:
+    sys.exit(f"write failed: {e} (errno {e.errno})")
+"""
+TIMEOUT = 2   # osd_op_timeout of the daemon that sees the cluster go
+
+
+def config(conf, **rbd_keys):
+    return (f"devices:\n  - {rbd_config('vol', 'img1', conf, scheduler='bfq', rotational='false', **rbd_keys)}\n"
+            "  - {name: mem, backend: ram, size: 16MiB}\n"
+            "exports:\n  - {name: vol1, device: vol}\n  - {name: mem, device: mem}\n")
+
+
+def connect(d, export):
+    h = nbd.NBD()
+    h.connect_uri(d.uri(export))
+    return h
+
+
+def rbd_bytes(cluster, offset, length):
+    out = subprocess.run(["rbd", "-c", cluster.conf, "export", "rbd/img1", "-"], capture_output=True,
+                         timeout=60, check=True).stdout
+    return out[offset:offset + length]
+
+
+def io_checks(c, cluster, d):
+    h = connect(d, "vol1")
+    c.check("size is the image's (64 MiB)", h.get_size() == 64 * MiB, str(h.get_size()))
+    h.pwrite(pattern(0, 1 * MiB, seed=3), 0)
+    h.pwrite(pattern(8 * MiB, 64 << 10, seed=4), 8 * MiB, nbd.CMD_FLAG_FUA)
+    h.pwrite(pattern(16 * MiB, 1 * MiB, seed=5), 16 * MiB)
+    h.trim(256 << 10, 16 * MiB)
+    h.zero(128 << 10, 16 * MiB + (512 << 10))
+    h.zero(64 << 10, 16 * MiB + (768 << 10), nbd.CMD_FLAG_NO_HOLE)   # written zeros, not a hole
+    h.flush()
+    c.check("plain write reads back", h.pread(1 * MiB, 0) == pattern(0, 1 * MiB, seed=3))
+    c.check("FUA write reads back", h.pread(64 << 10, 8 * MiB) == pattern(8 * MiB, 64 << 10, seed=4))
+    expect = bytearray(pattern(16 * MiB, 1 * MiB, seed=5))
+    expect[:256 << 10] = bytes(256 << 10)
+    expect[512 << 10:640 << 10] = bytes(128 << 10)
+    expect[768 << 10:832 << 10] = bytes(64 << 10)
+    c.check("TRIM and WRITE_ZEROES read as zeros, the rest kept", h.pread(1 * MiB, 16 * MiB) == expect)
+    c.check("the cluster has the data (rbd export)",
+            rbd_bytes(cluster, 8 * MiB, 64 << 10) == pattern(8 * MiB, 64 << 10, seed=4))
+    c.check("ctl stats count the device's writes", d.device(d.stats(), "vol")["counters"]["writes"] >= 3)
+    return h
+
+
+def lock_checks(c, cluster, tmp, first_handle):
+    """The breaker daemon (with --break-lock), serving the image now."""
+    second = tmp.file("second")
+    os.mkdir(second)
+    try:
+        Daemon(config(cluster.conf), "second", workdir=second).stop()
+        c.check("a second daemon on the image does not start", False)
+    except RuntimeError as e:
+        text = str(e)
+        c.check("a second daemon on the image does not start", "exited with status" in text, text[-400:])
+        c.check("its error names the holder and says --break-lock",
+                "locked by client." in text and "--break-lock" in text, text[-400:])
+    breaker = Daemon(config(cluster.conf, osd_op_timeout=TIMEOUT), "breaker", workdir=second, args=["--break-lock"])
+    h = connect(breaker, "vol1")
+    c.check("--break-lock: the new daemon serves the image's data", h.pread(1 * MiB, 0) == pattern(0, 1 * MiB, seed=3))
+    try:
+        first_handle.pwrite(b"x" * 4096, 0)
+        first_handle.flush()
+        c.check("the broken holder's writes fail", False)
+    except nbd.Error as e:
+        c.check("the broken holder's writes fail", True, str(e))
+    c.check("and did not reach the image", h.pread(4096, 0) == pattern(0, 4096, seed=3))
+    h.shutdown()
+    return breaker
+
+
+def cluster_gone_checks(c, cluster, d):
+    mem = connect(d, "mem")
+    cluster.stop()
+    t0 = time.monotonic()
+    # In a child: a request that hangs must not hang the test.
+    child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("vol1")],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    served = 0
+    while child.poll() is None and time.monotonic() - t0 < TIMEOUT + 20:
+        mem.pwrite(pattern(served * 4096, 4096), served * 4096)
+        served += mem.pread(4096, served * 4096) == pattern(served * 4096, 4096)
+        time.sleep(0.05)
+    waited = time.monotonic() - t0
+    if child.poll() is None:
+        child.kill()
+    out = child.communicate()[0]
+    c.check(f"cluster gone: a FUA write fails within osd_op_timeout ({TIMEOUT} s) + slack",
+            child.returncode not in (0, None) and TIMEOUT - 1 < waited < TIMEOUT + 15,
+            f"{waited:.1f} s, exit {child.returncode}")
+    c.check("... with EIO", "EIO" in out, out.strip()[-200:])
+    c.check("the RAM device kept serving meanwhile", served >= 10, f"{served} write+read rounds")
+    t0 = time.monotonic()
+    status = d.stop()
+    c.check("the daemon stops on SIGTERM with its cluster gone", status == 0 and time.monotonic() - t0 < 20,
+            f"status {status}, {time.monotonic() - t0:.1f} s")
+
+
+def main():
+    c = Checks()
+    tmp = TempDir("rbd")
+    daemons = []
+    try:
+        with Cluster(tmp.path, ["img1:64M"]) as cluster:
+            try:
+                daemons.append(Daemon(config(cluster.conf), "first", workdir=tmp.path))
+                handle = io_checks(c, cluster, daemons[0])
+                daemons.append(lock_checks(c, cluster, tmp, handle))
+                cluster_gone_checks(c, cluster, daemons[1])
+            except BaseException:
+                c.failed.append("exception")
+                raise
+            finally:
+                for d in daemons:   # while the cluster is up: a daemon flushes as it stops
+                    if c.failed:
+                        d.print_log_tail()
+                    d.stop(timeout=10)
+    finally:
+        tmp.remove()
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()

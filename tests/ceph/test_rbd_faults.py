@@ -1,0 +1,90 @@
+"""An OSD paused (SIGSTOP) for 10 s under load, on a real one-host cluster:
+  - fio's random writes on a device without osd_op_timeout wait and then
+    complete: no error, and fio's worst latency shows the pause;
+  - the stall shows in `ctl stats` while it lasts: requests in flight,
+    none completed between two looks 2 s apart;
+  - on a device with osd_op_timeout: 3, a FUA write issued during the pause
+    fails with EIO after about the timeout, before the OSD is back.
+"""
+import signal
+import subprocess
+import sys
+import time
+
+from nbdsched_test import fio
+from nbdsched_test.ceph import Cluster, rbd_config
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.tempdir import TempDir
+from nbdsched_test.verdict import Checks
+
+PAUSE = 10
+TIMEOUT = 3
+WRITE_ONE = """import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+try:
+    h.pwrite(bytes(4096), 0, nbd.CMD_FLAG_FUA)
+except nbd.Error as e:
+    sys.exit(f"write failed: {e} (errno {e.errno})")
+"""
+
+
+def config(conf):
+    return ("devices:\n"
+            f"  - {rbd_config('waits', 'img1', conf, scheduler='bfq', rotational='false')}\n"
+            f"  - {rbd_config('fails', 'img2', conf, rotational='false', osd_op_timeout=TIMEOUT)}\n"
+            "exports:\n  - {name: waits, device: waits}\n  - {name: fails, device: fails}\n")
+
+
+def counters(d):
+    return d.device(d.stats(), "waits")["counters"]
+
+
+def main():
+    fio.require_nbd_engine()
+    c = Checks()
+    tmp = TempDir("rbd-faults")
+    try:
+        with Cluster(tmp.path, ["img1:64M", "img2:64M"]) as cluster, \
+                Daemon(config(cluster.conf), "faults", workdir=tmp.path) as d:
+            job = {"ioengine": "nbd", "uri": d.uri("waits"), "rw": "randwrite", "bs": "4k", "iodepth": 8,
+                   "size": "32M", "time_based": True, "runtime": PAUSE + 4}
+            with fio.start(job, [("writer", {})]) as running:
+                time.sleep(2)
+                before = counters(d)
+                cluster.signal_osd(signal.SIGSTOP)
+                paused = time.monotonic()
+                child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("fails")],
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                time.sleep(1.5)
+                s1 = counters(d)
+                time.sleep(2)
+                s2 = counters(d)
+                c.check("the stall shows in ctl stats: requests in flight, none completed in 2 s",
+                        s2["in_flight"] > 0 and s2["requests"] == s1["requests"],
+                        f"in_flight {s2['in_flight']}, completed {s1['requests']} -> {s2['requests']}")
+                out = child.communicate(timeout=PAUSE + 20)[0]
+                failed_after = time.monotonic() - paused
+                c.check(f"osd_op_timeout {TIMEOUT}: the FUA write fails with EIO before the OSD is back",
+                        child.returncode != 0 and "EIO" in out and failed_after < PAUSE,
+                        f"{failed_after:.1f} s: {out.strip()[-120:]}")
+                time.sleep(max(0.0, PAUSE - (time.monotonic() - paused)))
+                cluster.signal_osd(signal.SIGCONT)
+                result = running.finish(timeout=60)
+            after = counters(d)
+            write = result.jobs[0]["write"]
+            worst = write["lat_ns"]["max"] / 1e9
+            c.check("fio: no error through the pause", result.jobs[0]["error"] == 0)
+            c.check("fio's worst latency shows the pause", worst > PAUSE - 2, f"{worst:.1f} s")
+            c.check("writes went on after the pause", after["requests"] > s2["requests"] and after["errors"] == 0,
+                    f"completed {s2['requests']} -> {after['requests']}, errors {after['errors']}")
+            print(f"fio: {write['iops']:.0f} IOPS over the run; device completed {before['requests']} before the pause")
+            if c.failed:
+                d.print_log_tail()
+    finally:
+        tmp.remove()
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""A throwaway Ceph cluster (tests/ceph/cluster.sh) for the RBD tests and
+bench/exp12: `with Cluster(tmp, images) as c:` starts one monitor and one
+OSD, c.conf is its ceph.conf, c.rbd(...) runs the rbd tool on it, and the
+daemons are stopped at the end. Where Ceph cannot start (packages missing,
+a monitor that does not come up) the test SKIPs with the reason."""
+import os
+import signal
+import subprocess
+
+from .verdict import skip
+
+SCRIPT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "ceph", "cluster.sh"))
+
+
+def rbd_config(name, image, conf, **keys):
+    """A devices[] entry for backend: rbd, as YAML flow text."""
+    extra = "".join(f", {k}: {v}" for k, v in keys.items())
+    return f"{{name: {name}, backend: rbd, pool: rbd, image: {image}, ceph_conf: {conf}, client: admin{extra}}}"
+
+
+class Cluster:
+    def __init__(self, workdir, images=("img1:256M",), extra_conf=""):
+        self.dir = os.path.join(workdir, "ceph")
+        self.conf = os.path.join(self.dir, "ceph.conf")
+        env = dict(os.environ, CEPH_EXTRA_CONF=extra_conf)
+        r = subprocess.run([SCRIPT, "start", self.dir, *images], capture_output=True, text=True, env=env,
+                           timeout=120)
+        if r.returncode == 77:
+            skip(r.stdout.strip().removeprefix("SKIP: "))
+        if r.returncode != 0:
+            tail = self._log_tail()
+            self.stop()
+            skip(f"the test cluster did not start ({r.stderr.strip()})\n{tail}")
+        print(r.stdout.splitlines()[0])
+
+    def _log_tail(self):
+        out = ""
+        for name in ("mon.a.out", "osd.0.out", "mon.a.log", "osd.0.log"):
+            try:
+                with open(os.path.join(self.dir, name), errors="replace") as f:
+                    out += f"--- {name}\n" + "".join(f.readlines()[-10:])
+            except OSError:
+                pass
+        return out
+
+    def env(self):
+        return dict(os.environ, CEPH_CONF=self.conf)
+
+    def rbd(self, *args, timeout=30):
+        """Runs `rbd ARGS` on this cluster; its stdout (raises on failure)."""
+        r = subprocess.run(["rbd", "-c", self.conf, *args], capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            raise AssertionError(f"rbd {' '.join(args)}: exit {r.returncode}: {r.stderr}")
+        return r.stdout
+
+    def pids(self):
+        """{"mon.a": pid, "osd.0": pid}, in start order (cluster.sh's pids file)."""
+        with open(os.path.join(self.dir, "pids")) as f:
+            return dict(zip(("mon.a", "osd.0"), (int(p) for p in f.read().split())))
+
+    def signal_osd(self, sig=signal.SIGSTOP):
+        os.kill(self.pids()["osd.0"], sig)
+
+    def stop(self):
+        subprocess.run([SCRIPT, "stop", self.dir], timeout=60)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.signal_osd(signal.SIGCONT)   # a paused OSD cannot stop
+        except (OSError, KeyError, ValueError):
+            pass
+        self.stop()
