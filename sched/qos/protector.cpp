@@ -65,7 +65,8 @@ Protector::Verdict Protector::judge(QosGroupStats& stats) {
         if ((reserve_iops_ > 0 && served < iops * 1.1 + 1) || (reserve_bps_ > 0 && served_bytes < bytes * 1.1))
             met = false;
     }
-    return missed ? Verdict::missed : met ? Verdict::met : Verdict::hold;
+    return missed ? Verdict::missed : met ? Verdict::met
+                                          : Verdict::hold;
 }
 
 void Protector::roll(Time now, QosGroupStats& stats) {

@@ -47,7 +47,7 @@ private:
     Time window_start_{};
     std::vector<std::int64_t> samples_;
     std::uint64_t served_ = 0, served_bytes_ = 0;   // dispatched in this window
-    Nanos active_{0};                                 // time with requests outstanding in this window
+    Nanos active_{0};                               // time with requests outstanding in this window
 };
 
 }   // namespace nbdsched::sched::qos

@@ -91,8 +91,8 @@ private:
     std::map<GroupId, Group> groups_;   // ordered: ties break the same way every run
     std::unordered_map<RequestId, Track> tracks_;
     std::unordered_map<QueueId, EntityStats> direct_queues_;
-    bool active_ = false;   // some group has a setting
-    std::size_t held_ = 0;  // gated + ready, all groups
+    bool active_ = false;    // some group has a setting
+    std::size_t held_ = 0;   // gated + ready, all groups
     std::size_t direct_in_flight_ = 0;
     Time last_{};
 };

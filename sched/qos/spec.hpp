@@ -22,10 +22,10 @@ struct Rate {
 inline constexpr Nanos default_burst = std::chrono::milliseconds(100);
 
 struct GroupQos {
-    Rate reserve;                    // served ahead of the policy while below it
-    Rate limit;                      // never more than this (like cgroup v2 io.max)
-    Nanos burst = default_burst;     // what the limit lets through at once: burst * rate
-    Nanos latency_target{0};         // 0 = none; like io.latency: others yield while its p90 misses
+    Rate reserve;                  // served ahead of the policy while below it
+    Rate limit;                    // never more than this (like cgroup v2 io.max)
+    Nanos burst = default_burst;   // what the limit lets through at once: burst * rate
+    Nanos latency_target{0};       // 0 = none; like io.latency: others yield while its p90 misses
     bool any() const { return reserve.set() || limit.set() || latency_target.count() > 0; }
     bool operator==(const GroupQos&) const = default;
 };

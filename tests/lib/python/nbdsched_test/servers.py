@@ -9,10 +9,11 @@ from .process import Server, free_port
 
 
 def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_level="warn", limits=None,
-                   tls_psk=None):
+                   tls_psk=None, control=False):
     """devices/exports/groups are lists of dicts in the configuration's
     schema; `config` on the result is the dict as written (for reports).
-    tls_psk: (identity, psk_file): its listeners require TLS with that key."""
+    tls_psk: (identity, psk_file): its listeners require TLS with that key.
+    control: with a control socket (srv.control, for `nbdsched ctl`)."""
     cfg = {"devices": devices, "exports": exports, "log_level": log_level}
     if groups:
         cfg["groups"] = groups
@@ -20,7 +21,7 @@ def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_l
         cfg["limits"] = limits
     if tls_psk:
         cfg["tls"] = {"psk_file": tls_psk[1]}
-    srv = Daemon(cfg, tag, workdir=workdir, tcp=tcp, control=False,
+    srv = Daemon(cfg, tag, workdir=workdir, tcp=tcp, control=control,
                  listen_options={"tls": "require"} if tls_psk else None)
     srv.config = {"listen": srv._listen(), **cfg}
     srv.tls = tls_psk
