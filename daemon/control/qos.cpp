@@ -1,6 +1,7 @@
 #include "daemon/control/qos.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <spdlog/spdlog.h>
 
 #include "sched/qos/qos_scheduler.hpp"
@@ -18,7 +19,10 @@ void excess(std::vector<std::string>& out, const Device& dev, const char* what, 
             bool bytes) {
     if (capacity <= 0 || sum <= capacity) return;
     auto show = [&](double v) {
-        return bytes ? format_size(std::uint64_t(v)) + "/s" : std::to_string(std::llround(v)) + " IOPS";
+        if (!bytes) return std::to_string(std::llround(v)) + " IOPS";
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1fMiB/s", v / double(1 << 20));
+        return std::string(buf);
     };
     out.push_back("device " + dev.name() + ": " + what + " reservations add up to " + show(sum) + ", " +
                   show(sum - capacity) + " (" + std::to_string(std::llround((sum - capacity) * 100 / capacity)) +

@@ -90,6 +90,13 @@ std::string ms_text(const Json& v) {
     return buf;
 }
 
+// "reserve 60 IOPS, limit -, target 50ms" for `ctl list`.
+std::string qos_text(const Json& q) {
+    const Json& target = at(q, "latency_target_ms");
+    return "reserve " + rate_text(at(q, "reserve")) + ", limit " + rate_text(at(q, "limit")) + ", target " +
+           (target.is_number() && target.get<double>() > 0 ? ms_text(target) : "-");
+}
+
 // The groups with reserve/limit/latency_target: settings and what they did.
 std::string render_qos(const Json& groups) {
     Table t({"qos", "reserve", "limit", "target", "throttled", "delayed", "below floor", "floor disp", "lat misses",
@@ -136,10 +143,7 @@ std::string render_list(const Json& reply) {
     Table groups({"group", "weight", "qos"});
     for (const auto& g : at(reply, "groups"))
         groups.add({num(at(g, "name")), num(at(g, "weight")) + (flag(at(g, "from_cgroup")) ? " (cgroup)" : ""),
-                    g.contains("qos") ? "reserve " + rate_text(at(g["qos"], "reserve")) + ", limit " +
-                                            rate_text(at(g["qos"], "limit")) + ", target " +
-                                            ms_text(at(g["qos"], "latency_target_ms"))
-                                      : ""});
+                    g.contains("qos") ? qos_text(at(g, "qos")) : ""});
     out += groups.str("  ");
     for (const auto& d : at(reply, "devices")) {
         out += "device " + num(at(d, "name")) + ": scheduler " + num(at(d, "scheduler")) + ", " +

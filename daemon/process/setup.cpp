@@ -55,8 +55,8 @@ timing::Capacity profile_capacity(const config::Device& dev, std::uint64_t size)
     auto model = timing::make_model(dev.profile, dev.profile_params, why);
     if (!model) return {};
     auto c = timing::measure_capacity(*model, size);
-    spdlog::info("device {}: {} profile serves {:.0f} IOPS of 4KiB random reads, {}/s of 1MiB ones", dev.name,
-                 dev.profile, c.iops, format_size(std::uint64_t(c.bps)));
+    spdlog::info("device {}: {} profile serves {:.0f} IOPS of 4KiB random reads, {:.1f}MiB/s of 1MiB ones", dev.name,
+                 dev.profile, c.iops, c.bps / double(1 << 20));
     return c;
 }
 
