@@ -25,7 +25,8 @@ bool put_settings(const std::string& cmd, const std::vector<std::string>& settin
         if (s == "off") continue;
         auto eq = s.find('=');
         std::string key = s.substr(0, eq), value = eq == std::string::npos ? "" : s.substr(eq + 1);
-        if (key == "iops" && !value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
+        if (key == "iops" && !value.empty() && value.size() <= 18 &&
+            value.find_first_not_of("0123456789") == std::string::npos) {
             req["iops"] = std::stoull(value);
         } else if (key == "bps" && !value.empty()) {
             req["bps"] = value;

@@ -149,6 +149,7 @@ std::optional<Request> QosScheduler::dispatch(Time now) {
 }
 
 void QosScheduler::complete(RequestId id, Time now) {
+    if (tracks_.empty()) return inner_->complete(id, now);   // nothing of ours in flight: no lookup
     auto t = tracks_.find(id);
     if (t == tracks_.end()) {
         inner_->complete(id, now);
