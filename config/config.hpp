@@ -12,6 +12,7 @@
 #include "backend/spec.hpp"
 #include "common/fault_rule.hpp"
 #include "common/units.hpp"
+#include "sched/qos/spec.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::config {
@@ -116,6 +117,7 @@ struct Group {
     std::string name;
     unsigned weight = 100;             // 1..1000
     bool weight_from_cgroup = false;   // weight: from-cgroup
+    sched::qos::GroupQos qos;          // reserve, limit, latency_target (docs/qos.md)
     Origin origin;
 };
 

@@ -41,8 +41,9 @@ std::optional<std::string> read_name(Reader& r, const Field& field) {
 std::optional<Parsed<Group>> parse_group(Reader& r, const Field& item) {
     Parsed<Group> p(item);
     Group& g = p.value;
-    bool ok = r.read_map(item, {"name", "weight"}, [&](const Field& f) {
+    bool ok = r.read_map(item, {"name", "weight", "reserve", "limit", "latency_target"}, [&](const Field& f) {
         p.at[f.key] = f.at;
+        if (parse_qos_key(r, f, p)) return;
         if (f.key == "name") {
             if (auto v = read_name(r, f)) g.name = *v;
         } else if (f.value.IsScalar() && f.value.Scalar() == "from-cgroup") {
@@ -55,6 +56,7 @@ std::optional<Parsed<Group>> parse_group(Reader& r, const Field& item) {
         }
     });
     if (!ok) return std::nullopt;
+    check_qos(r, p);
     return named(r, item, p, "group");
 }
 

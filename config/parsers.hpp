@@ -76,6 +76,10 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item);
 std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item);
 std::optional<Parsed<Group>> parse_group(Reader& r, const Field& item);
 std::optional<Parsed<Rule>> parse_rule(Reader& r, const Field& item);
+// groups[].reserve/limit/latency_target into p.value.qos; false: not one of them.
+bool parse_qos_key(Reader& r, const Field& f, Parsed<Group>& p);
+// Settings that contradict each other (a limit below the reservation).
+void check_qos(Reader& r, const Parsed<Group>& p);
 
 // Device details checked once the whole entry is read (keys come in any order).
 void check_scheduler(Reader& r, const std::string& path, Device& device, const std::optional<Field>& scheduler,

@@ -23,12 +23,26 @@ struct GroupStats : EntityStats {
     unsigned weight = 0;
 };
 
+// What the QoS layer (sched/qos) did for a group with a reserve, limit or
+// latency target.
+struct QosGroupStats {
+    Nanos throttled_time{};                  // time with requests held back by the limit
+    std::uint64_t limit_delayed = 0;         // requests the limit held back
+    Nanos below_reservation{};               // time active and owed service below the floor
+    std::uint64_t reserved_dispatches = 0;   // dispatched ahead of the policy for the floor
+    std::uint64_t latency_windows = 0;       // windows judged against the latency target
+    std::uint64_t latency_misses = 0;        // of those, windows whose p90 missed it
+    Nanos last_p90{};                        // the last judged window's p90
+    unsigned depth_cap = 0;                  // outstanding requests it allows unprotected groups
+};
+
 struct SchedulerStats {
     EntityStats device;
     std::map<GroupId, GroupStats> groups;
     std::map<QueueId, EntityStats> queues;
-    bool hw_tag = false;   // device detected as queueing (NCQ)
-    bool idling = false;   // an idle timer is armed right now
+    std::map<GroupId, QosGroupStats> qos;   // groups with QoS settings (sched/qos)
+    bool hw_tag = false;                    // device detected as queueing (NCQ)
+    bool idling = false;                    // an idle timer is armed right now
 };
 
 }   // namespace nbdsched::sched

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/factory.hpp"
+#include "daemon/control/qos.hpp"
 #include "sched/tunable_spec.hpp"
 
 namespace nbdsched::daemon::control {
@@ -117,7 +118,8 @@ Json handle_command(const Json& request, DaemonState& state) {
     if (cmd == "set") return tunable_command(request, state, true);
     if (cmd == "weight") return weight_command(request, state);
     if (cmd == "faults") return faults_command(request, state);
-    return fail("unknown command '" + cmd + "' (list, stats, get, set, weight, faults)");
+    if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") return qos_command(request, state);
+    return fail("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target)");
 }
 
 std::string handle_line(const std::string& line, DaemonState& state) {

@@ -1,5 +1,6 @@
 // `nbdsched ctl --socket PATH <list | get DEV TUNABLE | set DEV TUNABLE VALUE
-//  | weight GROUP N | stats | faults DEV [on|off]> [--json]`
+//  | weight GROUP N | stats | faults DEV [on|off] | reserve GROUP [iops=N] [bps=SIZE]
+//  | limit GROUP [iops=N] [bps=SIZE] [burst=DURATION] | latency-target GROUP DURATION|off> [--json]`
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -13,9 +14,32 @@ namespace {
 struct CtlArgs {
     std::string socket;
     bool json = false;
-    std::string device, tunable, value, group, faults_switch;
+    std::string device, tunable, value, group, faults_switch, target;
+    std::vector<std::string> settings;   // reserve/limit: key=value
     unsigned weight = 0;
 };
+
+// "iops=200 bps=20MiB burst=100ms" (or nothing / "off": none) into the request.
+bool put_settings(const std::string& cmd, const std::vector<std::string>& settings, Json& req) {
+    for (const auto& s : settings) {
+        if (s == "off") continue;
+        auto eq = s.find('=');
+        std::string key = s.substr(0, eq), value = eq == std::string::npos ? "" : s.substr(eq + 1);
+        if (key == "iops" && !value.empty() && value.size() <= 18 &&
+            value.find_first_not_of("0123456789") == std::string::npos) {
+            req["iops"] = std::stoull(value);
+        } else if (key == "bps" && !value.empty()) {
+            req["bps"] = value;
+        } else if (key == "burst" && cmd == "limit" && !value.empty()) {
+            req["burst"] = value;
+        } else {
+            std::cerr << "nbdsched ctl " << cmd << ": bad setting '" << s << "' (iops=N, bps=SIZE"
+                      << (cmd == "limit" ? ", burst=DURATION" : "") << ", or off)\n";
+            return false;
+        }
+    }
+    return true;
+}
 
 int print_reply(const std::string& cmd, const Json& reply, bool json) {
     if (!reply.value("ok", false)) {
@@ -32,6 +56,8 @@ int print_reply(const std::string& cmd, const Json& reply, bool json) {
         std::cout << render_stats(reply);
     } else if (cmd == "faults") {
         std::cout << render_faults(reply);
+    } else if (reply.contains("warnings")) {
+        for (const auto& w : reply["warnings"]) std::cerr << "warning: " << w.get<std::string>() << "\n";
     } else if (reply.contains("value")) {
         std::cout << reply["value"].get<std::string>() << "\n";
     }
@@ -63,7 +89,17 @@ int run_ctl(int argc, char** argv) {
     faults->add_option("device", a.device)->required();
     faults->add_option("switch", a.faults_switch, "off: inject nothing; on: the configured rules again")
         ->check(CLI::IsMember({"on", "off"}));
-    for (auto* sub : {list, stats, get, set, weight, faults}) sub->add_flag("--json", a.json, "print the JSON reply");
+    auto* reserve = app.add_subcommand("reserve", "set a group's reservation on every device now: iops=N bps=SIZE, or off");
+    auto* limit = app.add_subcommand("limit", "set a group's limit on every device now: iops=N bps=SIZE burst=DURATION, or off");
+    for (auto* sub : {reserve, limit}) {
+        sub->add_option("group", a.group)->required();
+        sub->add_option("settings", a.settings, "key=value pairs; none or off clears it");
+    }
+    auto* target = app.add_subcommand("latency-target", "set a group's latency target (p90) on every device now");
+    target->add_option("group", a.group)->required();
+    target->add_option("target", a.target, "a duration such as 50ms, or off")->required();
+    for (auto* sub : {list, stats, get, set, weight, faults, reserve, limit, target})
+        sub->add_flag("--json", a.json, "print the JSON reply");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -81,6 +117,9 @@ int run_ctl(int argc, char** argv) {
         req["group"] = a.group;
         req["weight"] = a.weight;
     }
+    if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") req["group"] = a.group;
+    if ((cmd == "reserve" || cmd == "limit") && !put_settings(cmd, a.settings, req)) return 2;
+    if (cmd == "latency-target") req["target"] = a.target;
     std::string error;
     auto line = request(a.socket, req.dump(), error);
     if (!line) {

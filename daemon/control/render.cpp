@@ -74,6 +74,49 @@ std::vector<std::string> row(std::string first, std::vector<std::string> rest) {
     return rest;
 }
 
+// "iops 200, bps 20MiB" from a reserve/limit object; "-" when unset.
+std::string rate_text(const Json& rate) {
+    std::string out;
+    if (at(rate, "iops").is_number() && at(rate, "iops") != 0) out = num(at(rate, "iops")) + " IOPS";
+    if (at(rate, "bps").is_number() && at(rate, "bps") != 0)
+        out += (out.empty() ? "" : " ") + bytes(at(rate, "bps")) + "/s";
+    return out.empty() ? "-" : out;
+}
+
+std::string ms_text(const Json& v) {
+    if (!v.is_number()) return "-";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0fms", v.get<double>());
+    return buf;
+}
+
+// "reserve 60 IOPS, limit -, target 50ms" for `ctl list`.
+std::string qos_text(const Json& q) {
+    const Json& target = at(q, "latency_target_ms");
+    return "reserve " + rate_text(at(q, "reserve")) + ", limit " + rate_text(at(q, "limit")) + ", target " +
+           (target.is_number() && target.get<double>() > 0 ? ms_text(target) : "-");
+}
+
+// The groups with reserve/limit/latency_target: settings and what they did.
+std::string render_qos(const Json& groups) {
+    Table t({"qos", "reserve", "limit", "target", "throttled", "delayed", "below floor", "floor disp", "lat misses",
+             "p90", "others' depth"});
+    bool any = false;
+    for (const auto& g : groups) {
+        if (!g.contains("qos")) continue;
+        any = true;
+        const Json& q = at(g, "qos");
+        const Json& s = at(q, "stats");
+        const double target = at(q, "latency_target_ms").is_number() ? at(q, "latency_target_ms").get<double>() : 0;
+        t.add({"group " + num(at(g, "name")), rate_text(at(q, "reserve")), rate_text(at(q, "limit")),
+               target > 0 ? ms_text(at(q, "latency_target_ms")) : "-", ms_text(at(s, "throttled_ms")),
+               num(at(s, "limit_delayed")), ms_text(at(s, "below_reservation_ms")), num(at(s, "reserved_dispatches")),
+               num(at(s, "latency_misses")) + "/" + num(at(s, "latency_windows")), ms_text(at(s, "last_p90_ms")),
+               at(s, "depth_cap") == 0 ? "-" : num(at(s, "depth_cap"))});
+    }
+    return any ? t.str("  ") : std::string();
+}
+
 }   // namespace
 
 std::string Table::str(const std::string& indent) const {
@@ -97,9 +140,10 @@ std::string Table::str(const std::string& indent) const {
 
 std::string render_list(const Json& reply) {
     std::string out = "groups:\n";
-    Table groups({"group", "weight"});
+    Table groups({"group", "weight", "qos"});
     for (const auto& g : at(reply, "groups"))
-        groups.add({num(at(g, "name")), num(at(g, "weight")) + (flag(at(g, "from_cgroup")) ? " (cgroup)" : "")});
+        groups.add({num(at(g, "name")), num(at(g, "weight")) + (flag(at(g, "from_cgroup")) ? " (cgroup)" : ""),
+                    g.contains("qos") ? qos_text(at(g, "qos")) : ""});
     out += groups.str("  ");
     for (const auto& d : at(reply, "devices")) {
         out += "device " + num(at(d, "name")) + ": scheduler " + num(at(d, "scheduler")) + ", " +
@@ -135,6 +179,7 @@ std::string render_stats(const Json& reply) {
             t.add(row("queue " + num(at(q, "id")) + " " + num(at(q, "export")) + "/" + num(at(q, "group")),
                       counter_cells(at(q, "counters"), at(q, "sched"))));
         out += t.str("  ");
+        out += render_qos(at(d, "groups"));
     }
     return out;
 }

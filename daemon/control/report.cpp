@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "backend/factory.hpp"
+#include "daemon/control/qos.hpp"
 #include "daemon/stats/catalog.hpp"
 
 namespace nbdsched::daemon::control {
@@ -79,7 +80,12 @@ Json list_json(const DaemonState& state) {
     out["groups"] = Json::array();
     for (std::size_t i = 0; i < state.groups->size(); ++i) {
         const auto& g = state.groups->entries()[i];
-        out["groups"].push_back({{"name", g.name}, {"weight", g.weight}, {"from_cgroup", g.weight_from_cgroup}});
+        Json entry{{"name", g.name}, {"weight", g.weight}, {"from_cgroup", g.weight_from_cgroup}};
+        if (g.qos.any()) {
+            entry["qos"] = qos_json(g.qos, {});
+            entry["qos"].erase("stats");
+        }
+        out["groups"].push_back(std::move(entry));
     }
     out["devices"] = Json::array();
     for (auto& dev : *state.devices) {
@@ -141,6 +147,7 @@ Json stats_json(const DaemonState& state) {
             g["counters"] = counters_json(c == st.groups().end() ? stats::Counters{} : c->second);
             auto s = ss.groups.find(gid);
             g["sched"] = sched_json(s == ss.groups.end() ? sched::EntityStats{} : s->second);
+            if (auto q = ss.qos.find(gid); q != ss.qos.end()) g["qos"] = qos_json(state.groups->at(gid).qos, q->second);
             d["groups"].push_back(std::move(g));
         }
         d["queues"] = Json::array();

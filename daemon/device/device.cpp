@@ -31,6 +31,7 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
       backend_(std::move(parts.backend)),
       scheduler_(std::move(parts.scheduler)),
       model_(std::move(parts.model)),
+      capacity_(parts.capacity),
       rotational_(parts.rotational),
       writes_sync_(parts.writes_sync),
       blocking_(backend_->blocking() && pool != nullptr),

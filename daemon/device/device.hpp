@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "timing/capacity.hpp"
 #include "timing/device_model.hpp"
 #include "daemon/device/async_completions.hpp"
 #include "daemon/device/inflight_budget.hpp"
@@ -44,6 +45,7 @@ public:
         std::unique_ptr<backend::Backend> backend;
         std::unique_ptr<sched::Scheduler> scheduler;
         std::unique_ptr<timing::DeviceModel> model;   // nullptr: no emulated timing
+        timing::Capacity capacity;                    // from the timing profile; zeros: unknown
         bool rotational = false;
         bool writes_sync = true;                            // plain writes count as sync
         IoLimits io_limits;                                 // what the device presents (model or storage)
@@ -67,6 +69,7 @@ public:
     backend::Backend& backend() { return *backend_; }
     sched::Scheduler& scheduler() { return *scheduler_; }
     const timing::DeviceModel* model() const { return model_.get(); }
+    const timing::Capacity& capacity() const { return capacity_; }
     const IoLimits& io_limits() const { return io_limits_; }
     // Read-ahead counters and gauges (hits, misses, bytes prefetched/cached);
     // nullopt when read-ahead is off for this device.
@@ -135,6 +138,7 @@ private:
     std::unique_ptr<backend::Backend> backend_;
     std::unique_ptr<sched::Scheduler> scheduler_;
     std::unique_ptr<timing::DeviceModel> model_;
+    timing::Capacity capacity_;
     bool rotational_;
     bool writes_sync_;
     bool blocking_;

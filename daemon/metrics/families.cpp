@@ -105,6 +105,26 @@ void add_faults(Builder& b, const Labels& d, const backend::FaultStats& s) {
               static_cast<double>(s.delayed));
 }
 
+// What a group's reserve, limit and latency target did on the device.
+void add_qos(Builder& b, const Labels& g, const sched::QosGroupStats& s) {
+    auto seconds = [](Nanos d) { return std::chrono::duration<double>(d).count(); };
+    b.counter("nbdsched_group_throttled_seconds_total", "time the group's limit held requests back", g,
+              seconds(s.throttled_time));
+    b.counter("nbdsched_group_limit_delayed_requests_total", "requests the group's limit held back", g,
+              static_cast<double>(s.limit_delayed));
+    b.counter("nbdsched_group_below_reservation_seconds_total",
+              "time the group had requests outstanding and was owed service below its reservation", g,
+              seconds(s.below_reservation));
+    b.counter("nbdsched_group_reserved_dispatches_total", "requests dispatched ahead of the policy for the reservation",
+              g, static_cast<double>(s.reserved_dispatches));
+    b.counter("nbdsched_group_latency_windows_total", "windows judged against the group's latency target", g,
+              static_cast<double>(s.latency_windows));
+    b.counter("nbdsched_group_latency_target_misses_total", "windows whose latency p90 missed the group's target", g,
+              static_cast<double>(s.latency_misses));
+    b.gauge("nbdsched_group_protect_depth", "requests each unprotected group may keep outstanding for this group", g,
+            static_cast<double>(s.depth_cap));
+}
+
 }   // namespace
 
 std::vector<MetricFamily> collect(const control::DaemonState& state) {
@@ -126,6 +146,7 @@ std::vector<MetricFamily> collect(const control::DaemonState& state) {
                       s == ss.groups.end() ? &none : &s->second);
             b.gauge("nbdsched_group_weight", "the group's scheduling weight", labels,
                     static_cast<double>(state.groups->at(gid).weight));
+            if (auto q = ss.qos.find(gid); q != ss.qos.end()) add_qos(b, labels, q->second);
         }
         b.gauge("nbdsched_device_queues", "open client queues", d, static_cast<double>(st.queues().size()));
         add_inflight(b, d, dev->inflight_budget().stats());

@@ -1,7 +1,9 @@
 #include "daemon/process/reload.hpp"
 
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
+#include "daemon/control/qos.hpp"
 #include "daemon/process/systemd_notify.hpp"
 
 namespace nbdsched::daemon {
@@ -31,6 +33,18 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
             dev->kick();
         }
     }
+    // The file's reserve/limit/latency_target are what holds after a reload,
+    // whatever `ctl reserve|limit|latency-target` set since.
+    std::vector<std::string> warnings;
+    for (const auto& g : next.groups) {
+        auto id = state.groups->find(g.name);
+        if (!id || state.groups->at(*id).qos == g.qos) continue;
+        auto why = control::apply_qos(state, g.name, g.qos, warnings);   // checked when loaded
+        if (!why.empty()) spdlog::error("reload: {}", why);
+    }
+    std::sort(warnings.begin(), warnings.end());
+    warnings.erase(std::unique(warnings.begin(), warnings.end()), warnings.end());
+    for (const auto& w : warnings) spdlog::warn("reload: {}", w);
     for (const auto& [device, tunables] : plan.tunables) {
         Device* dev = state.find_device(device);
         if (!dev) continue;

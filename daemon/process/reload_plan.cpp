@@ -131,10 +131,15 @@ ReloadPlan plan_reload(const config::Config& old, const config::Config& next) {
     compare_exports(old, next, plan);
     for (const auto& g : next.groups) {
         const auto* was = old.find_group(g.name);
-        if (was && was->weight == g.weight && was->weight_from_cgroup == g.weight_from_cgroup) continue;
+        const bool same_qos = was && was->qos == g.qos;
+        if (was && was->weight == g.weight && was->weight_from_cgroup == g.weight_from_cgroup && same_qos) continue;
         plan.groups.push_back(g);
         plan.notes.push_back("group " + g.name + (was ? "" : " (new)") + ": weight " +
                              (g.weight_from_cgroup ? std::string("from-cgroup") : std::to_string(g.weight)));
+        if (!same_qos && (was || g.qos.any()))
+            plan.notes.push_back("group " + g.name + ": reserve " + sched::qos::to_string(g.qos.reserve) + ", limit " +
+                                 sched::qos::to_string(g.qos.limit) + ", latency target " +
+                                 (g.qos.latency_target.count() ? format_duration(g.qos.latency_target) : "none"));
     }
     for (const auto& g : old.groups)
         if (!next.find_group(g.name)) plan.notes.push_back("group " + g.name + " left out: kept for open connections");

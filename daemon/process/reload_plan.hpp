@@ -1,7 +1,7 @@
 // SIGHUP reload, the pure half: what differs between the config in force and
 // the one just loaded, and whether it can apply to a running daemon.
 //
-// Applies live: group weights and new groups, scheduler tunables, rules, an
+// Applies live: group weights, reserve/limit/latency_target and new groups, scheduler tunables, rules, an
 // export's group (and a device's default_group), export descriptions and
 // allow: rules, the log level. Anything else -- listeners, the control/metrics addresses,
 // devices added/removed or their backend, size, path, profile, scheduler
@@ -21,7 +21,7 @@ namespace nbdsched::daemon {
 
 struct ReloadPlan {
     std::vector<std::string> refused;    // why it cannot apply; non-empty = apply nothing
-    std::vector<config::Group> groups;   // new groups and groups whose weight changed
+    std::vector<config::Group> groups;   // new groups and groups whose weight or QoS changed
     // device name -> tunables whose value changed (or were added)
     std::vector<std::pair<std::string, sched::Tunables>> tunables;
     // export index -> the group name its new connections get

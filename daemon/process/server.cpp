@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "daemon/control/commands.hpp"
+#include "daemon/control/qos.hpp"
 #include "daemon/process/placement.hpp"
 #include "daemon/process/setup.hpp"
 
@@ -35,6 +36,8 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     }
     if (!build_exports(s->config_, s->devices_, s->exports_, error)) return nullptr;
     s->groups_ = GroupTable(s->config_.groups);   // ids as build_device numbered them
+    for (const auto& dev : s->devices_)
+        for (const auto& w : control::qos_warnings(*dev, s->groups_)) spdlog::warn("{}", w);
     s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_};
     s->context_.open_queue = [raw = s.get()](std::uint64_t id, const PeerInfo& peer, const std::string& name,
                                              const ExportBinding& b) { return raw->open_queue(id, peer, name, b); };

@@ -4,9 +4,11 @@
 
 #include "backend/factory.hpp"
 #include "backend/file_backend.hpp"
+#include "timing/capacity.hpp"
 #include "timing/profiles.hpp"
 #include "common/units.hpp"
 #include "daemon/device/io_limits.hpp"
+#include "sched/qos/qos_scheduler.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::daemon {
@@ -45,6 +47,19 @@ bool window_fits(const config::Export& exp, std::size_t index, const Device& dev
     return true;
 }
 
+// What the device's timing profile serves, measured on a model of its own
+// (start-up only: 640 requests in virtual time), logged for the
+// reservation-sum check.
+timing::Capacity profile_capacity(const config::Device& dev, std::uint64_t size) {
+    std::string why;
+    auto model = timing::make_model(dev.profile, dev.profile_params, why);
+    if (!model) return {};
+    auto c = timing::measure_capacity(*model, size);
+    spdlog::info("device {}: {} profile serves {:.0f} IOPS of 4KiB random reads, {:.1f}MiB/s of 1MiB ones", dev.name,
+                 dev.profile, c.iops, c.bps / double(1 << 20));
+    return c;
+}
+
 }   // namespace
 
 sched::GroupId group_id(const config::Config& config, const std::string& name) {
@@ -79,13 +94,24 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     traits.rotational = parts.rotational;
     traits.max_depth = dev.queue_depth ? dev.queue_depth : parts.model ? parts.model->queue_depth()
                                                                        : default_depth;
-    parts.scheduler = sched::make_scheduler(dev.scheduler, traits, dev.tunables, why);
-    if (!parts.scheduler) {
+    auto policy = sched::make_scheduler(dev.scheduler, traits, dev.tunables, why);
+    if (!policy) {
         error = "device " + dev.name + ": scheduler " + dev.scheduler + ": " + why;
         return nullptr;
     }
-    for (std::size_t i = 0; i < config.groups.size(); ++i)
-        parts.scheduler->set_group(static_cast<sched::GroupId>(i), config.groups[i].weight);
+    // Always behind the QoS layer, so `ctl reserve` works on any device; it
+    // passes every call through while no group has a setting.
+    auto layer = sched::qos::with_qos(std::move(policy), traits);
+    for (std::size_t i = 0; i < config.groups.size(); ++i) {
+        layer->set_group(static_cast<sched::GroupId>(i), config.groups[i].weight);
+        why = layer->set_qos(static_cast<sched::GroupId>(i), config.groups[i].qos, steady_now());
+        if (!why.empty()) {
+            error = "group " + config.groups[i].name + ": " + why;   // config/ checked it already
+            return nullptr;
+        }
+    }
+    parts.scheduler = std::move(layer);
+    parts.capacity = profile_capacity(dev, parts.backend->size());
 
     spdlog::info("device {}: {}, scheduler {}, depth {}, {}{}, read-ahead {}", dev.name, parts.backend->describe(),
                  dev.scheduler, traits.max_depth, parts.rotational ? "rotational" : "non-rotational",

@@ -15,11 +15,12 @@ std::optional<sched::GroupId> GroupTable::find(std::string_view name) const {
 sched::GroupId GroupTable::upsert(const config::Group& group) {
     auto id = find(group.name);
     if (!id) {
-        entries_.push_back({group.name, group.weight, group.weight_from_cgroup});
+        entries_.push_back({group.name, group.weight, group.weight_from_cgroup, group.qos});
         return static_cast<sched::GroupId>(entries_.size() - 1);
     }
     entries_[*id].weight = group.weight;
     entries_[*id].weight_from_cgroup = group.weight_from_cgroup;
+    entries_[*id].qos = group.qos;
     return *id;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "sched/qos/spec.hpp"
 #include "sched/request.hpp"
 
 namespace nbdsched::daemon {
@@ -20,6 +21,7 @@ public:
         std::string name;
         unsigned weight = 100;
         bool weight_from_cgroup = false;
+        sched::qos::GroupQos qos;   // what every device's QoS layer was last told
     };
 
     GroupTable() = default;
@@ -29,6 +31,7 @@ public:
     // Adds the group (or updates its entry); its id.
     sched::GroupId upsert(const config::Group& group);
     void set_weight(sched::GroupId id, unsigned weight) { entries_.at(id).weight = weight; }
+    void set_qos(sched::GroupId id, const sched::qos::GroupQos& qos) { entries_.at(id).qos = qos; }
 
     const Entry& at(sched::GroupId id) const { return entries_.at(id); }
     std::size_t size() const { return entries_.size(); }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "timing/profiles.hpp"
+#include "sched/qos/qos_scheduler.hpp"
 #include "tools/sim/depth_log.hpp"
 #include "tools/sim/job.hpp"
 #include "tools/sim/request_pool.hpp"
@@ -201,6 +202,13 @@ Results Runner::run(std::string& error) {
             return {};
         }
         if (g.weight != 0) s_.set_group(id, g.weight);
+        if (!g.qos.any()) continue;
+        auto* layer = sched::qos::qos_layer(s_);
+        std::string why = layer ? layer->set_qos(id, g.qos, Time{}) : "the scheduler has no QoS layer";
+        if (!why.empty()) {
+            error = "group '" + g.name + "': " + why;
+            return {};
+        }
     }
     for (std::size_t j = 0; j < n; ++j) {
         const JobSpec& spec = w_.jobs[j];
@@ -334,6 +342,8 @@ Results simulate(const Workload& workload, std::string& error) {
     sched::DeviceTraits traits{model->rotational(), model->queue_depth()};
     auto scheduler = sched::make_scheduler(workload.policy, traits, workload.tunables, error);
     if (!scheduler) return {};
+    if (std::any_of(workload.groups.begin(), workload.groups.end(), [](const GroupSpec& g) { return g.qos.any(); }))
+        scheduler = sched::qos::with_qos(std::move(scheduler), traits);
     return simulate(workload, *scheduler, *model, error);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/units.hpp"
+#include "sched/qos/spec.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::sim {
@@ -34,8 +35,13 @@ struct JobSpec {
 };
 
 struct GroupSpec {
+    GroupSpec() = default;
+    GroupSpec(std::string name_, unsigned weight_ = 0, sched::qos::GroupQos qos_ = {})
+        : name(std::move(name_)), weight(weight_), qos(qos_) {}
+
     std::string name;
-    unsigned weight = 0;   // 0: the policy's default weight
+    unsigned weight = 0;        // 0: the policy's default weight
+    sched::qos::GroupQos qos;   // any set: the scheduler runs behind the QoS layer
 };
 
 // The request pool between the jobs and the scheduler (see request_pool.hpp).

@@ -137,3 +137,16 @@ TEST_CASE("changed fault rules need a restart") {
     REQUIRE_FALSE(plan.ok());
     CHECK(plan.refused.front().find("faults cannot change") != std::string::npos);
 }
+
+TEST_CASE("a group's reserve, limit or latency target changes live") {
+    auto next = base();
+    next.groups[1].qos.reserve.iops = 60;   // groups[0] is the implicit default
+    next.groups[2].qos.latency_target = std::chrono::milliseconds(50);
+    auto plan = plan_reload(base(), next);
+    CHECK(plan.ok());
+    REQUIRE(plan.groups.size() == 2);
+    CHECK(plan.groups[0].qos.reserve.iops == 60);
+    bool noted = false;
+    for (const auto& n : plan.notes) noted = noted || n.find("reserve iops 60") != std::string::npos;
+    CHECK(noted);
+}

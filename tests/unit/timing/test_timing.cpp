@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "timing/capacity.hpp"
 #include "timing/hdd_model.hpp"
 #include "timing/profiles.hpp"
 #include "timing/ssd_model.hpp"
@@ -176,4 +177,15 @@ TEST_CASE("profiles: overrides with units, validation") {
     std::string error;
     CHECK(make_model("none", {}, error) == nullptr);
     CHECK(error.empty());
+}
+
+TEST_CASE("capacity: what a profile serves, measured on a fresh model") {
+    auto hdd = model("hdd");
+    auto c = measure_capacity(*hdd, 1ull << 40);
+    // 4.5 ms average seek + 4.17 ms half a turn: ~115 random 4 KiB reads a second over the whole disk.
+    CHECK(c.iops > 100);
+    CHECK(c.iops < 130);
+    CHECK(c.bps > c.iops * 4096);   // 1 MiB reads move more bytes per seek
+    auto ssd = model("ssd");
+    CHECK(measure_capacity(*ssd, 1ull << 30).iops > 10 * c.iops);
 }

@@ -1,0 +1,195 @@
+// The request path of the QoS layer: gate, floor, policy. Settings and
+// statistics are in qos_settings.cpp.
+#include "sched/qos/qos_scheduler.hpp"
+
+#include <algorithm>
+#include <climits>
+
+namespace nbdsched::sched::qos {
+
+QosScheduler::QosScheduler(std::unique_ptr<Scheduler> inner, const DeviceTraits& device)
+    : inner_(std::move(inner)), device_(device) {
+    if (device_.max_depth == 0) device_.max_depth = 1;
+}
+
+// Time-based counters and the protectors' windows, for (last_, now].
+void QosScheduler::advance(Time now) {
+    if (now <= last_) return;
+    for (auto& [id, g] : groups_) {
+        const bool active = g.outstanding + g.gated.size() > 0;
+        if (g.limit_blocked) g.stats.throttled_time += now - last_;
+        if (g.reserved() && active) {
+            Nanos below = std::max(g.reserve_iops.full_time_until(now), g.reserve_bps.full_time_until(now));
+            g.stats.below_reservation += below;
+        }
+        if (active) g.protector.add_active(now - last_);
+        for (Bucket* b : {&g.limit_iops, &g.limit_bps, &g.reserve_iops, &g.reserve_bps}) b->refill(now);
+        g.protector.roll(now, g.stats);
+    }
+    last_ = now;
+}
+
+// An unprotected group keeps at most what the strictest protector allows
+// outstanding; a protected one is never capped by another.
+unsigned QosScheduler::depth_cap(const Group& g) const {
+    if (g.protects()) return UINT_MAX;
+    unsigned cap = UINT_MAX;
+    for (const auto& [id, p] : groups_)
+        if (p.protects()) cap = std::min(cap, p.protector.depth());
+    return cap;
+}
+
+bool QosScheduler::limit_ready(const Group& g, const Request& r) const {
+    return g.limit_iops.ready(1) && g.limit_bps.ready(double(r.length));
+}
+
+bool QosScheduler::below_floor(const Group& g, const Request& r) const {
+    return (g.reserve_iops.on() && g.reserve_iops.ready(1)) ||
+           (g.reserve_bps.on() && g.reserve_bps.ready(double(r.length)));
+}
+
+// Every dispatch of a reserved group counts toward its floor, whichever
+// phase made it: the reservation is a floor under the weight share, not an
+// addition to it.
+void QosScheduler::charge_floor(Group& g, const Request& r) {
+    g.reserve_iops.take(1);
+    g.reserve_bps.take(double(r.length));
+    g.protector.add_served(r.length);
+}
+
+void QosScheduler::pass_gate(Group& g, Time now) {
+    g.limit_blocked = false;
+    if (g.gated.empty()) return;
+    const unsigned cap = depth_cap(g);
+    while (!g.gated.empty()) {
+        const Request& r = g.gated.front();
+        if (!limit_ready(g, r)) {
+            g.limit_blocked = true;
+            return;
+        }
+        if (g.outstanding >= cap) return;
+        g.limit_iops.take(1);
+        g.limit_bps.take(double(r.length));
+        ++g.outstanding;
+        if (g.reserved()) {
+            g.ready.push_back(r);
+        } else {
+            --held_;
+            ++g.in_policy;
+            inner_->submit(r, now);
+        }
+        g.gated.pop_front();
+    }
+}
+
+void QosScheduler::submit(const Request& request, Time now) {
+    if (!active_) {
+        inner_->submit(request, now);
+        return;
+    }
+    advance(now);
+    Group& g = group(request.group);
+    tracks_[request.id] = Track{request.group, request.queue, now, request.sectors(), false};
+    if (g.qos.limit.set() && (!g.gated.empty() || !limit_ready(g, request))) ++g.stats.limit_delayed;
+    g.gated.push_back(request);
+    ++held_;
+    pass_gate(g, now);
+}
+
+// The constraint phase: of the groups below their floor, the one owed the
+// most (its credit nearest its cap first, then the lowest id).
+std::optional<Request> QosScheduler::dispatch_floor(Time now) {
+    Group* best = nullptr;
+    double best_credit = 0;
+    for (auto& [id, g] : groups_) {
+        if (g.ready.empty() || !below_floor(g, g.ready.front())) continue;
+        double credit = std::max(g.reserve_iops.tokens(), g.reserve_bps.on() ? 1.0 : 0.0);
+        if (!best || credit > best_credit) best = &g, best_credit = credit;
+    }
+    if (!best) return std::nullopt;
+    Request r = best->ready.front();
+    best->ready.pop_front();
+    --held_;
+    charge_floor(*best, r);
+    ++best->stats.reserved_dispatches;
+    ++direct_in_flight_;
+    tracks_[r.id].direct = true;
+    for (EntityStats* s : {&best->direct, &direct_queues_[r.queue]}) {
+        ++s->dispatched;
+        s->dispatched_sectors += r.sectors();
+    }
+    (void)now;
+    return r;
+}
+
+std::optional<Request> QosScheduler::dispatch(Time now) {
+    if (!active_ && tracks_.empty()) return inner_->dispatch(now);
+    advance(now);
+    for (auto& [id, g] : groups_) pass_gate(g, now);
+    if (in_flight() >= device_.max_depth) return std::nullopt;
+    if (auto r = dispatch_floor(now)) return r;
+    // The weight phase: a reserved group above its floor competes in the
+    // policy like any other, one request at a time, so that the rest stay
+    // here for the floor should it fall behind.
+    for (auto& [id, g] : groups_) {
+        if (g.ready.empty() || g.in_policy > 0) continue;
+        ++g.in_policy;
+        --held_;
+        inner_->submit(g.ready.front(), now);
+        g.ready.pop_front();
+    }
+    auto r = inner_->dispatch(now);
+    if (!r) return r;
+    if (auto t = tracks_.find(r->id); t != tracks_.end()) {
+        Group& g = group(t->second.group);
+        if (g.in_policy > 0) --g.in_policy;
+        if (g.reserved()) charge_floor(g, *r);
+    }
+    return r;
+}
+
+void QosScheduler::complete(RequestId id, Time now) {
+    if (tracks_.empty()) return inner_->complete(id, now);   // nothing of ours in flight: no lookup
+    auto t = tracks_.find(id);
+    if (t == tracks_.end()) {
+        inner_->complete(id, now);
+        return;
+    }
+    advance(now);
+    const Track track = t->second;
+    tracks_.erase(t);
+    Group& g = group(track.group);
+    if (g.outstanding > 0) --g.outstanding;
+    g.protector.add_latency(now - track.arrival);
+    if (!track.direct) {
+        inner_->complete(id, now);
+        return;
+    }
+    --direct_in_flight_;
+    ++g.direct.completed;
+    ++direct_queues_[track.queue].completed;
+}
+
+std::optional<Time> QosScheduler::next_wakeup() const {
+    auto wake = inner_->next_wakeup();
+    auto earliest = [&](std::optional<Time> t) {
+        if (t && (!wake || *t < *wake)) wake = t;
+    };
+    const bool room = in_flight() < device_.max_depth;
+    for (const auto& [id, g] : groups_) {
+        if (g.limit_blocked && !g.gated.empty()) {
+            auto a = g.limit_iops.ready_at(1), b = g.limit_bps.ready_at(double(g.gated.front().length));
+            earliest(a && b ? std::max(a, b) : a ? a
+                                                 : b);
+        }
+        if (room && !g.ready.empty() && !below_floor(g, g.ready.front())) {
+            auto a = g.reserve_iops.on() ? g.reserve_iops.ready_at(1) : std::nullopt;
+            auto b = g.reserve_bps.on() ? g.reserve_bps.ready_at(double(g.ready.front().length)) : std::nullopt;
+            earliest(a && b ? std::min(a, b) : a ? a
+                                                 : b);
+        }
+    }
+    return wake;
+}
+
+}   // namespace nbdsched::sched::qos
