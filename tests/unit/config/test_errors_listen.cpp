@@ -134,7 +134,7 @@ TEST_CASE("limits: busy_poll") {
     CHECK(ok.config->limits.busy_poll == std::chrono::microseconds(50));
     CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll == std::chrono::microseconds(0));
     CHECK(with("limits: {busy_poll: 100}\n").config->limits.busy_poll == std::chrono::microseconds(100));   // bare: us
-    CHECK(with("").config->limits.busy_poll == std::chrono::microseconds(0));   // off by default
+    CHECK(with("").config->limits.busy_poll == std::chrono::microseconds(0));                               // off by default
     expect_error(with("limits:\n  busy_poll: 2ms\n"), "limits.busy_poll", 2, 14, "expected a duration from 0 to 1ms");
     expect_error(with("limits:\n  busy_poll: fast\n"), "limits.busy_poll", 2, 14, "expected a duration from 0 to 1ms");
 }
