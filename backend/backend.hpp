@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "backend/extents.hpp"
 
@@ -44,6 +45,19 @@ public:
         (void)out;
         return std::nullopt;
     }
+    // A read without a copy, for a backend whose data sits in its own memory
+    // (RAM): appends the pieces of [offset, offset+length) to `out` as spans
+    // of that memory (holes: spans of zeros) and pins it. Pinned memory is
+    // not freed or reused until the matching unpin() (pages a TRIM frees
+    // meanwhile wait for it), but a later write may change it in place: a
+    // reply sent from it shows old or new bytes, as NBD allows for
+    // overlapping requests; everything written before the call is in it.
+    // false: no such memory (nothing pinned; use read()).
+    virtual bool read_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<const std::byte>>& out) {
+        (void)offset, (void)length, (void)out;
+        return false;
+    }
+    virtual void unpin() {}
     virtual int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) = 0;
     virtual int flush() = 0;
     virtual int trim(std::uint64_t offset, std::uint64_t length, bool fua) = 0;

@@ -50,6 +50,28 @@ bool for_each_page(std::uint64_t offset, std::uint64_t length, Fn&& fn) {
     return true;
 }
 
+// What a pinned read of a hole points at: never written, so its pages are
+// the kernel's shared zero page and cost no memory.
+constexpr std::size_t zero_block_bytes = 1u << 20;
+alignas(4096) std::byte zero_block[zero_block_bytes];
+
+// Appends n bytes at p to out, joining it to the last piece when contiguous.
+void append_piece(std::vector<std::span<const std::byte>>& out, const std::byte* p, std::size_t n) {
+    if (!out.empty() && out.back().data() + out.back().size() == p) {
+        out.back() = {out.back().data(), out.back().size() + n};
+        return;
+    }
+    out.emplace_back(p, n);
+}
+
+// n zero bytes: more of the zero block after the last piece when it fits.
+void append_zeros(std::vector<std::span<const std::byte>>& out, std::size_t n) {
+    const std::byte* end = zero_block + zero_block_bytes;
+    if (!out.empty() && out.back().data() >= zero_block && out.back().data() + out.back().size() + n <= end)
+        return append_piece(out, out.back().data() + out.back().size(), n);
+    out.emplace_back(zero_block, n);
+}
+
 }   // namespace
 
 struct RamBackend::Leaf {
@@ -71,6 +93,8 @@ RamBackend::~RamBackend() {
             std::free(page.load(std::memory_order_relaxed));
         delete leaf;
     }
+    for (auto* page : retired_)
+        std::free(page);
 }
 
 std::string RamBackend::describe() const {
@@ -79,6 +103,11 @@ std::string RamBackend::describe() const {
 
 std::uint64_t RamBackend::metadata_bytes() const {
     return leaf_count_ * sizeof(std::atomic<Leaf*>) + allocated_leaves_.load(std::memory_order_relaxed) * sizeof(Leaf);
+}
+
+std::size_t RamBackend::retired_pages() const {
+    std::lock_guard lock(retired_mutex_);
+    return retired_.size();
 }
 
 bool RamBackend::in_range(std::uint64_t offset, std::uint64_t length) const {
@@ -138,6 +167,55 @@ int RamBackend::read(std::uint64_t offset, std::span<std::byte> out) {
     return 0;
 }
 
+// The pin comes first: a page freed after it (under the stripe held
+// exclusively, so after or before our look at its table) sees it and retires.
+bool RamBackend::read_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<const std::byte>>& out) {
+    if (!in_range(offset, length))
+        return false;
+    pins_.fetch_add(1, std::memory_order_seq_cst);
+    for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
+        std::shared_lock lock(stripe_of(li).mutex);
+        const Leaf* leaf = leaf_or_null(li);
+        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t) {
+            const std::byte* page = leaf == nullptr ? nullptr : leaf->pages[slot].load(std::memory_order_acquire);
+            if (page != nullptr)
+                append_piece(out, page + in_page, n);
+            else
+                append_zeros(out, n);
+            return true;
+        });
+    });
+    return true;
+}
+
+// At the last unpin the retired pages go, unless a new pin came meanwhile
+// (it cannot see them, but pages retired after it may be in its reply).
+void RamBackend::unpin() {
+    if (pins_.fetch_sub(1, std::memory_order_seq_cst) != 1)
+        return;
+    std::vector<std::byte*> dead;
+    {
+        std::lock_guard lock(retired_mutex_);
+        if (pins_.load(std::memory_order_seq_cst) != 0)
+            return;
+        dead.swap(retired_);
+    }
+    for (auto* page : dead)
+        std::free(page);
+}
+
+void RamBackend::free_page(std::byte* page) {
+    allocated_pages_.fetch_sub(1, std::memory_order_relaxed);
+    {
+        std::lock_guard lock(retired_mutex_);
+        if (pins_.load(std::memory_order_seq_cst) != 0) {
+            retired_.push_back(page);
+            return;
+        }
+    }
+    std::free(page);
+}
+
 int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool /*fua*/) {
     if (!in_range(offset, data.size()))
         return EINVAL;
@@ -169,10 +247,8 @@ void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint6
         return;
     for_each_page(offset, length, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t) {
         if (n == page_bytes) {
-            if (std::byte* page = leaf->pages[slot].exchange(nullptr, std::memory_order_acq_rel)) {
-                std::free(page);
-                allocated_pages_.fetch_sub(1, std::memory_order_relaxed);
-            }
+            if (std::byte* page = leaf->pages[slot].exchange(nullptr, std::memory_order_acq_rel))
+                free_page(page);
         } else if (std::byte* page = leaf->pages[slot].load(std::memory_order_acquire)) {
             std::memset(page + in_page, 0, n);
         }

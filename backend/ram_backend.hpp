@@ -9,7 +9,9 @@
 // to leaf tables of 4096 atomic page pointers, both allocated lazily with a
 // CAS. Reads and writes hold a striped shared lock on their leaf (one atomic
 // RMW, uncontended in practice); freeing pages takes the stripe exclusively,
-// so a page is never freed under a reader's memcpy.
+// so a page is never freed under a reader's memcpy. While any read_pinned()
+// is outstanding, freed pages are retired instead and freed at the last
+// unpin(): a reply being sent from them never reads freed memory.
 #pragma once
 
 #include <array>
@@ -17,7 +19,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
+#include <vector>
 
 #include "backend/backend.hpp"
 
@@ -41,6 +45,8 @@ public:
     std::string describe() const override;
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
+    bool read_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<const std::byte>>& out) override;
+    void unpin() override;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
     int flush() override { return 0; }
     int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
@@ -54,6 +60,8 @@ public:
 
     // Bytes of data pages currently allocated (page tables not included).
     std::uint64_t allocated_bytes() const { return allocated_pages_.load(std::memory_order_relaxed) * page_bytes; }
+    // Pages freed while pinned, waiting for the last unpin().
+    std::size_t retired_pages() const;
     // Bytes of the page tables (top table plus allocated leaves).
     std::uint64_t metadata_bytes() const;
 
@@ -65,6 +73,8 @@ private:
     static constexpr std::size_t stripe_count = 64;
 
     bool in_range(std::uint64_t offset, std::uint64_t length) const;
+    // A page taken out of its table: freed now, or at the last unpin().
+    void free_page(std::byte* page);
     Stripe& stripe_of(std::uint64_t leaf_index) { return stripes_[leaf_index % stripe_count]; }
     Leaf* leaf_or_null(std::uint64_t leaf_index) const;
     Leaf* leaf_or_create(std::uint64_t leaf_index);
@@ -81,6 +91,9 @@ private:
     std::atomic<std::uint64_t> allocated_pages_{0};
     std::atomic<std::uint64_t> allocated_leaves_{0};
     std::array<Stripe, stripe_count> stripes_;
+    std::atomic<std::uint64_t> pins_{0};
+    mutable std::mutex retired_mutex_;
+    std::vector<std::byte*> retired_;
 };
 
 }   // namespace nbdsched::backend

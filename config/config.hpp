@@ -149,6 +149,9 @@ struct Limits {
     // long, or after this many options, is dropped.
     std::chrono::milliseconds handshake_timeout{10000};
     unsigned max_handshake_options = 1024;
+    // The event loop polls this long for more work before it sleeps in
+    // epoll_wait (docs/busy-poll.md); 0 = never: sleep at once.
+    std::chrono::microseconds busy_poll{0};
 };
 
 struct Config {

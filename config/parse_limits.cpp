@@ -16,7 +16,7 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
     r.read_map(field,
                {"max_connections", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
                 "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads",
-                "inflight_fair_share", "handshake_timeout", "max_handshake_options"},
+                "inflight_fair_share", "handshake_timeout", "max_handshake_options", "busy_poll"},
                [&](const Field& f) {
                    if (f.key == "max_connections") {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
@@ -32,6 +32,12 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        if (text && (!d || *d < std::chrono::milliseconds(1) || *d > std::chrono::hours(1)))
                            return r.error(f, "expected a duration from 1ms to 1h, e.g. 10s");
                        if (d) limits.handshake_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+                   } else if (f.key == "busy_poll") {
+                       auto text = r.string(f);
+                       auto d = text ? parse_duration(*text, std::chrono::microseconds(1)) : std::nullopt;
+                       if (text && (!d || *d < Nanos(0) || *d > std::chrono::milliseconds(1)))
+                           return r.error(f, "expected a duration from 0 to 1ms, e.g. 50us");
+                       if (d) limits.busy_poll = std::chrono::duration_cast<std::chrono::microseconds>(*d);
                    } else if (f.key == "max_handshake_options") {
                        if (auto v = r.integer(f, 1, 65536)) limits.max_handshake_options = unsigned(*v);
                    } else if (f.key == "io_threads") {

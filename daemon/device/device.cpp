@@ -191,6 +191,7 @@ void Device::start(IoRequest& r, sched::Time now) {
     if (model_) r.release_at = model_->submit({r.op, r.offset, r.length}, now);
     if (async_ && !r.fast_zero) return start_async(r);   // a fast zero asks the synchronous call
     if (!blocking_) {
+        if (pin_read(r)) return data_done(r);
         r.backend_errno = run_backend(*backend_, r);
         data_done(r);
         return;
@@ -216,6 +217,19 @@ void Device::start_async(IoRequest& r) {
     case sched::Op::trim: return async_->submit_trim(r.offset, r.length, r.fua, &r);
     case sched::Op::write_zeroes: return async_->submit_write_zeroes(r.offset, r.length, r.may_trim, r.fua, &r);
     }
+}
+
+// A large READ of a RAM device without timing or read-ahead goes to the
+// socket from the backend's memory: one copy (into the socket) instead of
+// two. With a timing model the data must be the data at dispatch, and
+// read-ahead's requests keep their own buffers.
+bool Device::pin_read(IoRequest& r) {
+    if (!r.may_pin || r.op != sched::Op::read || r.length < min_pinned_read || model_ || read_ahead_) return false;
+    r.pieces.clear();
+    if (!backend_->read_pinned(r.offset, r.length, r.pieces)) return false;
+    r.pinned = backend_.get();
+    r.backend_errno = 0;
+    return true;
 }
 
 void Device::data_done(IoRequest& r) {

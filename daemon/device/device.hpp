@@ -119,6 +119,9 @@ private:
     void answer(IoRequest& r);
     void pump();
     void start(IoRequest& r, sched::Time now);
+    bool pin_read(IoRequest& r);
+    // Below this a copy costs less than the pin and the reply's extra iovecs.
+    static constexpr std::uint64_t min_pinned_read = 64u << 10;
     static int run_backend(backend::Backend& b, IoRequest& r);
     void start_async(IoRequest& r);
     static int run_metadata(backend::Backend& b, IoRequest& r);   // metadata_ops.cpp

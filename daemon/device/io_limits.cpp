@@ -25,12 +25,14 @@ IoLimits io_limits(const timing::DeviceModel* model, const backend::Backend& bac
     return {};
 }
 
-readahead::Options read_ahead_options(const config::Device& device, bool rotational,
-                                      const IoLimits& limits, std::uint64_t device_size) {
+readahead::Options read_ahead_options(const config::Device& device, bool rotational, const IoLimits& limits,
+                                      std::uint64_t device_size, bool latency_to_hide) {
     readahead::Options o;
     o.device_size = device_size;
     o.window_bytes = readahead::window_bytes(device.read_ahead_kb, rotational, limits.max_io_bytes,
                                              limits.optimal_io_bytes);
+    // 1 MiB reads from RAM: 1.71 GB/s with a 128 KiB window, 2.42 GB/s without (bench exp6).
+    if (!device.read_ahead_kb && !latency_to_hide) o.window_bytes = 0;
     o.cache_bytes = device.read_ahead_cache;
     o.max_io_bytes = limits.max_io_bytes;
     return o;

@@ -20,9 +20,11 @@ struct IoLimits {
 
 IoLimits io_limits(const timing::DeviceModel* model, const backend::Backend& backend);
 
-// The read-ahead the device runs with (window_bytes 0 = off).
-readahead::Options read_ahead_options(const config::Device& device, bool rotational,
-                                      const IoLimits& limits, std::uint64_t device_size);
+// The read-ahead the device runs with (window_bytes 0 = off). `auto` is off
+// when there is no latency to hide: no timing model and a backend that
+// answers inline (RAM), where a window only adds a copy per read.
+readahead::Options read_ahead_options(const config::Device& device, bool rotational, const IoLimits& limits,
+                                      std::uint64_t device_size, bool latency_to_hide);
 
 // NBD_INFO_BLOCK_SIZE preferred size: the optimal I/O size when there is a
 // usable one (a power of two in [512, max_block]), else 4096.

@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <memory>
 #include <span>
+#include <vector>
 
+#include "backend/backend.hpp"
 #include "nbd/transmission.hpp"
 #include "sched/request.hpp"
 
@@ -74,12 +76,17 @@ struct IoRequest {
     bool fast_zero = false;   // WRITE_ZEROES with FAST_ZERO: ENOTSUP unless cheap
     sched::QueueId queue = 0;
     sched::GroupId group = 0;
+    bool may_pin = false;   // a client READ: its reply may be sent from the backend's memory
 
     // --- set by the device
     sched::RequestId id = 0;
     sched::Time submitted_at{};   // for the latency statistics
     sched::Time release_at{};     // timing model: reply not before this
     int backend_errno = 0;        // 0 or the backend's errno
+    // A READ answered from pinned backend memory (buffer unused): the reply
+    // sends `pieces`, and whoever releases the request calls pinned->unpin().
+    backend::Backend* pinned = nullptr;
+    std::vector<std::span<const std::byte>> pieces;   // reused: no allocation per request
 
     // --- the reply, encoded by the connection
     std::uint32_t error = 0;   // NBD error value

@@ -7,6 +7,7 @@
 
 #include "daemon/control/commands.hpp"
 #include "daemon/control/qos.hpp"
+#include "daemon/process/event_loop.hpp"
 #include "daemon/process/placement.hpp"
 #include "daemon/process/setup.hpp"
 
@@ -132,9 +133,13 @@ int Server::run() {
     if (metrics_) metrics_->start();
     spdlog::info("nbdsched: ready");
     if (options_.on_ready) options_.on_ready();
-    io_.run();
+    LoopStats loop;
+    run_event_loop(io_, config_.limits.busy_poll, loop);
     // Requests still on the pool (a forced shutdown) finish before we go.
     pool_.join();
+    if (config_.limits.busy_poll.count() != 0)
+        spdlog::info("event loop: busy_poll {}us: {} sleeps avoided, {} sleeps", config_.limits.busy_poll.count(),
+                     loop.polls_with_work, loop.sleeps);
     spdlog::info("nbdsched: stopped");
     return exit_code_;
 }

@@ -88,7 +88,9 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     if (parts.model) profile_rotational = parts.model->rotational();
     parts.rotational = backend::resolve_rotational(dev.backend_spec(), *parts.backend, profile_rotational);
     parts.io_limits = io_limits(parts.model.get(), *parts.backend);
-    parts.read_ahead = read_ahead_options(dev, parts.rotational, parts.io_limits, parts.backend->size());
+    const bool latency_to_hide = parts.model || parts.backend->blocking();
+    parts.read_ahead =
+        read_ahead_options(dev, parts.rotational, parts.io_limits, parts.backend->size(), latency_to_hide);
 
     sched::DeviceTraits traits;
     traits.rotational = parts.rotational;

@@ -16,6 +16,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/common.h>
+#include <sys/uio.h>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -126,6 +127,8 @@ private:
     void release(IoRequest& r);
     void queue_reply(IoRequest& r);
     void flush_replies();
+    void send_batch();
+    void advance_iov(std::size_t n);
     void on_written(const boost::system::error_code& ec);
     void maybe_finish();
 
@@ -175,9 +178,10 @@ private:
     std::vector<std::unique_ptr<IoRequest>> all_;
     std::vector<IoRequest*> free_;
 
-    std::vector<IoRequest*> pending_;              // replies waiting for the writer
-    std::vector<IoRequest*> batch_;                // replies being written now
-    std::vector<boost::asio::const_buffer> iov_;   // reused: no allocation per write
+    std::vector<IoRequest*> pending_;   // replies waiting for the writer
+    std::vector<IoRequest*> batch_;     // replies being written now
+    std::vector<iovec> iov_;            // reused: no allocation per write
+    std::size_t iov_at_ = 0;            // the first iovec not (wholly) written yet
     // TLS: the batch copied into one buffer, as an ssl::stream write takes
     // one buffer at a time (a TLS record per 16-byte reply header otherwise).
     std::vector<std::uint8_t> tls_out_;

@@ -226,6 +226,7 @@ void Connection::submit(IoRequest& r) {
     r.fast_zero = (h.flags & nbd::cmd_flag_fast_zero) != 0;
     r.queue = queue_;
     r.group = binding_->group;
+    r.may_pin = r.op == sched::Op::read && h.type == static_cast<std::uint16_t>(nbd::Command::read);
     const bool metadata = h.type == static_cast<std::uint16_t>(nbd::Command::block_status) ||
                           h.type == static_cast<std::uint16_t>(nbd::Command::cache);
     if (metadata)

@@ -1,9 +1,13 @@
 // The writing half of Connection: replies queue up as requests finish (in
 // any order) and leave in batches, one scatter-gather write at a time, so
-// the socket never sees two writers and a reply is never copied.
+// the socket never sees two writers and a reply is never copied (a large
+// RAM read's reply is sent from the backend's own memory).
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
+#include <climits>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <utility>
 
 #include "daemon/session/connection.hpp"
@@ -36,6 +40,10 @@ IoRequest& Connection::acquire() {
 }
 
 void Connection::release(IoRequest& r) {
+    if (r.pinned) {
+        r.pinned->unpin();
+        r.pinned = nullptr;
+    }
     --inflight_;
     inflight_bytes_ -= r.charged_bytes;
     device_->inflight_budget().give(group_, r.charged_bytes);
@@ -74,22 +82,67 @@ void Connection::flush_replies() {
     batch_.swap(pending_);
     iov_.clear();
     for (auto* r : batch_) {
-        iov_.emplace_back(r->reply.data(), r->reply_size);
-        if (r->send_data) iov_.emplace_back(r->buffer.data(), r->data_bytes);
+        iov_.push_back({r->reply.data(), r->reply_size});
+        if (!r->send_data) continue;
+        if (!r->pinned) {
+            iov_.push_back({r->buffer.data(), r->data_bytes});
+            continue;
+        }
+        for (auto piece : r->pieces) iov_.push_back({const_cast<std::byte*>(piece.data()), piece.size()});
     }
     writing_ = true;
-    auto done = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); };
     if (!tls_) {
-        // A span, not the vector: async_write copies its buffer sequence.
-        boost::asio::async_write(socket_, std::span<const boost::asio::const_buffer>(iov_), std::move(done));
-        return;
+        iov_at_ = 0;
+        return send_batch();
     }
     tls_out_.clear();
     for (const auto& b : iov_) {
-        const auto* p = static_cast<const std::uint8_t*>(b.data());
-        tls_out_.insert(tls_out_.end(), p, p + b.size());
+        const auto* p = static_cast<const std::uint8_t*>(b.iov_base);
+        tls_out_.insert(tls_out_.end(), p, p + b.iov_len);
     }
+    auto done = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); };
     boost::asio::async_write(*tls_, boost::asio::buffer(tls_out_), std::move(done));
+}
+
+// Writes the batch now, as far as the socket takes it (up to IOV_MAX pieces
+// per sendmsg, where Asio's writes take 64), and waits for room only for
+// the rest. The end is posted: this may run inside a request's completion.
+void Connection::send_batch() {
+    boost::system::error_code ec;
+    while (iov_at_ < iov_.size()) {
+        msghdr m{};
+        m.msg_iov = iov_.data() + iov_at_;
+        m.msg_iovlen = std::min<std::size_t>(iov_.size() - iov_at_, IOV_MAX);
+        const ssize_t n = ::sendmsg(socket_.native_handle(), &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0) {
+            advance_iov(static_cast<std::size_t>(n));
+            continue;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            socket_.async_wait(Socket::wait_write, [self = shared_from_this()](const boost::system::error_code& e) {
+                if (e) return self->on_written(e);
+                self->send_batch();
+            });
+            return;
+        }
+        ec.assign(errno, boost::asio::error::get_system_category());
+        break;
+    }
+    boost::asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_written(ec); });
+}
+
+void Connection::advance_iov(std::size_t n) {
+    while (n > 0 && iov_at_ < iov_.size()) {
+        auto& v = iov_[iov_at_];
+        if (n < v.iov_len) {
+            v.iov_base = static_cast<std::uint8_t*>(v.iov_base) + n;
+            v.iov_len -= n;
+            return;
+        }
+        n -= v.iov_len;
+        ++iov_at_;
+    }
 }
 
 void Connection::on_written(const boost::system::error_code& ec) {

@@ -61,6 +61,15 @@ bool set_permissions(const config::Listen& where, std::string& error) {
     return true;
 }
 
+// A 1 MiB reply into the default send buffer (208 KiB on a Unix socket,
+// 16 KiB growing on TCP) left in pieces, each after an epoll_wait: ask for
+// room for a few large replies at once. The kernel caps it at
+// net.core.wmem_max; it is a limit, not memory an idle connection holds.
+void widen_send_buffer(int fd) {
+    constexpr int send_buffer = 4 << 20;
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
+}
+
 std::string peer_of(const Socket& s) {
     boost::system::error_code ec;
     auto ep = s.remote_endpoint(ec);
@@ -192,6 +201,7 @@ void Listener::accept_next() {
             spdlog::warn("{}: cannot adopt accepted socket: {}", description_, ec.message());
             return;
         }
+        widen_send_buffer(socket.native_handle());
         ++accepted_;
         auto peer = peer_of(socket);
         on_accept_(std::move(socket), std::move(peer));

@@ -13,7 +13,7 @@ from nbdsched_test.verdict import check
 
 CONFIG = """
 devices:
-  - {name: d0, backend: ram, size: 64MiB, scheduler: cfq}
+  - {name: d0, backend: ram, size: 64MiB, scheduler: cfq, read_ahead_kb: 128}
 exports:
   - {name: a, device: d0, size: 32MiB, group: gold}
   - {name: b, device: d0, offset: 32MiB}
@@ -53,8 +53,8 @@ def main():
         check(gold["counters"]["requests"] == 72 and gold["weight"] == 1000, "group gold has them")
         check(gold["sched"]["dispatched"] > 0, "the scheduler dispatched for gold (read-ahead may serve some)")
         check(d.group(dev, "bronze")["counters"]["requests"] == 0, "bronze has none")
-        # The 37 sequential reads stream through read-ahead (128 KiB on a
-        # non-rotational device): its hits are counted where the reads were.
+        # The 37 sequential reads stream through read-ahead (set to 128 KiB:
+        # `auto` is off on RAM): its hits are counted where the reads were.
         hits = c["readahead_hits"]
         check(0 < hits <= 37, f"read-ahead served some of the reads ({hits})")
         check(gold["counters"]["readahead_hits"] == hits and exp["readahead_hits"] == hits,

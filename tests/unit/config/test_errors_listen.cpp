@@ -127,3 +127,14 @@ TEST_CASE("limits: handshake_timeout and max_handshake_options") {
     expect_error(r, "limits.handshake_timeout", 2, 22, "expected a duration from 1ms to 1h");
     expect_error(r, "limits.max_handshake_options", 3, 26, "out of range: 0");
 }
+
+TEST_CASE("limits: busy_poll") {
+    auto ok = with("limits: {busy_poll: 50us}\n");
+    REQUIRE(ok.errors.empty());
+    CHECK(ok.config->limits.busy_poll == std::chrono::microseconds(50));
+    CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll == std::chrono::microseconds(0));
+    CHECK(with("limits: {busy_poll: 100}\n").config->limits.busy_poll == std::chrono::microseconds(100));   // bare: us
+    CHECK(with("").config->limits.busy_poll == std::chrono::microseconds(0));                               // off by default
+    expect_error(with("limits:\n  busy_poll: 2ms\n"), "limits.busy_poll", 2, 14, "expected a duration from 0 to 1ms");
+    expect_error(with("limits:\n  busy_poll: fast\n"), "limits.busy_poll", 2, 14, "expected a duration from 0 to 1ms");
+}

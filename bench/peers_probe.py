@@ -1,0 +1,95 @@
+"""A focused peers comparison for one change at a time: nbdsched binaries
+(label=path, each with its own device options) against nbdkit memory
+(16 threads and --threads 1), on a Unix socket and/or TCP; the servers
+interleaved with fio `stonewall`, the order rotated per repetition;
+medians of IOPS, MB/s and server CPU per I/O. Not part of run-all.
+
+  bench/peers_probe.py --server new=build-rel/daemon/nbdsched \
+      --server ra128=build-rel/daemon/nbdsched:read_ahead_kb=128 \
+      --workload read,1m,8 --transport unix --reps 3 --runtime 3"""
+
+import argparse
+import os
+import statistics
+import sys
+
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
+import common  # noqa: E402
+from nbdsched_test import fio, servers  # noqa: E402
+from nbdsched_test.daemon import Daemon  # noqa: E402
+from nbdsched_test.tempdir import TempDir  # noqa: E402
+
+
+def parse_server(text):
+    label, rest = text.split("=", 1)
+    path, *opts = rest.split(":")
+    dev, top = {}, {}
+    for o in opts:
+        k, v = o.split("=", 1)
+        v = int(v) if v.isdigit() else v
+        if k.startswith("top."):   # top.limits.busy_poll=50us
+            *keys, last = k[4:].split(".")
+            at = top
+            for part in keys:
+                at = at.setdefault(part, {})
+            at[last] = v
+        else:
+            dev[k] = v
+    return label, path, dev, top
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--server", action="append", default=[], help="label=path[:key=value...] (device keys; top.a.b=v: daemon-wide a: {b: v})")
+    p.add_argument("--workload", action="append", default=[], help="rw,bs,iodepth[,numjobs]")
+    p.add_argument("--transport", action="append", default=[])
+    p.add_argument("--nbdkit", default="16,1", help="nbdkit thread settings to add (empty: none)")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--runtime", type=float, default=3)
+    p.add_argument("--prefill", action="store_true", help="write every export once first (reads hit data, not holes)")
+    a = p.parse_args()
+    transports = a.transport or ["unix", "tcp"]
+    samples = {}
+    with TempDir("probe") as tmp, servers.Fleet() as srv:
+        for tr in transports:
+            for text in a.server:
+                label, path, dev, top = parse_server(text)
+                d = common.ram_device("d", "1GiB", dev.pop("scheduler", "none"), **dev)
+                cfg = {"devices": [d], "exports": [{"name": "x", "device": "d"}], "log_level": "warn", **top}
+                srv[(label, tr)] = Daemon(cfg, f"{label}-{tr}", workdir=tmp, tcp=tr == "tcp", control=False,
+                                          binary=path)
+            for t in filter(None, a.nbdkit.split(",")):
+                s = servers._peer("nbdkit", ["nbdkit", "-f", "--exit-with-parent", "--threads", t], tmp,
+                                  f"k{t}-{tr}", tr, lambda x: ["-U", x],
+                                  lambda port: ["-i", "127.0.0.1", "-p", str(port)], ["memory", "1G"])
+                srv[(f"nbdkit-t{t}", tr)] = s
+        keys = list(srv.keys())
+        if a.prefill:
+            fio.run({"thread": True, "rw": "write", "bs": "1m", "iodepth": 8, "size": "1g"},
+                    [(f"fill{i}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]), "stonewall": True})
+                     for i, k in enumerate(keys)])
+        for rep in range(a.reps):
+            for wtext in a.workload:
+                rw, bs, qd, *nj = wtext.split(",")
+                nj = int(nj[0]) if nj else 1
+                order = keys[rep % len(keys):] + keys[:rep % len(keys)]
+                jobs = [(f"{k[0]}@{k[1]}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]), "numjobs": nj,
+                                            "stonewall": True}) for k in order]
+                g = {"thread": True, "time_based": True, "runtime": f"{int(a.runtime * 1000)}ms",
+                     "ramp_time": "300ms", "randrepeat": 0, "norandommap": True, "rw": rw, "bs": bs,
+                     "iodepth": int(qd)}
+                r = fio.run(g, jobs, [srv[k] for k in order])
+                for i, k in enumerate(order):
+                    sm = r.summary(r.job(f"{k[0]}@{k[1]}"))
+                    per = r.server_cpu[i] / sm["ios"] * 1e6 if sm["ios"] else None
+                    samples.setdefault((wtext, k[1], k[0]), []).append((sm["iops"], sm["bw_mib"] * 1.048576, per))
+            print(f"rep {rep + 1}/{a.reps} done", file=sys.stderr, flush=True)
+    print("| workload | transport | server | IOPS | MB/s | server CPU µs/IO (approx, whole run) |")
+    print("|---|---|---|---|---|---|")
+    for (w, tr, label), v in sorted(samples.items()):
+        med = [statistics.median(x[i] for x in v if x[i] is not None) for i in range(3)]
+        print(f"| {w} | {tr} | {label} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

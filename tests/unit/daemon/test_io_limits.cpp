@@ -1,0 +1,25 @@
+// daemon/device/io_limits: `read_ahead_kb: auto` for a device with and
+// without latency to hide (a timing model or a blocking backend).
+#include <doctest/doctest.h>
+
+#include "daemon/device/io_limits.hpp"
+
+using namespace nbdsched;
+using namespace nbdsched::daemon;
+
+TEST_CASE("read_ahead auto is off on a device with no latency to hide (RAM, no profile)") {
+    config::Device dev;   // read_ahead_kb: auto
+    IoLimits none;
+    CHECK(read_ahead_options(dev, false, none, 1 << 30, false).window_bytes == 0);
+    // A timing model or a file behind it: the seed-004 rule.
+    CHECK(read_ahead_options(dev, false, none, 1 << 30, true).window_bytes == 128u << 10);
+    CHECK(read_ahead_options(dev, true, {1280u << 10, 0}, 1 << 30, true).window_bytes == 2560u << 10);
+}
+
+TEST_CASE("an explicit read_ahead_kb holds on RAM too") {
+    config::Device dev;
+    dev.read_ahead_kb = 128;
+    CHECK(read_ahead_options(dev, false, {}, 1 << 30, false).window_bytes == 128u << 10);
+    dev.read_ahead_kb = 0;
+    CHECK(read_ahead_options(dev, true, {}, 1 << 30, true).window_bytes == 0);
+}
