@@ -1,5 +1,6 @@
 #include "kernel/attach.hpp"
 
+#include <fstream>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <vector>
@@ -69,9 +70,23 @@ std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::st
     return Attached{*index, info};   // the kernel holds its own references to the sockets
 }
 
-int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, const Attached& a) {
-    unsigned dead = 0;   // sockets the kernel reported dead and we have not replaced
-    Clock::time_point dead_since{}, last_status = Clock::now();
+std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string& error) {
+    auto connected = netlink.connected(index, error);
+    if (!connected || !*connected) return std::nullopt;
+    std::ifstream sectors("/sys/block/nbd" + std::to_string(index) + "/size");
+    Attached a{index, {}};
+    if (!(sectors >> a.info.size)) {
+        error = "/sys/block/nbd" + std::to_string(index) + "/size: unreadable";
+        return std::nullopt;
+    }
+    a.info.size *= 512;   // sysfs counts 512-byte sectors whatever the block size
+    spdlog::info("/dev/nbd{}: already attached ({} bytes): monitoring it", index, a.info.size);
+    return a;
+}
+
+int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, const Attached& a, bool probe_first) {
+    unsigned dead = probe_first ? 1 : 0;   // sockets the kernel reported dead and we have not replaced
+    Clock::time_point dead_since = Clock::now(), last_status = Clock::now();
     std::string last_error;
     for (;;) {
         auto wait = dead > 0 ? o.retry_interval : std::chrono::milliseconds(1000);

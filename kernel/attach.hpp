@@ -31,9 +31,16 @@ struct Attached {
 // Negotiates and connects; nullopt with `error` on any refusal.
 std::optional<Attached> attach(Netlink& netlink, const AttachOptions& options, std::string& error);
 
+// A device that is already connected (a monitor restarted by systemd):
+// its size from sysfs; nullopt when it is not connected.
+std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string& error);
+
 // Runs until the device is disconnected (by `nbdsched detach` or
 // nbd-client -d); returns the exit code. `events` must have been opened
-// before attach() so that no dead link is missed.
-int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& options, const Attached& attached);
+// before attach() so that no dead link is missed. `probe_first`: try one
+// reconnect at once (an adopted device may have lost its link while no
+// monitor listened; the kernel refuses it when no socket is dead).
+int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& options, const Attached& attached,
+            bool probe_first = false);
 
 }   // namespace nbdsched::kernel

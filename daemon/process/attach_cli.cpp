@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/units.hpp"
+#include "daemon/process/systemd_notify.hpp"
 #include "kernel/attach.hpp"
 
 namespace nbdsched::daemon {
@@ -99,14 +100,20 @@ int run_attach(int argc, char** argv) {
         spdlog::error("{}", error);
         return 1;
     }
-    auto attached = kernel::attach(*netlink, o, error);
+    // A monitor restarted on a device it attached before takes it over.
+    std::optional<kernel::Attached> attached;
+    bool adopted = false;
+    if (o.device.index && !no_monitor) adopted = (attached = kernel::adopt(*netlink, *o.device.index, error)).has_value();
+    if (!adopted) attached = kernel::attach(*netlink, o, error);
     if (!attached) {
         spdlog::error("{}", error);
         return 1;
     }
     std::cout << "/dev/nbd" << attached->index << std::endl;
+    notify_ready("/dev/nbd" + std::to_string(attached->index) + ": export '" + o.target.export_name + "' at " +
+                 o.target.describe());
     if (no_monitor) return 0;
-    return kernel::monitor(*netlink, *events, o, *attached);
+    return kernel::monitor(*netlink, *events, o, *attached, adopted);
 }
 
 int run_detach(int argc, char** argv) {
