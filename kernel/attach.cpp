@@ -37,6 +37,24 @@ std::optional<Connected> reconnect_one(const AttachOptions& o, std::uint64_t siz
     return c;
 }
 
+std::uint64_t sysfs_sectors(std::uint32_t index) {
+    std::ifstream in("/sys/block/nbd" + std::to_string(index) + "/size");
+    std::uint64_t sectors = 0;
+    return in >> sectors ? sectors : 0;
+}
+
+// NBD_CMD_STATUS, and the device's size in sysfs (0 once the kernel dropped
+// its configuration), so that a detach is noticed even where STATUS fails.
+bool still_attached(Netlink& netlink, std::uint32_t index, bool& error_logged) {
+    std::string error;
+    auto connected = netlink.connected(index, error);
+    if (!connected && !error_logged) {
+        spdlog::warn("/dev/nbd{}: {}", index, error);
+        error_logged = true;
+    }
+    return connected.value_or(true) && sysfs_sectors(index) > 0;
+}
+
 }   // namespace
 
 std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::string& error) {
@@ -73,13 +91,12 @@ std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::st
 std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string& error) {
     auto connected = netlink.connected(index, error);
     if (!connected || !*connected) return std::nullopt;
-    std::ifstream sectors("/sys/block/nbd" + std::to_string(index) + "/size");
     Attached a{index, {}};
-    if (!(sectors >> a.info.size)) {
-        error = "/sys/block/nbd" + std::to_string(index) + "/size: unreadable";
+    a.info.size = sysfs_sectors(index) * 512;   // sysfs counts 512-byte sectors whatever the block size
+    if (a.info.size == 0) {
+        error = "/sys/block/nbd" + std::to_string(index) + "/size: unreadable or 0";
         return std::nullopt;
     }
-    a.info.size *= 512;   // sysfs counts 512-byte sectors whatever the block size
     spdlog::info("/dev/nbd{}: already attached ({} bytes): monitoring it", index, a.info.size);
     return a;
 }
@@ -88,6 +105,7 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
     unsigned dead = probe_first ? 1 : 0;   // sockets the kernel reported dead and we have not replaced
     Clock::time_point dead_since = Clock::now(), last_status = Clock::now();
     std::string last_error;
+    bool status_error_logged = false;
     for (;;) {
         auto wait = dead > 0 ? o.retry_interval : std::chrono::milliseconds(1000);
         pollfd p{events.fd(), POLLIN, 0};
@@ -120,8 +138,7 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
         }
         if (dead == 0 && Clock::now() - last_status >= std::chrono::seconds(1)) {
             last_status = Clock::now();
-            auto connected = netlink.connected(a.index, error);
-            if (connected && !*connected) {
+            if (!still_attached(netlink, a.index, status_error_logged)) {
                 spdlog::info("/dev/nbd{}: disconnected, monitor exits", a.index);
                 return 0;
             }
