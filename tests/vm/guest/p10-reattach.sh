@@ -12,11 +12,26 @@ P10_ROUNDS=${VM_P10_ROUNDS:-10}
 P10_TIMEOUT=${VM_P10_TIMEOUT:-1}
 P10_MONITOR=
 
-p10_config() {
-    case $1 in
-    devices) echo "  - {name: filedisk, backend: file, path: /tmp/p10.img, size: 64MiB}";;
-    exports) echo "  - {name: reattach, device: filedisk}";;
-    esac
+# The daemon restarts 20 times here: it runs on a configuration with only
+# this point's device (the main one, with its 1 GiB RAM devices and TLS
+# listener, takes seconds to start under TCG); the main one comes back after.
+P10_CONF=/tmp/p10.yaml
+p10_write_config() {
+    cat > "$P10_CONF" <<EOC
+listen:
+  - unix: $SOCK
+  - tcp: 127.0.0.1:$PORT
+control: $CTL_SOCK
+devices:
+  - {name: filedisk, backend: file, path: /tmp/p10.img, size: 64MiB}
+exports:
+  - {name: reattach, device: filedisk}
+EOC
+}
+# p10_use_config TAG: restart the daemon on $CONF
+p10_use_config() {
+    server_signal TERM 15
+    server_start "$1"
 }
 
 p10_attach() {
@@ -133,6 +148,20 @@ p10_reattach() {
     if [ "${VM_SERVER:-nbdsched}" != nbdsched ]; then vt_skip p10 "nbdsched attach needs the nbdsched daemon"; return 0; fi
     mkdir -p "$P10_MNT"
     : > /tmp/p10.sha256
+    p10_write_config
+    _main_conf=$CONF
+    CONF=$P10_CONF
+    vt_step p10-server-start p10_use_config p10 || { CONF=$_main_conf; return 1; }
+    p10_points
+    # after a failure: nothing left attached or monitoring for later points
+    umount "$P10_MNT" 2>/dev/null
+    dev_attached "$P10_DEV" && timeout 20 "$VM_DAEMON" detach "$P10_DEV"
+    [ -n "$P10_MONITOR" ] && pid_running "$P10_MONITOR" && kill "$P10_MONITOR"
+    CONF=$_main_conf
+    vt_step p10-main-server-again p10_use_config after-p10
+}
+
+p10_points() {
     vt_step p10-attach p10_attach || return 1
     vt_step p10-mkfs-mount sh -c "mkfs.ext4 -q -F $P10_DEV && mount -t ext4 $P10_DEV $P10_MNT" || return 1
     vt_step p10-crash-rounds p10_crash

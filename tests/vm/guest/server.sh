@@ -38,7 +38,6 @@ EOC
         echo "  - {name: shared-$_s, backend: ram, size: 1GiB, profile: hdd, scheduler: $_s$(p6_tunables "$_s")}"
     done >> "$CONF"
     p9_config devices >> "$CONF"
-    p10_config devices >> "$CONF"
     cat >> "$CONF" <<EOC
 exports:
   - {name: hdd, device: hdd}
@@ -52,7 +51,6 @@ EOC
         echo "  - {name: bronze-$_s, device: shared-$_s, offset: 512MiB, group: bronze}"
     done >> "$CONF"
     p9_config exports >> "$CONF"
-    p10_config exports >> "$CONF"
     p9_config tls >> "$CONF"
 }
 
