@@ -120,9 +120,10 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
             auto c = reconnect_one(o, a.info.size, error);
             int fd = c ? c->socket.get() : -1;
             if (c && !netlink.reconfigure(a.index, std::span(&fd, 1), error)) {
-                // No dead socket left to replace (the kernel noticed fewer
-                // deaths than we counted) or the device went away.
-                spdlog::warn("/dev/nbd{}: {}", a.index, error);
+                // No dead socket left to replace (an adopted device whose
+                // links are fine, or fewer deaths than we counted) or the
+                // device went away.
+                spdlog::info("/dev/nbd{}: {} (no dead connection to replace)", a.index, error);
                 dead = 0;
                 break;
             }
@@ -136,7 +137,8 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
             auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - dead_since).count();
             spdlog::info("/dev/nbd{}: reconnected to {} after {} ms", a.index, o.target.describe(), ms);
         }
-        if (dead == 0 && Clock::now() - last_status >= std::chrono::seconds(1)) {
+        // Also while waiting for the daemon: a detach then ends the wait.
+        if (Clock::now() - last_status >= std::chrono::seconds(1)) {
             last_status = Clock::now();
             if (!still_attached(netlink, a.index, status_error_logged)) {
                 spdlog::info("/dev/nbd{}: disconnected, monitor exits", a.index);
