@@ -71,11 +71,18 @@ int index_reply(nl_msg* msg, void* arg) {
     return NL_OK;
 }
 
+struct StatusReply {
+    std::optional<bool> connected;
+    int replies = 0, parse_rc = 0;
+};
+
 int status_reply(nl_msg* msg, void* arg) {
-    auto* connected = static_cast<std::optional<bool>*>(arg);
+    auto* reply = static_cast<StatusReply*>(arg);
+    auto* connected = &reply->connected;
+    ++reply->replies;
     nlattr* attrs[NBD_ATTR_MAX + 1] = {};
-    if (genlmsg_parse(nlmsg_hdr(msg), 0, attrs, NBD_ATTR_MAX, nullptr) != 0 || !attrs[NBD_ATTR_DEVICE_LIST])
-        return NL_OK;
+    reply->parse_rc = genlmsg_parse(nlmsg_hdr(msg), 0, attrs, NBD_ATTR_MAX, nullptr);
+    if (reply->parse_rc != 0 || !attrs[NBD_ATTR_DEVICE_LIST]) return NL_OK;
     nlattr* item = nullptr;
     int left = 0;
     nla_for_each_nested(item, attrs[NBD_ATTR_DEVICE_LIST], left) {
@@ -158,10 +165,12 @@ std::optional<bool> Netlink::connected(std::uint32_t index, std::string& error) 
         nlmsg_free(msg);
         msg = nullptr;
     }
-    std::optional<bool> connected;
-    if (!send(sock_, msg, "NBD_CMD_STATUS", error, status_reply, &connected)) return std::nullopt;
-    if (!connected) error = "NBD_CMD_STATUS: no such device /dev/nbd" + std::to_string(index);
-    return connected;
+    StatusReply reply;
+    if (!send(sock_, msg, "NBD_CMD_STATUS", error, status_reply, &reply)) return std::nullopt;
+    if (!reply.connected)
+        error = "NBD_CMD_STATUS: no answer for /dev/nbd" + std::to_string(index) + " (" +
+                std::to_string(reply.replies) + " replies, parse " + nl_text(reply.parse_rc) + ")";
+    return reply.connected;
 }
 
 std::unique_ptr<LinkDeadEvents> LinkDeadEvents::open(std::string& error) {

@@ -142,6 +142,7 @@ p10_detach() {
     _rc=$?
     vt_kv p10_monitor_exit "$_rc"
     vt_kv p10_status_errors "$(grep -c NBD_CMD_STATUS /tmp/p10-monitor.log)"
+    grep -m1 NBD_CMD_STATUS /tmp/p10-monitor.log
     [ "$_rc" = 0 ]
 }
 
