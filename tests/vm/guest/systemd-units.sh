@@ -48,6 +48,11 @@ vt_step active-after-reload [ "$(prop nbdsched.service ActiveState)" = active ]
 # Crash recovery: SIGKILL the daemon; Restart=on-failure starts it again and
 # the attach unit's monitor (nbdsched attach) reconnects /dev/nbd0, whose
 # data still reads back; the read waits for the new connection, no error.
+# The monitor first: restarted (Restart=on-failure), it takes the attached
+# device over, and it is the one that reconnects after the daemon's crash.
+vt_step monitor-sigkill systemctl kill -s KILL nbdsched-nbd@nbd0.service
+vt_step monitor-restarted vt_wait_for 30 sh -c '[ "$(systemctl show -P NRestarts nbdsched-nbd@nbd0.service)" -ge 1 ] &&
+    [ "$(systemctl show -P ActiveState nbdsched-nbd@nbd0.service)" = active ]'
 vt_step daemon-sigkill systemctl kill -s KILL nbdsched.service
 vt_step daemon-restarted vt_wait_for 30 sh -c '[ "$(systemctl show -P NRestarts nbdsched.service)" -ge 1 ] &&
     [ "$(systemctl show -P ActiveState nbdsched.service)" = active ]'
