@@ -94,7 +94,7 @@ std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string
     auto connected = netlink.connected(index, error);
     if (connected && !*connected) return std::nullopt;
     Attached a{index, {}};
-    a.info.size = sysfs_sectors(index) * 512;   // sysfs counts 512-byte sectors whatever the block size
+    a.info.size = sysfs_sectors(index) * 512;    // sysfs counts 512-byte sectors whatever the block size
     if (a.info.size == 0) return std::nullopt;   // not attached: attach() connects it
     spdlog::info("/dev/nbd{}: already attached ({} bytes): monitoring it", index, a.info.size);
     return a;
