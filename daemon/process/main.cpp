@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config/config.hpp"
+#include "daemon/process/attach_cli.hpp"
 #include "daemon/process/cli.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/process/server.hpp"
@@ -75,6 +76,9 @@ void keep_large_buffers_mapped() {
 int main(int argc, char** argv) {
     // `nbdsched ctl ...` talks to a running daemon's control socket.
     if (argc > 1 && std::string_view(argv[1]) == "ctl") return daemon::control::run_ctl(argc - 1, argv + 1);
+    // `nbdsched attach` / `detach`: the kernel device as the daemon's client.
+    if (argc > 1 && std::string_view(argv[1]) == "attach") return daemon::run_attach(argc - 1, argv + 1);
+    if (argc > 1 && std::string_view(argv[1]) == "detach") return daemon::run_detach(argc - 1, argv + 1);
     daemon::CliOptions cli;
     if (auto code = daemon::parse_cli(argc, argv, cli)) return *code;
 

@@ -1,7 +1,8 @@
 # systemd-units.sh - guest script run by vmtest.service with systemd as PID 1:
 # the installed units for real. nbdsched.socket activates nbdsched.service
 # (Type=notify, sandboxed), nbdsched-nbd@nbd0.service attaches /dev/nbd0,
-# data goes through, reload works, stopping detaches and the daemon exits 0.
+# data goes through, reload works, a SIGKILLed daemon is restarted and the
+# device reconnected, stopping detaches and the daemon exits 0.
 # VM_CONFIG: the config path the units read.
 . /vmtest/lib.sh
 export SYSTEMD_PAGER= SYSTEMD_COLORS=0
@@ -44,6 +45,19 @@ vt_step data-roundtrip sh -c 'dd if=/dev/urandom of=/tmp/a bs=64k count=16 2>/de
 vt_step state-file-created test -s /var/lib/nbdsched/d0.img
 vt_step reload timeout 60 systemctl reload nbdsched.service
 vt_step active-after-reload [ "$(prop nbdsched.service ActiveState)" = active ]
+# Crash recovery: SIGKILL the daemon; Restart=on-failure starts it again and
+# the attach unit's monitor (nbdsched attach) reconnects /dev/nbd0, whose
+# data still reads back; the read waits for the new connection, no error.
+# The monitor first: restarted (Restart=on-failure), it takes the attached
+# device over, and it is the one that reconnects after the daemon's crash.
+vt_step monitor-sigkill systemctl kill -s KILL nbdsched-nbd@nbd0.service
+vt_step monitor-restarted vt_wait_for 30 sh -c '[ "$(systemctl show -P NRestarts nbdsched-nbd@nbd0.service)" -ge 1 ] &&
+    [ "$(systemctl show -P ActiveState nbdsched-nbd@nbd0.service)" = active ]'
+vt_step daemon-sigkill systemctl kill -s KILL nbdsched.service
+vt_step daemon-restarted vt_wait_for 30 sh -c '[ "$(systemctl show -P NRestarts nbdsched.service)" -ge 1 ] &&
+    [ "$(systemctl show -P ActiveState nbdsched.service)" = active ]'
+vt_step data-after-crash sh -c 'dd if=/dev/nbd0 of=/tmp/c bs=64k count=16 iflag=direct 2>/dev/null && cmp /tmp/a /tmp/c'
+vt_step attach-unit-survives-crash [ "$(prop nbdsched-nbd@nbd0.service ActiveState)" = active ]
 vt_step attach-unit-stop timeout 60 systemctl stop nbdsched-nbd@nbd0.service
 vt_step nbd0-detached vt_wait_for 10 sh -c '[ "$(cat /sys/block/nbd0/size)" = 0 ]'
 vt_step service-stop timeout 60 systemctl stop nbdsched.service

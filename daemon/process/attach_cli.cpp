@@ -1,0 +1,143 @@
+#include "daemon/process/attach_cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "common/units.hpp"
+#include "daemon/process/systemd_notify.hpp"
+#include "kernel/attach.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+
+// A whole number of seconds from "120s", "2m"-style text ("500ms" is refused:
+// the kernel's timeouts are in seconds).
+CLI::Validator seconds_validator() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            auto d = parse_duration(text, std::chrono::seconds(1));
+            if (!d || *d < std::chrono::seconds(1) || *d % std::chrono::seconds(1) != Nanos(0))
+                return "'" + text + "': expected whole seconds such as 30s";
+            text = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*d).count());
+            return {};
+        },
+        "DURATION");
+}
+
+void setup_logging() {
+    auto logger = spdlog::stderr_color_mt("nbdsched-attach");
+    logger->set_pattern(std::getenv("JOURNAL_STREAM") ? "%l: %v" : "[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+    spdlog::set_default_logger(logger);
+    spdlog::flush_on(spdlog::level::info);
+}
+
+}   // namespace
+
+int run_attach(int argc, char** argv) {
+    CLI::App app{"Attach an nbdsched export to /dev/nbdN through the kernel's netlink interface and keep it "
+                 "connected: when the daemon dies or restarts, reconnect within the dead-connection timeout"};
+    app.name("nbdsched attach");
+    kernel::AttachOptions o;
+    std::string tcp, device;
+    long timeout = 30, dead_timeout = 120;
+    std::uint64_t block_size = 4096;
+    bool no_monitor = false;
+    auto* unix_opt = app.add_option("--socket", o.target.unix_path, "the daemon's unix socket")->type_name("PATH");
+    auto* tcp_opt = app.add_option("--tcp", tcp, "the daemon's TCP listener")->type_name("HOST:PORT");
+    unix_opt->excludes(tcp_opt);
+    app.add_option("--export", o.target.export_name, "export name (default: the server's default export)");
+    app.add_option("--device", device, "/dev/nbdN to use (default: the next free one)");
+    app.add_option("--connections", o.connections, "sockets per device (the export should offer multi-conn)")
+        ->check(CLI::Range(1u, 16u));
+    app.add_option("--timeout", timeout, "request timeout (NBD_ATTR_TIMEOUT); a request older than this is "
+                                         "requeued onto a live connection")
+        ->transform(seconds_validator())
+        ->default_str("30s");
+    app.add_option("--dead-conn-timeout", dead_timeout, "how long the kernel holds I/O while no connection is "
+                                                        "alive (NBD_ATTR_DEAD_CONN_TIMEOUT)")
+        ->transform(seconds_validator())
+        ->default_str("120s");
+    app.add_option("--block-size", block_size, "logical block size: 512, 1024, 2048 or 4096")
+        ->check(CLI::IsMember({512, 1024, 2048, 4096}))
+        ->default_str("4096");
+    app.add_flag("--no-monitor", no_monitor, "exit after attaching (no reconnection when the daemon restarts)");
+    app.footer("Prints the device (/dev/nbdN) on stdout once attached, then stays running as the device's "
+               "monitor until it is detached. Needs CAP_SYS_ADMIN and the nbd module. TLS listeners are not "
+               "supported (the kernel speaks plaintext NBD): use a unix socket. See docs/restart.md.");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    setup_logging();
+    std::string error;
+    if (o.target.unix_path.empty() && tcp.empty()) {
+        std::cerr << "nbdsched attach: --socket PATH or --tcp HOST:PORT is required\n";
+        return 2;
+    }
+    if (!tcp.empty() && !kernel::parse_host_port(tcp, o.target.host, o.target.port, error)) {
+        std::cerr << "nbdsched attach: --tcp " << error << "\n";
+        return 2;
+    }
+    if (!device.empty()) {
+        o.device.index = kernel::parse_device(device);
+        if (!o.device.index) {
+            std::cerr << "nbdsched attach: --device '" << device << "': expected /dev/nbdN\n";
+            return 2;
+        }
+    }
+    o.device.timeout = std::chrono::seconds(timeout);
+    o.device.dead_conn_timeout = std::chrono::seconds(dead_timeout);
+    o.device.block_size = block_size;
+
+    auto netlink = kernel::Netlink::open(error);
+    // Subscribed before the connect, so that a link dying right after it is heard.
+    auto events = netlink && !no_monitor ? kernel::LinkDeadEvents::open(error) : nullptr;
+    if (!netlink || (!no_monitor && !events)) {
+        spdlog::error("{}", error);
+        return 1;
+    }
+    // A monitor restarted on a device it attached before takes it over.
+    std::optional<kernel::Attached> attached;
+    bool adopted = false;
+    if (o.device.index && !no_monitor) adopted = (attached = kernel::adopt(*netlink, *o.device.index, error)).has_value();
+    if (!adopted) attached = kernel::attach(*netlink, o, error);
+    if (!attached) {
+        spdlog::error("{}", error);
+        return 1;
+    }
+    std::cout << "/dev/nbd" << attached->index << std::endl;
+    notify_ready("/dev/nbd" + std::to_string(attached->index) + ": export '" + o.target.export_name + "' at " +
+                 o.target.describe());
+    if (no_monitor) return 0;
+    return kernel::monitor(*netlink, *events, o, *attached, adopted);
+}
+
+int run_detach(int argc, char** argv) {
+    CLI::App app{"Disconnect /dev/nbdN (NBD_CMD_DISCONNECT); its `nbdsched attach` monitor then exits"};
+    app.name("nbdsched detach");
+    std::string device;
+    app.add_option("device", device, "/dev/nbdN")->required();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    auto index = kernel::parse_device(device);
+    if (!index) {
+        std::cerr << "nbdsched detach: '" << device << "': expected /dev/nbdN\n";
+        return 2;
+    }
+    std::string error;
+    auto netlink = kernel::Netlink::open(error);
+    if (!netlink || !netlink->disconnect(*index, error)) {
+        std::cerr << "nbdsched detach: " << device << ": " << error << "\n";
+        return 1;
+    }
+    return 0;
+}
+
+}   // namespace nbdsched::daemon

@@ -1,0 +1,150 @@
+#include "kernel/attach.hpp"
+
+#include <fstream>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <vector>
+
+namespace nbdsched::kernel {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string flags_text(std::uint16_t flags) {
+    std::string s;
+    auto add = [&](std::uint16_t bit, const char* name) {
+        if (flags & bit) s += s.empty() ? name : std::string(",") + name;
+    };
+    add(nbd::tflag_read_only, "read-only");
+    add(nbd::tflag_send_flush, "flush");
+    add(nbd::tflag_send_fua, "fua");
+    add(nbd::tflag_rotational, "rotational");
+    add(nbd::tflag_send_trim, "trim");
+    add(nbd::tflag_send_write_zeroes, "write-zeroes");
+    add(nbd::tflag_can_multi_conn, "multi-conn");
+    return s.empty() ? "none" : s;
+}
+
+// One negotiated connection whose export still has `size` bytes.
+std::optional<Connected> reconnect_one(const AttachOptions& o, std::uint64_t size, std::string& error) {
+    auto c = connect_export(o.target, o.handshake_timeout, error);
+    if (c && c->info.size != size) {
+        error = "export '" + o.target.export_name + "' is now " + std::to_string(c->info.size) + " bytes, was " +
+                std::to_string(size) + ": not reconnecting a device of a different size";
+        return std::nullopt;
+    }
+    return c;
+}
+
+std::uint64_t sysfs_sectors(std::uint32_t index) {
+    std::ifstream in("/sys/block/nbd" + std::to_string(index) + "/size");
+    std::uint64_t sectors = 0;
+    return in >> sectors ? sectors : 0;
+}
+
+// NBD_CMD_STATUS, and the device's size in sysfs (0 once the kernel dropped
+// its configuration), so that a detach is noticed even where STATUS fails.
+bool still_attached(Netlink& netlink, std::uint32_t index, bool& error_logged) {
+    std::string error;
+    auto connected = netlink.connected(index, error);
+    if (!connected && !error_logged) {
+        spdlog::warn("/dev/nbd{}: {}", index, error);
+        error_logged = true;
+    }
+    return connected.value_or(true) && sysfs_sectors(index) > 0;
+}
+
+}   // namespace
+
+std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::string& error) {
+    std::vector<Connected> connections;
+    std::vector<int> fds;
+    for (unsigned i = 0; i < o.connections; ++i) {
+        auto c = i == 0 ? connect_export(o.target, o.handshake_timeout, error)
+                        : reconnect_one(o, connections.front().info.size, error);
+        if (!c) return std::nullopt;
+        fds.push_back(c->socket.get());
+        connections.push_back(std::move(*c));
+    }
+    const auto& info = connections.front().info;
+    if (o.connections > 1 && !(info.flags & nbd::tflag_can_multi_conn))
+        spdlog::warn("export '{}' does not advertise multi-conn: {} connections may see each other's writes late",
+                     o.target.export_name, o.connections);
+    if (o.device.block_size < info.min_block || o.device.block_size > info.max_block) {
+        error = "block size " + std::to_string(o.device.block_size) + " outside the export's " +
+                std::to_string(info.min_block) + ".." + std::to_string(info.max_block);
+        return std::nullopt;
+    }
+    DeviceConfig device = o.device;
+    device.size = info.size;
+    device.server_flags = info.flags;
+    auto index = netlink.connect(device, fds, error);
+    if (!index) return std::nullopt;
+    spdlog::info("/dev/nbd{}: export '{}' at {}, {} bytes, block size {}, {} connection(s), flags {}, timeout {}s, "
+                 "dead-connection timeout {}s",
+                 *index, o.target.export_name, o.target.describe(), info.size, device.block_size, o.connections,
+                 flags_text(info.flags), device.timeout.count(), device.dead_conn_timeout.count());
+    return Attached{*index, info};   // the kernel holds its own references to the sockets
+}
+
+std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string& error) {
+    // STATUS answered without the device on 6.12 in the VM test, so its
+    // size in sysfs decides when STATUS gives no answer.
+    auto connected = netlink.connected(index, error);
+    if (connected && !*connected) return std::nullopt;
+    Attached a{index, {}};
+    a.info.size = sysfs_sectors(index) * 512;    // sysfs counts 512-byte sectors whatever the block size
+    if (a.info.size == 0) return std::nullopt;   // not attached: attach() connects it
+    spdlog::info("/dev/nbd{}: already attached ({} bytes): monitoring it", index, a.info.size);
+    return a;
+}
+
+int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, const Attached& a, bool probe_first) {
+    unsigned dead = probe_first ? 1 : 0;   // sockets the kernel reported dead and we have not replaced
+    Clock::time_point dead_since = Clock::now(), last_status = Clock::now();
+    std::string last_error;
+    bool status_error_logged = false;
+    for (;;) {
+        auto wait = dead > 0 ? o.retry_interval : std::chrono::milliseconds(1000);
+        pollfd p{events.fd(), POLLIN, 0};
+        ::poll(&p, 1, static_cast<int>(wait.count()));
+        for (auto index : events.read()) {
+            if (index != a.index) continue;
+            if (dead++ == 0) dead_since = Clock::now();
+            spdlog::warn("/dev/nbd{}: connection to {} died, reconnecting", a.index, o.target.describe());
+        }
+        std::string error;
+        while (dead > 0) {
+            auto c = reconnect_one(o, a.info.size, error);
+            int fd = c ? c->socket.get() : -1;
+            if (c && !netlink.reconfigure(a.index, std::span(&fd, 1), error)) {
+                // No dead socket left to replace (an adopted device whose
+                // links are fine, or fewer deaths than we counted) or the
+                // device went away.
+                spdlog::info("/dev/nbd{}: {} (no dead connection to replace)", a.index, error);
+                dead = 0;
+                break;
+            }
+            if (!c) {
+                if (error != last_error) spdlog::info("/dev/nbd{}: still waiting: {}", a.index, error);
+                last_error = error;
+                break;
+            }
+            --dead;
+            last_error.clear();
+            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - dead_since).count();
+            spdlog::info("/dev/nbd{}: reconnected to {} after {} ms", a.index, o.target.describe(), ms);
+        }
+        // Also while waiting for the daemon: a detach then ends the wait.
+        if (Clock::now() - last_status >= std::chrono::seconds(1)) {
+            last_status = Clock::now();
+            if (!still_attached(netlink, a.index, status_error_logged)) {
+                spdlog::info("/dev/nbd{}: disconnected, monitor exits", a.index);
+                return 0;
+            }
+        }
+    }
+}
+
+}   // namespace nbdsched::kernel

@@ -1,0 +1,46 @@
+// `nbdsched attach`'s work: negotiate the export on N connections, connect
+// /dev/nbdN to them over netlink, then watch the device and put new
+// connections under it whenever the old ones die (the daemon crashed or was
+// restarted): the kernel holds the I/O for up to the dead-connection timeout
+// and requeues it onto the new socket.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kernel/connect.hpp"
+#include "kernel/netlink.hpp"
+
+namespace nbdsched::kernel {
+
+struct AttachOptions {
+    Target target;
+    DeviceConfig device;   // size and server_flags come from the server
+    unsigned connections = 1;
+    std::chrono::milliseconds handshake_timeout{5000};
+    std::chrono::milliseconds retry_interval{100};
+};
+
+struct Attached {
+    std::uint32_t index = 0;
+    nbd::GoResult info;
+};
+
+// Negotiates and connects; nullopt with `error` on any refusal.
+std::optional<Attached> attach(Netlink& netlink, const AttachOptions& options, std::string& error);
+
+// A device that is already connected (a monitor restarted by systemd):
+// its size from sysfs; nullopt when it is not connected.
+std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string& error);
+
+// Runs until the device is disconnected (by `nbdsched detach` or
+// nbd-client -d); returns the exit code. `events` must have been opened
+// before attach() so that no dead link is missed. `probe_first`: try one
+// reconnect at once (an adopted device may have lost its link while no
+// monitor listened; the kernel refuses it when no socket is dead).
+int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& options, const Attached& attached,
+            bool probe_first = false);
+
+}   // namespace nbdsched::kernel
