@@ -58,14 +58,6 @@ std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error) {
     return std::make_unique<FaultyBackend>(std::move(storage), spec.faults);
 }
 
-bool rbd_available() {
-#ifdef NBDSCHED_HAVE_RBD
-    return true;
-#else
-    return false;
-#endif
-}
-
 bool resolve_rotational(const Spec& spec, const Backend& backend,
                         std::optional<bool> profile_rotational) {
     if (spec.rotational)

@@ -18,9 +18,6 @@ namespace nbdsched::backend {
 // A device with `faults:` gets its storage wrapped in a FaultyBackend.
 std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error);
 
-// Whether this binary has the RBD backend (meson -Drbd).
-bool rbd_available();
-
 // The rotational flag a device advertises (NBD_FLAG_ROTATIONAL, scheduler
 // traits): Spec::rotational wins when set; `auto` is the real block device's
 // sysfs value when the backend is a block device, else the profile's model

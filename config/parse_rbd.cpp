@@ -1,7 +1,7 @@
 // devices[] with backend: rbd: the image and how to reach its cluster.
 #include <algorithm>
 
-#include "backend/factory.hpp"
+#include "backend/features.hpp"
 #include "config/parsers.hpp"
 
 namespace nbdsched::config::detail {

@@ -10,10 +10,6 @@ namespace nbdsched::daemon::control {
 
 namespace {
 
-Json fail(const std::string& message) {
-    return Json{{"ok", false}, {"error", message}};
-}
-
 // A required string field, or an error message in `error`.
 std::string field(const Json& request, const char* name, std::string& error) {
     auto it = request.find(name);
@@ -47,19 +43,19 @@ Json tunable_command(const Json& request, DaemonState& state, bool set) {
     Device* dev = requested_device(request, state, error);
     auto tunable = field(request, "tunable", error);
     auto value = set ? field(request, "value", error) : std::string();
-    if (!error.empty()) return fail(error);
+    if (!error.empty()) return error_reply(error);
     const std::string& device = dev->name();
     auto& sched = dev->scheduler();
     if (set) {
         auto why = sched.set_tunable(tunable, value, steady_now());   // names the tunable
-        if (!why.empty()) return fail("device " + device + ": " + why);
+        if (!why.empty()) return error_reply("device " + device + ": " + why);
         dev->kick();   // a shorter slice_idle may end an idle wait now
         spdlog::info("control: device {}: {} = {}", device, tunable, value);
     }
     auto now_value = sched.get_tunable(tunable);
     if (!now_value)
-        return fail("device " + device + ": " +
-                    sched::unknown_tunable_error(sched.policy(), sched::tunable_specs(sched.policy()), tunable));
+        return error_reply("device " + device + ": " +
+                           sched::unknown_tunable_error(sched.policy(), sched::tunable_specs(sched.policy()), tunable));
     return Json{{"ok", true}, {"value", *now_value}};
 }
 
@@ -69,11 +65,11 @@ Json tunable_command(const Json& request, DaemonState& state, bool set) {
 Json faults_command(const Json& request, DaemonState& state) {
     std::string error;
     Device* dev = requested_device(request, state, error);
-    if (!error.empty()) return fail(error);
+    if (!error.empty()) return error_reply(error);
     auto* faulty = backend::faulty_backend(dev->backend());
-    if (!faulty) return fail("device " + dev->name() + " has no faults: rules");
+    if (!faulty) return error_reply("device " + dev->name() + " has no faults: rules");
     if (auto it = request.find("enabled"); it != request.end()) {
-        if (!it->is_boolean()) return fail("\"enabled\" must be true or false");
+        if (!it->is_boolean()) return error_reply("\"enabled\" must be true or false");
         faulty->set_enabled(it->get<bool>());
         spdlog::info("control: device {}: faults {}", dev->name(), faulty->enabled() ? "on" : "off");
     }
@@ -83,13 +79,13 @@ Json faults_command(const Json& request, DaemonState& state) {
 Json weight_command(const Json& request, DaemonState& state) {
     std::string error;
     auto group = field(request, "group", error);
-    if (!error.empty()) return fail(error);
+    if (!error.empty()) return error_reply(error);
     auto it = request.find("weight");
-    if (it == request.end() || !it->is_number_integer()) return fail("\"weight\" must be an integer 1..1000");
+    if (it == request.end() || !it->is_number_integer()) return error_reply("\"weight\" must be an integer 1..1000");
     auto w = it->get<long long>();
-    if (w < 1 || w > 1000) return fail("weight " + std::to_string(w) + " is outside 1..1000");
+    if (w < 1 || w > 1000) return error_reply("weight " + std::to_string(w) + " is outside 1..1000");
     auto why = apply_weight(state, group, static_cast<unsigned>(w));
-    if (!why.empty()) return fail(why);
+    if (!why.empty()) return error_reply(why);
     spdlog::info("control: group {} weight {}", group, w);
     return Json{{"ok", true}};
 }
@@ -108,9 +104,9 @@ std::string apply_weight(DaemonState& state, const std::string& group, unsigned 
 }
 
 Json handle_command(const Json& request, DaemonState& state) {
-    if (!request.is_object()) return fail("a request is a JSON object");
+    if (!request.is_object()) return error_reply("a request is a JSON object");
     auto it = request.find("cmd");
-    if (it == request.end() || !it->is_string()) return fail("missing \"cmd\"");
+    if (it == request.end() || !it->is_string()) return error_reply("missing \"cmd\"");
     auto cmd = it->get<std::string>();
     if (cmd == "list") return with_ok(list_json(state));
     if (cmd == "stats") return with_ok(stats_json(state));
@@ -119,7 +115,7 @@ Json handle_command(const Json& request, DaemonState& state) {
     if (cmd == "weight") return weight_command(request, state);
     if (cmd == "faults") return faults_command(request, state);
     if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") return qos_command(request, state);
-    return fail("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target)");
+    return error_reply("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target)");
 }
 
 std::string handle_line(const std::string& line, DaemonState& state) {
@@ -127,7 +123,7 @@ std::string handle_line(const std::string& line, DaemonState& state) {
     try {
         reply = handle_command(Json::parse(line), state);
     } catch (const Json::exception& e) {
-        reply = fail(std::string("bad request: ") + e.what());
+        reply = error_reply(std::string("bad request: ") + e.what());
     }
     return reply.dump() + "\n";
 }

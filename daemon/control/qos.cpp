@@ -10,8 +10,6 @@ namespace nbdsched::daemon::control {
 
 namespace {
 
-Json fail(const std::string& message) { return Json{{"ok", false}, {"error", message}}; }
-
 double ms(Nanos d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 // One excess line, or nothing.
@@ -94,10 +92,10 @@ std::string apply_qos(DaemonState& state, const std::string& group, const sched:
 
 Json qos_command(const Json& request, DaemonState& state) {
     auto g = request.find("group");
-    if (g == request.end() || !g->is_string()) return fail("missing \"group\"");
+    if (g == request.end() || !g->is_string()) return error_reply("missing \"group\"");
     const std::string group = g->get<std::string>();
     auto id = state.groups->find(group);
-    if (!id) return fail("no group '" + group + "'");
+    if (!id) return error_reply("no group '" + group + "'");
     const std::string cmd = request.value("cmd", std::string());
     sched::qos::GroupQos qos = state.groups->at(*id).qos;
     std::string error;
@@ -114,9 +112,9 @@ Json qos_command(const Json& request, DaemonState& state) {
         error = request.contains("target") ? read_duration(request, "target", qos.latency_target)
                                            : "missing \"target\" (a duration, or off)";
     }
-    if (!error.empty()) return fail(error);
+    if (!error.empty()) return error_reply(error);
     std::vector<std::string> warnings;
-    if (auto why = apply_qos(state, group, qos, warnings); !why.empty()) return fail(why);
+    if (auto why = apply_qos(state, group, qos, warnings); !why.empty()) return error_reply(why);
     spdlog::info("control: group {}: reserve {}, limit {} (burst {}), latency target {}", group,
                  sched::qos::to_string(qos.reserve), sched::qos::to_string(qos.limit), format_duration(qos.burst),
                  qos.latency_target.count() ? format_duration(qos.latency_target) : std::string("none"));

@@ -61,6 +61,10 @@ Device* DaemonState::find_device(std::string_view name) const {
     return nullptr;
 }
 
+Json error_reply(const std::string& message) {
+    return Json{{"ok", false}, {"error", message}};
+}
+
 Json counters_json(const stats::Counters& c) {
     Json j;
     for (const auto& stat : stats::catalog())

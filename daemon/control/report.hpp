@@ -13,6 +13,9 @@ namespace nbdsched::daemon::control {
 
 using Json = nlohmann::ordered_json;
 
+// The reply to a request that failed: {"ok": false, "error": message}.
+Json error_reply(const std::string& message);
+
 // The keys of stats::catalog() read from the daemon's counters (reads, ..., latency_p99_us)
 // and from the scheduler's view (slices, idle_ms, dispatched, ...).
 Json counters_json(const stats::Counters& c);

@@ -1,7 +1,7 @@
 // devices[]: sizes, backends, schedulers and their tunables, profiles.
 #include "helpers.hpp"
 
-#include "backend/factory.hpp"
+#include "backend/features.hpp"
 
 using namespace nbdsched::config;
 using namespace nbdsched::config::test;

@@ -1,0 +1,13 @@
+#include "backend/features.hpp"
+
+namespace nbdsched::backend {
+
+bool rbd_available() {
+#ifdef NBDSCHED_HAVE_RBD
+    return true;
+#else
+    return false;
+#endif
+}
+
+}   // namespace nbdsched::backend
