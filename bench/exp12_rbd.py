@@ -86,6 +86,21 @@ def prefill(cluster):
                    env=env, check=True, capture_output=True, timeout=300)
 
 
+def summary(results):
+    """The row bench/lib/summary.py puts in bench/results/README.md."""
+    fio_r, qemu = [], []
+    for key, by_server in results.items():
+        med = {s: statistics.median(r["iops"] for r in by_server[s]) for s in SERVERS}
+        fio_r.append(f"{med['nbdsched'] / med['fio-rbd']:.2f}x")
+        qemu.append(f"{med['nbdsched'] / med['qemu-nbd']:.2f}x")
+    met = all(float(a[:-1]) >= 0.9 for a in fio_r) and all(float(b[:-1]) >= 1.0 for b in qemu)
+    return {"name": NAME, "title": "Experiment 12: nbdsched + RBD",
+            "setup": "one-host memstore cluster; nbdsched backend rbd vs fio's rbd engine vs qemu-nbd; "
+                     + ", ".join(results), "seed": "-",
+            "ours": f"vs fio-rbd: {' / '.join(fio_r)}; vs qemu-nbd: {' / '.join(qemu)}",
+            "target": ">= 0.9x fio-rbd, >= 1x qemu-nbd", "status": "met" if met else "not met"}
+
+
 def report(results, args, elapsed):
     lines = [f"# Experiment 12: nbdsched + RBD against fio's rbd engine and qemu-nbd", "",
              f"One-host cluster (1 mon, 1 memstore OSD), one {IMAGE_MIB} MiB image, prefilled; "
@@ -140,7 +155,7 @@ def main():
     out = os.path.join(RESULTS, "quick" if args.quick else "", NAME)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out + ".json", "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump(summary(results) | {"results": results}, f, indent=1)
     with open(out + ".md", "w") as f:
         f.write(text)
     print(text)
