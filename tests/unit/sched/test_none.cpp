@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "test_request.hpp"
 #include "sched/none.hpp"
 #include "sched/scheduler.hpp"
 
@@ -10,15 +11,7 @@ using namespace nbdsched::sched;
 
 namespace {
 
-Request make_request(RequestId id, QueueId queue, GroupId group = 0) {
-    Request r;
-    r.id = id;
-    r.queue = queue;
-    r.group = group;
-    r.offset = id * 4096;
-    r.length = 4096;
-    return r;
-}
+using test::make_request;
 
 std::unique_ptr<Scheduler> make(unsigned depth, const Tunables& tunables = {}) {
     std::string error;

@@ -6,6 +6,7 @@
 #include <deque>
 #include <set>
 
+#include "test_request.hpp"
 #include "sched/qos/qos_scheduler.hpp"
 
 using namespace nbdsched;
@@ -22,22 +23,12 @@ std::unique_ptr<qos::QosScheduler> make(const std::string& policy, unsigned dept
     return qos::with_qos(std::move(inner), traits);
 }
 
-Request req(RequestId id, QueueId queue, GroupId group) {
-    Request r;
-    r.id = id;
-    r.queue = queue;
-    r.group = group;
-    r.offset = id * 4096;
-    r.length = 4096;
-    return r;
-}
-
 }   // namespace
 
 TEST_CASE("qos layer: no settings, every call passes through in order") {
     auto s = make("none", 2);
     s->open_queue(1, 1, Time{});
-    for (RequestId i = 0; i < 4; ++i) s->submit(req(i, 1, 1), Time{});
+    for (RequestId i = 0; i < 4; ++i) s->submit(test::make_request(i, 1, 1), Time{});
     CHECK(s->queued() == 4);
     CHECK(s->dispatch(Time{})->id == 0);
     CHECK(s->dispatch(Time{})->id == 1);
@@ -54,7 +45,7 @@ TEST_CASE("qos layer: a limit lets through its burst, then exactly its rate") {
     q.limit.iops = 100;   // burst 100 ms: 10 requests
     REQUIRE(s->set_qos(1, q, Time{}).empty());
     s->open_queue(1, 1, Time{});
-    for (RequestId i = 0; i < 40; ++i) s->submit(req(i, 1, 1), Time{});
+    for (RequestId i = 0; i < 40; ++i) s->submit(test::make_request(i, 1, 1), Time{});
     unsigned got = 0;
     while (auto r = s->dispatch(Time{})) s->complete(r->id, Time{}), ++got;
     CHECK(got == 10);
@@ -79,9 +70,9 @@ TEST_CASE("qos layer: a group below its floor is dispatched ahead of the policy'
     REQUIRE(s->set_qos(2, q, Time{}).empty());
     s->open_queue(1, 1, Time{});
     s->open_queue(2, 2, Time{});
-    for (RequestId i = 0; i < 8; ++i) s->submit(req(i, 1, 1), Time{});   // greedy, first in line
-    s->submit(req(100, 2, 2), Time{1ms});
-    s->submit(req(101, 2, 2), Time{1ms});
+    for (RequestId i = 0; i < 8; ++i) s->submit(test::make_request(i, 1, 1), Time{});   // greedy, first in line
+    s->submit(test::make_request(100, 2, 2), Time{1ms});
+    s->submit(test::make_request(101, 2, 2), Time{1ms});
     auto r = s->dispatch(Time{1ms});
     REQUIRE(r);
     CHECK(r->id == 100);   // its credit covers one request: ahead of eight older ones
@@ -105,8 +96,8 @@ TEST_CASE("qos layer: a latency target caps other groups' outstanding requests w
     Time now{};
     std::set<RequestId> at_device;
     // Every request takes 10 ms at a device serving in order; a greedy group keeps 32 outstanding.
-    for (int i = 0; i < 32; ++i) s->submit(req(next++, 2, 2), now);
-    s->submit(req(next++, 1, 1), now);
+    for (int i = 0; i < 32; ++i) s->submit(test::make_request(next++, 2, 2), now);
+    s->submit(test::make_request(next++, 1, 1), now);
     std::deque<RequestId> fifo;
     for (int step = 0; step < 400; ++step) {
         while (auto r = s->dispatch(now)) fifo.push_back(r->id);
@@ -116,8 +107,8 @@ TEST_CASE("qos layer: a latency target caps other groups' outstanding requests w
         fifo.pop_front();
         bool protected_group = done >= 1'000'000 || done == 32;
         s->complete(done, now);
-        if (protected_group) s->submit(req(1'000'000 + next++, 1, 1), now);
-        else s->submit(req(next++, 2, 2), now);
+        if (protected_group) s->submit(test::make_request(1'000'000 + next++, 1, 1), now);
+        else s->submit(test::make_request(next++, 2, 2), now);
     }
     auto st = s->stats(now).qos.at(1);
     CHECK(st.latency_misses > 0);
@@ -135,7 +126,7 @@ TEST_CASE("qos layer: bad settings are refused, removing them releases what was 
     q.limit.iops = 1;
     REQUIRE(s->set_qos(1, q, Time{}).empty());
     s->open_queue(1, 1, Time{});
-    for (RequestId i = 0; i < 4; ++i) s->submit(req(i, 1, 1), Time{});
+    for (RequestId i = 0; i < 4; ++i) s->submit(test::make_request(i, 1, 1), Time{});
     CHECK(s->dispatch(Time{}));
     CHECK_FALSE(s->dispatch(Time{}));
     CHECK(s->queued() == 3);
