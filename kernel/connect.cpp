@@ -121,29 +121,6 @@ std::string Target::describe() const {
     return unix_path.empty() ? host + ":" + std::to_string(port) : unix_path;
 }
 
-bool parse_host_port(const std::string& text, std::string& host, std::uint16_t& port, std::string& error) {
-    auto colon = text.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-        error = "'" + text + "': expected HOST:PORT";
-        return false;
-    }
-    host = text.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    unsigned long value = 0;
-    for (char c : text.substr(colon + 1)) {
-        if (c < '0' || c > '9' || (value = value * 10 + unsigned(c - '0')) > 65535) {
-            error = "'" + text + "': bad port";
-            return false;
-        }
-    }
-    if (value == 0) {
-        error = "'" + text + "': bad port";
-        return false;
-    }
-    port = static_cast<std::uint16_t>(value);
-    return true;
-}
-
 Fd& Fd::operator=(Fd&& o) noexcept {
     if (this != &o) {
         if (fd_ >= 0) ::close(fd_);

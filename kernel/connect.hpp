@@ -22,9 +22,6 @@ struct Target {
     std::string describe() const;
 };
 
-// "HOST:PORT" (or "[V6]:PORT") into host and port; false with `error` otherwise.
-bool parse_host_port(const std::string& text, std::string& host, std::uint16_t& port, std::string& error);
-
 // An owned socket file descriptor.
 class Fd {
 public:

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/units.hpp"
+#include "config/parsers.hpp"
 #include "daemon/process/systemd_notify.hpp"
 #include "kernel/attach.hpp"
 
@@ -78,9 +79,14 @@ int run_attach(int argc, char** argv) {
         std::cerr << "nbdsched attach: --socket PATH or --tcp HOST:PORT is required\n";
         return 2;
     }
-    if (!tcp.empty() && !kernel::parse_host_port(tcp, o.target.host, o.target.port, error)) {
-        std::cerr << "nbdsched attach: --tcp " << error << "\n";
-        return 2;
+    if (!tcp.empty()) {
+        auto hp = config::detail::parse_host_port(tcp, error);   // the listeners' own syntax
+        if (!hp) {
+            std::cerr << "nbdsched attach: --tcp '" << tcp << "': " << error << "\n";
+            return 2;
+        }
+        o.target.host = hp->host;
+        o.target.port = hp->port;
     }
     if (!device.empty()) {
         o.device.index = kernel::parse_device(device);

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config/parsers.hpp"
 #include "kernel/connect.hpp"
 #include "kernel/netlink.hpp"
 #include "nbd/transmission.hpp"
@@ -85,16 +86,19 @@ TEST_CASE("refusals and unreachable servers are errors that say why") {
 }
 
 TEST_CASE("command-line values: HOST:PORT and /dev/nbdN") {
-    std::string host, error;
-    std::uint16_t port = 0;
-    CHECK(kernel::parse_host_port("127.0.0.1:10809", host, port, error));
-    CHECK(host == "127.0.0.1");
-    CHECK(port == 10809);
-    CHECK(kernel::parse_host_port("[::1]:7", host, port, error));
-    CHECK(host == "::1");
-    CHECK_FALSE(kernel::parse_host_port("localhost", host, port, error));
-    CHECK_FALSE(kernel::parse_host_port("h:0", host, port, error));
-    CHECK_FALSE(kernel::parse_host_port("h:70000", host, port, error));
+    // --tcp takes the listeners' HOST:PORT syntax (config's parser).
+    std::string error;
+    using nbdsched::config::detail::parse_host_port;
+    auto v4 = parse_host_port("127.0.0.1:10809", error);
+    REQUIRE(v4);
+    CHECK(v4->host == "127.0.0.1");
+    CHECK(v4->port == 10809);
+    auto v6 = parse_host_port("[::1]:7", error);
+    REQUIRE(v6);
+    CHECK(v6->host == "::1");
+    CHECK_FALSE(parse_host_port("localhost", error));
+    CHECK_FALSE(parse_host_port("h:0", error));
+    CHECK_FALSE(parse_host_port("h:70000", error));
     CHECK(kernel::parse_device("/dev/nbd0") == 0u);
     CHECK(kernel::parse_device("/dev/nbd15") == 15u);
     CHECK_FALSE(kernel::parse_device("/dev/sda"));
