@@ -3,6 +3,9 @@ cluster for the whole file:
   - the export's size is the image's; writes (plain, FUA), FLUSH, TRIM and
     WRITE_ZEROES read back through nbdsched and through `rbd export` (so the
     data is in the cluster, not only in the daemon);
+  - block status (base:allocation) on the fresh image: holes where nothing
+    was written, data where two extents were, a hole again where a whole
+    object was discarded;
   - one writer per image: a second daemon on the image does not start and
     names the lock's holder; with --break-lock it starts, serves the data,
     and the first daemon's writes fail (its client is blocklisted);
@@ -43,10 +46,60 @@ def config(conf, **rbd_keys):
             "exports:\n  - {name: vol1, device: vol}\n  - {name: mem, device: mem}\n")
 
 
-def connect(d, export):
+def connect(d, export, allocation=False):
     h = nbd.NBD()
+    if allocation:
+        h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
     h.connect_uri(d.uri(export))
     return h
+
+
+def allocation(h, length, offset):
+    """[(offset, length, hole)] for [offset, offset+length), asking again
+    where a reply covers less than asked (NBD allows it)."""
+    runs, end = [], offset + length
+    while offset < end:
+        got = []
+
+        def extents(meta, at, entries, err):
+            got.extend((entries[i], entries[i + 1]) for i in range(0, len(entries), 2))
+
+        h.block_status(end - offset, offset, extents)
+        for n, flags in got:
+            n = min(n, end - offset)
+            runs.append((offset, n, bool(flags & nbd.STATE_HOLE)))
+            offset += n
+    return runs
+
+
+def covered(runs, offset, length, hole):
+    """[offset, offset+length) lies in runs of the given kind only."""
+    return all(h == hole for at, n, h in runs if at < offset + length and offset < at + n)
+
+
+def block_status_checks(c, d):
+    """On the fresh image, in a region io_checks does not write: 64 KiB at
+    40 MiB + 1 MiB and 8 KiB at 52 MiB (4 MiB objects: 40-44 and 52-56)."""
+    h = connect(d, "vol1", allocation=True)
+    c.check("base:allocation negotiated on rbd", h.can_meta_context(nbd.CONTEXT_BASE_ALLOCATION))
+    h.pwrite(pattern(41 * MiB, 64 << 10, seed=6), 41 * MiB)
+    h.pwrite(pattern(52 * MiB, 8 << 10, seed=7), 52 * MiB)
+    h.flush()
+    runs = allocation(h, 28 * MiB, 36 * MiB)
+    c.check("block status: the two written extents are data",
+            covered(runs, 41 * MiB, 64 << 10, False) and covered(runs, 52 * MiB, 8 << 10, False), str(runs))
+    c.check("block status: never-written objects are holes (36-40, 44-52, 56-64 MiB)",
+            covered(runs, 36 * MiB, 4 * MiB, True) and covered(runs, 44 * MiB, 8 * MiB, True)
+            and covered(runs, 56 * MiB, 8 * MiB, True), str(runs))
+    c.check("block status: not all data (the old answer)", any(hole for _, _, hole in runs), str(runs))
+    h.trim(4 * MiB, 52 * MiB)
+    h.flush()
+    runs = allocation(h, 28 * MiB, 36 * MiB)
+    c.check("block status: a discarded object is a hole again, the other extent still data",
+            covered(runs, 52 * MiB, 4 * MiB, True) and covered(runs, 41 * MiB, 64 << 10, False), str(runs))
+    c.check("the holes read as zeros", h.pread(64 << 10, 36 * MiB) == bytes(64 << 10)
+            and h.pread(8 << 10, 52 * MiB) == bytes(8 << 10))
+    h.shutdown()
 
 
 def rbd_bytes(cluster, offset, length):
@@ -139,6 +192,7 @@ def main():
         with Cluster(tmp.path, ["img1:64M"]) as cluster:
             try:
                 daemons.append(Daemon(config(cluster.conf), "first", workdir=tmp.path))
+                block_status_checks(c, daemons[0])
                 handle = io_checks(c, cluster, daemons[0])
                 daemons.append(lock_checks(c, cluster, tmp, handle))
                 cluster_gone_checks(c, cluster, daemons[1])
