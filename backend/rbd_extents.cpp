@@ -26,7 +26,8 @@ namespace {
 constexpr std::uint64_t k_max_scan_objects = 64;   // 256 MiB of 4 MiB objects
 
 struct Allocated {
-    std::mutex lock;   // librbd may call back from its own threads
+    // librbd may call back from its own threads.
+    std::mutex lock;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;   // offset, length
 };
 
