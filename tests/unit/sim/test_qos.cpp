@@ -164,8 +164,8 @@ void latency_case(const std::string& policy) {
 // often comes after slice_idle, cfq expires its queue and it waits out the
 // writer's 100 ms slice (78% of windows met without a target, 67% with the
 // depth cap alone). The writer held at the gate while the reader's request
-// waits in the policy meets it; the price is throughput (72% kept here,
-// where the late completions already cost cfq's idling a lot).
+// waits in the policy meets it. Total kept is printed, not asserted: 72%
+// here, 71% with the depth cap alone, both below the 80% met on time.
 void latency_late_case(const std::string& policy) {
     LatencyRun off = reader_writer(policy, false, 10ms);
     LatencyRun on = reader_writer(policy, true, 10ms);
