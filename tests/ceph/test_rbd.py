@@ -5,7 +5,7 @@ cluster for the whole file:
     data is in the cluster, not only in the daemon);
   - block status (base:allocation) on the fresh image: holes where nothing
     was written, data where two extents were, a hole again where a whole
-    object was discarded;
+    object was discarded, at most 64 objects per reply;
   - one writer per image: a second daemon on the image does not start and
     names the lock's holder; with --break-lock it starts, serves the data,
     and the first daemon's writes fail (its client is blocklisted);
@@ -38,6 +38,9 @@ except nbd.Error as e:
     sys.exit(f"write failed: {e} (errno {e.errno})")
 """
 TIMEOUT = 2   # osd_op_timeout of the daemon that sees the cluster go
+# Small objects, so that the 64 objects block status scans per reply
+# (backend/rbd_extents.cpp) are half of the image.
+OBJECT_SIZE, SCAN_OBJECTS = 512 << 10, 64
 
 
 def config(conf, **rbd_keys):
@@ -78,10 +81,14 @@ def covered(runs, offset, length, hole):
 
 
 def block_status_checks(c, d):
-    """On the fresh image, in a region io_checks does not write: 64 KiB at
-    40 MiB + 1 MiB and 8 KiB at 52 MiB (4 MiB objects: 40-44 and 52-56)."""
+    """On the fresh image (512 KiB objects), in a region io_checks does not
+    write: 64 KiB at 41 MiB and 8 KiB at 52 MiB."""
     h = connect(d, "vol1", allocation=True)
     c.check("base:allocation negotiated on rbd", h.can_meta_context(nbd.CONTEXT_BASE_ALLOCATION))
+    got = []
+    h.block_status(64 * MiB, 0, lambda meta, at, entries, err: got.extend(entries[0::2]))
+    c.check(f"one reply covers at most {SCAN_OBJECTS} objects (the rest on the next request)",
+            sum(got) == SCAN_OBJECTS * OBJECT_SIZE, f"{sum(got)} bytes")
     h.pwrite(pattern(41 * MiB, 64 << 10, seed=6), 41 * MiB)
     h.pwrite(pattern(52 * MiB, 8 << 10, seed=7), 52 * MiB)
     h.flush()
@@ -190,6 +197,8 @@ def main():
     daemons = []
     try:
         with Cluster(tmp.path, ["img1:64M"]) as cluster:
+            cluster.rbd("rm", "rbd/img1")
+            cluster.rbd("create", "--size", "64M", "--object-size", str(OBJECT_SIZE), "rbd/img1")
             try:
                 daemons.append(Daemon(config(cluster.conf), "first", workdir=tmp.path))
                 block_status_checks(c, daemons[0])
