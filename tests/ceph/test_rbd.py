@@ -9,8 +9,8 @@ cluster for the whole file:
   - one writer per image: a second daemon on the image does not start and
     names the lock's holder; with --break-lock it starts, serves the data,
     and the first daemon's writes fail (its client is blocklisted);
-  - the cluster gone: a FUA write fails with EIO after the device's
-    osd_op_timeout instead of hanging, the daemon's RAM device keeps
+  - the cluster gone: a FUA write and a block status fail with EIO after
+    the device's osd_op_timeout instead of hanging, the daemon's RAM device keeps
     serving meanwhile, and the daemon still stops on SIGTERM.
 """
 import os
@@ -36,6 +36,16 @@ try:
     h.pwrite(bytes(4096), 32 << 20, nbd.CMD_FLAG_FUA)
 except nbd.Error as e:
     sys.exit(f"write failed: {e} (errno {e.errno})")
+"""
+# Block status needs the OSDs too (librbd's diff asks them per object).
+STATUS_ONE = """import nbd, sys
+h = nbd.NBD()
+h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+h.connect_uri(sys.argv[1])
+try:
+    h.block_status(4 << 20, 40 << 20, lambda *a: 0)
+except nbd.Error as e:
+    sys.exit(f"block status failed: {e} (errno {e.errno})")
 """
 TIMEOUT = 2   # osd_op_timeout of the daemon that sees the cluster go
 # Small objects, so that the 64 objects block status scans per reply
@@ -169,21 +179,34 @@ def cluster_gone_checks(c, cluster, d):
     cluster.stop()
     t0 = time.monotonic()
     # In a child: a request that hangs must not hang the test.
-    child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("vol1")],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    served = 0
+    child, status_child = (subprocess.Popen([sys.executable, "-c", script, d.uri("vol1")], stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, text=True)
+                           for script in (WRITE_ONE, STATUS_ONE))
+    served, status_waited = 0, None
     while child.poll() is None and time.monotonic() - t0 < TIMEOUT + 20:
         mem.pwrite(pattern(served * 4096, 4096), served * 4096)
         served += mem.pread(4096, served * 4096) == pattern(served * 4096, 4096)
+        if status_waited is None and status_child.poll() is not None:
+            status_waited = time.monotonic() - t0
         time.sleep(0.05)
     waited = time.monotonic() - t0
-    if child.poll() is None:
-        child.kill()
-    out = child.communicate()[0]
+    if status_waited is None:
+        try:
+            status_child.wait(timeout=max(0.0, t0 + TIMEOUT + 15 - time.monotonic()))
+            status_waited = time.monotonic() - t0
+        except subprocess.TimeoutExpired:
+            pass
+    for p in (child, status_child):
+        if p.poll() is None:
+            p.kill()
+    out, status_out = child.communicate()[0], status_child.communicate()[0]
     c.check(f"cluster gone: a FUA write fails within osd_op_timeout ({TIMEOUT} s) + slack",
             child.returncode not in (0, None) and TIMEOUT - 1 < waited < TIMEOUT + 15,
             f"{waited:.1f} s, exit {child.returncode}")
     c.check("... with EIO", "EIO" in out, out.strip()[-200:])
+    c.check("block status fails with EIO too, within osd_op_timeout + slack",
+            status_waited is not None and status_waited < TIMEOUT + 15 and "EIO" in status_out,
+            f"{'never' if status_waited is None else f'{status_waited:.1f} s'}: {status_out.strip()[-200:]}")
     c.check("the RAM device kept serving meanwhile", served >= 10, f"{served} write+read rounds")
     t0 = time.monotonic()
     status = d.stop()
