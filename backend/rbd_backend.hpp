@@ -12,7 +12,8 @@
 // rbd_aio_* with a completion callback that hands the result to the sink.
 // FUA = the write, then a flush, before the completion. TRIM = discard;
 // WRITE_ZEROES = rbd_aio_write_zeroes (librbd punches or zeroes as the
-// image allows). The synchronous calls use librbd's blocking API.
+// image allows). The synchronous calls use librbd's blocking API; block
+// status asks librbd which extents hold data (rbd_extents.cpp).
 #pragma once
 
 #include <memory>
@@ -43,6 +44,8 @@ public:
     int flush() override;
     int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
     int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
+    // Data and holes from librbd's diff of the image (rbd_extents.cpp).
+    int extents(std::uint64_t offset, std::uint64_t length, ExtentList& out) override;
 
     void set_sink(CompletionSink* sink) override { sink_ = sink; }
     void submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) override;

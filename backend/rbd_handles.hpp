@@ -15,6 +15,7 @@ struct RbdBackend::Handles {
     rados_ioctx_t io = nullptr;
     rbd_image_t image = nullptr;
     std::uint64_t size = 0;
+    std::uint64_t object_size = 0;   // bytes per RADOS object (4 MiB by default)
     Handles() = default;
     Handles(const Handles&) = delete;
     Handles& operator=(const Handles&) = delete;

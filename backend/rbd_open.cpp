@@ -146,6 +146,9 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
     if (!take_lock(h->image, spec.break_lock, error)) return fail(error);
     if ((r = rbd_get_size(h->image, &h->size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
     if (h->size == 0) return fail("the image is empty (size 0)");
+    rbd_image_info_t info{};
+    if ((r = rbd_stat(h->image, &info, sizeof info)) < 0) return fail("cannot read the image's layout: " + errno_text(r));
+    h->object_size = info.obj_size;
     return std::unique_ptr<RbdBackend>(new RbdBackend(std::move(h), std::move(name)));
 }
 

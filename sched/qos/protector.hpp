@@ -18,6 +18,7 @@ public:
     void configure(Nanos latency_target, double reserve_iops, double reserve_bps, unsigned max_depth, Time now);
     bool on() const { return target_.count() > 0 || reserved(); }
     unsigned depth() const { return depth_; }
+    bool pressed() const { return depth_ < max_depth_; }   // has missed, not yet recovered
     Nanos window() const { return window_; }
 
     void add_latency(Nanos latency) {

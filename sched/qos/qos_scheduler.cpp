@@ -30,12 +30,19 @@ void QosScheduler::advance(Time now) {
 }
 
 // An unprotected group keeps at most what the strictest protector allows
-// outstanding; a protected one is never capped by another.
+// outstanding; a protected one is never capped by another. While a latency
+// protector that has missed its target has a request waiting in the policy,
+// unprotected groups send nothing more: a policy with time slices (cfq)
+// would otherwise make it wait out another group's slice, which no depth
+// shortens, whenever its next request came after the policy stopped idling.
 unsigned QosScheduler::depth_cap(const Group& g) const {
     if (g.protects()) return UINT_MAX;
     unsigned cap = UINT_MAX;
-    for (const auto& [id, p] : groups_)
-        if (p.protects()) cap = std::min(cap, p.protector.depth());
+    for (const auto& [id, p] : groups_) {
+        if (!p.protects()) continue;
+        if (p.protector.pressed() && p.qos.latency_target.count() > 0 && p.in_policy > 0) return 0;
+        cap = std::min(cap, p.protector.depth());
+    }
     return cap;
 }
 

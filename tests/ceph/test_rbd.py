@@ -3,11 +3,14 @@ cluster for the whole file:
   - the export's size is the image's; writes (plain, FUA), FLUSH, TRIM and
     WRITE_ZEROES read back through nbdsched and through `rbd export` (so the
     data is in the cluster, not only in the daemon);
+  - block status (base:allocation) on the fresh image: holes where nothing
+    was written, data where two extents were, a hole again where a whole
+    object was discarded, at most 64 objects per reply;
   - one writer per image: a second daemon on the image does not start and
     names the lock's holder; with --break-lock it starts, serves the data,
     and the first daemon's writes fail (its client is blocklisted);
-  - the cluster gone: a FUA write fails with EIO after the device's
-    osd_op_timeout instead of hanging, the daemon's RAM device keeps
+  - the cluster gone: a FUA write and a block status fail with EIO after
+    the device's osd_op_timeout instead of hanging, the daemon's RAM device keeps
     serving meanwhile, and the daemon still stops on SIGTERM.
 """
 import os
@@ -34,7 +37,20 @@ try:
 except nbd.Error as e:
     sys.exit(f"write failed: {e} (errno {e.errno})")
 """
+# Block status needs the OSDs too (librbd's diff asks them per object).
+STATUS_ONE = """import nbd, sys
+h = nbd.NBD()
+h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+h.connect_uri(sys.argv[1])
+try:
+    h.block_status(4 << 20, 40 << 20, lambda *a: 0)
+except nbd.Error as e:
+    sys.exit(f"block status failed: {e} (errno {e.errno})")
+"""
 TIMEOUT = 2   # osd_op_timeout of the daemon that sees the cluster go
+# Small objects, so that the 64 objects block status scans per reply
+# (backend/rbd_extents.cpp) are half of the image.
+OBJECT_SIZE, SCAN_OBJECTS = 512 << 10, 64
 
 
 def config(conf, **rbd_keys):
@@ -43,10 +59,64 @@ def config(conf, **rbd_keys):
             "exports:\n  - {name: vol1, device: vol}\n  - {name: mem, device: mem}\n")
 
 
-def connect(d, export):
+def connect(d, export, allocation=False):
     h = nbd.NBD()
+    if allocation:
+        h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
     h.connect_uri(d.uri(export))
     return h
+
+
+def allocation(h, length, offset):
+    """[(offset, length, hole)] for [offset, offset+length), asking again
+    where a reply covers less than asked (NBD allows it)."""
+    runs, end = [], offset + length
+    while offset < end:
+        got = []
+
+        def extents(meta, at, entries, err):
+            got.extend((entries[i], entries[i + 1]) for i in range(0, len(entries), 2))
+
+        h.block_status(end - offset, offset, extents)
+        for n, flags in got:
+            n = min(n, end - offset)
+            runs.append((offset, n, bool(flags & nbd.STATE_HOLE)))
+            offset += n
+    return runs
+
+
+def covered(runs, offset, length, hole):
+    """[offset, offset+length) lies in runs of the given kind only."""
+    return all(h == hole for at, n, h in runs if at < offset + length and offset < at + n)
+
+
+def block_status_checks(c, d):
+    """On the fresh image (512 KiB objects), in a region io_checks does not
+    write: 64 KiB at 41 MiB and 8 KiB at 52 MiB."""
+    h = connect(d, "vol1", allocation=True)
+    c.check("base:allocation negotiated on rbd", h.can_meta_context(nbd.CONTEXT_BASE_ALLOCATION))
+    got = []
+    h.block_status(64 * MiB, 0, lambda meta, at, entries, err: got.extend(entries[0::2]))
+    c.check(f"one reply covers at most {SCAN_OBJECTS} objects (the rest on the next request)",
+            sum(got) == SCAN_OBJECTS * OBJECT_SIZE, f"{sum(got)} bytes")
+    h.pwrite(pattern(41 * MiB, 64 << 10, seed=6), 41 * MiB)
+    h.pwrite(pattern(52 * MiB, 8 << 10, seed=7), 52 * MiB)
+    h.flush()
+    runs = allocation(h, 28 * MiB, 36 * MiB)
+    c.check("block status: the two written extents are data",
+            covered(runs, 41 * MiB, 64 << 10, False) and covered(runs, 52 * MiB, 8 << 10, False), str(runs))
+    c.check("block status: never-written objects are holes (36-40, 44-52, 56-64 MiB)",
+            covered(runs, 36 * MiB, 4 * MiB, True) and covered(runs, 44 * MiB, 8 * MiB, True)
+            and covered(runs, 56 * MiB, 8 * MiB, True), str(runs))
+    c.check("block status: not all data (the old answer)", any(hole for _, _, hole in runs), str(runs))
+    h.trim(4 * MiB, 52 * MiB)
+    h.flush()
+    runs = allocation(h, 28 * MiB, 36 * MiB)
+    c.check("block status: a discarded object is a hole again, the other extent still data",
+            covered(runs, 52 * MiB, 4 * MiB, True) and covered(runs, 41 * MiB, 64 << 10, False), str(runs))
+    c.check("the holes read as zeros", h.pread(64 << 10, 36 * MiB) == bytes(64 << 10)
+            and h.pread(8 << 10, 52 * MiB) == bytes(8 << 10))
+    h.shutdown()
 
 
 def rbd_bytes(cluster, offset, length):
@@ -109,21 +179,34 @@ def cluster_gone_checks(c, cluster, d):
     cluster.stop()
     t0 = time.monotonic()
     # In a child: a request that hangs must not hang the test.
-    child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("vol1")],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    served = 0
+    child, status_child = (subprocess.Popen([sys.executable, "-c", script, d.uri("vol1")], stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, text=True)
+                           for script in (WRITE_ONE, STATUS_ONE))
+    served, status_waited = 0, None
     while child.poll() is None and time.monotonic() - t0 < TIMEOUT + 20:
         mem.pwrite(pattern(served * 4096, 4096), served * 4096)
         served += mem.pread(4096, served * 4096) == pattern(served * 4096, 4096)
+        if status_waited is None and status_child.poll() is not None:
+            status_waited = time.monotonic() - t0
         time.sleep(0.05)
     waited = time.monotonic() - t0
-    if child.poll() is None:
-        child.kill()
-    out = child.communicate()[0]
+    if status_waited is None:
+        try:
+            status_child.wait(timeout=max(0.0, t0 + TIMEOUT + 15 - time.monotonic()))
+            status_waited = time.monotonic() - t0
+        except subprocess.TimeoutExpired:
+            pass
+    for p in (child, status_child):
+        if p.poll() is None:
+            p.kill()
+    out, status_out = child.communicate()[0], status_child.communicate()[0]
     c.check(f"cluster gone: a FUA write fails within osd_op_timeout ({TIMEOUT} s) + slack",
             child.returncode not in (0, None) and TIMEOUT - 1 < waited < TIMEOUT + 15,
             f"{waited:.1f} s, exit {child.returncode}")
     c.check("... with EIO", "EIO" in out, out.strip()[-200:])
+    c.check("block status fails with EIO too, within osd_op_timeout + slack",
+            status_waited is not None and status_waited < TIMEOUT + 15 and "EIO" in status_out,
+            f"{'never' if status_waited is None else f'{status_waited:.1f} s'}: {status_out.strip()[-200:]}")
     c.check("the RAM device kept serving meanwhile", served >= 10, f"{served} write+read rounds")
     t0 = time.monotonic()
     status = d.stop()
@@ -137,8 +220,11 @@ def main():
     daemons = []
     try:
         with Cluster(tmp.path, ["img1:64M"]) as cluster:
+            cluster.rbd("rm", "rbd/img1")
+            cluster.rbd("create", "--size", "64M", "--object-size", str(OBJECT_SIZE), "rbd/img1")
             try:
                 daemons.append(Daemon(config(cluster.conf), "first", workdir=tmp.path))
+                block_status_checks(c, daemons[0])
                 handle = io_checks(c, cluster, daemons[0])
                 daemons.append(lock_checks(c, cluster, tmp, handle))
                 cluster_gone_checks(c, cluster, daemons[1])

@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <queue>
+#include <random>
 #include <unordered_map>
 
 #include "timing/profiles.hpp"
@@ -59,12 +60,14 @@ public:
           pool_(w.pool, w.jobs.size()),
           ready_(w.jobs.size()),
           asleep_(w.jobs.size()),
-          depth_(ramp_, end_, w.trace_window) {}
+          depth_(ramp_, end_, w.trace_window),
+          slack_rng_(w.seed) {}
 
     Results run(std::string& error);
 
 private:
     void push(Time at, Kind kind, std::uint64_t arg) { events_.push({at, seq_++, kind, arg}); }
+    Time late(Time at);
     void issue(std::size_t job, Time wanted, Time now);
     void run_job(std::size_t job, Time now);
     void complete(std::uint64_t id, Time now);
@@ -87,7 +90,8 @@ private:
     std::vector<EntityResult> job_results_;
     std::vector<LatencyLog> job_logs_;
     std::vector<Backlog> backlog_;
-    std::optional<Time> armed_;
+    std::optional<Time> armed_;     // the wake-up the scheduler asked for
+    std::uint64_t armed_seq_ = 0;   // which wakeup event delivers it (it may come late)
     unsigned device_in_flight_ = 0;
     Time busy_since_{};
     Nanos busy_{0};
@@ -95,8 +99,14 @@ private:
     std::vector<std::deque<Time>> ready_;   // when a job came to want the requests it has not sent
     std::vector<bool> asleep_;              // waiting for the pool to wake it
     DepthLog depth_;
+    std::mt19937_64 slack_rng_;
     Results r_;
 };
+
+Time Runner::late(Time at) {
+    if (w_.timer_slack.count() <= 0) return at;
+    return at + Nanos(std::uniform_int_distribution<std::int64_t>(0, w_.timer_slack.count())(slack_rng_));
+}
 
 void Runner::issue(std::size_t job, Time wanted, Time now) {
     if (now >= end_) return;
@@ -178,7 +188,7 @@ void Runner::pump(Time now) {
         if (device_in_flight_ >= m_.queue_depth()) ++r_.depth_violations;
         if (device_in_flight_++ == 0) device_busy_change(now, true);
         Time done = m_.submit(timing::Io{req->op, req->offset, req->length}, now);
-        push(done, Kind::complete, req->id);
+        push(late(done), Kind::complete, req->id);
     }
     auto wake = s_.next_wakeup();
     if (!wake || wake == armed_) return;
@@ -190,7 +200,7 @@ void Runner::pump(Time now) {
         wake = now + Nanos(1000);
     }
     armed_ = wake;
-    push(*wake, Kind::wakeup, 0);
+    push(late(*wake), Kind::wakeup, ++armed_seq_);
 }
 
 Results Runner::run(std::string& error) {
@@ -242,7 +252,7 @@ Results Runner::run(std::string& error) {
             break;
         case Kind::complete: complete(e.arg, e.at); break;
         case Kind::wakeup:
-            if (armed_ != e.at) continue;   // superseded by a later re-arm
+            if (e.arg != armed_seq_) continue;   // superseded by a later re-arm
             armed_.reset();
             break;
         case Kind::change: {

@@ -75,6 +75,9 @@ struct Workload {
     std::vector<TunableChange> changes;
     PoolSpec pool;
     Nanos trace_window{0};   // record every depth change in [ramp_time, ramp_time + this)
+    // A loaded host's timers: every wake-up and completion reaches the
+    // scheduler late by a pseudo-random amount in [0, this] (0: exactly on time).
+    Nanos timer_slack{0};
 };
 
 }   // namespace nbdsched::sim

@@ -21,8 +21,9 @@ constexpr Nanos k_runtime = 10s, k_ramp = 1s;
 // A greedy reader (qd32), one reserved 60 IOPS (qd4), one limited to 20 IOPS (qd8): 4k random reads.
 // 20 s: a limited group's backlog inside the policy at either end of the
 // measured time moves its rate by up to iodepth / measured.
-Workload three_groups(const std::string& policy, bool qos) {
+Workload three_groups(const std::string& policy, bool qos, Nanos slack = Nanos(0)) {
     Workload w = base("hdd", policy, "", "", 2 * k_runtime, 2 * k_ramp);
+    w.timer_slack = slack;
     w.groups = {{"greedy", 100}, {"reserved", 100}, {"limited", 100}};
     if (qos) {
         w.groups[1].qos.reserve.iops = 60;
@@ -41,9 +42,9 @@ double iops_of(const Results& r, const std::string& group) {
     return 0;
 }
 
-void three_groups_case(const std::string& policy) {
-    Results off = run(three_groups(policy, false));
-    Results on = run(three_groups(policy, true));
+void three_groups_case(const std::string& policy, Nanos slack = Nanos(0)) {
+    Results off = run(three_groups(policy, false, slack));
+    Results on = run(three_groups(policy, true, slack));
     double reserved = iops_of(on, "reserved"), limited = iops_of(on, "limited");
     MESSAGE(policy << " hdd: greedy/reserved/limited IOPS without QoS " << iops_of(off, "greedy") << "/"
                    << iops_of(off, "reserved") << "/" << iops_of(off, "limited") << ", with QoS "
@@ -110,8 +111,9 @@ struct LatencyRun {
 
 // A qd1 random reader against a greedy random writer (qd32); the reader's
 // group may have a 50 ms latency target.
-LatencyRun reader_writer(const std::string& policy, bool target) {
+LatencyRun reader_writer(const std::string& policy, bool target, Nanos slack = Nanos(0)) {
     Workload w = base("hdd", policy, "", "", k_runtime, k_ramp);
+    w.timer_slack = slack;
     w.groups = {{"reader", 100}, {"writer", 100}};
     w.jobs.push_back(job("reader", "reader", sched::Op::read, Pattern::random, 4096, 1, 64ull << 30));
     w.jobs.push_back(job("writer", "writer", sched::Op::write, Pattern::random, 4096, 32, 64ull << 30));
@@ -158,11 +160,37 @@ void latency_case(const std::string& policy) {
     CHECK(on.results.late_wakeups == 0);
 }
 
+// cfq with every completion up to 10 ms late: the reader's next request
+// often comes after slice_idle, cfq expires its queue and it waits out the
+// writer's 100 ms slice (78% of windows met without a target, 67% with the
+// depth cap alone). The writer held at the gate while the reader's request
+// waits in the policy meets it. Total kept is printed, not asserted: 72%
+// here, 71% with the depth cap alone, both below the 80% met on time.
+void latency_late_case(const std::string& policy) {
+    LatencyRun off = reader_writer(policy, false, 10ms);
+    LatencyRun on = reader_writer(policy, true, 10ms);
+    double kept = on.results.total.iops / off.results.total.iops;
+    MESSAGE(policy << " hdd, late timers: reader p90 worst 1 s window " << format_duration(off.worst_p90) << " -> "
+                   << format_duration(on.worst_p90) << ", windows met " << off.windows_met * 100 << "% -> "
+                   << on.windows_met * 100 << "%, total kept " << kept * 100 << "%");
+    CHECK(on.windows_met >= 0.99);
+    CHECK(on.results.late_wakeups == 0);
+}
+
 }   // namespace
 
 TEST_CASE("qos: none hdd, reserve 60 IOPS and limit 20 IOPS beside a greedy reader") { three_groups_case("none"); }
 TEST_CASE("qos: cfq hdd, reserve 60 IOPS and limit 20 IOPS beside a greedy reader") { three_groups_case("cfq"); }
 TEST_CASE("qos: bfq hdd, reserve 60 IOPS and limit 20 IOPS beside a greedy reader") { three_groups_case("bfq"); }
+// The daemon's timers on a loaded host: every wake-up (the limit's release
+// among them) and every completion comes up to 10 ms late. The bucket keeps
+// what accrued past the ideal release time, so the limit still holds (the
+// measured 18.6-19.4 IOPS end to end were fio's accounting, not lost tokens:
+// bench/lib/common.py server_window).
+TEST_CASE("qos: none hdd, reserve and limit with late timers") { three_groups_case("none", 10ms); }
+TEST_CASE("qos: cfq hdd, reserve and limit with late timers") { three_groups_case("cfq", 10ms); }
+TEST_CASE("qos: bfq hdd, reserve and limit with late timers") { three_groups_case("bfq", 10ms); }
 TEST_CASE("qos: none hdd, 50 ms p90 target for a qd1 reader against a greedy writer") { latency_case("none"); }
 TEST_CASE("qos: cfq hdd, 50 ms p90 target for a qd1 reader against a greedy writer") { latency_case("cfq"); }
 TEST_CASE("qos: bfq hdd, 50 ms p90 target for a qd1 reader against a greedy writer") { latency_case("bfq"); }
+TEST_CASE("qos: cfq hdd, 50 ms p90 target with late timers") { latency_late_case("cfq"); }
