@@ -1,4 +1,5 @@
 // nbdsched: parse the command line, load the configuration, run the server.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -11,9 +12,11 @@
 #include "config/config.hpp"
 #include "daemon/process/attach_cli.hpp"
 #include "daemon/process/cli.hpp"
+#include "daemon/process/fdstore_handover.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/process/server.hpp"
 #include "daemon/process/systemd_notify.hpp"
+#include "daemon/process/takeover.hpp"
 
 using namespace nbdsched;
 
@@ -71,6 +74,9 @@ void keep_large_buffers_mapped() {
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
+// The old daemon drains for up to its drain timeout (10 s) before it answers.
+constexpr std::chrono::seconds takeover_wait{30};
+
 }   // namespace
 
 int main(int argc, char** argv) {
@@ -112,8 +118,34 @@ int main(int argc, char** argv) {
         return 2;
     }
     daemon::ServerOptions options;
-    // Socket activation: systemd's sockets replace the configured listeners.
-    for (const auto& s : daemon::inherited_sockets()) {
+    // A planned restart: the running daemon's listeners and connections.
+    std::unique_ptr<daemon::Takeover> takeover;
+    options.handover_path = cli.handover_socket;
+    if (!cli.takeover.empty()) {
+        takeover = daemon::Takeover::request(cli.takeover, cli.force, takeover_wait, error);
+        if (!takeover) {
+            spdlog::error("{}", error);
+            return 1;
+        }
+        options.handed_over = &takeover->handed_over();
+        options.handover_path = cli.takeover;
+    }
+    // Socket activation: systemd's sockets replace the configured listeners;
+    // the fd store's entries are a hand-over from the previous start.
+    auto inherited = daemon::inherited_sockets();
+    std::string store_error;
+    auto stored = daemon::take_from_fd_store(inherited, store_error);
+    if (!store_error.empty()) spdlog::error("{}: starting without the previous process's connections", store_error);
+    if (stored && !takeover) options.handed_over = &*stored;
+    if (cli.fdstore_handover && std::getenv("NOTIFY_SOCKET"))
+        options.store_handover = daemon::push_to_fd_store;
+    else if (cli.fdstore_handover)
+        spdlog::warn("--fdstore-handover: not under systemd ($NOTIFY_SOCKET unset): SIGTERM stops as usual");
+    for (const auto& s : inherited) {
+        if (takeover) {   // the same sockets came with the hand-over
+            ::close(s.fd);
+            continue;
+        }
         if (s.kind == daemon::InheritedSocket::Kind::other) {
             spdlog::warn("ignoring inherited socket {}: not a listening stream socket", daemon::describe(s));
             ::close(s.fd);
@@ -130,8 +162,14 @@ int main(int argc, char** argv) {
     auto server = daemon::Server::create(config, options, error);
     if (!server) {
         spdlog::error("{}", error);
+        if (takeover) takeover->refuse(error);   // the old daemon serves on
         return 1;
     }
+    if (takeover && !takeover->confirm(error)) {
+        spdlog::error("hand-over not confirmed: {}; leaving the sockets to the old daemon", error);
+        return 1;
+    }
+    if (stored && !takeover) daemon::release_fd_store(*stored);
     spdlog::info("nbdsched {} using {}", NBDSCHED_VERSION, config.source);
     if (embedded) print_how_to_connect(*server);
     return server->run();
