@@ -33,7 +33,10 @@ SIZE = 16 << 20
 BLOCK = 4096
 DEPTH = 8
 
+# At most 3 requests of a connection in flight: the other 5 of a batch wait
+# read but unparsed, so hand-overs also pass unread bytes.
 CONFIG = """
+limits: {{max_inflight_per_connection: 3}}
 listen: [{{unix: {dir}/nbd.sock}}]
 control: {dir}/ctl.sock
 devices:
@@ -228,6 +231,10 @@ def main():
               f"the new process removed its entries from the store (left: {sorted(store.fds)})")
         check("handed over" in log_of(tmp, "fdstore"), "the new daemon adopted the connection")
 
+        unread = [int(line.split("handed over, ")[1].split()[0])
+                   for i in range(1, rounds + 1) for line in log_of(tmp, f"gen{i}").splitlines()
+                   if "handed over, " in line]
+        print(f"unread bytes passed with the connection: {unread}")
         error = client.finish()
         check(error is None, f"no error on the connection across {rounds + 1} hand-overs: {error}")
         print(f"hand-over: {rounds + 1} restarts, {client.batches} batches of {DEPTH} writes + {DEPTH} reads, "
