@@ -3,7 +3,8 @@ keeps writing and reading back (8 requests in flight) while the daemon is
 replaced by `nbdsched --takeover` several times. Checked: every request
 succeeds and reads back what was written, the connection is the same one
 throughout (libnbd never reconnects; each new daemon logs it as handed over),
-each old daemon exits 0. Also: a new process that fails after it received
+each old daemon exits 0; a TLS connection and one in the handshake are
+closed at the first hand-over, not passed. Also: a new process that fails after it received
 everything leaves the old one serving; a RAM device refuses without --force;
 a new configuration without the connection's export closes it with an error.
 Then the systemd way, with the test playing systemd's part: SIGTERM with
@@ -14,6 +15,7 @@ HANDOVER_ROUNDS (default 4) sets the number of restarts.
 """
 import array
 import fcntl
+import shutil
 import socket
 import os
 import random
@@ -27,7 +29,7 @@ import nbd
 from nbdsched_test.daemon import Daemon, nbdsched_binary, one_ram_export
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
-from nbdsched_test.verdict import check
+from nbdsched_test.verdict import check, skip
 
 SIZE = 16 << 20
 BLOCK = 4096
@@ -37,7 +39,8 @@ DEPTH = 8
 # read but unparsed, so hand-overs also pass unread bytes.
 CONFIG = """
 limits: {{max_inflight_per_connection: 3}}
-listen: [{{unix: {dir}/nbd.sock}}]
+listen: [{{unix: {dir}/nbd.sock, tls: on}}]
+tls: {{psk_file: {dir}/keys.psk}}
 control: {dir}/ctl.sock
 devices:
   - {{name: d0, backend: file, path: {dir}/disk.img, size: 16MiB}}
@@ -174,7 +177,10 @@ def takeover(tmp, old, tag, export="default", env=None):
 
 def main():
     rounds = int(os.environ.get("HANDOVER_ROUNDS", "4"))
+    if not shutil.which("psktool"):
+        skip("psktool (gnutls-bin) is not installed: no key for the TLS connection")
     tmp = TempDir("handover")
+    subprocess.run(["psktool", "-u", "alice", "-p", tmp.file("keys.psk")], check=True, capture_output=True)
     with open(tmp.file("disk.img"), "wb") as f:
         f.truncate(SIZE)
     handover = tmp.file("handover.sock")
@@ -188,6 +194,16 @@ def main():
     try:
         check(wait_for(lambda: client.batches >= 5 or client.error, 10), "client running")
 
+        # Round 1 also has a TLS connection (its session cannot move: closed
+        # after its replies) and one still in the handshake (closed).
+        tls = nbd.NBD()
+        tls.set_uri_allow_local_file(True)
+        tls.connect_uri(f"nbds+unix://alice@/default?socket={tmp.file('nbd.sock')}&tls-psk-file={tmp.file('keys.psk')}")
+        tls.pwrite(b"t" * BLOCK, SIZE - BLOCK)
+        raw = socket.socket(socket.AF_UNIX)
+        raw.connect(tmp.file("nbd.sock"))
+        raw.settimeout(10)
+        check(raw.recv(18)[:8] == b"NBDMAGIC", "a client in the handshake got the greeting")
         for i in range(1, rounds + 1):
             before = client.batches
             old, status = takeover(tmp, old, f"gen{i}", env=env)
@@ -197,6 +213,14 @@ def main():
             log = log_of(tmp, f"gen{i}")
             check("adopted 1 listener(s) and 1 connection(s)" in log and "conn 1 (" in log and "handed over" in log,
                   f"restart {i}: the new daemon adopted connection 1")
+            if i == 1:
+                try:
+                    tls.pread(BLOCK, SIZE - BLOCK)
+                    check(False, "the TLS connection was closed at the hand-over")
+                except nbd.Error:
+                    check(True, "the TLS connection was closed at the hand-over")
+                check(raw.recv(1) == b"", "the connection in the handshake was closed at the hand-over")
+                raw.close()
 
         # A new process that fails after receiving everything (its control
         # socket cannot be made: its directory would be a regular file): the
