@@ -45,7 +45,6 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
                                              const ExportBinding& b, std::optional<sched::GroupId> keep) {
         return raw->open_queue(id, peer, name, b, keep);
     };
-    if (!s->open_endpoints(error)) return nullptr;
     if (s->config_.tls.enabled()) {
         s->tls_ = TlsContext::load(s->config_.tls, error);
         if (!s->tls_) {
@@ -62,32 +61,46 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
         raw->check_handover();
     };
     s->context_.on_parked = [raw = s.get()](Connection&) { raw->check_handover(); };
-    if (s->options_.handed_over && !s->options_.handed_over->state.listeners.empty()) {
-        if (!s->adopt_listeners(error)) return nullptr;
-    } else if (!s->options_.activated_fds.empty()) {
-        for (int fd : s->options_.activated_fds) {
-            auto l = Listener::adopt(s->io_, fd, error);
-            if (!l) return nullptr;
+    // --takeover: the sockets come with the hand-over (take_over), after
+    // everything else is built, so the old process pauses only for that.
+    if (!s->options_.takeover_pending && !s->open_sockets(error)) return nullptr;
+    return s;
+}
+
+bool Server::take_over(const HandedOver& handed, std::string& error) {
+    options_.handed_over = &handed;
+    return open_sockets(error);
+}
+
+// The control socket, metrics and listeners: bound, activated or handed over.
+bool Server::open_sockets(std::string& error) {
+    if (!open_endpoints(error)) return false;
+    if (options_.handed_over && !options_.handed_over->state.listeners.empty()) {
+        if (!adopt_listeners(error)) return false;
+    } else if (!options_.activated_fds.empty()) {
+        for (int fd : options_.activated_fds) {
+            auto l = Listener::adopt(io_, fd, error);
+            if (!l) return false;
             // systemd's sockets carry no tls: of their own: the strictest
             // configured one applies, so activation never weakens it.
-            for (const auto& where : s->config_.listen)
+            for (const auto& where : config_.listen)
                 if (where.tls != config::Listen::Tls::off && l->tls_mode() != nbd::TlsMode::require)
                     l->set_tls_mode(where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
                                                                               : nbd::TlsMode::on);
-            s->listeners_.push_back(std::move(l));
+            listeners_.push_back(std::move(l));
         }
     } else {
-        for (const auto& where : s->config_.listen) {
-            auto l = Listener::open(s->io_, where, error);
-            if (!l) return nullptr;
-            s->listeners_.push_back(std::move(l));
+        for (const auto& where : config_.listen) {
+            auto l = Listener::open(io_, where, error);
+            if (!l) return false;
+            listeners_.push_back(std::move(l));
         }
     }
-    if (s->listeners_.empty()) {
+    if (listeners_.empty()) {
         error = "nothing to listen on";
-        return nullptr;
+        return false;
     }
-    return s;
+    return true;
 }
 
 bool Server::open_endpoints(std::string& error) {

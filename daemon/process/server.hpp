@@ -50,7 +50,8 @@ struct ServerOptions {
     std::function<void()> on_stopping;         // shutdown begins (sd_notify STOPPING=1)
     ConfigAdjust reload_adjust;                // SIGHUP: applied to the re-read config
     std::string handover_path;                 // serve planned-restart hand-overs on this unix socket
-    const HandedOver* handed_over = nullptr;   // --takeover: listen and serve on these instead
+    const HandedOver* handed_over = nullptr;   // a hand-over: listen and serve on these instead
+    bool takeover_pending = false;             // --takeover: no sockets until take_over()
     // --fdstore-handover: SIGTERM passes everything through this (systemd's
     // fd store) and exits, instead of closing the connections.
     std::function<bool(const std::string& json, const std::vector<int>& fds, std::string& error)> store_handover;
@@ -63,6 +64,10 @@ public:
     static std::unique_ptr<Server> create(const config::Config& config, ServerOptions options, std::string& error);
     ~Server();
 
+    // --takeover (takeover_pending): the listeners and connections the old
+    // process passed, plus the control socket and metrics; false and `error`
+    // when any of them fails (the old process then serves on).
+    bool take_over(const HandedOver& handed, std::string& error);
     // Runs the event loop on the calling thread until shut down; the exit code.
     int run();
     // Begins the graceful shutdown; callable from any thread.
@@ -85,6 +90,7 @@ private:
     void finish_shutdown();
     sched::QueueId open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
                               const ExportBinding& binding, std::optional<sched::GroupId> keep_group);
+    bool open_sockets(std::string& error);
     bool open_endpoints(std::string& error);   // control socket, metrics
 
     // server_handover.cpp

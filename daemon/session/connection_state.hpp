@@ -17,16 +17,16 @@ namespace nbdsched::daemon {
 
 struct ConnectionState {
     std::uint64_t id = 0;
-    std::string peer;                 // for logs: "unix pid 12 uid 0"
-    PeerInfo identity;                // taken at the first accept (rules, access)
-    std::string export_name;          // the new process binds the same export by name
-    std::uint64_t export_size = 0;    // what the client was told; a different size is refused
+    std::string peer;                // for logs: "unix pid 12 uid 0"
+    PeerInfo identity;               // taken at the first accept (rules, access)
+    std::string export_name;         // the new process binds the same export by name
+    std::uint64_t export_size = 0;   // what the client was told; a different size is refused
     std::uint16_t transmission_flags = 0;
-    bool structured = false;          // structured replies negotiated
-    bool block_status = false;        // base:allocation selected
-    std::string group;                // the group its queue was in; empty: classify again
+    bool structured = false;            // structured replies negotiated
+    bool block_status = false;          // base:allocation selected
+    std::string group;                  // the group its queue was in; empty: classify again
     std::vector<std::uint8_t> unread;   // read but not parsed: the start of the next request(s)
-    int fd = -1;                      // index into the passed descriptors
+    int fd = -1;                        // index into the passed descriptors
 };
 
 struct ListenerState {
