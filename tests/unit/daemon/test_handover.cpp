@@ -105,7 +105,8 @@ TEST_CASE("hand-over framing: text and descriptors over a socket pair") {
     REQUIRE_MESSAGE(m, error);
     CHECK(m->text == "state {}");
     REQUIRE(m->fds.size() == 300);
-    struct stat a {}, b {};
+    struct stat a = {};
+    struct stat b = {};
     ::fstat(sv[0], &a);
     ::fstat(m->fds[0], &b);
     CHECK(a.st_ino == b.st_ino);   // the same socket, another descriptor

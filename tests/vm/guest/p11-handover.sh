@@ -24,9 +24,18 @@ exports:
 EOC
 }
 
+# p11_log_ms LOG TEXT: the time of LOG's first line with TEXT, in ms of the day
+p11_log_ms() {
+    awk -v text="$2" 'index($0, text) { split(substr($2, 1, 12), t, ":")
+        printf "%d", (t[1] * 3600 + t[2] * 60 + t[3]) * 1000; exit }' "$1"
+}
+
 # p11_takeover TAG: a new daemon takes over; the old one must exit 0.
+# P11_PAUSE: the longest hand-over seen from the daemons' logs, from the
+# old one's "a new process asks" to the new one's "adopted".
 p11_takeover() {
     _old=$SERVER_PID
+    _oldlog=$SERVER_LOG
     SERVER_LOG=/tmp/server-$1.log
     setsid "$VM_DAEMON" --config "$P11_CONF" --takeover "$P11_HANDOVER" >"$SERVER_LOG" 2>&1 &
     _new=$!
@@ -38,10 +47,20 @@ p11_takeover() {
     SERVER_PID=$_new
     [ "$_st" = 0 ] || { echo "$1: the old daemon exited $_st"; server_log; return 1; }
     pid_running "$SERVER_PID" || { echo "$1: the new daemon is gone"; server_log; return 1; }
+    vt_wait_for 5 grep -q 'hand-over: adopted' "$SERVER_LOG"
+    _t1=$(p11_log_ms "$SERVER_LOG" 'hand-over: adopted')
+    _t0=$(p11_log_ms "$_oldlog" 'a new process asks')
+    _tp=$(p11_log_ms "$_oldlog" 'hand-over: passing')
+    _tb=$(p11_log_ms "$_oldlog" 'the new process took over')
+    [ -n "$_t0" ] && [ -n "$_t1" ] && [ -n "$_tp" ] && [ -n "$_tb" ] &&
+        vt_info "$1: hand-over $((_t1 - _t0)) ms: parked and flushed after $((_tp - _t0)) ms," \
+            "old let go after $((_tb - _t0)) ms, new reading after $((_t1 - _t0)) ms"
+    if [ -n "$_t0" ] && [ -n "$_t1" ] && [ $((_t1 - _t0)) -gt "$P11_PAUSE" ]; then P11_PAUSE=$((_t1 - _t0)); fi
+    return 0
 }
 
 p11_rounds() {
-    _r=0 _bad=0
+    _r=0 _bad=0 P11_PAUSE=0
     rm -f /tmp/p10.stop
     p10_fio_loop handover "$P11_MNT" &
     _loop=$!
@@ -65,13 +84,14 @@ p11_rounds() {
     P11_IO_ERRORS=$((_failed + _kerr))
     P11_STALL=$(awk '$2 > m {m = $2} END {print m + 0}' /tmp/p10-handover.res)
     vt_info "p11: $P11_ROUNDS hand-overs ($_bad failed), $_runs fio runs, $_failed failed, $_kerr kernel I/O errors," \
-        "$_knbd nbd4 kernel messages, longest I/O ${P11_STALL} ms"
+        "$_knbd nbd4 kernel messages, longest I/O ${P11_STALL} ms, longest hand-over ${P11_PAUSE} ms"
     dmesg | grep 'nbd4' | tail -n 3
     grep -h 'hand-over:' /tmp/server-p11-*.log | tail -n 2
     vt_kv restart_rounds "$P11_ROUNDS"
     vt_kv restart_io_errors "$P11_IO_ERRORS"
     vt_kv restart_max_stall_ms "$P11_STALL"
     vt_kv restart_kernel_nbd_messages "$_knbd"
+    vt_kv restart_handover_max_ms "$P11_PAUSE"
     [ "$_failed" = 0 ] || grep -m5 -E 'err=|verify' /tmp/p10-handover-failed-*.json
     [ "$P11_IO_ERRORS" = 0 ] && [ "$_bad" = 0 ] && [ "$_knbd" = 0 ]
 }
