@@ -152,12 +152,16 @@ class FdStore:
                                 preexec_fn=place_fds)
 
 
+STARTED = []   # every daemon of the test: none may outlive it, whatever failed
+
+
 def start(tmp, tag, export="default", args=(), env=None):
     with open(tmp.file(f"{tag}.yaml"), "w") as f:
         f.write(CONFIG.format(dir=tmp.path, export=export))
     log = open(tmp.file(f"{tag}.log"), "w")
     proc = subprocess.Popen([nbdsched_binary(), "--config", tmp.file(f"{tag}.yaml"), *args], stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    STARTED.append(proc)
     return proc
 
 
@@ -249,6 +253,7 @@ def main():
         log = open(tmp.file("fdstore.log"), "w")
         old = store.start([nbdsched_binary(), "--config", tmp.file(f"gen{rounds}.yaml"), "--fdstore-handover",
                            "--handover-socket", handover], log)
+        STARTED.append(old)
         check(wait_for(lambda: client.batches >= before + 5 or client.error, 10) and not client.error,
               f"the client goes on after the fd store hand-over (error {client.error})")
         check(wait_for(lambda: store.drain() or not store.fds, 5),
@@ -282,8 +287,10 @@ def main():
         check(old.wait(20) == 0, "last daemon stops cleanly")
     finally:
         client.stop.set()
-        if old.poll() is None:
-            old.kill()
+        for proc in STARTED:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
     # RAM devices refuse without --force.
     ram = Daemon(one_ram_export("8MiB"), "ram", args=["--handover-socket", tmp.file("ram-handover.sock")])
