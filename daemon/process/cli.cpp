@@ -20,6 +20,18 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
     app.add_flag("--break-lock", options.break_lock,
                  "rbd devices: break the image's exclusive lock if another client holds it (fail-over after "
                  "that host died; the old holder is blocklisted)");
+    app.add_option("--handover-socket", options.handover_socket,
+                   "serve planned restarts on this unix socket: a new process started with --takeover PATH takes "
+                   "over every listener and live connection (docs/restart.md)")
+        ->type_name("PATH");
+    auto* takeover = app.add_option("--takeover", options.takeover,
+                                    "take over the listeners and live connections of the daemon serving hand-overs "
+                                    "on PATH (it exits once this process has them), then serve hand-overs there")
+                         ->type_name("PATH");
+    app.add_flag("--force", options.force, "--takeover even when RAM devices lose their contents")->needs(takeover);
+    app.add_flag("--fdstore-handover", options.fdstore_handover,
+                 "under systemd (FileDescriptorStoreMax=): SIGTERM parks the live connections and passes them "
+                 "to the next start through the fd store instead of closing them");
     app.footer("Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the configuration file.\n"
                "See docs/configuration.md for the configuration file.");
     try {

@@ -17,6 +17,10 @@ struct CliOptions {
     std::vector<std::string> listen_unix;   // override the config's listen list
     std::vector<std::string> listen_tcp;    // HOST:PORT
     bool break_lock = false;                // rbd devices: take the image's lock from its holder
+    std::string handover_socket;            // serve planned-restart hand-overs here
+    std::string takeover;                   // take over from the daemon serving hand-overs here
+    bool force = false;                     // --takeover although RAM devices lose their data
+    bool fdstore_handover = false;          // SIGTERM under systemd: hand over through the fd store
 };
 
 // Parses argv; returns an exit code when the program should exit now

@@ -1,4 +1,5 @@
 // nbdsched: parse the command line, load the configuration, run the server.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -11,9 +12,11 @@
 #include "config/config.hpp"
 #include "daemon/process/attach_cli.hpp"
 #include "daemon/process/cli.hpp"
+#include "daemon/process/fdstore_handover.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/process/server.hpp"
 #include "daemon/process/systemd_notify.hpp"
+#include "daemon/process/takeover.hpp"
 
 using namespace nbdsched;
 
@@ -71,6 +74,9 @@ void keep_large_buffers_mapped() {
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
+// The old daemon drains for up to its drain timeout (10 s) before it answers.
+constexpr std::chrono::seconds takeover_wait{30};
+
 }   // namespace
 
 int main(int argc, char** argv) {
@@ -112,8 +118,27 @@ int main(int argc, char** argv) {
         return 2;
     }
     daemon::ServerOptions options;
-    // Socket activation: systemd's sockets replace the configured listeners.
-    for (const auto& s : daemon::inherited_sockets()) {
+    // --takeover: a planned restart; the running daemon's listeners and
+    // connections come once everything else is built.
+    const bool taking_over = !cli.takeover.empty();
+    options.takeover_pending = taking_over;
+    options.handover_path = taking_over ? cli.takeover : cli.handover_socket;
+    // Socket activation: systemd's sockets replace the configured listeners;
+    // the fd store's entries are a hand-over from the previous start.
+    auto inherited = daemon::inherited_sockets();
+    std::string store_error;
+    auto stored = daemon::take_from_fd_store(inherited, store_error);
+    if (!store_error.empty()) spdlog::error("{}: starting without the previous process's connections", store_error);
+    if (stored && !taking_over) options.handed_over = &*stored;
+    if (cli.fdstore_handover && std::getenv("NOTIFY_SOCKET"))
+        options.store_handover = daemon::push_to_fd_store;
+    else if (cli.fdstore_handover)
+        spdlog::warn("--fdstore-handover: not under systemd ($NOTIFY_SOCKET unset): SIGTERM stops as usual");
+    for (const auto& s : inherited) {
+        if (taking_over) {   // the same sockets come with the hand-over
+            ::close(s.fd);
+            continue;
+        }
         if (s.kind == daemon::InheritedSocket::Kind::other) {
             spdlog::warn("ignoring inherited socket {}: not a listening stream socket", daemon::describe(s));
             ::close(s.fd);
@@ -127,11 +152,32 @@ int main(int argc, char** argv) {
     };
     options.on_stopping = [] { daemon::notify_stopping(); };
     options.reload_adjust = [cli](config::Config& c, std::string& e) { return daemon::apply_listen_overrides(cli, c, e); };
+    std::unique_ptr<daemon::Takeover> takeover;   // outlives the server, which uses what it brought
     auto server = daemon::Server::create(config, options, error);
     if (!server) {
         spdlog::error("{}", error);
         return 1;
     }
+    if (taking_over) {
+        // Only now does the old daemon stop reading: the pause is the
+        // exchange, not this process's start.
+        takeover = daemon::Takeover::request(cli.takeover, cli.force, takeover_wait, error);
+        if (!takeover) {
+            spdlog::error("{}", error);
+            return 1;
+        }
+        if (!server->take_over(takeover->handed_over(), error)) {
+            spdlog::error("{}", error);
+            server.reset();            // its control socket and metrics port free again
+            takeover->refuse(error);   // the old daemon serves on
+            return 1;
+        }
+        if (!takeover->confirm(error)) {
+            spdlog::error("hand-over not confirmed: {}; leaving the sockets to the old daemon", error);
+            return 1;
+        }
+    }
+    if (stored && !taking_over) daemon::release_fd_store(*stored);
     spdlog::info("nbdsched {} using {}", NBDSCHED_VERSION, config.source);
     if (embedded) print_how_to_connect(*server);
     return server->run();

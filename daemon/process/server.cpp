@@ -19,7 +19,8 @@ Server::Server(const config::Config& config, ServerOptions options)
       io_(1),
       pool_(config_.limits.io_threads ? config_.limits.io_threads : 1),
       signals_(io_),
-      drain_timer_(io_) {}
+      drain_timer_(io_),
+      handover_timer_(io_) {}
 
 Server::~Server() {
     // Pool tasks refer to devices and requests: let them end first.
@@ -41,17 +42,9 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
         for (const auto& w : control::qos_warnings(*dev, s->groups_)) spdlog::warn("{}", w);
     s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_};
     s->context_.open_queue = [raw = s.get()](std::uint64_t id, const PeerInfo& peer, const std::string& name,
-                                             const ExportBinding& b) { return raw->open_queue(id, peer, name, b); };
-    if (!s->config_.control.empty()) {
-        s->control_ = control::ControlServer::open(
-            s->io_, s->config_.control,
-            [raw = s.get()](const std::string& line) { return control::handle_line(line, raw->state_); }, error);
-        if (!s->control_) return nullptr;
-    }
-    if (!s->config_.metrics.empty()) {
-        s->metrics_ = metrics::Endpoint::open(s->io_, s->config_.metrics, s->state_, error);
-        if (!s->metrics_) return nullptr;
-    }
+                                             const ExportBinding& b, std::optional<sched::GroupId> keep) {
+        return raw->open_queue(id, peer, name, b, keep);
+    };
     if (s->config_.tls.enabled()) {
         s->tls_ = TlsContext::load(s->config_.tls, error);
         if (!s->tls_) {
@@ -65,35 +58,71 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     s->context_.on_finished = [raw = s.get()](Connection& c) {
         raw->connections_.erase(c.id());
         raw->check_drained();
+        raw->check_handover();
     };
-    if (!s->options_.activated_fds.empty()) {
-        for (int fd : s->options_.activated_fds) {
-            auto l = Listener::adopt(s->io_, fd, error);
-            if (!l) return nullptr;
+    s->context_.on_parked = [raw = s.get()](Connection&) { raw->check_handover(); };
+    // --takeover: the sockets come with the hand-over (take_over), after
+    // everything else is built, so the old process pauses only for that.
+    if (!s->options_.takeover_pending && !s->open_sockets(error)) return nullptr;
+    return s;
+}
+
+bool Server::take_over(const HandedOver& handed, std::string& error) {
+    options_.handed_over = &handed;
+    return open_sockets(error);
+}
+
+// The control socket, metrics and listeners: bound, activated or handed over.
+bool Server::open_sockets(std::string& error) {
+    if (!open_endpoints(error)) return false;
+    if (options_.handed_over && !options_.handed_over->state.listeners.empty()) {
+        if (!adopt_listeners(error)) return false;
+    } else if (!options_.activated_fds.empty()) {
+        for (int fd : options_.activated_fds) {
+            auto l = Listener::adopt(io_, fd, error);
+            if (!l) return false;
             // systemd's sockets carry no tls: of their own: the strictest
             // configured one applies, so activation never weakens it.
-            for (const auto& where : s->config_.listen)
+            for (const auto& where : config_.listen)
                 if (where.tls != config::Listen::Tls::off && l->tls_mode() != nbd::TlsMode::require)
                     l->set_tls_mode(where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
                                                                               : nbd::TlsMode::on);
-            s->listeners_.push_back(std::move(l));
+            listeners_.push_back(std::move(l));
         }
     } else {
-        for (const auto& where : s->config_.listen) {
-            auto l = Listener::open(s->io_, where, error);
-            if (!l) return nullptr;
-            s->listeners_.push_back(std::move(l));
+        for (const auto& where : config_.listen) {
+            auto l = Listener::open(io_, where, error);
+            if (!l) return false;
+            listeners_.push_back(std::move(l));
         }
     }
-    if (s->listeners_.empty()) {
+    if (listeners_.empty()) {
         error = "nothing to listen on";
-        return nullptr;
+        return false;
     }
-    return s;
+    return true;
+}
+
+bool Server::open_endpoints(std::string& error) {
+    if (!config_.control.empty()) {
+        control_ = control::ControlServer::open(
+            io_, config_.control, [this](const std::string& line) { return control::handle_line(line, state_); },
+            error);
+        if (!control_) return false;
+    }
+    if (!config_.metrics.empty()) {
+        metrics_ = metrics::Endpoint::open(io_, config_.metrics, state_, error);
+        if (!metrics_) return false;
+    }
+    return true;
 }
 
 void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
     if (stopping_) return;   // the socket closes as it goes out of scope
+    if (handing_over_) {     // accepted just as the listeners paused: the client connects again
+        spdlog::info("closing connection from {}: accepted during a hand-over", peer);
+        return;
+    }
     if (connections_.size() >= config_.limits.max_connections) {
         spdlog::warn("refusing connection from {}: max_connections ({}) reached", peer,
                      config_.limits.max_connections);
@@ -109,6 +138,7 @@ void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
 }
 
 int Server::run() {
+    adopt_connections();
     for (auto& l : listeners_) {
         l->start([this, mode = l->tls_mode()](Socket s, std::string peer) {
             accept(std::move(s), std::move(peer), mode);
@@ -131,6 +161,7 @@ int Server::run() {
     }
     if (control_) control_->start();
     if (metrics_) metrics_->start();
+    open_handover();
     spdlog::info("nbdsched: ready");
     if (options_.on_ready) options_.on_ready();
     LoopStats loop;
@@ -157,6 +188,8 @@ void Server::wait_signal() {
             spdlog::warn("{} again: stopping without waiting for in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
             finish_shutdown();
             return;
+        } else if (sig == SIGTERM && options_.store_handover && !handing_over_) {
+            stop_by_handover();
         } else {
             begin_shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
         }
@@ -166,12 +199,14 @@ void Server::wait_signal() {
 
 void Server::begin_shutdown(const std::string& why) {
     if (stopping_) return;
+    if (handing_over_) abort_handover("shutting down");
     stopping_ = true;
     spdlog::info("{}: shutting down ({} connection(s) open)", why, connections_.size());
     if (options_.on_stopping) options_.on_stopping();
     for (auto& l : listeners_) l->close();
     if (control_) control_->close();
     if (metrics_) metrics_->close();
+    if (handover_) handover_->close();
     // Copy: a connection may finish (and leave the map) inside shutdown().
     auto open = connections_;
     for (auto& [id, c] : open) c->shutdown();
@@ -210,8 +245,8 @@ void Server::finish_shutdown() {
 }
 
 sched::QueueId Server::open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
-                                  const ExportBinding& binding) {
-    auto group = place_connection(state_, peer, export_name, binding.group);
+                                  const ExportBinding& binding, std::optional<sched::GroupId> keep_group) {
+    auto group = keep_group ? *keep_group : place_connection(state_, peer, export_name, binding.group);
     auto queue = binding.device->open_queue(group);
     binding.device->stats().open_queue(queue, {export_name, group, peer.describe()});
     spdlog::debug("conn {}: queue {} in group {}", connection, queue, groups_.name_of(group));

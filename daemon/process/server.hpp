@@ -6,6 +6,10 @@
 // answer what it has read (bounded by drain_timeout), flush every device,
 // return 0 from run(). SIGHUP reloads the config file (reload.hpp).
 //
+// Planned restart (server_handover.cpp, docs/restart.md): with a hand-over
+// socket, a new process can ask for the listeners and live connections;
+// this one parks them at request boundaries, passes them, and exits.
+//
 // Scheduling: connections are classified at accept
 // (placement.hpp), a control socket and a Prometheus endpoint run when the
 // config asks for them.
@@ -32,17 +36,25 @@
 #include "daemon/tenancy/groups.hpp"
 #include "daemon/session/listener.hpp"
 #include "daemon/metrics/endpoint.hpp"
+#include "daemon/process/handover_server.hpp"
 #include "daemon/process/reload.hpp"
+#include "daemon/process/takeover.hpp"
 
 namespace nbdsched::daemon {
 
 struct ServerOptions {
     std::chrono::milliseconds drain_timeout{10000};   // shutdown: wait for in-flight requests
     bool handle_signals = true;
-    std::vector<int> activated_fds;      // systemd socket activation: listen on these instead
-    std::function<void()> on_ready;      // after listening (sd_notify READY=1)
-    std::function<void()> on_stopping;   // shutdown begins (sd_notify STOPPING=1)
-    ConfigAdjust reload_adjust;          // SIGHUP: applied to the re-read config
+    std::vector<int> activated_fds;            // systemd socket activation: listen on these instead
+    std::function<void()> on_ready;            // after listening (sd_notify READY=1)
+    std::function<void()> on_stopping;         // shutdown begins (sd_notify STOPPING=1)
+    ConfigAdjust reload_adjust;                // SIGHUP: applied to the re-read config
+    std::string handover_path;                 // serve planned-restart hand-overs on this unix socket
+    const HandedOver* handed_over = nullptr;   // a hand-over: listen and serve on these instead
+    bool takeover_pending = false;             // --takeover: no sockets until take_over()
+    // --fdstore-handover: SIGTERM passes everything through this (systemd's
+    // fd store) and exits, instead of closing the connections.
+    std::function<bool(const std::string& json, const std::vector<int>& fds, std::string& error)> store_handover;
 };
 
 class Server {
@@ -52,6 +64,10 @@ public:
     static std::unique_ptr<Server> create(const config::Config& config, ServerOptions options, std::string& error);
     ~Server();
 
+    // --takeover (takeover_pending): the listeners and connections the old
+    // process passed, plus the control socket and metrics; false and `error`
+    // when any of them fails (the old process then serves on).
+    bool take_over(const HandedOver& handed, std::string& error);
     // Runs the event loop on the calling thread until shut down; the exit code.
     int run();
     // Begins the graceful shutdown; callable from any thread.
@@ -73,7 +89,20 @@ private:
     void check_drained();
     void finish_shutdown();
     sched::QueueId open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
-                              const ExportBinding& binding);
+                              const ExportBinding& binding, std::optional<sched::GroupId> keep_group);
+    bool open_sockets(std::string& error);
+    bool open_endpoints(std::string& error);   // control socket, metrics
+
+    // server_handover.cpp
+    bool adopt_listeners(std::string& error);
+    void adopt_connections();
+    void open_handover();
+    std::string begin_handover(bool force);
+    void stop_by_handover();
+    void check_handover();
+    void abort_handover(const std::string& why);
+    void reopen_endpoints(int attempt);
+    void finish_handover();
 
     config::Config config_;
     ServerOptions options_;
@@ -93,6 +122,11 @@ private:
     control::DaemonState state_;
     std::unique_ptr<control::ControlServer> control_;
     std::unique_ptr<metrics::Endpoint> metrics_;
+    std::unique_ptr<HandoverServer> handover_;
+    boost::asio::steady_timer handover_timer_;   // parking must end within drain_timeout
+    bool handing_over_ = false;
+    bool handover_sent_ = false;
+    bool to_store_ = false;   // this hand-over goes to the fd store (SIGTERM), not a --takeover process
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
     bool stopped_ = false;

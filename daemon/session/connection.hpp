@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "daemon/tenancy/exports.hpp"
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_request.hpp"
+#include "daemon/session/connection_state.hpp"
 #include "daemon/session/tls_context.hpp"
 #include "nbd/negotiation.hpp"
 #include "nbd/transmission.hpp"
@@ -48,10 +50,14 @@ struct ConnectionContext {
     // Called (posted, never from inside a connection method) once the
     // connection is closed and no request of it is left anywhere.
     std::function<void(Connection&)> on_finished;
+    // Called (posted) once a connection asked to park() has stopped at a
+    // request boundary with nothing left to answer.
+    std::function<void(Connection&)> on_parked;
     // Opens the connection's queue as it enters transmission (classification
-    // rules pick the group); unset: the export's group.
+    // rules pick the group, or `keep_group`: a handed-over connection's);
+    // unset: the export's group.
     std::function<sched::QueueId(std::uint64_t connection, const PeerInfo& identity, const std::string& export_name,
-                                 const ExportBinding& binding)>
+                                 const ExportBinding& binding, std::optional<sched::GroupId> keep_group)>
         open_queue;
 };
 
@@ -80,7 +86,26 @@ public:
     // certificate's subject CN; empty without TLS or without a client certificate.
     const std::string& tls_identity() const { return tls_peer_.identity; }
 
+    // Planned restart (connection_handover.cpp). park(): read no further
+    // than the next request boundary, answer everything read, then report
+    // through context.on_parked; the socket stays open, nothing is lost.
+    // unpark(): the hand-over failed, carry on reading.
+    void park();
+    void unpark();
+    bool parked() const { return parked_; }
+    int native_handle() { return socket_.native_handle(); }
+    // A parked connection's state; `group` is left to the caller to name.
+    ConnectionState handover_state() const;
+    sched::GroupId group() const { return group_; }
+    // In the new process, instead of start(): the transmission phase of a
+    // handed-over socket goes on. An export that is gone or changed size
+    // closes the connection with an error logged.
+    void resume(const ConnectionState& state, std::optional<sched::GroupId> group);
+
     void request_done(IoRequest& request) override;
+
+    // Requests are parsed out of a buffer this large (a hand-over passes at most this many unread bytes).
+    static constexpr std::size_t read_buffer_size = 256u << 10;
     void budget_available() override;
 
 private:
@@ -95,6 +120,12 @@ private:
     void read_option_data(nbd::OptionHeader header);
     void answer_option(const nbd::OptionHeader& header);
     void enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status);
+    void bind_export(const nbd::ExportInfo& info, std::uint16_t flags, bool block_status,
+                     std::optional<sched::GroupId> keep_group);
+
+    // connection_handover.cpp
+    void maybe_park();
+    void on_parking_read(const boost::system::error_code& ec, std::size_t n);
     void start_tls();
 
     // Runs `f` with the stream the bytes go through: the socket, or the TLS
@@ -171,6 +202,10 @@ private:
     bool waiting_budget_ = false;   // in line at the device's InflightBudget
     bool has_ticket_ = false;       // reached the head of that line: may take one request
     bool stop_reading_ = false;     // DISC, EOF or shutdown: no more requests
+    bool parking_ = false;          // hand-over: stop at the next request boundary
+    bool parked_ = false;           // ...and there now, nothing pending
+    std::string export_name_;
+    std::uint16_t transmission_flags_ = 0;
 
     // requests read but not yet answered, and their bytes
     std::size_t inflight_ = 0;

@@ -134,23 +134,30 @@ void Connection::start_tls() {
 }
 
 void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status) {
-    binding_ = &context_.exports->binding_of(info);
-    device_ = binding_->device;
-    limits_.size = info->size;
-    limits_.read_only = binding_->read_only;
-    limits_.structured = negotiation_.structured_replies;
-    limits_.block_status = block_status;
-    limits_.max_payload = info->max_block;
-    queue_ = context_.open_queue ? context_.open_queue(id_, identity_, info->name, *binding_)
-                                 : device_->open_queue(binding_->group);
-    queue_open_ = true;
-    group_ = device_->group_of(queue_);
     handshake_timer_.cancel();
     hs_in_ = {};
     hs_out_ = {};
+    bind_export(*info, flags, block_status, std::nullopt);
     spdlog::info("{}: export '{}' on device {} (flags 0x{:x}, {} replies)", tag(), info->name, device_->name(),
                  flags, limits_.structured ? "structured" : "simple");
     read_more();
+}
+
+void Connection::bind_export(const nbd::ExportInfo& info, std::uint16_t flags, bool block_status,
+                             std::optional<sched::GroupId> keep_group) {
+    binding_ = &context_.exports->binding_of(&info);
+    device_ = binding_->device;
+    limits_.size = info.size;
+    limits_.read_only = binding_->read_only;
+    limits_.structured = negotiation_.structured_replies;
+    limits_.block_status = block_status;
+    limits_.max_payload = info.max_block;
+    queue_ = context_.open_queue ? context_.open_queue(id_, identity_, info.name, *binding_, keep_group)
+                                 : device_->open_queue(keep_group.value_or(binding_->group));
+    queue_open_ = true;
+    group_ = device_->group_of(queue_);
+    export_name_ = info.name;
+    transmission_flags_ = flags;
 }
 
 // Read at every option, so a reload's new allow: rules hold from the next one.

@@ -15,7 +15,6 @@
 namespace nbdsched::daemon {
 
 namespace {
-constexpr std::size_t read_buffer_size = 256u << 10;
 // Payload left over this size is read into the request's own buffer
 // instead of passing through the read buffer.
 constexpr std::size_t direct_payload = 64u << 10;
@@ -68,15 +67,15 @@ void Connection::charge(IoRequest& r, std::uint64_t bytes) {
 }
 
 void Connection::read_more() {
-    if (reading_ || stop_reading_ || closed_) return;
-    if (!rbuf_) rbuf_ = std::make_unique_for_overwrite<std::uint8_t[]>(read_buffer_size);
+    if (reading_ || stop_reading_ || closed_ || (parking_ && rstate_ == ReadState::header)) return;
+    if (!rbuf_) rbuf_ = std::make_unique_for_overwrite<std::uint8_t[]>(Connection::read_buffer_size);
     if (rbeg_ > 0) {   // keep the unparsed tail at the front
         std::memmove(rbuf_.get(), rbuf_.get() + rbeg_, rend_ - rbeg_);
         rend_ -= rbeg_;
         rbeg_ = 0;
     }
     reading_ = true;
-    auto buffer = boost::asio::buffer(rbuf_.get() + rend_, read_buffer_size - rend_);
+    auto buffer = boost::asio::buffer(rbuf_.get() + rend_, Connection::read_buffer_size - rend_);
     with_stream([&](auto& stream) {
         stream.async_read_some(buffer, [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
             self->on_read(ec, n);
@@ -87,6 +86,7 @@ void Connection::read_more() {
 void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
     reading_ = false;
     if (closed_) return maybe_finish();
+    if (ec == boost::asio::error::operation_aborted && parking_) return maybe_finish();   // maybe_park cancelled it
     if (ec) {
         // A TLS peer that hangs up without close_notify: an EOF as well.
         if (ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated || stop_reading_) {
@@ -151,6 +151,7 @@ void Connection::parse() {
             direct = rstate_ == ReadState::payload && payload_left_ >= direct_payload;
             break;
         }
+        if (parking_) break;   // a request boundary: the rest stays in the buffer for the next process
         // Over a limit, the socket is still read until a whole request is
         // buffered (at most the read buffer): only a connection with a
         // request to submit waits in the device's line.

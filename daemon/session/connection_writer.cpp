@@ -162,6 +162,7 @@ void Connection::on_written(const boost::system::error_code& ec) {
 // Closes a connection that will read no more once everything it owes is
 // written, and reports it finished once nothing of it is left anywhere.
 void Connection::maybe_finish() {
+    if (parking_) maybe_park();
     if (finished_ || !stop_reading_) return;
     if (inflight_ != 0 || writing_ || !pending_.empty()) return;
     if (!closed_) {

@@ -152,12 +152,12 @@ std::unique_ptr<Listener> Listener::open(asio::io_context& io, const config::Lis
     return l;
 }
 
-std::unique_ptr<Listener> Listener::adopt(asio::io_context& io, int fd, std::string& error) {
+std::unique_ptr<Listener> Listener::adopt(asio::io_context& io, int fd, std::string& error, const std::string& origin) {
     std::unique_ptr<Listener> l(new Listener(io));
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-        error = "socket activation: fd " + std::to_string(fd) + ": " + std::strerror(errno);
+        error = origin + " socket: fd " + std::to_string(fd) + ": " + std::strerror(errno);
         return nullptr;
     }
     boost::system::error_code ec;
@@ -165,7 +165,7 @@ std::unique_ptr<Listener> Listener::adopt(asio::io_context& io, int fd, std::str
         l->unix_.emplace(io);
         l->unix_->assign(local(), fd, ec);
         l->path_ = reinterpret_cast<sockaddr_un*>(&ss)->sun_path;
-        l->description_ = "unix:" + l->path_ + " (activated)";
+        l->description_ = "unix:" + l->path_ + " (" + origin + ")";
     } else if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
         l->tcp_.emplace(io);
         l->tcp_->assign(ss.ss_family == AF_INET ? tcp::v4() : tcp::v6(), fd, ec);
@@ -174,13 +174,13 @@ std::unique_ptr<Listener> Listener::adopt(asio::io_context& io, int fd, std::str
             l->host_ = ep.address().to_string();
             l->port_ = ep.port();
         }
-        l->description_ = "tcp:" + l->host_ + ":" + std::to_string(l->port_) + " (activated)";
+        l->description_ = "tcp:" + l->host_ + ":" + std::to_string(l->port_) + " (" + origin + ")";
     } else {
-        error = "socket activation: fd " + std::to_string(fd) + " is neither unix nor tcp";
+        error = origin + " socket: fd " + std::to_string(fd) + " is neither unix nor tcp";
         return nullptr;
     }
     if (ec) {
-        error = "socket activation: fd " + std::to_string(fd) + ": " + ec.message();
+        error = origin + " socket: fd " + std::to_string(fd) + ": " + ec.message();
         return nullptr;
     }
     return l;
@@ -191,8 +191,26 @@ void Listener::start(Accept on_accept) {
     accept_next();
 }
 
+void Listener::pause() {
+    if (closed_ || paused_) return;
+    paused_ = true;
+    boost::system::error_code ignored;
+    if (unix_) unix_->cancel(ignored);
+    if (tcp_) tcp_->cancel(ignored);
+}
+
+void Listener::resume_accepting() {
+    if (closed_ || !paused_) return;
+    paused_ = false;
+    accept_next();
+}
+
+int Listener::native_handle() {
+    return unix_ ? unix_->native_handle() : tcp_->native_handle();
+}
+
 void Listener::accept_next() {
-    if (closed_) return;
+    if (closed_ || paused_) return;
     auto deliver = [this](auto& accepted, const auto& protocol) {
         boost::system::error_code ec;
         Socket socket(io_);
@@ -207,7 +225,7 @@ void Listener::accept_next() {
         on_accept_(std::move(socket), std::move(peer));
     };
     auto on_error = [this](const boost::system::error_code& ec) {
-        if (ec == asio::error::operation_aborted || closed_) return false;
+        if (ec == asio::error::operation_aborted || closed_ || paused_) return false;
         // EMFILE and friends: log and keep accepting (slowly would be
         // better; the connection limit normally keeps us away from it).
         spdlog::warn("{}: accept: {}", description_, ec.message());

@@ -23,11 +23,20 @@ public:
     // nullptr with `error` set when the address cannot be bound.
     static std::unique_ptr<Listener> open(boost::asio::io_context& io, const config::Listen& where,
                                           std::string& error);
-    // Adopts an already listening socket (systemd socket activation).
-    static std::unique_ptr<Listener> adopt(boost::asio::io_context& io, int fd, std::string& error);
+    // Adopts an already listening socket: systemd socket activation
+    // ("activated") or a planned restart's hand-over ("handed over").
+    static std::unique_ptr<Listener> adopt(boost::asio::io_context& io, int fd, std::string& error,
+                                           const std::string& origin = "activated");
     ~Listener();
 
     void start(Accept on_accept);
+    // Hand-over: stop accepting but keep the socket (connections wait in its
+    // backlog for whichever process accepts next); resume_accepting() if it failed.
+    void pause();
+    void resume_accepting();
+    // The socket now belongs to the next process: close() leaves its file.
+    void release() { owns_path_ = false; }
+    int native_handle();
     // Stops accepting; removes the unix socket file this listener created.
     void close();
     const std::string& describe() const { return description_; }
@@ -57,6 +66,7 @@ private:
     Accept on_accept_;
     std::uint64_t accepted_ = 0;
     bool closed_ = false;
+    bool paused_ = false;
 };
 
 }   // namespace nbdsched::daemon

@@ -49,13 +49,14 @@ p10_max_lat_ms() {
          END {printf "%d", m / 1e6}' "$1"
 }
 
-# p10_fio_loop TAG: short fio runs with verify until /tmp/p10.stop exists;
-# one "rc MAX_LAT_MS" line per run in /tmp/p10-TAG.res.
+# p10_fio_loop TAG [DIR]: short fio runs with verify in DIR ($P10_MNT) until
+# /tmp/p10.stop exists; one "rc MAX_LAT_MS" line per run in /tmp/p10-TAG.res.
 p10_fio_loop() {
+    _dir=${2:-$P10_MNT}
     _i=0
     : > "/tmp/p10-$1.res"
     while [ ! -e /tmp/p10.stop ]; do
-        fio --name=p10 --filename="$P10_MNT/fio$((_i % 2))" --ioengine=libaio --direct=1 --rw=randwrite \
+        fio --name=p10 --filename="$_dir/fio$((_i % 2))" --ioengine=libaio --direct=1 --rw=randwrite \
             --bs=4k --iodepth=16 --size=4M --verify=crc32c --do_verify=1 --eta=never \
             --output-format=json --output="/tmp/p10-$1.json" >/dev/null 2>&1
         _rc=$?
@@ -116,9 +117,10 @@ p10_crash() {
 p10_restart() {
     p10_rounds restart TERM
     _rc=$?
-    vt_kv restart_rounds "$P10_ROUNDS"
-    vt_kv restart_io_errors "$P10_IO_ERRORS"
-    vt_kv restart_max_stall_ms "$P10_STALL"
+    # restart_*: the hand-over's (point 11); this is stop + start with a reconnect
+    vt_kv reattach_restart_rounds "$P10_ROUNDS"
+    vt_kv reattach_restart_io_errors "$P10_IO_ERRORS"
+    vt_kv reattach_restart_max_stall_ms "$P10_STALL"
     return $_rc
 }
 

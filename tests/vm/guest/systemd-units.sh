@@ -1,8 +1,9 @@
 # systemd-units.sh - guest script run by vmtest.service with systemd as PID 1:
 # the installed units for real. nbdsched.socket activates nbdsched.service
 # (Type=notify, sandboxed), nbdsched-nbd@nbd0.service attaches /dev/nbd0,
-# data goes through, reload works, a SIGKILLed daemon is restarted and the
-# device reconnected, stopping detaches and the daemon exits 0.
+# data goes through, reload works, `systemctl restart` hands the live
+# connection over through the fd store, a SIGKILLed daemon is restarted and
+# the device reconnected, stopping detaches and the daemon exits 0.
 # VM_CONFIG: the config path the units read.
 . /vmtest/lib.sh
 export SYSTEMD_PAGER= SYSTEMD_COLORS=0
@@ -45,6 +46,17 @@ vt_step data-roundtrip sh -c 'dd if=/dev/urandom of=/tmp/a bs=64k count=16 2>/de
 vt_step state-file-created test -s /var/lib/nbdsched/d0.img
 vt_step reload timeout 60 systemctl reload nbdsched.service
 vt_step active-after-reload [ "$(prop nbdsched.service ActiveState)" = active ]
+# Planned restart: the unit's --fdstore-handover parks the monitor's
+# connection and keeps it in systemd's fd store across `systemctl
+# restart`; the new daemon goes on with it (no reconnect) and empties the
+# store. Data written before reads back, a write after goes through.
+vt_step restart-handover timeout 60 systemctl restart nbdsched.service
+vt_step restart-adopted vt_wait_for 10 grep -q 'hand-over: adopted 0 listener(s) and 1 connection(s)' \
+    /run/vmtest-nbdsched.log
+vt_kv fdstore_after_restart "$(prop nbdsched.service NFileDescriptorStore)"
+vt_step fdstore-emptied vt_wait_for 5 sh -c '[ "$(systemctl show -P NFileDescriptorStore nbdsched.service)" = 0 ]'
+vt_step data-after-restart sh -c 'dd if=/dev/nbd0 of=/tmp/d bs=64k count=16 iflag=direct 2>/dev/null &&
+    cmp /tmp/a /tmp/d && dd if=/tmp/a of=/dev/nbd0 bs=64k seek=16 oflag=direct 2>/dev/null'
 # Crash recovery: SIGKILL the daemon; Restart=on-failure starts it again and
 # the attach unit's monitor (nbdsched attach) reconnects /dev/nbd0, whose
 # data still reads back; the read waits for the new connection, no error.

@@ -1,0 +1,119 @@
+#include "daemon/process/fdstore_handover.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "daemon/session/connection_state.hpp"
+
+namespace nbdsched::daemon {
+
+namespace {
+
+const std::string state_name = "nbdsched-state";
+const std::string fd_prefix = "nbdsched-fd";
+
+bool store(int fd, const std::string& name, std::string& error) {
+    const std::string message = "FDSTORE=1\nFDNAME=" + name;
+    int r = sd_pid_notify_with_fds(0, 0, message.c_str(), &fd, 1);
+    if (r > 0) return true;
+    error = "fd store: " + name + ": " + (r == 0 ? "not under systemd ($NOTIFY_SOCKET unset)" : std::strerror(-r));
+    return false;
+}
+
+void unstore(const std::string& name) {
+    sd_notify(0, ("FDSTOREREMOVE=1\nFDNAME=" + name).c_str());
+}
+
+std::optional<std::string> read_memfd(int fd, std::string& error) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        error = std::string("fd store: state: ") + std::strerror(errno);
+        return std::nullopt;
+    }
+    std::string text(static_cast<std::size_t>(st.st_size), '\0');
+    if (::pread(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+        error = "fd store: state: short read";
+        return std::nullopt;
+    }
+    return text;
+}
+
+}   // namespace
+
+bool push_to_fd_store(const std::string& json, const std::vector<int>& fds, std::string& error) {
+    int memfd = ::memfd_create(state_name.c_str(), MFD_CLOEXEC);
+    if (memfd < 0) {
+        error = std::string("memfd_create: ") + std::strerror(errno);
+        return false;
+    }
+    bool ok = ::write(memfd, json.data(), json.size()) == static_cast<ssize_t>(json.size());
+    if (!ok) error = "fd store: writing the state failed";
+    // The descriptors first: a state in the store promises them.
+    for (std::size_t i = 0; ok && i < fds.size(); ++i) ok = store(fds[i], fd_prefix + std::to_string(i), error);
+    if (ok) ok = store(memfd, state_name, error);
+    ::close(memfd);
+    if (!ok)
+        for (std::size_t i = 0; i < fds.size(); ++i) unstore(fd_prefix + std::to_string(i));
+    return ok;
+}
+
+std::optional<HandedOver> take_from_fd_store(std::vector<InheritedSocket>& inherited, std::string& error) {
+    int state_fd = -1;
+    std::vector<std::pair<std::size_t, int>> numbered;
+    std::vector<InheritedSocket> rest;
+    for (auto& s : inherited) {
+        if (s.name == state_name) {
+            state_fd = s.fd;
+        } else if (s.name.rfind(fd_prefix, 0) == 0) {
+            numbered.emplace_back(std::strtoul(s.name.c_str() + fd_prefix.size(), nullptr, 10), s.fd);
+        } else {
+            rest.push_back(s);
+        }
+    }
+    inherited = std::move(rest);
+    if (state_fd < 0 && numbered.empty()) return std::nullopt;
+    HandedOver handed;
+    std::size_t count = 0;
+    for (auto [index, fd] : numbered) count = std::max(count, index + 1);
+    handed.fds.assign(count, -1);
+    for (auto [index, fd] : numbered) handed.fds[index] = fd;
+    std::optional<HandoverState> state;
+    if (state_fd < 0) {
+        error = "fd store: descriptors without a state (a hand-over that did not finish)";
+    } else if (auto text = read_memfd(state_fd, error)) {
+        state = handover_from_json(*text, handed.fds.size(), error);
+        for (const auto& l : state ? state->listeners : std::vector<ListenerState>{})
+            if (handed.fds[static_cast<std::size_t>(l.fd)] < 0) {
+                error = "fd store: a listener's descriptor is missing";
+                state.reset();
+                break;
+            }
+        // systemd drops a socket from the store when its peer hangs up: that
+        // client is gone, the others go on.
+        if (state)
+            std::erase_if(state->connections,
+                          [&](const ConnectionState& c) { return handed.fds[static_cast<std::size_t>(c.fd)] < 0; });
+    }
+    if (state_fd >= 0) ::close(state_fd);
+    if (!state) {
+        release_fd_store(handed);
+        for (int fd : handed.fds)
+            if (fd >= 0) ::close(fd);
+        return std::nullopt;
+    }
+    handed.state = std::move(*state);
+    return handed;
+}
+
+void release_fd_store(const HandedOver& handed) {
+    unstore(state_name);
+    for (std::size_t i = 0; i < handed.fds.size(); ++i) unstore(fd_prefix + std::to_string(i));
+}
+
+}   // namespace nbdsched::daemon

@@ -1,0 +1,212 @@
+// Server's part in a planned restart (docs/restart.md). The old process:
+// begin_handover parks every plaintext connection at a request boundary
+// (TLS ones and those still in the handshake are closed after answering
+// what they read), check_handover passes listeners and connections once all
+// are parked and the devices are flushed, finish_handover exits without
+// touching the sockets; abort_handover serves on. The new process:
+// adopt_listeners and adopt_connections take what was passed.
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <system_error>
+#include <unistd.h>
+#include <utility>
+
+#include "daemon/process/server.hpp"
+
+namespace nbdsched::daemon {
+
+bool Server::adopt_listeners(std::string& error) {
+    const auto& handed = *options_.handed_over;
+    for (const auto& ls : handed.state.listeners) {
+        auto l = Listener::adopt(io_, handed.fds[static_cast<std::size_t>(ls.fd)], error, "handed over");
+        if (!l) return false;
+        l->set_tls_mode(ls.tls_mode);
+        listeners_.push_back(std::move(l));
+    }
+    return true;
+}
+
+void Server::adopt_connections() {
+    if (!options_.handed_over) return;
+    const auto& handed = *options_.handed_over;
+    for (const auto& cs : handed.state.connections) {
+        const int fd = handed.fds[static_cast<std::size_t>(cs.fd)];
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+        const int protocol = ss.ss_family == AF_UNIX ? 0 : IPPROTO_TCP;
+        boost::system::error_code ec;
+        Socket socket(io_);
+        socket.assign(boost::asio::generic::stream_protocol(ss.ss_family, protocol), fd, ec);
+        if (ec) {
+            spdlog::error("conn {} ({}): cannot adopt its socket: {}", cs.id, cs.peer, ec.message());
+            ::close(fd);
+            continue;
+        }
+        // Ids go on from the old process's, so logs of both read as one.
+        next_id_ = std::max(next_id_, cs.id + 1);
+        std::optional<sched::GroupId> group;
+        if (!cs.group.empty()) group = groups_.find(cs.group);
+        auto c = std::make_shared<Connection>(std::move(socket), cs.id, cs.peer, cs.identity, context_);
+        connections_.emplace(cs.id, c);
+        c->resume(cs, group);
+    }
+    spdlog::info("hand-over: adopted {} listener(s) and {} connection(s)", handed.state.listeners.size(),
+                 handed.state.connections.size());
+}
+
+void Server::open_handover() {
+    if (options_.handover_path.empty()) return;
+    HandoverServer::Hooks hooks;
+    hooks.begin = [this](bool force) { return begin_handover(force); };
+    hooks.abort = [this](const std::string& why) { abort_handover(why); };
+    hooks.done = [this] { finish_handover(); };
+    std::string error;
+    handover_ = HandoverServer::open(io_, options_.handover_path, options_.handed_over != nullptr, hooks, error);
+    if (!handover_) {
+        spdlog::error("{}: planned restarts through it are not possible", error);
+        return;
+    }
+    handover_->start();
+    spdlog::info("serving hand-overs on {}", options_.handover_path);
+}
+
+std::string Server::begin_handover(bool force) {
+    if (stopping_) return "the daemon is shutting down";
+    if (handing_over_) return "a hand-over is already in progress";
+    for (const auto& dev : config_.devices) {
+        if (dev.backend != config::BackendKind::ram) continue;
+        if (!force)
+            return "device '" + dev.name + "' keeps its data in RAM, which a new process starts empty; " +
+                   "--takeover with --force replaces it anyway";
+        spdlog::warn("hand-over: device '{}' is RAM: its contents are lost (--force)", dev.name);
+    }
+    handing_over_ = true;
+    handover_sent_ = false;
+    to_store_ = false;
+    spdlog::info("hand-over: parking {} connection(s) at request boundaries", connections_.size());
+    for (auto& l : listeners_) l->pause();
+    // The new process binds these itself.
+    if (control_) control_->close();
+    if (metrics_) metrics_->close();
+    control_.reset();
+    metrics_.reset();
+    auto open = connections_;   // a connection may finish inside close()
+    for (auto& [id, c] : open) {
+        if (!c->in_transmission())
+            c->close("hand-over during the handshake: the client may connect again");
+        else if (c->tls_active())
+            c->shutdown();   // a TLS session cannot move: answered, then closed
+        else
+            c->park();
+    }
+    handover_timer_.expires_after(options_.drain_timeout);
+    handover_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec || !handing_over_ || handover_sent_) return;
+        const std::string why = "connections not at a request boundary within " +
+                                std::to_string(options_.drain_timeout.count()) + " ms";
+        if (handover_ && !to_store_) handover_->fail(why);
+        abort_handover(why);
+    });
+    boost::asio::post(io_, [this] { check_handover(); });
+    return "";
+}
+
+void Server::check_handover() {
+    if (!handing_over_ || handover_sent_) return;
+    for (const auto& [id, c] : connections_)
+        if (!c->parked()) return;
+    for (auto& d : devices_) {
+        if (int err = d->flush_now(); err != 0) {
+            const std::string why = "device " + d->name() + ": flush failed: " + std::system_category().message(err);
+            if (handover_ && !to_store_) handover_->fail(why);
+            return abort_handover(why);
+        }
+    }
+    HandoverState state;
+    std::vector<int> fds;
+    // Activated listeners are systemd's already: the next process gets them again.
+    const bool pass_listeners = !to_store_ || options_.activated_fds.empty();
+    for (auto& l : listeners_) {
+        if (!pass_listeners) break;
+        state.listeners.push_back({static_cast<int>(fds.size()), l->tls_mode()});
+        fds.push_back(l->native_handle());
+    }
+    for (auto& [id, c] : connections_) {
+        auto cs = c->handover_state();
+        cs.group = groups_.name_of(c->group());
+        cs.fd = static_cast<int>(fds.size());
+        fds.push_back(c->native_handle());
+        state.connections.push_back(std::move(cs));
+    }
+    handover_sent_ = true;
+    handover_timer_.cancel();
+    spdlog::info("hand-over: passing {} listener(s) and {} connection(s)", state.listeners.size(),
+                 state.connections.size());
+    if (!to_store_) return handover_->send_state(to_json(state), fds);
+    std::string error;
+    if (!options_.store_handover(to_json(state), fds, error)) return abort_handover(error);
+    finish_handover();
+}
+
+// SIGTERM under systemd with --fdstore-handover: hand everything to the
+// next start through the fd store; when that is refused or fails, the
+// ordinary shutdown.
+void Server::stop_by_handover() {
+    const auto why = begin_handover(false);
+    if (!why.empty()) {
+        spdlog::warn("SIGTERM: no hand-over through the fd store: {}", why);
+        return begin_shutdown("SIGTERM");
+    }
+    to_store_ = true;
+    if (options_.on_stopping) options_.on_stopping();
+}
+
+void Server::abort_handover(const std::string& why) {
+    if (!handing_over_) return;
+    handing_over_ = false;
+    handover_sent_ = false;
+    handover_timer_.cancel();
+    spdlog::warn("hand-over failed: {}; serving on", why);
+    for (auto& l : listeners_) l->resume_accepting();
+    if (!stopping_ && !to_store_) reopen_endpoints(0);
+    auto open = connections_;
+    for (auto& [id, c] : open) c->unpark();
+    if (std::exchange(to_store_, false)) begin_shutdown("SIGTERM");   // it was asked to stop: the ordinary way
+}
+
+// The failed new process may still hold the control socket or metrics
+// port for a moment: try again for about 2 s.
+void Server::reopen_endpoints(int attempt) {
+    std::string error;
+    control_.reset();
+    metrics_.reset();
+    if (open_endpoints(error)) {
+        if (control_) control_->start();
+        if (metrics_) metrics_->start();
+        return;
+    }
+    control_.reset();
+    metrics_.reset();
+    if (attempt >= 20) return spdlog::error("after the failed hand-over: {}", error);
+    handover_timer_.expires_after(std::chrono::milliseconds(100));
+    handover_timer_.async_wait([this, attempt](const boost::system::error_code& ec) {
+        if (!ec && !handing_over_ && !stopping_) reopen_endpoints(attempt + 1);
+    });
+}
+
+void Server::finish_handover() {
+    spdlog::info("hand-over: the new process took over {} connection(s); exiting", connections_.size());
+    handing_over_ = false;
+    stopped_ = true;
+    // The sockets are the new process's now: close our descriptors only
+    // (no shutdown, no unlink of the socket files).
+    for (auto& l : listeners_) l->release();
+    if (handover_) handover_->close(true);
+    boost::system::error_code ignored;
+    signals_.cancel(ignored);
+    io_.stop();
+}
+
+}   // namespace nbdsched::daemon

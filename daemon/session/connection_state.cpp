@@ -1,0 +1,124 @@
+#include "daemon/session/connection_state.hpp"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace nbdsched::daemon {
+
+namespace {
+
+using nlohmann::json;
+
+json peer_json(const PeerInfo& p) {
+    json j = {{"unix", p.is_unix}, {"groups", p.groups}, {"cgroup", p.cgroup}, {"address", p.address}};
+    if (p.pid) j["pid"] = *p.pid;
+    if (p.uid) j["uid"] = *p.uid;
+    if (p.gid) j["gid"] = *p.gid;
+    return j;
+}
+
+PeerInfo peer_from(const json& j) {
+    PeerInfo p;
+    p.is_unix = j.at("unix").get<bool>();
+    p.groups = j.at("groups").get<std::vector<std::uint32_t>>();
+    p.cgroup = j.at("cgroup").get<std::string>();
+    p.address = j.at("address").get<std::string>();
+    if (j.contains("pid")) p.pid = j["pid"].get<std::int32_t>();
+    if (j.contains("uid")) p.uid = j["uid"].get<std::uint32_t>();
+    if (j.contains("gid")) p.gid = j["gid"].get<std::uint32_t>();
+    return p;
+}
+
+// `unread` as hex: at most one read buffer per connection, and readable in a log.
+std::string to_hex(const std::vector<std::uint8_t>& bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(bytes.size() * 2);
+    for (auto b : bytes) {
+        s.push_back(digits[b >> 4]);
+        s.push_back(digits[b & 15]);
+    }
+    return s;
+}
+
+std::vector<std::uint8_t> from_hex(const std::string& s) {
+    auto nibble = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        throw std::invalid_argument("unread: not a hex digit");
+    };
+    if (s.size() % 2 != 0) throw std::invalid_argument("unread: odd number of hex digits");
+    std::vector<std::uint8_t> bytes(s.size() / 2);
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = static_cast<std::uint8_t>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
+    return bytes;
+}
+
+int fd_index(const json& j, std::size_t fd_count) {
+    const int fd = j.at("fd").get<int>();
+    if (fd < 0 || static_cast<std::size_t>(fd) >= fd_count)
+        throw std::out_of_range("descriptor index " + std::to_string(fd) + " outside the " +
+                                std::to_string(fd_count) + " passed");
+    return fd;
+}
+
+}   // namespace
+
+std::string to_json(const HandoverState& state) {
+    json listeners = json::array();
+    for (const auto& l : state.listeners) listeners.push_back({{"fd", l.fd}, {"tls", static_cast<int>(l.tls_mode)}});
+    json connections = json::array();
+    for (const auto& c : state.connections)
+        connections.push_back({{"id", c.id},
+                               {"peer", c.peer},
+                               {"identity", peer_json(c.identity)},
+                               {"export", c.export_name},
+                               {"size", c.export_size},
+                               {"flags", c.transmission_flags},
+                               {"structured", c.structured},
+                               {"block_status", c.block_status},
+                               {"group", c.group},
+                               {"unread", to_hex(c.unread)},
+                               {"fd", c.fd}});
+    json j = {{"version", state.version}, {"listeners", listeners}, {"connections", connections}};
+    return j.dump();
+}
+
+std::optional<HandoverState> handover_from_json(const std::string& text, std::size_t fd_count, std::string& error) {
+    try {
+        const json j = json::parse(text);
+        HandoverState s;
+        s.version = j.at("version").get<int>();
+        if (s.version != HandoverState::current_version) {
+            error = "hand-over state version " + std::to_string(s.version) + ", this nbdsched reads version " +
+                    std::to_string(HandoverState::current_version);
+            return std::nullopt;
+        }
+        for (const auto& l : j.at("listeners")) {
+            const int tls = l.at("tls").get<int>();
+            if (tls < 0 || tls > static_cast<int>(nbd::TlsMode::require)) throw std::out_of_range("bad tls mode");
+            s.listeners.push_back({fd_index(l, fd_count), static_cast<nbd::TlsMode>(tls)});
+        }
+        for (const auto& c : j.at("connections")) {
+            ConnectionState cs;
+            cs.id = c.at("id").get<std::uint64_t>();
+            cs.peer = c.at("peer").get<std::string>();
+            cs.identity = peer_from(c.at("identity"));
+            cs.export_name = c.at("export").get<std::string>();
+            cs.export_size = c.at("size").get<std::uint64_t>();
+            cs.transmission_flags = c.at("flags").get<std::uint16_t>();
+            cs.structured = c.at("structured").get<bool>();
+            cs.block_status = c.at("block_status").get<bool>();
+            cs.group = c.at("group").get<std::string>();
+            cs.unread = from_hex(c.at("unread").get<std::string>());
+            cs.fd = fd_index(c, fd_count);
+            s.connections.push_back(std::move(cs));
+        }
+        return s;
+    } catch (const std::exception& e) {
+        error = std::string("malformed hand-over state: ") + e.what();
+        return std::nullopt;
+    }
+}
+
+}   // namespace nbdsched::daemon

@@ -1,0 +1,128 @@
+// A planned restart's state and framing: the JSON a connection travels with
+// (round trip, a mismatched version, bad descriptor indexes, malformed
+// input) and the SCM_RIGHTS framing over a real socket pair (more
+// descriptors than one message can carry, a peer that hangs up).
+#include <doctest/doctest.h>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/process/handover_wire.hpp"
+#include "daemon/session/connection_state.hpp"
+
+using namespace nbdsched;
+using daemon::ConnectionState;
+using daemon::HandoverState;
+
+namespace {
+
+HandoverState sample() {
+    HandoverState s;
+    s.listeners.push_back({0, nbd::TlsMode::off});
+    s.listeners.push_back({1, nbd::TlsMode::require});
+    ConnectionState c;
+    c.id = 42;
+    c.peer = "unix pid 7 uid 1000";
+    c.identity.is_unix = true;
+    c.identity.pid = 7;
+    c.identity.uid = 1000;
+    c.identity.gid = 100;
+    c.identity.groups = {100, 27};
+    c.identity.cgroup = "/user.slice/a.scope";
+    c.export_name = "disk0";
+    c.export_size = 1ull << 40;
+    c.transmission_flags = 0x1ed;
+    c.structured = true;
+    c.block_status = true;
+    c.group = "gold";
+    c.unread = {0x25, 0x60, 0x95, 0x13, 0x00, 0xff};
+    c.fd = 2;
+    s.connections.push_back(c);
+    return s;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+}
+
+}   // namespace
+
+TEST_CASE("hand-over state: what is serialised comes back") {
+    std::string error;
+    auto back = daemon::handover_from_json(daemon::to_json(sample()), 3, error);
+    REQUIRE_MESSAGE(back, error);
+    REQUIRE(back->listeners.size() == 2);
+    CHECK(back->listeners[1].fd == 1);
+    CHECK(back->listeners[1].tls_mode == nbd::TlsMode::require);
+    REQUIRE(back->connections.size() == 1);
+    const auto& c = back->connections[0];
+    const auto sent = sample();
+    const auto& want = sent.connections[0];
+    CHECK(c.id == 42);
+    CHECK(c.peer == want.peer);
+    CHECK(c.identity.describe() == want.identity.describe());
+    CHECK(c.identity.groups == want.identity.groups);
+    CHECK_FALSE(c.identity.address.size());
+    CHECK(c.export_name == "disk0");
+    CHECK(c.export_size == 1ull << 40);
+    CHECK(c.transmission_flags == 0x1ed);
+    CHECK(c.structured);
+    CHECK(c.block_status);
+    CHECK(c.group == "gold");
+    CHECK(c.unread == want.unread);
+    CHECK(c.fd == 2);
+}
+
+TEST_CASE("hand-over state: refused rather than guessed") {
+    const std::string good = daemon::to_json(sample());
+    std::string error;
+    CHECK_FALSE(daemon::handover_from_json(replaced(good, "\"version\":1", "\"version\":2"), 3, error));
+    CHECK(error == "hand-over state version 2, this nbdsched reads version 1");
+    CHECK_FALSE(daemon::handover_from_json(good, 2, error));   // connection's descriptor 2 was not passed
+    CHECK(error.find("descriptor index 2 outside the 2 passed") != std::string::npos);
+    CHECK_FALSE(daemon::handover_from_json(replaced(good, "\"export\":\"disk0\",", ""), 3, error));
+    CHECK(error.find("malformed hand-over state") == 0);
+    CHECK_FALSE(daemon::handover_from_json(replaced(good, "2560", "2x60"), 3, error));
+    CHECK(error.find("hex") != std::string::npos);
+    CHECK_FALSE(daemon::handover_from_json("{\"version\":1,", 3, error));
+    CHECK_FALSE(daemon::handover_from_json(replaced(good, "\"tls\":2", "\"tls\":9"), 3, error));
+}
+
+TEST_CASE("hand-over framing: text and descriptors over a socket pair") {
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    daemon::set_timeouts(sv[1], std::chrono::milliseconds(2000));
+    // 300 descriptors: more than one SCM_RIGHTS message carries.
+    std::vector<int> fds(300, sv[0]);
+    fds[299] = STDERR_FILENO;
+    std::string error;
+    // The receiver reads on the same thread: the socket buffer holds it all.
+    REQUIRE_MESSAGE(daemon::send_handover(sv[0], "state {}", fds, error), error);
+    auto m = daemon::recv_handover(sv[1], error);
+    REQUIRE_MESSAGE(m, error);
+    CHECK(m->text == "state {}");
+    REQUIRE(m->fds.size() == 300);
+    struct stat a = {};
+    struct stat b = {};
+    ::fstat(sv[0], &a);
+    ::fstat(m->fds[0], &b);
+    CHECK(a.st_ino == b.st_ino);   // the same socket, another descriptor
+    ::fstat(STDERR_FILENO, &a);
+    ::fstat(m->fds[299], &b);
+    CHECK(a.st_ino == b.st_ino);
+    for (int fd : m->fds) ::close(fd);
+
+    REQUIRE(daemon::send_handover(sv[0], "bye", {}, error));
+    m = daemon::recv_handover(sv[1], error);
+    REQUIRE(m);
+    CHECK(m->text == "bye");
+    CHECK(m->fds.empty());
+
+    ::close(sv[0]);
+    CHECK_FALSE(daemon::recv_handover(sv[1], error));
+    CHECK(error == "hand-over: the other process closed the connection");
+    ::close(sv[1]);
+}
