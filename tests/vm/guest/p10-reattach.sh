@@ -6,6 +6,9 @@
 P10_DEV=/dev/nbd3
 P10_MNT=/mnt/p10
 P10_ROUNDS=${VM_P10_ROUNDS:-10}
+# Stop + start with a reconnect: fewer rounds, since a planned restart is
+# point 11's hand-over now.
+P10_RESTART_ROUNDS=${VM_P10_RESTART_ROUNDS:-3}
 # --timeout: a request in flight when the daemon died is requeued onto the
 # new connection only when it times out (nbd_xmit_timeout), so this bounds
 # the stall; a spurious expiry under TCG costs a reconnect, not an error.
@@ -69,15 +72,15 @@ p10_fio_loop() {
 p10_reconnects() { grep -c 'reconnected to' /tmp/p10-monitor.log; }
 p10_kernel_errors() { dmesg | grep -cE 'I/O error|EXT4-fs (error|warning)'; }
 
-# p10_rounds TAG SIGNAL: P10_ROUNDS times: wait for the monitor's reconnect,
+# p10_rounds TAG SIGNAL ROUNDS: ROUNDS times: wait for the monitor's reconnect,
 # a random 0.2-0.8 s of fio, a file written with fsync, SIGNAL, start again.
 p10_rounds() {
-    _tag=$1 _sig=$2 _r=0
+    _tag=$1 _sig=$2 _rounds=$3 _r=0
     rm -f /tmp/p10.stop
     p10_fio_loop "$_tag" &
     _loop=$!
     _errors0=$(p10_kernel_errors)
-    while [ $_r -lt "$P10_ROUNDS" ]; do
+    while [ $_r -lt "$_rounds" ]; do
         _want=$(( $(p10_reconnects) + 1 ))
         usleep $(( $(od -An -N2 -tu2 /dev/urandom) % 600000 + 200000 ))
         dd if=/dev/urandom of="$P10_MNT/$_tag$_r" bs=64k count=2 conv=fsync 2>/dev/null || echo "fsync write failed"
@@ -107,7 +110,7 @@ p10_rounds() {
 }
 
 p10_crash() {
-    p10_rounds crash KILL
+    p10_rounds crash KILL "$P10_ROUNDS"
     _rc=$?
     vt_kv crash_rounds "$P10_ROUNDS"
     vt_kv crash_io_errors "$P10_IO_ERRORS"
@@ -115,10 +118,10 @@ p10_crash() {
     return $_rc
 }
 p10_restart() {
-    p10_rounds restart TERM
+    p10_rounds restart TERM "$P10_RESTART_ROUNDS"
     _rc=$?
     # restart_*: the hand-over's (point 11); this is stop + start with a reconnect
-    vt_kv reattach_restart_rounds "$P10_ROUNDS"
+    vt_kv reattach_restart_rounds "$P10_RESTART_ROUNDS"
     vt_kv reattach_restart_io_errors "$P10_IO_ERRORS"
     vt_kv reattach_restart_max_stall_ms "$P10_STALL"
     return $_rc

@@ -7,7 +7,7 @@
 # clean afterwards.
 P11_DEV=/dev/nbd4
 P11_MNT=/mnt/p11
-P11_ROUNDS=${VM_P11_ROUNDS:-5}
+P11_ROUNDS=${VM_P11_ROUNDS:-10}
 P11_CONF=/tmp/p11.yaml
 P11_HANDOVER=/tmp/p11-handover.sock
 
