@@ -50,6 +50,10 @@ constexpr Tunable<T> kRows[] = {
     {{.name = "target_latency", .unit = Unit::duration, .default_value = "300ms", .min = in_ns(1ms),
       .why = "the latency `low_latency` aims for"},
      field<&T::target_latency>},
+    {{.name = "iops_charge_kb", .unit = Unit::kib, .default_value = "8",
+      .why = "in IOPS mode a request costs its group one unit per started `iops_charge_kb` of its size, so a "
+             "group is not favoured for sending larger requests; 0: one unit per request, as the kernel"},
+     field<&T::iops_charge_kb>},
 };
 // clang-format on
 
