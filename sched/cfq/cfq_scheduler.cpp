@@ -150,6 +150,7 @@ std::optional<Request> CfqScheduler::dispatch(Time now) {
     auto req = dispatch_request(*q, now);
     if (!req) return std::nullopt;
     ++q->slice_dispatch;
+    q->slice_charge += iops_charge(*req);
     q->must_dispatch = false;
     // An async queue that used its request budget yields when others wait.
     if (busy_queues_ > 1 && !q->sync &&

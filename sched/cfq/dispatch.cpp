@@ -18,6 +18,7 @@ bool CfqScheduler::may_dispatch(const CfqQueue& q, Time now) const {
     if (should_idle(q) && rq_in_flight_[0]) return false;
     // An async queue waits while sync I/O is in flight.
     if (rq_in_flight_[1] && !q.sync) return false;
+    if (contended_seeky(q)) return q.dispatched < long(t_.contended_seeky_depth);
 
     long max_dispatch = std::max<long>(t_.quantum / 2, 1);
     if (q.dispatched >= max_dispatch) {

@@ -74,6 +74,7 @@ struct CfqQueue {
     Time dispatch_start{};
     Nanos allocated_slice{};
     std::uint64_t slice_dispatch = 0;
+    std::uint64_t slice_charge = 0;    // IOPS mode's cost of this slice's dispatches (iops_charge_kb)
     std::optional<Time> slice_start;   // set at the first completion of the slice
     Time slice_end{};
     std::int64_t slice_resid = 0;

@@ -103,9 +103,10 @@ void CfqScheduler::group_served(CfqGroup& g, CfqQueue& q, Time now) {
     const int nr_sync = g.nr_cfqq - int(g.busy_async_queues());
     const Nanos used = slice_usage(q, now);
     std::uint64_t charge = std::uint64_t(used.count());
-    // IOPS mode charges requests; an async queue with no sync company pays
-    // its whole slice (it would otherwise look cheap on a queueing device).
-    if (iops_mode()) charge = q.slice_dispatch;
+    // IOPS mode charges requests (by size, iops_charge); an async queue with
+    // no sync company pays its whole slice (it would otherwise look cheap on
+    // a queueing device).
+    if (iops_mode()) charge = q.slice_charge;
     else if (!q.sync && nr_sync == 0) charge = std::uint64_t(q.allocated_slice.count());
 
     if (g.on_tree) {

@@ -98,6 +98,7 @@ void CfqScheduler::set_active_queue(CfqQueue* q, Time now) {
         q->allocated_slice = Nanos{};
         q->slice_end = Time{};
         q->slice_dispatch = 0;
+        q->slice_charge = 0;
         q->wait_request = false;
         q->must_dispatch = false;
         q->fifo_expire = false;

@@ -55,6 +55,7 @@ struct GroupTree {
     std::uint64_t min_vdisktime = 0;
 
     bool empty() const { return entries.empty(); }
+    std::size_t count() const { return entries.size(); }
     CfqGroup* first() const { return entries.empty() ? nullptr : entries.begin()->group; }
     CfqGroup* last() const { return entries.empty() ? nullptr : entries.rbegin()->group; }
     void insert(CfqGroup& g);

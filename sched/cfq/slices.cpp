@@ -47,6 +47,14 @@ Nanos CfqScheduler::scaled_slice(CfqQueue& q) {
 }
 
 void CfqScheduler::set_prio_slice(CfqQueue& q, Time now) {
+    if (contended_seeky(q)) {
+        // The slice ends at its first completion; it used the time since the
+        // queue was scheduled in (what an expiry before any completion is charged).
+        q.slice_start = q.dispatch_start;
+        q.slice_end = now;
+        q.allocated_slice = std::max(now - q.dispatch_start, kJiffy);
+        return;
+    }
     const Nanos slice = scaled_slice(q);
     q.slice_start = now;
     q.slice_end = now + slice;

@@ -50,6 +50,15 @@ constexpr Tunable<T> kRows[] = {
     {{.name = "target_latency", .unit = Unit::duration, .default_value = "300ms", .min = in_ns(1ms),
       .why = "the latency `low_latency` aims for"},
      field<&T::target_latency>},
+    {{.name = "iops_charge_kb", .unit = Unit::kib, .default_value = "8",
+      .why = "in IOPS mode a request costs its group one unit per started `iops_charge_kb` of its size, so a "
+             "group is not favoured for sending larger requests; 0: one unit per request, as the kernel"},
+     field<&T::iops_charge_kb>},
+    {{.name = "contended_seeky_depth", .unit = Unit::count, .default_value = "1",
+      .why = "on a rotational device, while another group is busy, a seeky queue keeps at most this many requests "
+             "at the device and its slice ends at its first completion, so the other group waits for about one "
+             "request; 0: off, as the kernel"},
+     field<&T::contended_seeky_depth>},
 };
 // clang-format on
 

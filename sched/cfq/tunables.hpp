@@ -22,6 +22,8 @@ struct CfqTunables {
     Nanos group_idle;   // 8ms on every device (seed 003)
     bool low_latency;
     Nanos target_latency;
+    unsigned iops_charge_kb;          // 0: one per request, as the kernel
+    unsigned contended_seeky_depth;   // 0: off, as the kernel
 
     // Base slice by sync flag (the kernel's cfq_slice[2]).
     Nanos slice(bool sync) const { return sync ? slice_sync : slice_async; }
