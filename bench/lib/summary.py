@@ -17,19 +17,33 @@ columns). Each report states the profile parameters (the documented defaults; th
 a seed's own numbers, experiment 1's `cloud`, says so), the exact daemon configuration and fio commands, and
 the machine facts. What limited each result, and the scheduler findings, are in [analysis.md](analysis.md)."""
 
+# Results outside run-all, linked under the table.
+ALSO = """[data-path.md](data-path.md): the data-path changes (one `sendmsg` per batch of replies, zero copy from RAM,
+no read-ahead on RAM, `busy_poll`) before and after, in system calls, profiles and CPU per I/O, with
+`bench/peers_probe.py` and `bench/syscall_count.sh` (not part of `run-all`; taken on a loaded machine)."""
+
+
+def experiment_number(file_name):
+    """exp10-... sorts after exp9-...: by the number, not the text."""
+    digits = "".join(c for c in file_name[3:].split("-")[0] if c.isdigit())
+    return (int(digits) if digits else 0, file_name)
+
 
 def main(quick):
     d = os.path.join(report.RESULTS, "quick") if quick else report.RESULTS
     rows = []
-    for f in sorted(os.listdir(d)):
+    for f in sorted(os.listdir(d), key=experiment_number):
         if not f.endswith(".json"):
             continue
         with open(os.path.join(d, f)) as fh:
             s = json.load(fh)
-        link = f"[{s['title'].split(':')[0]}]({s['name']}.md) ([plot]({s['name']}.png))"
+        link = f"[{s['title'].split(':')[0]}]({s['name']}.md)"
+        if os.path.exists(os.path.join(d, s["name"] + ".png")):
+            link += f" ([plot]({s['name']}.png))"
         rows.append((link, s["setup"], s["seed"], s["ours"], s["target"], f"**{s['status']}**"))
     text = ["# Benchmark results", "", NOTES, "",
             report.table(["experiment", "setup", "seed", "nbdsched", "target", "status"], rows), "",
+            *([] if quick else [ALSO, ""]),
             "Reproduce everything (about 20 minutes):", "", "```sh",
             "scripts/build build-bench", "NBDSCHED=build-bench/daemon/nbdsched bench/run-all",
             "```", "", "`bench/run-all --quick` is the CI smoke check (a few minutes; it checks that the "
