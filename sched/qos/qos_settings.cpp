@@ -11,8 +11,12 @@ namespace {
 double seconds(Nanos d) { return std::chrono::duration<double>(d).count(); }
 
 // How much credit a floor may bank and how far ahead of it a group may get:
-// one request, or 10 ms of bytes (a floor is a rate, not a saved-up burst).
+// two requests, or 10 ms of bytes (a floor is a rate, not a saved-up burst).
+// One request was too little where dispatch chances come late (a loaded
+// host's timers, or cfq serving seeky queues one request at a time): the
+// credit past the cap is lost each time, and the floor ends below its rate.
 constexpr double k_floor_bytes_window = 0.010;
+constexpr double k_floor_requests = 2;
 
 }   // namespace
 
@@ -29,7 +33,7 @@ std::string QosScheduler::set_qos(GroupId id, const GroupQos& q, Time now) {
     // full one, then the next waits for the debt to be paid (exact rate).
     g.limit_bps.configure(bps, std::max(4096.0, bps * burst), -std::numeric_limits<double>::max(), now);
     const double r_bps = double(q.reserve.bps), r_cap = std::max(4096.0, r_bps * k_floor_bytes_window);
-    g.reserve_iops.configure(double(q.reserve.iops), 1, -1, now);
+    g.reserve_iops.configure(double(q.reserve.iops), k_floor_requests, -1, now);
     g.reserve_bps.configure(r_bps, r_cap, -r_cap, now);
     g.protector.configure(q.latency_target, double(q.reserve.iops), r_bps, device_.max_depth, now);
     g.stats.depth_cap = g.protects() ? g.protector.depth() : 0;

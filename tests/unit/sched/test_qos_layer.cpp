@@ -71,18 +71,21 @@ TEST_CASE("qos layer: a group below its floor is dispatched ahead of the policy'
     s->open_queue(1, 1, Time{});
     s->open_queue(2, 2, Time{});
     for (RequestId i = 0; i < 8; ++i) s->submit(test::make_request(i, 1, 1), Time{});   // greedy, first in line
-    s->submit(test::make_request(100, 2, 2), Time{1ms});
-    s->submit(test::make_request(101, 2, 2), Time{1ms});
-    auto r = s->dispatch(Time{1ms});
+    for (RequestId i = 100; i < 103; ++i) s->submit(test::make_request(i, 2, 2), Time{1ms});
+    // Its credit (a new reservation starts full: two requests) covers two
+    // requests: ahead of eight older ones.
+    for (RequestId want : {100, 101}) {
+        auto r = s->dispatch(Time{1ms});
+        REQUIRE(r);
+        CHECK(r->id == want);
+        s->complete(r->id, Time{2ms});
+    }
+    auto r = s->dispatch(Time{2ms});
     REQUIRE(r);
-    CHECK(r->id == 100);   // its credit covers one request: ahead of eight older ones
-    s->complete(r->id, Time{2ms});
-    r = s->dispatch(Time{2ms});
-    REQUIRE(r);
-    CHECK(r->group == 1);   // no credit left: the policy's turn (101 waits in it behind the greedy ones)
+    CHECK(r->group == 1);   // no credit left: the policy's turn (102 waits in it behind the greedy ones)
     auto st = s->stats(Time{2ms});
-    CHECK(st.qos.at(2).reserved_dispatches == 1);
-    CHECK(st.groups.at(2).dispatched == 1);   // the floor's dispatch is counted for the group
+    CHECK(st.qos.at(2).reserved_dispatches == 2);
+    CHECK(st.groups.at(2).dispatched == 2);   // the floor's dispatches are counted for the group
 }
 
 TEST_CASE("qos layer: a latency target caps other groups' outstanding requests while it misses") {
