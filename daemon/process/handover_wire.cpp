@@ -54,15 +54,22 @@ bool read_all(int sock, void* data, std::size_t n, std::string& error) {
     return true;
 }
 
-bool send_batch(int sock, const int* fds, std::size_t count, std::string& error) {
-    char byte = 'F';
-    iovec iov{&byte, 1};
-    std::vector<char> control(CMSG_SPACE(sizeof(int) * count));
+// A message of the one byte at `iov` with room for `control`: a batch of
+// descriptors travels in the control data.
+msghdr one_byte_message(iovec& iov, std::vector<char>& control) {
     msghdr m{};
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
     m.msg_control = control.data();
     m.msg_controllen = control.size();
+    return m;
+}
+
+bool send_batch(int sock, const int* fds, std::size_t count, std::string& error) {
+    char byte = 'F';
+    iovec iov{&byte, 1};
+    std::vector<char> control(CMSG_SPACE(sizeof(int) * count));
+    msghdr m = one_byte_message(iov, control);
     cmsghdr* c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -80,11 +87,7 @@ bool recv_batch(int sock, std::size_t count, std::vector<int>& out, std::string&
     char byte = 0;
     iovec iov{&byte, 1};
     std::vector<char> control(CMSG_SPACE(sizeof(int) * fds_per_batch));
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = control.data();
-    m.msg_controllen = control.size();
+    msghdr m = one_byte_message(iov, control);
     ssize_t r;
     while ((r = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {}
     if (r <= 0) {

@@ -100,6 +100,7 @@ private:
     std::string begin_handover(bool force);
     void stop_by_handover();
     void check_handover();
+    void fail_handover(const std::string& why);   // tells the new process, then abort_handover
     void abort_handover(const std::string& why);
     void reopen_endpoints(int attempt);
     void finish_handover();

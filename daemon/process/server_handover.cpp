@@ -104,10 +104,8 @@ std::string Server::begin_handover(bool force) {
     handover_timer_.expires_after(options_.drain_timeout);
     handover_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec || !handing_over_ || handover_sent_) return;
-        const std::string why = "connections not at a request boundary within " +
-                                std::to_string(options_.drain_timeout.count()) + " ms";
-        if (handover_ && !to_store_) handover_->fail(why);
-        abort_handover(why);
+        fail_handover("connections not at a request boundary within " +
+                      std::to_string(options_.drain_timeout.count()) + " ms");
     });
     boost::asio::post(io_, [this] { check_handover(); });
     return "";
@@ -119,9 +117,7 @@ void Server::check_handover() {
         if (!c->parked()) return;
     for (auto& d : devices_) {
         if (int err = d->flush_now(); err != 0) {
-            const std::string why = "device " + d->name() + ": flush failed: " + std::system_category().message(err);
-            if (handover_ && !to_store_) handover_->fail(why);
-            return abort_handover(why);
+            return fail_handover("device " + d->name() + ": flush failed: " + std::system_category().message(err));
         }
     }
     HandoverState state;
@@ -161,6 +157,12 @@ void Server::stop_by_handover() {
     }
     to_store_ = true;
     if (options_.on_stopping) options_.on_stopping();
+}
+
+// This side gave up: the new process (if one asked) hears why, then serve on.
+void Server::fail_handover(const std::string& why) {
+    if (handover_ && !to_store_) handover_->fail(why);
+    abort_handover(why);
 }
 
 void Server::abort_handover(const std::string& why) {

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "common/hex.hpp"
+
 namespace nbdsched::daemon {
 
 namespace {
@@ -27,31 +29,6 @@ PeerInfo peer_from(const json& j) {
     if (j.contains("uid")) p.uid = j["uid"].get<std::uint32_t>();
     if (j.contains("gid")) p.gid = j["gid"].get<std::uint32_t>();
     return p;
-}
-
-// `unread` as hex: at most one read buffer per connection, and readable in a log.
-std::string to_hex(const std::vector<std::uint8_t>& bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s;
-    s.reserve(bytes.size() * 2);
-    for (auto b : bytes) {
-        s.push_back(digits[b >> 4]);
-        s.push_back(digits[b & 15]);
-    }
-    return s;
-}
-
-std::vector<std::uint8_t> from_hex(const std::string& s) {
-    auto nibble = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        throw std::invalid_argument("unread: not a hex digit");
-    };
-    if (s.size() % 2 != 0) throw std::invalid_argument("unread: odd number of hex digits");
-    std::vector<std::uint8_t> bytes(s.size() / 2);
-    for (std::size_t i = 0; i < bytes.size(); ++i)
-        bytes[i] = static_cast<std::uint8_t>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
-    return bytes;
 }
 
 int fd_index(const json& j, std::size_t fd_count) {
@@ -110,7 +87,10 @@ std::optional<HandoverState> handover_from_json(const std::string& text, std::si
             cs.structured = c.at("structured").get<bool>();
             cs.block_status = c.at("block_status").get<bool>();
             cs.group = c.at("group").get<std::string>();
-            cs.unread = from_hex(c.at("unread").get<std::string>());
+            // `unread` as hex: at most one read buffer per connection, and readable in a log.
+            auto unread = from_hex(c.at("unread").get<std::string>());
+            if (!unread) throw std::invalid_argument("unread: not an even number of lower-case hex digits");
+            cs.unread = std::move(*unread);
             cs.fd = fd_index(c, fd_count);
             s.connections.push_back(std::move(cs));
         }

@@ -5,20 +5,17 @@
 #include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "common/hex.hpp"
+
 namespace nbdsched::daemon {
 
 namespace {
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 
 std::string openssl_error() {
     unsigned long e = ERR_get_error();
@@ -72,21 +69,20 @@ std::optional<PskTable> parse_psk_file(std::string_view text, std::string& error
                     std::to_string(2 * PSK_MAX_PSK_LEN) + ")";
             return std::nullopt;
         }
-        std::vector<unsigned char> key;
-        for (std::size_t i = 0; i < hex.size(); i += 2) {
-            int hi = hex_value(hex[i]), lo = hex_value(hex[i + 1]);
-            if (hi < 0 || lo < 0) {
-                error = at + "the key is not hexadecimal";
-                return std::nullopt;
-            }
-            key.push_back(static_cast<unsigned char>(hi * 16 + lo));
+        std::string lower(hex);   // psktool writes a-f; a key typed by hand may be A-F
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        auto key = from_hex(lower);
+        if (!key) {
+            error = at + "the key is not hexadecimal";
+            return std::nullopt;
         }
         auto identity = line.substr(0, colon);
         if (identity.size() > PSK_MAX_IDENTITY_LEN) {
             error = at + "identity longer than " + std::to_string(PSK_MAX_IDENTITY_LEN) + " bytes";
             return std::nullopt;
         }
-        if (!out.emplace(std::string(identity), std::move(key)).second) {
+        if (!out.emplace(std::string(identity), std::move(*key)).second) {
             error = at + "identity '" + std::string(identity) + "' listed twice";
             return std::nullopt;
         }
