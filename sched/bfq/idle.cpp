@@ -45,6 +45,15 @@ bool BfqScheduler::asymmetric_scenario() const {
     return pending_groups() > 1;
 }
 
+bool BfqScheduler::contended_seeky(const BfqQueue& q) const {
+    // nbdsched extension (contended_seeky_depth): a seeky queue's next
+    // request seeks anyway, so turns of one request cost it no locality it
+    // had, and a qd1 reader in another group then waits behind one request,
+    // not behind a whole budget (up to timeout_sync) and a device queue.
+    return tunables_.contended_seeky_depth && device_.rotational && q.sync() && q.seeky() &&
+           asymmetric_scenario();
+}
+
 bool BfqScheduler::idling_boosts_thr_without_issues(const BfqQueue& q) const {
     if (q.closed) return false;
     const bool rotational = device_.rotational;

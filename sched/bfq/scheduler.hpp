@@ -26,7 +26,8 @@ enum class Expiry { too_idle,
                     budget_timeout,
                     budget_exhausted,
                     no_more_requests,
-                    preempted };
+                    preempted,
+                    seeky_turn_ended };   // nbdsched: contended_seeky_depth
 
 struct BfqGroup {
     explicit BfqGroup(std::pmr::memory_resource* pool) : tree(pool) {}
@@ -112,6 +113,7 @@ private:
     bool idling_boosts_thr_without_issues(const BfqQueue& q) const;
     bool idling_needed_for_service_guarantees(const BfqQueue& q) const;
     bool asymmetric_scenario() const;
+    bool contended_seeky(const BfqQueue& q) const;
     std::uint64_t pending_groups() const;
     void arm_idle_timer(BfqQueue& q, Time now);
     void stop_idling(BfqQueue& q, Time now);
