@@ -98,7 +98,7 @@ BfqQueue* BfqScheduler::select_queue(Time now) {
             // without stopping the timer; now that we dispatch, stop it.
             if (q->wait_request) stop_idling(*q, now);
             // A contended seeky queue's turn is its requests at the device.
-            if (contended_seeky(*q) && q->dispatched >= tunables_.contended_seeky_depth) return nullptr;
+            if (contended_seeky(*q, now) && q->dispatched >= tunables_.contended_seeky_depth) return nullptr;
             return q;
         }
         // Empty: keep the device for it if it is idling, or if requests
@@ -108,7 +108,7 @@ BfqQueue* BfqScheduler::select_queue(Time now) {
         // A contended seeky queue kept its place after its last turn (see
         // complete()); now that it is its turn again, wait for its next
         // request if it usually comes soon (not for one held back by a limit).
-        if (q->dispatched == 0 && q->has_short_ttime() && contended_seeky(*q) && better_to_idle(*q)) {
+        if (q->dispatched == 0 && q->has_short_ttime() && contended_seeky(*q, now) && better_to_idle(*q)) {
             arm_idle_timer(*q, now);
             return injection_source(*q, now);
         }
