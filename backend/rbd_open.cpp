@@ -143,13 +143,41 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
-    if (!take_lock(h->image, spec.break_lock, error)) return fail(error);
-    if ((r = rbd_get_size(h->image, &h->size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
-    if (h->size == 0) return fail("the image is empty (size 0)");
+    if (!spec.lock_later && !take_lock(h->image, spec.break_lock, error)) return fail(error);
+    h->locked = !spec.lock_later;
+    std::uint64_t size = 0;
+    if ((r = rbd_get_size(h->image, &size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
+    if (size == 0) return fail("the image is empty (size 0)");
+    h->size = size;
     rbd_image_info_t info{};
     if ((r = rbd_stat(h->image, &info, sizeof info)) < 0) return fail("cannot read the image's layout: " + errno_text(r));
     h->object_size = info.obj_size;
     return std::unique_ptr<RbdBackend>(new RbdBackend(std::move(h), std::move(name)));
+}
+
+int RbdBackend::refresh_size() {
+    std::uint64_t size = 0;
+    if (int r = rbd_get_size(h_->image, &size); r < 0) return -r;   // librbd sees a resize through its watch
+    if (size == 0) return EINVAL;
+    h_->size = size;
+    return 0;
+}
+
+std::string RbdBackend::release_exclusive() {
+    if (!h_->locked) return "";
+    if (int r = rbd_lock_release(h_->image); r < 0) return "rbd " + name_ + ": cannot release the lock: " + errno_text(r);
+    h_->locked = false;
+    h_->released = true;
+    return "";
+}
+
+std::string RbdBackend::acquire_exclusive() {
+    if (h_->locked) return "";
+    std::string error;
+    if (!take_lock(h_->image, h_->released, error)) return "rbd " + name_ + ": " + error;
+    h_->locked = true;
+    h_->released = false;
+    return "";
 }
 
 RbdBackend::RbdBackend(std::unique_ptr<Handles> handles, std::string name)
@@ -159,6 +187,6 @@ RbdBackend::~RbdBackend() = default;
 
 std::uint64_t RbdBackend::size() const { return h_->size; }
 
-std::string RbdBackend::describe() const { return "rbd " + name_ + " " + format_size(h_->size); }
+std::string RbdBackend::describe() const { return "rbd " + name_ + " " + format_size(size()); }
 
 }   // namespace nbdsched::backend

@@ -60,6 +60,7 @@ private:
     boost::asio::local::stream_protocol::acceptor acceptor_;
     std::optional<boost::asio::local::stream_protocol::socket> peer_;
     boost::asio::steady_timer timer_;
+    boost::asio::steady_timer accept_timer_;   // the pause after a failed accept (EMFILE)
     std::string path_;
     Hooks hooks_;
     std::uint64_t generation_ = 0;   // which peer a pending wait belongs to

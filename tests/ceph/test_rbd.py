@@ -6,6 +6,18 @@ cluster for the whole file:
   - block status (base:allocation) on the fresh image: holes where nothing
     was written, data where two extents were, a hole again where a whole
     object was discarded, at most 64 objects per reply;
+  - resize seen on reload: after `rbd resize` and SIGHUP a new connection
+    sees the new size (grown: the new tail is served; shrunk: smaller), a
+    connection opened before keeps the size it negotiated and keeps
+    working, and after a shrink its requests past the new end fail with
+    EINVAL (the daemon serves on);
+  - a planned restart (`--takeover`) under a client that writes and
+    verifies all the time: a new process that fails after it took the
+    image's lock leaves the old one serving (it takes the lock back), then
+    a new process takes over (the old one releases the lock once its
+    requests are answered and flushed, the new one takes it before it
+    reads a request): no request fails, every block reads back, the old
+    daemon exits 0; the connections opened before go on with the new one;
   - one writer per image: a second daemon on the image does not start and
     names the lock's holder; with --break-lock it starts, serves the data,
     and the first daemon's writes fail (its client is blocklisted);
@@ -13,9 +25,12 @@ cluster for the whole file:
     the device's osd_op_timeout instead of hanging, the daemon's RAM device keeps
     serving meanwhile, and the daemon still stops on SIGTERM.
 """
+import errno
 import os
+import random
 import subprocess
 import sys
+import threading
 import time
 
 import nbd
@@ -23,6 +38,7 @@ import nbd
 from nbdsched_test.ceph import Cluster, rbd_config
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.patterns import pattern
+from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
 
@@ -148,6 +164,130 @@ def io_checks(c, cluster, d):
     return h
 
 
+def resize(c, cluster, d, size_mib, was_mib):
+    cluster.rbd("resize", "--size", f"{size_mib}M", "--allow-shrink", "rbd/img1")
+    d.hup()
+    c.check(f"reload: the daemon reads the image's new size ({was_mib} -> {size_mib} MiB)",
+            d.wait_log(f"device vol: size {was_mib}MiB -> {size_mib}MiB"), d.log_tail(5))
+
+
+def resize_checks(c, cluster, d):
+    """The image grows to 96 MiB, then shrinks to 48 MiB, then is 64 MiB
+    again (the data below 48 MiB kept) for the checks after it."""
+    old = connect(d, "vol1")
+    old.set_strict_mode(0)   # let requests past the end reach the daemon
+    resize(c, cluster, d, 96, 64)
+    h = connect(d, "vol1")
+    c.check("grown: a new connection sees 96 MiB", h.get_size() == 96 * MiB, str(h.get_size()))
+    h.pwrite(pattern(90 * MiB, 64 << 10, seed=8), 90 * MiB, nbd.CMD_FLAG_FUA)
+    c.check("grown: the new tail is written and read back",
+            h.pread(64 << 10, 90 * MiB) == pattern(90 * MiB, 64 << 10, seed=8))
+    h.shutdown()
+    c.check("grown: the old connection keeps its 64 MiB", old.get_size() == 64 * MiB, str(old.get_size()))
+    c.check("grown: the old connection still reads", old.pread(1 * MiB, 0) == pattern(0, 1 * MiB, seed=3))
+    try:
+        old.pread(4096, 80 * MiB)
+        c.check("grown: the old connection's requests past its own 64 MiB are refused", False)
+    except nbd.Error as e:
+        c.check("grown: the old connection's requests past its own 64 MiB are refused", e.errno is not None, str(e))
+    resize(c, cluster, d, 48, 96)
+    h = connect(d, "vol1")
+    c.check("shrunk: a new connection sees 48 MiB", h.get_size() == 48 * MiB, str(h.get_size()))
+    h.shutdown()
+    try:
+        old.pwrite(bytes(4096), 56 * MiB)
+        c.check("shrunk: a write past the new end on the old connection fails", False)
+    except nbd.Error as e:
+        c.check("shrunk: a write past the new end on the old connection fails with EINVAL",
+                e.errnum == errno.EINVAL, str(e))
+    c.check("shrunk: the old connection still serves below the end",
+            old.pread(1 * MiB, 0) == pattern(0, 1 * MiB, seed=3))
+    old.shutdown()
+    resize(c, cluster, d, 64, 48)
+
+
+class Writer(threading.Thread):
+    """Batches of 4 writes of distinct 4 KiB blocks in 20-28 MiB, then
+    their reads, verified; remembers every block's content."""
+    BASE, BLOCKS = 20 * MiB, 2048
+
+    def __init__(self, uri):
+        super().__init__(daemon=True)
+        self.h = nbd.NBD()
+        self.h.connect_uri(uri)
+        self.stop, self.blocks, self.batches, self.error, self.seq = threading.Event(), {}, 0, None, 0
+
+    def run(self):
+        try:
+            while not self.stop.is_set():
+                data = {}
+                for b in random.sample(range(self.BLOCKS), 4):
+                    self.seq += 1
+                    data[b] = self.seq.to_bytes(8, "little") * 512
+                self.wait([self.h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(v)), self.BASE + b * 4096)
+                           for b, v in data.items()])
+                bufs = {b: nbd.Buffer(4096) for b in data}
+                self.wait([self.h.aio_pread(buf, self.BASE + b * 4096) for b, buf in bufs.items()])
+                for b, v in data.items():
+                    if bufs[b].to_bytearray() != v:
+                        raise AssertionError(f"block {b} read back wrong")
+                self.blocks.update(data)
+                self.batches += 1
+        except Exception as e:   # reported by the main thread
+            self.error = e
+
+    def wait(self, cookies):
+        while self.h.aio_in_flight() > 0:
+            self.h.poll(-1)
+        for cookie in cookies:
+            self.h.aio_command_completed(cookie)   # raises on an error reply
+
+    def goes_on(self, batches=5):
+        before = self.batches
+        return wait_for(lambda: self.batches >= before + batches or self.error, 15) and not self.error
+
+
+def handover_checks(c, cluster, tmp, d):
+    """d serves hand-overs on handover.sock; returns the daemon serving after."""
+    # --force: the RAM device beside it starts empty in the new process.
+    takeover = ["--takeover", tmp.file("handover.sock"), "--force"]
+    writer = Writer(d.uri("vol1"))
+    writer.start()
+    c.check("hand-over: the writer runs", writer.goes_on(), str(writer.error))
+    # Its control socket cannot be made (under a regular file): it fails
+    # after the image's lock was handed to it.
+    with open(tmp.file("not-a-dir"), "w"):
+        pass
+    bad = Daemon(config(cluster.conf) + f"control: {tmp.file('not-a-dir')}/ctl.sock\n", "failing", workdir=tmp.path,
+                 wait=False, args=takeover)
+    status = bad.proc.wait(30)
+    bad.stop()
+    c.check("hand-over: a new process that cannot make its control socket fails", status != 0, bad.log_tail(5))
+    c.check("... and the old one takes the lock back and serves on, the writer without an error",
+            d.alive() and writer.goes_on() and "hand-over failed" in d.log(), str(writer.error))
+    new = Daemon(config(cluster.conf), "second-gen", workdir=tmp.path, wait=False,
+                 args=takeover)
+    new.sock = d.sock   # the listeners come with the hand-over
+    try:
+        status = d.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        status = "still running"
+    c.check("hand-over: the old daemon exits 0", status == 0, f"{status}: {d.log_tail(5)}")
+    c.check("hand-over: the new daemon took the image's lock and the connections",
+            new.wait_log("hand-over: adopted 1 listener(s)") and new.alive(), new.log_tail(10))
+    c.check("hand-over: the writer goes on with the new daemon, no request failed", writer.goes_on(),
+            str(writer.error))
+    writer.stop.set()
+    writer.join(20)
+    h = connect(new, "vol1")
+    bad_blocks = [b for b, v in writer.blocks.items() if h.pread(4096, Writer.BASE + b * 4096) != v]
+    c.check(f"hand-over: all {len(writer.blocks)} blocks written across it read back on a new connection",
+            not bad_blocks and writer.error is None, f"{len(bad_blocks)} wrong, error {writer.error}")
+    h.shutdown()
+    writer.h.shutdown()
+    return new
+
+
 def lock_checks(c, cluster, tmp, first_handle):
     """The breaker daemon (with --break-lock), serving the image now."""
     second = tmp.file("second")
@@ -223,11 +363,14 @@ def main():
             cluster.rbd("rm", "rbd/img1")
             cluster.rbd("create", "--size", "64M", "--object-size", str(OBJECT_SIZE), "rbd/img1")
             try:
-                daemons.append(Daemon(config(cluster.conf), "first", workdir=tmp.path))
+                daemons.append(Daemon(config(cluster.conf), "first", workdir=tmp.path,
+                                      args=["--handover-socket", tmp.file("handover.sock")]))
                 block_status_checks(c, daemons[0])
                 handle = io_checks(c, cluster, daemons[0])
+                resize_checks(c, cluster, daemons[0])
+                daemons.append(handover_checks(c, cluster, tmp, daemons[0]))
                 daemons.append(lock_checks(c, cluster, tmp, handle))
-                cluster_gone_checks(c, cluster, daemons[1])
+                cluster_gone_checks(c, cluster, daemons[-1])
             except BaseException:
                 c.failed.append("exception")
                 raise
