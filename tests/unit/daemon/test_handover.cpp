@@ -19,7 +19,7 @@
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/process/takeover.hpp"
 #include "daemon/session/connection_state.hpp"
-#include "tests/lib/cpp/temp_dir.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched;
 using daemon::ConnectionState;
