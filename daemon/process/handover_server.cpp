@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <utility>
 
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/session/private_socket.hpp"
@@ -60,13 +61,17 @@ void HandoverServer::accept_next() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, local::socket s) {
         if (ec == boost::asio::error::operation_aborted || closed_) return;
         if (ec) {
-            spdlog::warn("hand-over socket: accept: {}; trying again in {} ms", ec.message(), accept_retry.count());
+            ++failed_accepts_;
+            if (!std::exchange(accept_failing_, true))
+                spdlog::warn("hand-over socket: accept: {}; trying again every {} ms", ec.message(),
+                             accept_retry.count());
             accept_timer_.expires_after(accept_retry);
             accept_timer_.async_wait([this](const boost::system::error_code& wait_ec) {
                 if (!wait_ec && !closed_) accept_next();
             });
             return;
         }
+        if (std::exchange(accept_failing_, false)) spdlog::info("hand-over socket: accepting again");
         if (peer_) {   // one hand-over at a time
             std::string ignored;
             send_handover(s.native_handle(), "refused a hand-over is already in progress", {}, ignored);

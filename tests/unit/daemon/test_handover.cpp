@@ -3,12 +3,17 @@
 // input) and the SCM_RIGHTS framing over a real socket pair (more
 // descriptors than one message can carry, a peer that hangs up); the new
 // process closes descriptors that came with a refusal or a malformed state;
-// the hand-over socket is the owner's only, whatever the umask.
+// the hand-over socket is the owner's only, whatever the umask, and waits
+// between accepts that fail for want of descriptors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -202,4 +207,56 @@ TEST_CASE("hand-over socket: the owner's only, whatever the umask") {
     REQUIRE(::stat(dir.file("h.sock").c_str(), &st) == 0);
     CHECK(S_ISSOCK(st.st_mode));
     CHECK((st.st_mode & 0777) == 0600);
+}
+
+namespace {
+
+// Every descriptor number below the soft limit in use, the limit restored
+// and the fillers closed when it goes out of scope.
+class OutOfDescriptors {
+public:
+    OutOfDescriptors() {
+        ::getrlimit(RLIMIT_NOFILE, &saved_);
+        int highest = 0;
+        DIR* d = ::opendir("/proc/self/fd");
+        while (dirent* e = d ? ::readdir(d) : nullptr) highest = std::max(highest, std::atoi(e->d_name));
+        if (d) ::closedir(d);
+        rlimit low = saved_;
+        low.rlim_cur = static_cast<rlim_t>(highest + 1);
+        ::setrlimit(RLIMIT_NOFILE, &low);
+        for (int fd; (fd = ::dup(STDERR_FILENO)) >= 0;) fillers_.push_back(fd);
+    }
+    ~OutOfDescriptors() {
+        for (int fd : fillers_) ::close(fd);
+        ::setrlimit(RLIMIT_NOFILE, &saved_);
+    }
+
+private:
+    rlimit saved_{};
+    std::vector<int> fillers_;
+};
+
+}   // namespace
+
+TEST_CASE("hand-over socket: out of descriptors, accept waits between tries instead of spinning") {
+    testlib::TempDir dir;
+    boost::asio::io_context io;
+    std::string error;
+    const auto path = dir.file("h.sock");
+    auto server = daemon::HandoverServer::open(io, path, false, {}, error);
+    REQUIRE_MESSAGE(server, error);
+    server->start();
+    int client = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);   // waits in the backlog
+    {
+        OutOfDescriptors full;
+        io.run_for(std::chrono::milliseconds(500));
+    }
+    // 100 ms apart: about 5 tries in 500 ms (a loop retrying at once makes thousands).
+    CHECK(server->failed_accepts() >= 2);
+    CHECK(server->failed_accepts() <= 10);
+    ::close(client);
 }
