@@ -95,9 +95,13 @@ public:
     // RBD image's exclusive lock) is let go of by the old process once its
     // requests are done, and taken by the new one before it serves (or by
     // the old one again when the hand-over fails). "" or why not; nothing
-    // to do by default.
+    // to do by default. `broke`: whose lock was broken to get it back, if
+    // anybody's.
     virtual std::string release_exclusive() { return ""; }
-    virtual std::string acquire_exclusive() { return ""; }
+    virtual std::string acquire_exclusive(std::string& broke) {
+        (void)broke;
+        return "";
+    }
 };
 
 }   // namespace nbdsched::backend

@@ -45,7 +45,7 @@ public:
     std::string release_exclusive() override;
     // After a release of our own, a holder found is the new process of a
     // failed hand-over, which never served: its lock is broken.
-    std::string acquire_exclusive() override;
+    std::string acquire_exclusive(std::string& broke) override;
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;

@@ -38,7 +38,7 @@ std::string lock_holders(rbd_image_t image) {
 }
 
 // Breaks every holder of the image's lock (librbd blocklists each, so a
-// half-dead host cannot write on); 0 or -errno.
+// half-dead host cannot write on); how many, or -errno.
 int break_holders(rbd_image_t image) {
     rbd_lock_mode_t mode;
     std::vector<char*> owners(8);
@@ -48,20 +48,23 @@ int break_holders(rbd_image_t image) {
     if (r < 0) return r;
     for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
     rbd_lock_get_owners_cleanup(owners.data(), count);
-    return r;
+    return r < 0 ? r : static_cast<int>(count);
 }
 
 // Takes the exclusive lock, or says who has it. A live holder refuses at
 // once; a dead one's lock is taken over by librbd once the cluster has
-// dropped its watch (~30 s), unless break_lock breaks it first.
-bool take_lock(rbd_image_t image, bool break_lock, std::string& error) {
+// dropped its watch (~30 s), unless break_lock breaks it first (`broke`:
+// whose lock that was, if anybody's).
+bool take_lock(rbd_image_t image, bool break_lock, std::string& error, std::string* broke = nullptr) {
     std::string holders;
     if (break_lock) {
         holders = lock_holders(image);
-        if (int r = break_holders(image); r < 0) {
+        int r = break_holders(image);
+        if (r < 0) {
             error = "--break-lock: cannot break the lock of " + holders + ": " + errno_text(r);
             return false;
         }
+        if (r > 0 && broke) *broke = holders;
     }
     int r = rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
     if (r == 0) return true;
@@ -171,10 +174,10 @@ std::string RbdBackend::release_exclusive() {
     return "";
 }
 
-std::string RbdBackend::acquire_exclusive() {
+std::string RbdBackend::acquire_exclusive(std::string& broke) {
     if (h_->locked) return "";
     std::string error;
-    if (!take_lock(h_->image, h_->released, error)) return "rbd " + name_ + ": " + error;
+    if (!take_lock(h_->image, h_->released, error, &broke)) return "rbd " + name_ + ": " + error;
     h_->locked = true;
     h_->released = false;
     return "";

@@ -206,9 +206,13 @@ void Server::reopen_endpoints(int attempt) {
 // all it can get); false and the errors when any failed.
 bool Server::acquire_exclusive(std::string& error) {
     std::string errors;
-    for (auto& d : devices_)
-        if (auto why = d->backend().acquire_exclusive(); !why.empty())
+    for (auto& d : devices_) {
+        std::string broke;   // only after our own release: the failed new process, which never served
+        if (auto why = d->backend().acquire_exclusive(broke); !why.empty())
             errors += (errors.empty() ? "" : "; ") + ("device " + d->name() + ": " + why);
+        if (!broke.empty())
+            spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", d->name(), broke);
+    }
     if (!errors.empty()) error = errors;
     return errors.empty();
 }

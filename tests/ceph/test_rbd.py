@@ -13,7 +13,9 @@ cluster for the whole file:
     fail with EINVAL (the daemon serves on);
   - a planned restart (`--takeover`) under a client that writes and
     verifies all the time: a new process that fails after it took the
-    image's lock leaves the old one serving (it takes the lock back), then
+    image's lock leaves the old one serving (it takes the lock back); one
+    that failed and kept the lock (played by the test through librbd's
+    Python binding) has it broken by the old daemon and cannot write; then
     a new process takes over (the old one releases the lock once its
     requests are answered and flushed, the new one takes it before it
     reads a request): no request fails, every block reads back, the old
@@ -25,9 +27,12 @@ cluster for the whole file:
     the device's osd_op_timeout instead of hanging, the daemon's RAM device keeps
     serving meanwhile, and the daemon still stops on SIGTERM.
 """
+import array
 import errno
 import os
 import random
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -250,6 +255,55 @@ class Writer(threading.Thread):
         return wait_for(lambda: self.batches >= before + batches or self.error, 15) and not self.error
 
 
+def handover_message(sock, text):
+    """One hand-over frame without descriptors (daemon/process/handover_wire.hpp)."""
+    sock.sendall(struct.pack("=II", len(text), 0) + text.encode())
+
+
+def handover_reply(sock):
+    """The text of one frame; the descriptors that come with it are closed."""
+    length, count = struct.unpack("=II", sock.recv(8, socket.MSG_WAITALL))
+    for _ in range((count + 249) // 250):
+        _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(250 * 4))
+        for _, _, data in ancillary:
+            for fd in array.array("i", data[:len(data) - len(data) % 4]):
+                os.close(fd)
+    return sock.recv(length, socket.MSG_WAITALL).decode()
+
+
+def lock_thief_checks(c, cluster, tmp, d, writer):
+    """A new process that took the image's lock and failed without letting
+    go of it, played by hand: ask for the hand-over, take the lock with
+    librbd's Python binding, say "failed". The old daemon breaks that lock
+    (the cluster blocklists its holder) and serves on; the holder cannot
+    write any more."""
+    import rados
+    import rbd
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(tmp.file("handover.sock"))
+    handover_message(sock, "takeover force")
+    c.check("lock thief: the old daemon hands over", handover_reply(sock).startswith("state "))
+    thief = rados.Rados(conffile=cluster.conf)
+    thief.connect()
+    image = rbd.Image(thief.open_ioctx("rbd"), "img1")
+    image.lock_acquire(rbd.RBD_LOCK_MODE_EXCLUSIVE)
+    handover_message(sock, "failed played by the test: it keeps the lock")
+    sock.close()
+    c.check("lock thief: the old daemon breaks the lock, takes it back and serves on, the writer without an error",
+            writer.goes_on() and d.wait_log("took its lock back from client."), str(writer.error))
+    try:
+        image.write(b"x" * 4096, Writer.BASE)
+        image.flush()
+        c.check("lock thief: its writes fail (blocklisted)", False)
+    except (rbd.Error, rados.Error) as e:
+        c.check("lock thief: its writes fail (blocklisted)", True, str(e))
+    try:
+        image.close()
+        thief.shutdown()
+    except (rbd.Error, rados.Error):
+        pass
+
+
 def handover_checks(c, cluster, tmp, d):
     """d serves hand-overs on handover.sock; returns the daemon serving after."""
     # --force: the RAM device beside it starts empty in the new process.
@@ -269,6 +323,7 @@ def handover_checks(c, cluster, tmp, d):
     c.check("... and the old one takes the lock back and serves on, the writer without an error",
             d.alive() and writer.goes_on() and "hand-over failed" in d.log()
             and "after the failed hand-over" not in d.log(), str(writer.error))
+    lock_thief_checks(c, cluster, tmp, d, writer)
     new = Daemon(config(cluster.conf), "second-gen", workdir=tmp.path, wait=False,
                  args=takeover)
     new.sock = d.sock   # the listeners come with the hand-over
