@@ -31,7 +31,8 @@ Server::~Server() {
 
 std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptions options, std::string& error) {
     std::unique_ptr<Server> s(new Server(config, std::move(options)));
-    for (const auto& dev : s->config_.devices) {
+    for (auto& dev : s->config_.devices) {
+        dev.rbd.lock_later = s->options_.takeover_pending;   // the old process holds it until take_over
         auto device = build_device(s->io_, s->pool_, dev, s->config_, error);
         if (!device) return nullptr;
         s->devices_.push_back(std::move(device));
@@ -69,6 +70,7 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
 
 bool Server::take_over(const HandedOver& handed, std::string& error) {
     options_.handed_over = &handed;
+    if (!acquire_exclusive(error)) return false;   // the old process let go before it sent
     return open_sockets(error);
 }
 
