@@ -153,6 +153,10 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands):
         summary["direct_vs_uring"] = od[0] / ud[0]
         verdict.append(f"4k randread qd64 O_DIRECT (the disk): nbdsched {od[0]:,.0f} IOPS, qemu-nbd io_uring "
                        f"{ud[0]:,.0f} ({od[0] / ud[0]:.2f}x).")
+    raw = med.get(("fio io_uring (no protocol)", wd))
+    if od and raw:   # the file backend's target: 0.9x of fio on the same file
+        verdict.append(f"Against fio io_uring on the same file with no protocol ({raw[0]:,.0f} IOPS): "
+                       f"nbdsched {od[0] / raw[0]:.2f}x (target 0.9x).")
     one = med.get(("nbdsched t=1", w))
     if one and ours:
         verdict.append(f"Thread count at qd64 buffered: 1 thread {one[0]:,.0f} IOPS, 16 threads {ours[0]:,.0f}.")

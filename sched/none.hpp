@@ -3,10 +3,12 @@
 // requests leave in arrival order, no idling, no groups weighing anything.
 #pragma once
 
-#include <deque>
 #include <memory>
+#include <memory_resource>
 #include <unordered_map>
+#include <vector>
 
+#include "sched/node_pool.hpp"
 #include "sched/tunable_table.hpp"
 
 namespace nbdsched::sched {
@@ -37,7 +39,7 @@ public:
     std::optional<std::string> get_tunable(std::string_view name) const override;
     std::string set_tunable(std::string_view name, std::string_view value, Time now) override;
 
-    std::size_t queued() const override { return fifo_.size(); }
+    std::size_t queued() const override { return fifo_.size() - head_; }
     std::size_t in_flight() const override { return in_flight_.size(); }
     SchedulerStats stats(Time now) const override;
 
@@ -47,8 +49,13 @@ private:
 
     DeviceTraits device_;
     NoneTunables t_;
-    std::deque<Request> fifo_;
-    std::unordered_map<RequestId, Request> in_flight_;
+    // fifo_[head_..] waits; the front is compacted away once it is the
+    // larger part, so the vector's capacity is reused and nothing is
+    // allocated per request (a deque allocates a block every few).
+    std::vector<Request> fifo_;
+    std::size_t head_ = 0;
+    NodePool pool_;
+    std::pmr::unordered_map<RequestId, Request> in_flight_{&pool_};
     // Hash maps while running (O(1) with 10,000 queues); stats() copies them
     // into SchedulerStats' ordered maps.
     EntityStats device_stats_;

@@ -40,12 +40,14 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
       wakeup_timer_(io),
       release_timer_(io) {
     sync_weights();   // the groups' weights were set on the scheduler before it came here
-    if ((async_ = backend_->async())) {
+    // The thread pool's completions come back the same way: a burst of them
+    // wakes the loop once, not once each.
+    if ((async_ = backend_->async()) || blocking_) {
         completions_ = std::make_unique<AsyncCompletions>(io, [this](IoRequest& r, int error) {
             r.backend_errno = error;
             data_done(r);
         });
-        async_->set_sink(completions_.get());
+        if (async_) async_->set_sink(completions_.get());
     }
     if (parts.read_ahead.window_bytes == 0) return;
     read_ahead_ = std::make_unique<ReadAheadPath>(
@@ -203,10 +205,7 @@ void Device::start(IoRequest& r, sched::Time now) {
             return;
         }
     }
-    boost::asio::post(*pool_, [this, &r] {
-        r.backend_errno = run_backend(*backend_, r);
-        boost::asio::post(io_, [this, &r] { data_done(r); });
-    });
+    boost::asio::post(*pool_, [this, &r] { completions_->completed(&r, run_backend(*backend_, r)); });
 }
 
 void Device::start_async(IoRequest& r) {

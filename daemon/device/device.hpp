@@ -2,11 +2,12 @@
 // scheduler and the optional timing model, and drives the scheduler as its
 // header asks: submit, drain dispatch(), complete, re-arm a timer at
 // next_wakeup(). Everything runs on the event loop thread except the data
-// operations of blocking backends, which run on a thread pool and post their
-// completion back; an asynchronous backend (RBD) is handed the data
-// operations on the loop and its completions come back through
-// AsyncCompletions, with no thread per request. With a timing model, the data operation runs at dispatch
-// and the reply is released by a timer at the model's completion time; the
+// operations of blocking backends, which run on a thread pool; an
+// asynchronous backend (RBD) is handed the data operations on the loop, with
+// no thread per request. Both kinds' completions come back through
+// AsyncCompletions (one loop wake-up per burst). With a timing model, the
+// data operation runs at dispatch and the reply is released by a timer at
+// the model's completion time; the
 // emulated delay never blocks the loop. With read-ahead on (read_ahead_kb),
 // client requests pass through a ReadAheadPath first: cached reads are
 // answered at once, and prefetches enter the scheduler as async reads of

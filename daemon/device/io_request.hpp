@@ -1,55 +1,53 @@
 // One NBD request on its way from a connection through a device's scheduler
 // and backend and back. Owned and recycled by the connection that read it
-// (with its data buffer, so steady-state I/O allocates nothing); the device
-// only borrows it between submit() and RequestSink::request_done().
+// (its data buffer comes from and goes back to the thread's buffer pool, so
+// steady-state I/O allocates nothing); the device only borrows it between
+// submit() and RequestSink::request_done().
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "daemon/device/buffer_pool.hpp"
 #include "nbd/transmission.hpp"
 #include "sched/request.hpp"
 
 namespace nbdsched::daemon {
 
-// A data buffer aligned for O_DIRECT, grown on demand and then reused.
+// A data buffer aligned for O_DIRECT, taken from the thread's buffer pool
+// as a request needs it and given back by release() (or when destroyed).
 class AlignedBuffer {
 public:
-    static constexpr std::size_t alignment = 4096;
+    static constexpr std::size_t alignment = buffer_pool::alignment;
 
     std::span<std::byte> span(std::size_t n) { return {data_.get(), n}; }
     std::byte* data() { return data_.get(); }
-    std::size_t capacity() const { return capacity_; }
+    std::size_t capacity() const { return data_.get_deleter().capacity; }
     // Makes room for n bytes; the old contents are not kept.
     void reserve(std::size_t n) {
-        if (n <= capacity_) return;
-        std::size_t rounded = (n + alignment - 1) / alignment * alignment;
-        data_.reset(static_cast<std::byte*>(std::aligned_alloc(alignment, rounded)));
-        if (!data_) throw std::bad_alloc();
-        capacity_ = rounded;
+        if (n <= capacity()) return;
+        release();
+        std::size_t capacity = 0;
+        data_.reset(buffer_pool::take(n, capacity));
+        data_.get_deleter().capacity = capacity;
     }
     void release() {
         data_.reset();
-        capacity_ = 0;
+        data_.get_deleter().capacity = 0;
     }
     // Gives the memory away (free() it); the buffer is empty afterwards.
     std::byte* take() {
-        capacity_ = 0;
+        data_.get_deleter().capacity = 0;
         return data_.release();
     }
 
 private:
-    struct Free {
-        void operator()(std::byte* p) const { std::free(p); }
-    };
-    std::unique_ptr<std::byte, Free> data_;
-    std::size_t capacity_ = 0;
+    std::unique_ptr<std::byte, buffer_pool::Give> data_;
 };
 
 struct IoRequest;

@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/common.h>
 #include <sys/uio.h>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "config/config.hpp"
 #include "daemon/tenancy/classify.hpp"
 #include "daemon/tenancy/exports.hpp"
+#include "daemon/device/handler_slot.hpp"
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_request.hpp"
 #include "daemon/session/connection_state.hpp"
@@ -106,6 +108,9 @@ public:
 
     // Requests are parsed out of a buffer this large (a hand-over passes at most this many unread bytes).
     static constexpr std::size_t read_buffer_size = 256u << 10;
+    // A connection's own buffer: a 4 KiB WRITE and its header, or many
+    // headers; reads that fill it move to a large one (buffer_pool).
+    static constexpr std::size_t small_read_size = 8u << 10;
     void budget_available() override;
 
 private:
@@ -142,10 +147,13 @@ private:
 
     // connection_reader.cpp
     void read_more();
+    void pick_read_buffer();
     void on_read(const boost::system::error_code& ec, std::size_t n);
     void parse();
     bool consume_payload();
     void read_payload_direct();
+    void read_payload_tls();
+    void payload_done();
     void handle_request(const nbd::RequestHeader& header);
     void submit(IoRequest& r);
     void charge(IoRequest& r, std::uint64_t bytes);
@@ -189,9 +197,15 @@ private:
     sched::GroupId group_ = 0;   // the queue's group: its share of the device's in-flight budget
     bool queue_open_ = false;
 
-    std::unique_ptr<std::uint8_t[]> rbuf_;
+    // rbuf_ is small_ or, while reads fill that (busy_), big_ from the buffer pool.
+    std::array<std::uint8_t, small_read_size> small_;
+    AlignedBuffer big_;
+    std::uint8_t* rbuf_ = small_.data();
+    std::size_t rcap_ = small_read_size;
+    bool busy_ = false;
     std::size_t rbeg_ = 0;
     std::size_t rend_ = 0;
+    HandlerSlot read_slot_;   // the pending read's Asio operation
     ReadState rstate_ = ReadState::header;
     IoRequest* current_ = nullptr;     // request whose WRITE payload is being read
     std::uint64_t payload_left_ = 0;   // payload (or discarded) bytes still to come

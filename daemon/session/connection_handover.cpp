@@ -52,7 +52,7 @@ ConnectionState Connection::handover_state() const {
     s.transmission_flags = transmission_flags_;
     s.structured = limits_.structured;
     s.block_status = limits_.block_status;
-    if (rbuf_) s.unread.assign(rbuf_.get() + rbeg_, rbuf_.get() + rend_);
+    s.unread.assign(rbuf_ + rbeg_, rbuf_ + rend_);
     return s;
 }
 
@@ -81,8 +81,13 @@ void Connection::resume(const ConnectionState& s, std::optional<sched::GroupId> 
     limits_.size = s.export_size;
     if (limits_.read_only && (s.transmission_flags & nbd::tflag_read_only) == 0)
         spdlog::warn("{}: export '{}' is read-only now: its writes will fail with EPERM", tag(), s.export_name);
-    rbuf_ = std::make_unique_for_overwrite<std::uint8_t[]>(read_buffer_size);
-    if (!s.unread.empty()) std::memcpy(rbuf_.get(), s.unread.data(), s.unread.size());
+    if (s.unread.size() > small_read_size) {
+        big_.reserve(read_buffer_size);
+        rbuf_ = reinterpret_cast<std::uint8_t*>(big_.data());
+        rcap_ = read_buffer_size;
+        busy_ = true;
+    }
+    if (!s.unread.empty()) std::memcpy(rbuf_, s.unread.data(), s.unread.size());
     rbeg_ = 0;
     rend_ = s.unread.size();
     spdlog::info("{}: export '{}' on device {} (handed over, {} unread bytes)", tag(), s.export_name, device_->name(),

@@ -1,13 +1,17 @@
 // The reading half of Connection's transmission phase: requests are parsed
-// out of one large buffer (a single read usually carries many headers),
+// out of the read buffer (a single read usually carries many headers: the
+// connection's small one, or a large pooled one while reads fill that),
 // validated, and submitted to the device. WRITE payloads are copied out of
 // the buffer, or read straight into the request's buffer when large.
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <cerrno>
 #include <cstring>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <system_error>
 
 #include "daemon/session/connection.hpp"
 #include "nbd/block_status.hpp"
@@ -68,19 +72,39 @@ void Connection::charge(IoRequest& r, std::uint64_t bytes) {
 
 void Connection::read_more() {
     if (reading_ || stop_reading_ || closed_ || (parking_ && rstate_ == ReadState::header)) return;
-    if (!rbuf_) rbuf_ = std::make_unique_for_overwrite<std::uint8_t[]>(Connection::read_buffer_size);
     if (rbeg_ > 0) {   // keep the unparsed tail at the front
-        std::memmove(rbuf_.get(), rbuf_.get() + rbeg_, rend_ - rbeg_);
+        std::memmove(rbuf_, rbuf_ + rbeg_, rend_ - rbeg_);
         rend_ -= rbeg_;
         rbeg_ = 0;
     }
+    pick_read_buffer();
     reading_ = true;
-    auto buffer = boost::asio::buffer(rbuf_.get() + rend_, Connection::read_buffer_size - rend_);
+    auto buffer = boost::asio::buffer(rbuf_ + rend_, rcap_ - rend_);
     with_stream([&](auto& stream) {
-        stream.async_read_some(buffer, [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
-            self->on_read(ec, n);
-        });
+        stream.async_read_some(buffer, in_slot(read_slot_, [self = shared_from_this()](
+                                                               const boost::system::error_code& ec, std::size_t n) {
+                                   self->on_read(ec, n);
+                               }));
     });
+}
+
+// Reads that fill the small buffer go to a large one from the thread's
+// pool; once a read would have fitted the small one again, the large one
+// goes back. Between reads the unparsed tail is at most a partial header.
+void Connection::pick_read_buffer() {
+    const bool big = big_.capacity() != 0;
+    if (busy_ == big || rend_ > small_read_size) return;
+    if (busy_) {
+        big_.reserve(read_buffer_size);
+        std::memcpy(big_.data(), small_.data(), rend_);
+        rbuf_ = reinterpret_cast<std::uint8_t*>(big_.data());
+        rcap_ = read_buffer_size;
+        return;
+    }
+    std::memcpy(small_.data(), big_.data(), rend_);
+    big_.release();
+    rbuf_ = small_.data();
+    rcap_ = small_read_size;
 }
 
 void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
@@ -100,6 +124,7 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
         return close("read: " + ec.message());
     }
     rend_ += n;
+    busy_ = rbuf_ != small_.data() ? n >= small_read_size : rend_ == rcap_;
     parse();
 }
 
@@ -107,7 +132,7 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
 // must come from the socket.
 bool Connection::consume_payload() {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rend_ - rbeg_, payload_left_));
-    if (rstate_ == ReadState::payload) std::memcpy(current_->buffer.data() + payload_got_, rbuf_.get() + rbeg_, n);
+    if (rstate_ == ReadState::payload) std::memcpy(current_->buffer.data() + payload_got_, rbuf_ + rbeg_, n);
     rbeg_ += n;
     payload_got_ += n;
     payload_left_ -= n;
@@ -122,23 +147,59 @@ bool Connection::consume_payload() {
     return true;
 }
 
+// The rest of a large WRITE payload goes straight into the request's
+// buffer, as much per recv as the socket holds (Asio's reads take 64 KiB
+// each and pass through the event loop between them); the connection waits
+// for the socket only when it is empty.
 void Connection::read_payload_direct() {
-    reading_ = true;
     rbeg_ = rend_ = 0;
+    busy_ = false;   // the next read is likely the next header: into the small buffer
+    if (tls_) return read_payload_tls();
+    while (payload_left_ > 0) {
+        const ssize_t n = ::recv(socket_.native_handle(), current_->buffer.data() + payload_got_, payload_left_,
+                                 MSG_DONTWAIT);
+        if (n > 0) {
+            payload_got_ += static_cast<std::size_t>(n);
+            payload_left_ -= static_cast<std::size_t>(n);
+            continue;
+        }
+        if (n == 0) return close("reading a WRITE payload: End of file");
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return close("reading a WRITE payload: " + std::system_category().message(errno));
+        reading_ = true;
+        socket_.async_wait(Socket::wait_read,
+                           in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec) {
+                               self->reading_ = false;
+                               if (self->closed_) return self->maybe_finish();
+                               if (ec) return self->close("reading a WRITE payload: " + ec.message());
+                               self->read_payload_direct();
+                           }));
+        return;
+    }
+    payload_done();
+}
+
+void Connection::read_payload_tls() {
+    reading_ = true;
     auto on_payload = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
         self->reading_ = false;
         if (self->closed_) return self->maybe_finish();
         if (ec) return self->close("reading a WRITE payload: " + ec.message());
         self->payload_got_ += n;
         self->payload_left_ = 0;
-        IoRequest& r = *self->current_;
-        self->current_ = nullptr;
-        self->rstate_ = ReadState::header;
-        self->submit(r);
-        self->parse();
+        self->payload_done();
     };
     auto buffer = boost::asio::buffer(current_->buffer.data() + payload_got_, payload_left_);
-    with_stream([&](auto& stream) { boost::asio::async_read(stream, buffer, std::move(on_payload)); });
+    boost::asio::async_read(*tls_, buffer, std::move(on_payload));
+}
+
+void Connection::payload_done() {
+    IoRequest& r = *current_;
+    current_ = nullptr;
+    rstate_ = ReadState::header;
+    submit(r);
+    parse();
 }
 
 void Connection::parse() {
@@ -161,7 +222,7 @@ void Connection::parse() {
             break;
         }
         auto header = nbd::decode_request(
-            std::span<const std::uint8_t, nbd::request_size>(rbuf_.get() + rbeg_, nbd::request_size));
+            std::span<const std::uint8_t, nbd::request_size>(rbuf_ + rbeg_, nbd::request_size));
         if (!header) {
             parsing_ = false;
             return close("malformed request (bad magic); other connections are not affected", spdlog::level::warn);

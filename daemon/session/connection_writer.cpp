@@ -16,7 +16,7 @@
 namespace nbdsched::daemon {
 
 namespace {
-// Buffers bigger than this go back to the allocator instead of the free list.
+// A TLS copy bigger than this goes back to the allocator after its write.
 constexpr std::size_t keep_buffer = 1u << 20;
 }   // namespace
 
@@ -48,7 +48,7 @@ void Connection::release(IoRequest& r) {
     inflight_bytes_ -= r.charged_bytes;
     device_->inflight_budget().give(group_, r.charged_bytes);
     r.charged_bytes = 0;
-    if (r.buffer.capacity() > keep_buffer) r.buffer.release();
+    r.buffer.release();   // to the thread's pool: an idle connection holds no data buffers
     free_.push_back(&r);
 }
 
@@ -174,6 +174,7 @@ void Connection::maybe_finish() {
     }
     if (reading_) return;   // its handler still refers to our buffers
     finished_ = true;
+    big_.release();
     if (has_ticket_) {   // woken in line but closed before using its turn
         has_ticket_ = false;
         device_->inflight_budget().return_ticket(group_);

@@ -1,0 +1,70 @@
+#include "daemon/device/buffer_pool.hpp"
+
+#include <array>
+#include <bit>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+namespace nbdsched::daemon::buffer_pool {
+
+namespace {
+constexpr unsigned min_shift = 12;   // 4 KiB
+constexpr unsigned classes = std::bit_width(max_pooled) - min_shift;
+// Free blocks kept per size class: as many as a device lets be in flight
+// by default (limits.max_inflight_per_device), at most 64 MiB of them
+// (4,096 of 4 KiB, 64 of 1 MiB); beyond that they are freed. It bounds
+// what a burst leaves behind, and keeps steady state allocation-free.
+constexpr std::size_t keep_blocks = 4096;
+constexpr std::size_t keep_bytes = 64u << 20;
+
+struct Pool {
+    std::array<std::vector<std::byte*>, classes> free;
+    ~Pool();
+};
+
+// Set when this thread's pool is destroyed (thread exit): blocks given
+// back later (a connection destroyed by a static destructor) are freed.
+thread_local bool pool_gone = false;
+thread_local Pool pool;
+
+Pool::~Pool() {
+    pool_gone = true;
+    for (auto& list : free)
+        for (auto* b : list) std::free(b);
+}
+
+unsigned class_of(std::size_t capacity) {
+    return static_cast<unsigned>(std::bit_width(capacity - 1)) - min_shift;
+}
+
+std::byte* allocate(std::size_t size) {
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(alignment, size));
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+}   // namespace
+
+std::byte* take(std::size_t n, std::size_t& capacity) {
+    if (n > max_pooled) {
+        capacity = (n + alignment - 1) / alignment * alignment;
+        return allocate(capacity);
+    }
+    capacity = std::bit_ceil(std::max<std::size_t>(n, alignment));
+    if (pool_gone) return allocate(capacity);
+    auto& list = pool.free[class_of(capacity)];
+    if (list.empty()) return allocate(capacity);
+    auto* b = list.back();
+    list.pop_back();
+    return b;
+}
+
+void give(std::byte* block, std::size_t capacity) {
+    if (!block) return;
+    if (capacity > max_pooled || pool_gone) return std::free(block);
+    auto& list = pool.free[class_of(capacity)];
+    if (list.size() >= keep_blocks || list.size() * capacity >= keep_bytes) return std::free(block);
+    list.push_back(block);
+}
+
+}   // namespace nbdsched::daemon::buffer_pool

@@ -1,0 +1,27 @@
+// Request data buffers, shared by everything running on one thread: a
+// request takes a buffer when it needs one and gives it back when its
+// reply has left, so steady-state I/O allocates nothing and an idle
+// connection holds no data buffers (docs/data-path.md, memory).
+#pragma once
+
+#include <cstddef>
+
+namespace nbdsched::daemon::buffer_pool {
+
+// Aligned for O_DIRECT. Sizes up to max_pooled are rounded up to a power
+// of two (from 4 KiB) and recycled; larger ones are allocated each time.
+inline constexpr std::size_t alignment = 4096;
+inline constexpr std::size_t max_pooled = 1u << 20;
+
+// At least `n` bytes; `capacity` gets the block's size. Throws std::bad_alloc.
+std::byte* take(std::size_t n, std::size_t& capacity);
+// A block from take() (or nullptr). Any thread may give back any block.
+void give(std::byte* block, std::size_t capacity);
+
+// A unique_ptr deleter that gives its block back.
+struct Give {
+    std::size_t capacity = 0;
+    void operator()(std::byte* p) const { give(p, capacity); }
+};
+
+}   // namespace nbdsched::daemon::buffer_pool
