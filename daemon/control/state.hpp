@@ -21,7 +21,7 @@ struct DaemonState {
     ExportTable* exports = nullptr;                            // parallel to config->exports
     GroupTable* groups = nullptr;
     // Runs `f` with every other event loop paused (daemon/process/event_loops.hpp); unset: directly.
-    std::function<void(const std::function<void()>&)> run_exclusive;
+    std::function<void(const std::function<void()>&)> run_exclusive{};
 
     void exclusive(const std::function<void()>& f) const {
         if (run_exclusive)
