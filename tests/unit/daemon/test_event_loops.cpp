@@ -40,7 +40,7 @@ TEST_CASE("exclusive() runs while every other loop waits") {
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
             CHECK(counts[0] == before[0]);   // nothing ran on the other loops meanwhile
             CHECK(counts[1] == before[1]);
-            loops.exclusive([] {});          // nested: runs directly, no deadlock
+            loops.exclusive([] {});   // nested: runs directly, no deadlock
         });
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
