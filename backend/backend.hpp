@@ -85,6 +85,23 @@ public:
         (void)offset, (void)length;
         return 0;
     }
+
+    // A reload: reads the size again where it comes from the storage (an
+    // RBD image after `rbd resize`, a file or block device whose size is
+    // not configured); size() returns it from then on, and requests past
+    // it fail with EINVAL. 0 or an errno (the size stays as it was).
+    virtual int refresh_size() { return 0; }
+    // A planned restart: storage that one process at a time may write (an
+    // RBD image's exclusive lock) is let go of by the old process once its
+    // requests are done, and taken by the new one before it serves (or by
+    // the old one again when the hand-over fails). "" or why not; nothing
+    // to do by default. `broke`: whose lock was broken to get it back, if
+    // anybody's.
+    virtual std::string release_exclusive() { return ""; }
+    virtual std::string acquire_exclusive(std::string& broke) {
+        (void)broke;
+        return "";
+    }
 };
 
 }   // namespace nbdsched::backend

@@ -64,6 +64,9 @@ public:
         return inner_->extents(offset, length, out);
     }
     int cache(std::uint64_t offset, std::uint64_t length) override { return inner_->cache(offset, length); }
+    int refresh_size() override { return inner_->refresh_size(); }
+    std::string release_exclusive() override { return inner_->release_exclusive(); }
+    std::string acquire_exclusive(std::string& broke) override { return inner_->acquire_exclusive(broke); }
 
 private:
     // The rules with a counter of the requests each matched; replaced as a

@@ -92,6 +92,7 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
     }
 
     b->size_ = options.size == 0 ? actual : options.size;
+    b->size_from_storage_ = options.size == 0;
     if (b->size_ == 0) {
         error = options.path + ": is empty; configure a size to grow it";
         return false;
@@ -124,13 +125,25 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
     return true;
 }
 
+int FileBackend::refresh_size() {
+    if (!size_from_storage_) return 0;
+    std::uint64_t actual = 0;
+    struct stat st {};
+    if (block_device_ ? ::ioctl(fd_, BLKGETSIZE64, &actual) != 0 : ::fstat(fd_, &st) != 0) return errno;
+    if (!block_device_) actual = static_cast<std::uint64_t>(st.st_size);
+    if (direct_) actual -= actual % align_;
+    if (actual == 0) return EINVAL;   // emptied: nothing to serve, keep the old bound
+    size_.store(actual, std::memory_order_relaxed);
+    return 0;
+}
+
 FileBackend::~FileBackend() {
     if (fd_ >= 0)
         ::close(fd_);
 }
 
 std::string FileBackend::describe() const {
-    std::string d = (block_device_ ? "block " : "file ") + path_ + " " + format_size(size_);
+    std::string d = (block_device_ ? "block " : "file ") + path_ + " " + format_size(size());
     if (direct_)
         d += " (O_DIRECT)";
     if (read_only_)
@@ -139,7 +152,8 @@ std::string FileBackend::describe() const {
 }
 
 bool FileBackend::in_range(std::uint64_t offset, std::uint64_t length) const {
-    return offset <= size_ && length <= size_ - offset;
+    const std::uint64_t size = this->size();
+    return offset <= size && length <= size - offset;
 }
 
 bool FileBackend::aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const {

@@ -51,7 +51,7 @@ public:
     FileBackend(const FileBackend&) = delete;
     FileBackend& operator=(const FileBackend&) = delete;
 
-    std::uint64_t size() const override { return size_; }
+    std::uint64_t size() const override { return size_.load(std::memory_order_relaxed); }
     bool blocking() const override { return true; }
     std::optional<bool> detected_rotational() const override { return rotational_; }
     std::string describe() const override;
@@ -76,6 +76,9 @@ public:
     // posix_fadvise(WILLNEED): the kernel starts reading the range into the
     // page cache and returns (buffered mode; O_DIRECT bypasses the cache).
     int cache(std::uint64_t offset, std::uint64_t length) override;
+    // Only where no size is configured: the file's or device's size now
+    // (a multiple of alignment() with O_DIRECT).
+    int refresh_size() override;
 
     bool is_block_device() const { return block_device_; }
     bool read_only() const { return read_only_; }
@@ -109,7 +112,8 @@ private:
 
     int fd_ = -1;
     std::string path_;
-    std::uint64_t size_ = 0;
+    std::atomic<std::uint64_t> size_ = 0;   // read by pool threads, changed by a reload
+    bool size_from_storage_ = false;        // no size configured: a reload measures it again
     bool direct_ = false;
     bool block_device_ = false;
     bool read_only_ = false;

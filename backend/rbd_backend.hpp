@@ -6,7 +6,10 @@
 // daemon writes an image at a time. A lock held by another client fails the
 // open with an error naming the holder; with break_lock the holder is
 // broken (and blocklisted by the cluster) first: fail-over after its host
-// died. The size is the image's.
+// died. The size is the image's, read again by refresh_size() (a reload
+// after `rbd resize`). With lock_later (a --takeover) the image is opened
+// without the lock; acquire_exclusive() takes it once the old process
+// released it (release_exclusive(): a planned restart, docs/rbd.md).
 //
 // Data requests go through the asynchronous path (async_backend.hpp):
 // rbd_aio_* with a completion callback that hands the result to the sink.
@@ -38,6 +41,11 @@ public:
     std::optional<bool> detected_rotational() const override { return std::nullopt; }
     std::string describe() const override;
     AsyncBackend* async() override { return this; }
+    int refresh_size() override;
+    std::string release_exclusive() override;
+    // After a release of our own, a holder found is the new process of a
+    // failed hand-over, which never served: its lock is broken.
+    std::string acquire_exclusive(std::string& broke) override;
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;

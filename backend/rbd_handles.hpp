@@ -2,6 +2,7 @@
 // include librbd).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <rados/librados.h>
 #include <rbd/librbd.h>
@@ -14,8 +15,10 @@ struct RbdBackend::Handles {
     rados_t cluster = nullptr;
     rados_ioctx_t io = nullptr;
     rbd_image_t image = nullptr;
-    std::uint64_t size = 0;
-    std::uint64_t object_size = 0;   // bytes per RADOS object (4 MiB by default)
+    std::atomic<std::uint64_t> size = 0;   // read on the loop and the pool, changed by a reload
+    bool locked = false;                   // this process holds the exclusive lock
+    bool released = false;                 // it let go of it for a hand-over
+    std::uint64_t object_size = 0;         // bytes per RADOS object (4 MiB by default)
     Handles() = default;
     Handles(const Handles&) = delete;
     Handles& operator=(const Handles&) = delete;

@@ -20,7 +20,8 @@ int zero_flags(bool may_trim) { return may_trim ? 0 : RBD_WRITE_ZEROES_FLAG_THIC
 }   // namespace
 
 bool RbdBackend::check(std::uint64_t offset, std::uint64_t length, void* tag) {
-    if (offset <= h_->size && length <= h_->size - offset) return true;
+    const std::uint64_t size = h_->size;
+    if (offset <= size && length <= size - offset) return true;
     if (tag) sink_->completed(tag, EINVAL);
     return false;
 }

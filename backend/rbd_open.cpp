@@ -38,7 +38,7 @@ std::string lock_holders(rbd_image_t image) {
 }
 
 // Breaks every holder of the image's lock (librbd blocklists each, so a
-// half-dead host cannot write on); 0 or -errno.
+// half-dead host cannot write on); how many, or -errno.
 int break_holders(rbd_image_t image) {
     rbd_lock_mode_t mode;
     std::vector<char*> owners(8);
@@ -48,20 +48,23 @@ int break_holders(rbd_image_t image) {
     if (r < 0) return r;
     for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
     rbd_lock_get_owners_cleanup(owners.data(), count);
-    return r;
+    return r < 0 ? r : static_cast<int>(count);
 }
 
 // Takes the exclusive lock, or says who has it. A live holder refuses at
 // once; a dead one's lock is taken over by librbd once the cluster has
-// dropped its watch (~30 s), unless break_lock breaks it first.
-bool take_lock(rbd_image_t image, bool break_lock, std::string& error) {
+// dropped its watch (~30 s), unless break_lock breaks it first (`broke`:
+// whose lock that was, if anybody's).
+bool take_lock(rbd_image_t image, bool break_lock, std::string& error, std::string* broke = nullptr) {
     std::string holders;
     if (break_lock) {
         holders = lock_holders(image);
-        if (int r = break_holders(image); r < 0) {
+        int r = break_holders(image);
+        if (r < 0) {
             error = "--break-lock: cannot break the lock of " + holders + ": " + errno_text(r);
             return false;
         }
+        if (r > 0 && broke) *broke = holders;
     }
     int r = rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
     if (r == 0) return true;
@@ -143,13 +146,41 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
-    if (!take_lock(h->image, spec.break_lock, error)) return fail(error);
-    if ((r = rbd_get_size(h->image, &h->size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
-    if (h->size == 0) return fail("the image is empty (size 0)");
+    if (!spec.lock_later && !take_lock(h->image, spec.break_lock, error)) return fail(error);
+    h->locked = !spec.lock_later;
+    std::uint64_t size = 0;
+    if ((r = rbd_get_size(h->image, &size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
+    if (size == 0) return fail("the image is empty (size 0)");
+    h->size = size;
     rbd_image_info_t info{};
     if ((r = rbd_stat(h->image, &info, sizeof info)) < 0) return fail("cannot read the image's layout: " + errno_text(r));
     h->object_size = info.obj_size;
     return std::unique_ptr<RbdBackend>(new RbdBackend(std::move(h), std::move(name)));
+}
+
+int RbdBackend::refresh_size() {
+    std::uint64_t size = 0;
+    if (int r = rbd_get_size(h_->image, &size); r < 0) return -r;   // librbd sees a resize through its watch
+    if (size == 0) return EINVAL;
+    h_->size = size;
+    return 0;
+}
+
+std::string RbdBackend::release_exclusive() {
+    if (!h_->locked) return "";
+    if (int r = rbd_lock_release(h_->image); r < 0) return "rbd " + name_ + ": cannot release the lock: " + errno_text(r);
+    h_->locked = false;
+    h_->released = true;
+    return "";
+}
+
+std::string RbdBackend::acquire_exclusive(std::string& broke) {
+    if (h_->locked) return "";
+    std::string error;
+    if (!take_lock(h_->image, h_->released, error, &broke)) return "rbd " + name_ + ": " + error;
+    h_->locked = true;
+    h_->released = false;
+    return "";
 }
 
 RbdBackend::RbdBackend(std::unique_ptr<Handles> handles, std::string name)
@@ -159,6 +190,6 @@ RbdBackend::~RbdBackend() = default;
 
 std::uint64_t RbdBackend::size() const { return h_->size; }
 
-std::string RbdBackend::describe() const { return "rbd " + name_ + " " + format_size(h_->size); }
+std::string RbdBackend::describe() const { return "rbd " + name_ + " " + format_size(size()); }
 
 }   // namespace nbdsched::backend

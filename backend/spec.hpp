@@ -26,6 +26,9 @@ struct RbdSpec {
     unsigned osd_op_timeout = 0;    // seconds; 0 = wait for the OSDs forever (Ceph's default)
     unsigned mount_timeout = 0;     // seconds to reach the monitors; 0 = Ceph's default (300)
     bool break_lock = false;        // --break-lock: take the image's lock from a dead holder
+    // --takeover: the running daemon holds the lock until it hands over;
+    // open without it (acquire_exclusive() takes it then).
+    bool lock_later = false;
 };
 
 struct Spec {

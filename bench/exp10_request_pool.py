@@ -109,11 +109,12 @@ def main():
                "waits at admission behind the flooder's connections in line (up to 8, each holding a ticket "
                "for one of the flooder's next requests), and the scheduler sees it only then. With the fair "
                f"pool the flooder may hold {SLOTS // 2} of the {SLOTS} slots while the reader's group uses the "
-               "device (and for 8 ms after its last reply, the think time between two of its requests), so "
+               "device (and for 24 ms after its last reply, the think time between two of its requests), so "
                "the reader's request is admitted at once and the scheduler's group fairness decides the rest. "
-               "cfq's `contended_seeky_depth` (1 by default) then serves a seeky queue one request at a time while "
-               "another group is busy, so the reader waits behind about one of the flooder's requests instead of "
-               "its slice and its requests at the disk (docs/schedulers-cfq.md); bfq has no such rule yet.")
+               "cfq's and bfq's `contended_seeky_depth` (1 by default) then serve a seeky queue one request at a "
+               "time while another group is busy, so the reader waits behind about one of the flooder's requests "
+               "instead of its slice or budget and its requests at the disk (docs/schedulers-cfq.md, "
+               "docs/schedulers-bfq.md).")
     sections = [(None, __doc__.strip()), ("Result", text), ("Verdict", verdict),
                 ("Profile", common.profile_section("hdd") + "\n\nDevice: 1 TiB sparse RAM, `read_ahead_kb: 0`; "
                  "schedulers at their defaults except the `-16ms` devices' slices; exports `reader` (first 512 GiB) and `flood` (the rest).")]

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "daemon/session/private_socket.hpp"
+
 namespace nbdsched::daemon::control {
 
 namespace local = boost::asio::local;
@@ -81,17 +83,12 @@ std::unique_ptr<ControlServer> ControlServer::open(boost::asio::io_context& io, 
     if (!parent.empty()) std::filesystem::create_directories(parent, fs_ec);
     std::unique_ptr<ControlServer> s(new ControlServer(io, path, std::move(handler)));
     boost::system::error_code ec;
-    // Created 0600 from the start: no window in which others could connect.
-    mode_t old = ::umask(0177);
-    s->acceptor_.open(local::stream_protocol(), ec);
-    if (!ec) s->acceptor_.bind(local::stream_protocol::endpoint(path), ec);
-    ::umask(old);
+    bind_private(s->acceptor_, path, ec);   // 0600 from the start
     if (!ec) s->acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
     if (ec) {
         error = "control socket " + path + ": " + ec.message();
         return nullptr;
     }
-    ::chmod(path.c_str(), 0600);
     return s;
 }
 

@@ -4,8 +4,10 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <utility>
 
 #include "daemon/process/handover_wire.hpp"
+#include "daemon/session/private_socket.hpp"
 
 namespace nbdsched::daemon {
 
@@ -15,10 +17,13 @@ using local = boost::asio::local::stream_protocol;
 // once its server is built (opening backends: well under this).
 constexpr std::chrono::milliseconds request_wait{2000};
 constexpr std::chrono::milliseconds verdict_wait{10000};
+// After a failed accept (out of descriptors: the error stays until some
+// close), wait before the next, instead of spinning on the error.
+constexpr std::chrono::milliseconds accept_retry{100};
 }   // namespace
 
 HandoverServer::HandoverServer(boost::asio::io_context& io, std::string path, Hooks hooks)
-    : io_(io), acceptor_(io), timer_(io), path_(std::move(path)), hooks_(std::move(hooks)) {}
+    : io_(io), acceptor_(io), timer_(io), accept_timer_(io), path_(std::move(path)), hooks_(std::move(hooks)) {}
 
 HandoverServer::~HandoverServer() { close(keep_file_); }
 
@@ -41,10 +46,7 @@ std::unique_ptr<HandoverServer> HandoverServer::open(boost::asio::io_context& io
     }
     std::unique_ptr<HandoverServer> s(new HandoverServer(io, path, std::move(hooks)));
     boost::system::error_code ec;
-    mode_t old = ::umask(0177);   // whoever connects gets every socket: the owner only
-    s->acceptor_.open(local(), ec);
-    if (!ec) s->acceptor_.bind(local::endpoint(path), ec);
-    ::umask(old);
+    bind_private(s->acceptor_, path, ec);   // whoever connects gets every socket: the owner only
     if (!ec) s->acceptor_.listen(4, ec);
     if (ec) {
         error = "hand-over socket " + path + ": " + ec.message();
@@ -58,17 +60,27 @@ void HandoverServer::start() { accept_next(); }
 void HandoverServer::accept_next() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, local::socket s) {
         if (ec == boost::asio::error::operation_aborted || closed_) return;
-        if (!ec) {
-            if (peer_) {   // one hand-over at a time
-                std::string ignored;
-                send_handover(s.native_handle(), "refused a hand-over is already in progress", {}, ignored);
-            } else {
-                peer_.emplace(std::move(s));
-                when_readable(request_wait, [this](bool readable) {
-                    if (!readable) return end_peer();
-                    on_request();
-                });
-            }
+        if (ec) {
+            ++failed_accepts_;
+            if (!std::exchange(accept_failing_, true))
+                spdlog::warn("hand-over socket: accept: {}; trying again every {} ms", ec.message(),
+                             accept_retry.count());
+            accept_timer_.expires_after(accept_retry);
+            accept_timer_.async_wait([this](const boost::system::error_code& wait_ec) {
+                if (!wait_ec && !closed_) accept_next();
+            });
+            return;
+        }
+        if (std::exchange(accept_failing_, false)) spdlog::info("hand-over socket: accepting again");
+        if (peer_) {   // one hand-over at a time
+            std::string ignored;
+            send_handover(s.native_handle(), "refused a hand-over is already in progress", {}, ignored);
+        } else {
+            peer_.emplace(std::move(s));
+            when_readable(request_wait, [this](bool readable) {
+                if (!readable) return end_peer();
+                on_request();
+            });
         }
         accept_next();
     });
@@ -95,6 +107,7 @@ void HandoverServer::on_request() {
     std::string error;
     set_timeouts(peer_->native_handle(), request_wait);
     auto m = recv_handover(peer_->native_handle(), error);
+    if (m) close_fds(m->fds);   // a request carries none
     if (!m || (m->text != "takeover" && m->text != "takeover force")) {
         spdlog::warn("hand-over socket: {}", m ? "unknown request '" + m->text + "'" : error);
         return end_peer();
@@ -124,6 +137,7 @@ void HandoverServer::wait_verdict() {
         std::string error = "no answer from the new process within " + std::to_string(verdict_wait.count()) + " ms";
         std::optional<HandoverMessage> m;
         if (readable) m = recv_handover(peer_->native_handle(), error);
+        if (m) close_fds(m->fds);   // a verdict carries none
         if (m && m->text == "adopted" && send_handover(peer_->native_handle(), "bye", {}, error)) {
             end_peer();
             return hooks_.done();
@@ -155,6 +169,7 @@ void HandoverServer::close(bool keep_file) {
     keep_file_ = keep_file;
     boost::system::error_code ignored;
     timer_.cancel();
+    accept_timer_.cancel();
     acceptor_.close(ignored);
     end_peer();
     if (!keep_file) ::unlink(path_.c_str());

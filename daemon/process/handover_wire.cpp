@@ -123,6 +123,11 @@ void set_timeouts(int sock, std::chrono::milliseconds timeout) {
     ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
+void close_fds(std::vector<int>& fds) {
+    for (int fd : fds) ::close(fd);
+    fds.clear();
+}
+
 bool send_handover(int sock, const std::string& text, const std::vector<int>& fds, std::string& error) {
     const std::uint32_t header[2] = {static_cast<std::uint32_t>(text.size()), static_cast<std::uint32_t>(fds.size())};
     if (!write_all(sock, header, sizeof header, error)) return false;
@@ -142,13 +147,13 @@ std::optional<HandoverMessage> recv_handover(int sock, std::string& error) {
     HandoverMessage m;
     for (std::size_t at = 0; at < header[1]; at += fds_per_batch) {
         if (!recv_batch(sock, std::min<std::size_t>(fds_per_batch, header[1] - at), m.fds, error)) {
-            for (int fd : m.fds) ::close(fd);
+            close_fds(m.fds);
             return std::nullopt;
         }
     }
     m.text.resize(header[0]);
     if (!read_all(sock, m.text.data(), m.text.size(), error)) {
-        for (int fd : m.fds) ::close(fd);
+        close_fds(m.fds);
         return std::nullopt;
     }
     return m;

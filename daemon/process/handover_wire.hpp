@@ -24,5 +24,8 @@ bool send_handover(int sock, const std::string& text, const std::vector<int>& fd
 // nullopt and `error` on EOF, a timeout, a malformed frame or missing descriptors.
 std::optional<HandoverMessage> recv_handover(int sock, std::string& error);
 void set_timeouts(int sock, std::chrono::milliseconds timeout);
+// Closes received descriptors nobody will adopt (a refusal, a malformed
+// state, a command word that should carry none) and empties the list.
+void close_fds(std::vector<int>& fds);
 
 }   // namespace nbdsched::daemon

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <spdlog/spdlog.h>
+#include <system_error>
 
+#include "common/units.hpp"
 #include "daemon/control/qos.hpp"
 #include "daemon/process/systemd_notify.hpp"
 
@@ -16,6 +18,37 @@ struct NotifyReload {
     NotifyReload() { notify_reloading(); }
     ~NotifyReload() { notify_ready(status); }
 };
+
+// Devices whose size comes from their storage (an RBD image after `rbd
+// resize`, a file or block device without size:) are measured again, and
+// exports follow: new connections see the new size in the handshake, open
+// ones keep the size they negotiated (NBD has no resize notice). A window
+// that no longer fits is cut to the device's end.
+void refresh_sizes(control::DaemonState& state) {
+    for (auto& dev : *state.devices) {
+        const auto before = dev->size();
+        if (int err = dev->backend().refresh_size(); err != 0) {
+            spdlog::error("reload: device {}: cannot read its size again ({}); it stays {}", dev->name(),
+                          std::system_category().message(err), format_size(before));
+        } else if (dev->size() != before) {
+            spdlog::info("reload: device {}: size {} -> {} (new connections)", dev->name(), format_size(before),
+                         format_size(dev->size()));
+        }
+    }
+    const auto& exports = state.config->exports;
+    for (std::size_t i = 0; i < exports.size() && i < state.exports->infos.size(); ++i) {
+        auto& info = state.exports->infos[i];
+        const auto& binding = state.exports->bindings[i];
+        const std::uint64_t end = binding.device->size();
+        const std::uint64_t room = end > binding.offset ? end - binding.offset : 0;
+        const std::uint64_t size = std::min(exports[i].size.value_or(room), room);
+        if (size == info.size) continue;
+        if (exports[i].size && size < *exports[i].size)
+            spdlog::warn("reload: export {}: its window ends past its device's end now: {} served", info.name,
+                         format_size(size));
+        info.size = size;
+    }
+}
 
 }   // namespace
 
@@ -64,6 +97,7 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
         if (i < state.exports->bindings.size()) state.exports->bindings[i].allow = next.exports[i].allow;
     if (next.log_level != state.config->log_level) spdlog::set_level(spdlog::level::from_str(next.log_level));
     *state.config = std::move(next);
+    refresh_sizes(state);
 }
 
 bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {

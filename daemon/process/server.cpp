@@ -50,7 +50,9 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     std::unique_ptr<Server> s(new Server(config, std::move(options)));
     // Round-robin in config order: one device is one loop's (one core's) worth.
     for (std::size_t i = 0; i < s->config_.devices.size(); ++i) {
-        auto device = build_device(s->loops_.at(i % s->loops_.size()), s->pool_, s->config_.devices[i], s->config_, error);
+        auto& dev = s->config_.devices[i];
+        dev.rbd.lock_later = s->options_.takeover_pending;   // the old process holds it until take_over
+        auto device = build_device(s->loops_.at(i % s->loops_.size()), s->pool_, dev, s->config_, error);
         if (!device) return nullptr;
         s->devices_.push_back(std::move(device));
     }
@@ -91,6 +93,7 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
 
 bool Server::take_over(const HandedOver& handed, std::string& error) {
     options_.handed_over = &handed;
+    if (!acquire_exclusive(error)) return false;   // the old process let go before it sent
     return open_sockets(error);
 }
 

@@ -112,6 +112,7 @@ private:
     void abort_handover(const std::string& why);
     void reopen_endpoints(int attempt);
     void finish_handover();
+    bool acquire_exclusive(std::string& error);   // e.g. RBD images' locks (backend.hpp)
 
     config::Config config_;
     ServerOptions options_;

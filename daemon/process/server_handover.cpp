@@ -120,6 +120,8 @@ void Server::check_handover() {
         if (int err = d->flush_now(); err != 0) {
             return fail_handover("device " + d->name() + ": flush failed: " + std::system_category().message(err));
         }
+        // The new process takes it before it serves: one writer at a time.
+        if (auto why = d->backend().release_exclusive(); !why.empty()) return fail_handover(why);
     }
     HandoverState state;
     std::vector<int> fds;
@@ -172,6 +174,8 @@ void Server::abort_handover(const std::string& why) {
     handover_sent_ = false;
     handover_timer_.cancel();
     spdlog::warn("hand-over failed: {}; serving on", why);
+    if (std::string error; !acquire_exclusive(error))   // its writes fail (EROFS) until a restart
+        spdlog::error("after the failed hand-over: {}", error);
     for (auto& l : listeners_) l->resume_accepting();
     if (!stopping_ && !to_store_) reopen_endpoints(0);
     auto open = connections_;
@@ -197,6 +201,21 @@ void Server::reopen_endpoints(int attempt) {
     handover_timer_.async_wait([this, attempt](const boost::system::error_code& ec) {
         if (!ec && !handing_over_ && !stopping_) reopen_endpoints(attempt + 1);
     });
+}
+
+// Every device, even after one failed (the old process serving on wants
+// all it can get); false and the errors when any failed.
+bool Server::acquire_exclusive(std::string& error) {
+    std::string errors;
+    for (auto& d : devices_) {
+        std::string broke;   // only after our own release: the failed new process, which never served
+        if (auto why = d->backend().acquire_exclusive(broke); !why.empty())
+            errors += (errors.empty() ? "" : "; ") + ("device " + d->name() + ": " + why);
+        if (!broke.empty())
+            spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", d->name(), broke);
+    }
+    if (!errors.empty()) error = errors;
+    return errors.empty();
 }
 
 void Server::finish_handover() {

@@ -35,16 +35,18 @@ std::unique_ptr<Takeover> Takeover::request(const std::string& path, bool force,
     if (!send_handover(t->sock_, force ? "takeover force" : "takeover", {}, error)) return nullptr;
     auto reply = recv_handover(t->sock_, error);
     if (!reply) return nullptr;
-    t->handed_.fds = std::move(reply->fds);
     if (reply->text.rfind("state ", 0) != 0) {
+        close_fds(reply->fds);
         error = "the running daemon refused the hand-over: " + reply->text;
         return nullptr;
     }
-    auto state = handover_from_json(reply->text.substr(6), t->handed_.fds.size(), error);
-    if (!state) {
+    auto state = handover_from_json(reply->text.substr(6), reply->fds.size(), error);
+    if (!state) {   // nothing will adopt what came with it
+        close_fds(reply->fds);
         t->refuse(error);
         return nullptr;
     }
+    t->handed_.fds = std::move(reply->fds);
     t->handed_.state = std::move(*state);
     return t;
 }
@@ -58,6 +60,7 @@ bool Takeover::confirm(std::string& error) {
     if (!send_handover(sock_, "adopted", {}, error)) return false;
     auto reply = recv_handover(sock_, error);
     if (!reply) return false;
+    close_fds(reply->fds);   // a goodbye carries none
     if (reply->text != "bye") {
         error = "the old daemon did not let go: " + reply->text;
         return false;

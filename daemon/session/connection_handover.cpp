@@ -64,7 +64,10 @@ void Connection::resume(const ConnectionState& s, std::optional<sched::GroupId> 
         spdlog::error("{}: handed over on export '{}', which this configuration does not have", tag(), s.export_name);
         return close("export gone");
     }
-    if (info->size != s.export_size) {
+    // A grown export (an image resized before the restart) keeps the size
+    // the client negotiated, as a reload does; a shrunk one would fail the
+    // client's writes near its end: closed.
+    if (info->size < s.export_size) {
         spdlog::error("{}: handed over on export '{}' of {} bytes, which now has {}", tag(), s.export_name,
                       s.export_size, info->size);
         return close("export size changed");
@@ -76,6 +79,7 @@ void Connection::resume(const ConnectionState& s, std::optional<sched::GroupId> 
     negotiation_.structured_replies = s.structured;
     // base:allocation was selected for this export; it still holds as the export is the same.
     bind_export(*info, s.transmission_flags, s.block_status, group);
+    limits_.size = s.export_size;
     if (limits_.read_only && (s.transmission_flags & nbd::tflag_read_only) == 0)
         spdlog::warn("{}: export '{}' is read-only now: its writes will fail with EPERM", tag(), s.export_name);
     rbuf_ = std::make_unique_for_overwrite<std::uint8_t[]>(read_buffer_size);

@@ -45,6 +45,22 @@ bool BfqScheduler::asymmetric_scenario() const {
     return pending_groups() > 1;
 }
 
+bool BfqScheduler::contended_seeky(const BfqQueue& q, Time now) const {
+    // nbdsched extension (contended_seeky_depth): a seeky queue's next
+    // request seeks anyway, so turns of one request cost it no locality it
+    // had, and a qd1 reader in another group then waits behind one request,
+    // not behind a whole budget (up to timeout_sync) and a device queue.
+    if (!tunables_.contended_seeky_depth || !device_.rotational || !q.sync() || !q.seeky()) return false;
+    if (asymmetric_scenario()) return true;
+    // A group whose client thought longer than the idle window is not
+    // pending, but it comes back soon: stay contended for the window in
+    // which BFQ counts an arrival as in time, so that its next request does
+    // not find the device filled by one queue's whole budget.
+    for (const auto& [id, g] : groups_)
+        if (id != q.group() && g.recent_until > now) return true;
+    return false;
+}
+
 bool BfqScheduler::idling_boosts_thr_without_issues(const BfqQueue& q) const {
     if (q.closed) return false;
     const bool rotational = device_.rotational;

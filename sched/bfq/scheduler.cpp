@@ -211,6 +211,7 @@ void BfqScheduler::complete(RequestId id, Time now) {
     --q.dispatched;
     BfqGroup& g = groups_.at(q.group());
     --g.pending;
+    g.recent_until = now + 3 * guarantee_idle();
     for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), q.client_stats, &device_stats_}) {
         ++s->completed;
         --s->in_flight;
@@ -222,6 +223,12 @@ void BfqScheduler::complete(RequestId id, Time now) {
     }
 
     if (in_service_ == &q) {
+        if (q.dispatched == 0 && contended_seeky(q, now)) {
+            // Its turn ends with its requests: charged for the time it held
+            // the device, it stays scheduled and B-WF2Q+ picks the next turn.
+            expire(q, false, Expiry::seeky_turn_ended, now);
+            return;
+        }
         if (must_idle(q)) {
             // Keep the queue even if its budget timed out: it is owed the
             // idling (bfq_completed_request).

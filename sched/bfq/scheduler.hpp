@@ -26,7 +26,8 @@ enum class Expiry { too_idle,
                     budget_timeout,
                     budget_exhausted,
                     no_more_requests,
-                    preempted };
+                    preempted,
+                    seeky_turn_ended };   // nbdsched: contended_seeky_depth
 
 struct BfqGroup {
     explicit BfqGroup(std::pmr::memory_resource* pool) : tree(pool) {}
@@ -34,6 +35,7 @@ struct BfqGroup {
     Entity entity;
     ServiceTree tree;            // this group's queues
     std::uint64_t pending = 0;   // queued + in flight, for the symmetry test
+    Time recent_until{};         // its last completion + the in-time window (contended_seeky)
     GroupStats stats;
 };
 
@@ -112,6 +114,7 @@ private:
     bool idling_boosts_thr_without_issues(const BfqQueue& q) const;
     bool idling_needed_for_service_guarantees(const BfqQueue& q) const;
     bool asymmetric_scenario() const;
+    bool contended_seeky(const BfqQueue& q, Time now) const;
     std::uint64_t pending_groups() const;
     void arm_idle_timer(BfqQueue& q, Time now);
     void stop_idling(BfqQueue& q, Time now);

@@ -97,12 +97,21 @@ BfqQueue* BfqScheduler::select_queue(Time now) {
             // A small request may have arrived while idling for throughput
             // without stopping the timer; now that we dispatch, stop it.
             if (q->wait_request) stop_idling(*q, now);
+            // A contended seeky queue's turn is its requests at the device.
+            if (contended_seeky(*q, now) && q->dispatched >= tunables_.contended_seeky_depth) return nullptr;
             return q;
         }
         // Empty: keep the device for it if it is idling, or if requests
         // are still in flight and idling will be wanted when they end; in
         // the meantime other queues may inject (inject.cpp).
         if (q->wait_request || (q->dispatched != 0 && better_to_idle(*q))) return injection_source(*q, now);
+        // A contended seeky queue kept its place after its last turn (see
+        // complete()); now that it is its turn again, wait for its next
+        // request if it usually comes soon (not for one held back by a limit).
+        if (q->dispatched == 0 && q->has_short_ttime() && contended_seeky(*q, now) && better_to_idle(*q)) {
+            arm_idle_timer(*q, now);
+            return injection_source(*q, now);
+        }
         expire(*q, false, Expiry::no_more_requests, now);
     }
     return nullptr;
@@ -154,7 +163,8 @@ void BfqScheduler::recalc_budget(BfqQueue& q, Expiry reason, Time now) {
         case Expiry::budget_timeout: b = std::min(2 * b, cap); break;
         case Expiry::budget_exhausted: b = std::min(4 * b, cap); break;
         case Expiry::no_more_requests: b = std::max(q.entity.service, minb); break;
-        case Expiry::preempted: return;
+        case Expiry::preempted:
+        case Expiry::seeky_turn_ended: return;
         }
     } else {
         b = cap;
@@ -188,7 +198,9 @@ void BfqScheduler::expire(BfqQueue& q, bool compensate, Expiry reason, Time now)
     // On flash injection fills the think times instead, and a preempted
     // queue kept scheduled there holds its group ahead of injected ones
     // (measured: 1:1 on a one-channel device), so flash keeps the 4.x rule.
-    const bool keep_scheduled = q.empty() && device_.rotational && reason == Expiry::preempted &&
+    // A contended seeky queue whose turn ended keeps its place the same way.
+    const bool keep_scheduled = q.empty() && device_.rotational &&
+                                (reason == Expiry::preempted || reason == Expiry::seeky_turn_ended) &&
                                 !q.closed && idling_needed_for_service_guarantees(q);
     if (q.empty() && !keep_scheduled) g.tree.deactivate(q.entity);
     else g.tree.requeue(q.entity);

@@ -52,6 +52,11 @@ constexpr Tunable<T> kRows[] = {
     {{.name = "fifo_expire_async", .unit = Unit::duration, .default_value = "250ms", .min = in_ns(1ms),
       .why = "same for async requests"},
      field<&T::fifo_expire_async>},
+    {{.name = "contended_seeky_depth", .unit = Unit::count, .default_value = "1",
+      .why = "**nbdsched extension**: on a rotational device, while another group has I/O, a seeky sync queue keeps "
+             "at most this many requests at the device and its turn ends when they complete; it stays scheduled, "
+             "so B-WF2Q+ alternates the groups by weight a request at a time; 0: off, as the kernel"},
+     field<&T::contended_seeky_depth>},
 };
 // clang-format on
 

@@ -35,6 +35,7 @@ struct BfqTunables {
     unsigned back_seek_penalty;
     Nanos fifo_expire_sync;
     Nanos fifo_expire_async;
+    unsigned contended_seeky_depth;   // nbdsched's own; 0: off, as the kernel
 
     Nanos fifo_expire(bool sync) const { return sync ? fifo_expire_sync : fifo_expire_async; }
 };

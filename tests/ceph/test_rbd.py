@@ -6,6 +6,20 @@ cluster for the whole file:
   - block status (base:allocation) on the fresh image: holes where nothing
     was written, data where two extents were, a hole again where a whole
     object was discarded, at most 64 objects per reply;
+  - resize seen on reload: after `rbd resize` and SIGHUP a new connection
+    sees the new size (grown: the new tail is served; shrunk: smaller), a
+    connection opened before keeps the size it negotiated and keeps
+    working, and after a shrink a connection's requests past the new end
+    fail with EINVAL (the daemon serves on);
+  - a planned restart (`--takeover`) under a client that writes and
+    verifies all the time: a new process that fails after it took the
+    image's lock leaves the old one serving (it takes the lock back); one
+    that failed and kept the lock (played by the test through librbd's
+    Python binding) has it broken by the old daemon and cannot write; then
+    a new process takes over (the old one releases the lock once its
+    requests are answered and flushed, the new one takes it before it
+    reads a request): no request fails, every block reads back, the old
+    daemon exits 0; the connections opened before go on with the new one;
   - one writer per image: a second daemon on the image does not start and
     names the lock's holder; with --break-lock it starts, serves the data,
     and the first daemon's writes fail (its client is blocklisted);
@@ -13,9 +27,15 @@ cluster for the whole file:
     the device's osd_op_timeout instead of hanging, the daemon's RAM device keeps
     serving meanwhile, and the daemon still stops on SIGTERM.
 """
+import array
+import errno
 import os
+import random
+import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 
 import nbd
@@ -23,6 +43,7 @@ import nbd
 from nbdsched_test.ceph import Cluster, rbd_config
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.patterns import pattern
+from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
 
@@ -148,6 +169,184 @@ def io_checks(c, cluster, d):
     return h
 
 
+def resize(c, cluster, d, size_mib, was_mib):
+    t0 = time.monotonic()
+    cluster.rbd("resize", "--size", f"{size_mib}M", "--allow-shrink", "rbd/img1")
+    took = time.monotonic() - t0
+    d.hup()
+    c.check(f"reload: the daemon reads the image's new size ({was_mib} -> {size_mib} MiB)",
+            d.wait_log(f"device vol: size {was_mib}MiB -> {size_mib}MiB"), f"rbd resize {took:.1f} s")
+
+
+def resize_checks(c, cluster, d):
+    """The image grows to 96 MiB, then shrinks back to 64 MiB (the data
+    below kept) for the checks after it."""
+    old = connect(d, "vol1")
+    old.set_strict_mode(0)   # let requests past the end reach the daemon
+    resize(c, cluster, d, 96, 64)
+    grown = connect(d, "vol1")
+    grown.set_strict_mode(0)
+    c.check("grown: a new connection sees 96 MiB", grown.get_size() == 96 * MiB, str(grown.get_size()))
+    grown.pwrite(pattern(90 * MiB, 64 << 10, seed=8), 90 * MiB, nbd.CMD_FLAG_FUA)
+    c.check("grown: the new tail is written and read back",
+            grown.pread(64 << 10, 90 * MiB) == pattern(90 * MiB, 64 << 10, seed=8))
+    c.check("grown: the old connection keeps its 64 MiB", old.get_size() == 64 * MiB, str(old.get_size()))
+    c.check("grown: the old connection still reads", old.pread(64 << 10, 0) == pattern(0, 64 << 10, seed=3))
+    try:
+        old.pread(4096, 80 * MiB)
+        c.check("grown: the old connection's requests past its own 64 MiB are refused", False)
+    except nbd.Error as e:
+        c.check("grown: the old connection's requests past its own 64 MiB are refused", e.errnum == errno.EINVAL,
+                str(e))
+    old.shutdown()
+    resize(c, cluster, d, 64, 96)
+    h = connect(d, "vol1")
+    c.check("shrunk: a new connection sees 64 MiB", h.get_size() == 64 * MiB, str(h.get_size()))
+    h.shutdown()
+    try:
+        grown.pwrite(bytes(4096), 80 * MiB)
+        c.check("shrunk: a write past the new end on a connection that saw 96 MiB fails", False)
+    except nbd.Error as e:
+        c.check("shrunk: a write past the new end on a connection that saw 96 MiB fails with EINVAL",
+                e.errnum == errno.EINVAL, str(e))
+    c.check("shrunk: that connection still serves below the end",
+            grown.pread(64 << 10, 0) == pattern(0, 64 << 10, seed=3))
+    grown.shutdown()
+
+
+class Writer(threading.Thread):
+    """Batches of 4 writes of distinct 4 KiB blocks in 20-28 MiB, then
+    their reads, verified; remembers every block's content."""
+    BASE, BLOCKS = 20 * MiB, 2048
+
+    def __init__(self, uri):
+        super().__init__(daemon=True)
+        self.h = nbd.NBD()
+        self.h.connect_uri(uri)
+        self.stop, self.blocks, self.batches, self.error, self.seq = threading.Event(), {}, 0, None, 0
+
+    def run(self):
+        try:
+            while not self.stop.is_set():
+                data = {}
+                for b in random.sample(range(self.BLOCKS), 4):
+                    self.seq += 1
+                    data[b] = self.seq.to_bytes(8, "little") * 512
+                self.wait([self.h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(v)), self.BASE + b * 4096)
+                           for b, v in data.items()])
+                bufs = {b: nbd.Buffer(4096) for b in data}
+                self.wait([self.h.aio_pread(buf, self.BASE + b * 4096) for b, buf in bufs.items()])
+                for b, v in data.items():
+                    if bufs[b].to_bytearray() != v:
+                        raise AssertionError(f"block {b} read back wrong")
+                self.blocks.update(data)
+                self.batches += 1
+        except Exception as e:   # reported by the main thread
+            self.error = e
+
+    def wait(self, cookies):
+        while self.h.aio_in_flight() > 0:
+            self.h.poll(-1)
+        for cookie in cookies:
+            self.h.aio_command_completed(cookie)   # raises on an error reply
+
+    def goes_on(self, batches=5):
+        before = self.batches
+        return wait_for(lambda: self.batches >= before + batches or self.error, 15) and not self.error
+
+
+def handover_message(sock, text):
+    """One hand-over frame without descriptors (daemon/process/handover_wire.hpp)."""
+    sock.sendall(struct.pack("=II", len(text), 0) + text.encode())
+
+
+def handover_reply(sock):
+    """The text of one frame; the descriptors that come with it are closed."""
+    length, count = struct.unpack("=II", sock.recv(8, socket.MSG_WAITALL))
+    for _ in range((count + 249) // 250):
+        _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(250 * 4))
+        for _, _, data in ancillary:
+            for fd in array.array("i", data[:len(data) - len(data) % 4]):
+                os.close(fd)
+    return sock.recv(length, socket.MSG_WAITALL).decode()
+
+
+def lock_thief_checks(c, cluster, tmp, d, writer):
+    """A new process that took the image's lock and failed without letting
+    go of it, played by hand: ask for the hand-over, take the lock with
+    librbd's Python binding, say "failed". The old daemon breaks that lock
+    (the cluster blocklists its holder) and serves on; the holder cannot
+    write any more."""
+    import rados
+    import rbd
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(tmp.file("handover.sock"))
+    handover_message(sock, "takeover force")
+    c.check("lock thief: the old daemon hands over", handover_reply(sock).startswith("state "))
+    thief = rados.Rados(conffile=cluster.conf)
+    thief.connect()
+    image = rbd.Image(thief.open_ioctx("rbd"), "img1")
+    image.lock_acquire(rbd.RBD_LOCK_MODE_EXCLUSIVE)
+    handover_message(sock, "failed played by the test: it keeps the lock")
+    sock.close()
+    c.check("lock thief: the old daemon breaks the lock, takes it back and serves on, the writer without an error",
+            writer.goes_on() and d.wait_log("took its lock back from client."), str(writer.error))
+    try:
+        image.write(b"x" * 4096, Writer.BASE)
+        image.flush()
+        c.check("lock thief: its writes fail (blocklisted)", False)
+    except (rbd.Error, rados.Error) as e:
+        c.check("lock thief: its writes fail (blocklisted)", True, str(e))
+    try:
+        image.close()
+        thief.shutdown()
+    except (rbd.Error, rados.Error):
+        pass
+
+
+def handover_checks(c, cluster, tmp, d):
+    """d serves hand-overs on handover.sock; returns the daemon serving after."""
+    # --force: the RAM device beside it starts empty in the new process.
+    takeover = ["--takeover", tmp.file("handover.sock"), "--force"]
+    writer = Writer(d.uri("vol1"))
+    writer.start()
+    c.check("hand-over: the writer runs", writer.goes_on(), str(writer.error))
+    # Its control socket cannot be made (under a regular file): it fails
+    # after the image's lock was handed to it.
+    with open(tmp.file("not-a-dir"), "w"):
+        pass
+    bad = Daemon(config(cluster.conf) + f"control: {tmp.file('not-a-dir')}/ctl.sock\n", "failing", workdir=tmp.path,
+                 wait=False, args=takeover)
+    status = bad.proc.wait(30)
+    bad.stop()
+    c.check("hand-over: a new process that cannot make its control socket fails", status != 0, bad.log_tail(5))
+    c.check("... and the old one takes the lock back and serves on, the writer without an error",
+            d.alive() and writer.goes_on() and "hand-over failed" in d.log()
+            and "after the failed hand-over" not in d.log(), str(writer.error))
+    lock_thief_checks(c, cluster, tmp, d, writer)
+    new = Daemon(config(cluster.conf), "second-gen", workdir=tmp.path, wait=False,
+                 args=takeover)
+    new.sock = d.sock   # the listeners come with the hand-over
+    try:
+        status = d.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        status = "still running"
+    c.check("hand-over: the old daemon exits 0", status == 0, f"{status}: {d.log_tail(5)}")
+    c.check("hand-over: the new daemon took the image's lock and the connections",
+            new.wait_log("hand-over: adopted 1 listener(s)") and new.alive(), new.log_tail(10))
+    c.check("hand-over: the writer goes on with the new daemon, no request failed", writer.goes_on(),
+            str(writer.error))
+    writer.stop.set()
+    writer.join(20)
+    h = connect(new, "vol1")
+    bad_blocks = [b for b, v in writer.blocks.items() if h.pread(4096, Writer.BASE + b * 4096) != v]
+    c.check(f"hand-over: all {len(writer.blocks)} blocks written across it read back on a new connection",
+            not bad_blocks and writer.error is None, f"{len(bad_blocks)} wrong, error {writer.error}")
+    h.shutdown()
+    writer.h.shutdown()
+    return new
+
+
 def lock_checks(c, cluster, tmp, first_handle):
     """The breaker daemon (with --break-lock), serving the image now."""
     second = tmp.file("second")
@@ -223,11 +422,14 @@ def main():
             cluster.rbd("rm", "rbd/img1")
             cluster.rbd("create", "--size", "64M", "--object-size", str(OBJECT_SIZE), "rbd/img1")
             try:
-                daemons.append(Daemon(config(cluster.conf), "first", workdir=tmp.path))
+                daemons.append(Daemon(config(cluster.conf), "first", workdir=tmp.path,
+                                      args=["--handover-socket", tmp.file("handover.sock")]))
                 block_status_checks(c, daemons[0])
                 handle = io_checks(c, cluster, daemons[0])
+                resize_checks(c, cluster, daemons[0])
+                daemons.append(handover_checks(c, cluster, tmp, daemons[0]))
                 daemons.append(lock_checks(c, cluster, tmp, handle))
-                cluster_gone_checks(c, cluster, daemons[1])
+                cluster_gone_checks(c, cluster, daemons[-1])
             except BaseException:
                 c.failed.append("exception")
                 raise

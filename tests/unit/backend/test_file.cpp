@@ -71,6 +71,29 @@ TEST_CASE("file: size mismatch: smaller file grows, larger file is refused") {
     MESSAGE(error);
 }
 
+TEST_CASE("file: a reload measures a file whose size is not configured again") {
+    TempDir dir;
+    const auto path = dir.file("d.img");
+    open_ok({path, 8 << 20, false});   // creates it
+    auto measured = open_ok({path, 0, false});
+    auto configured = open_ok({path, 8 << 20, false});
+    std::filesystem::resize_file(path, 12 << 20);
+    CHECK(measured->refresh_size() == 0);
+    CHECK(measured->size() == 12 << 20);
+    CHECK(measured->write(11 << 20, byte_pattern(11 << 20, 4096), false) == 0);   // the new tail
+    CHECK(configured->refresh_size() == 0);
+    CHECK(configured->size() == 8 << 20);   // a configured size stays
+    std::filesystem::resize_file(path, 4 << 20);
+    CHECK(measured->refresh_size() == 0);
+    CHECK(measured->size() == 4 << 20);
+    std::vector<std::byte> out(4096);
+    CHECK(measured->read(6 << 20, out) == EINVAL);   // past the new end: refused, not served as zeros
+    CHECK(measured->read(0, out) == 0);
+    std::filesystem::resize_file(path, 0);
+    CHECK(measured->refresh_size() == EINVAL);   // emptied: the old bound stays
+    CHECK(measured->size() == 4 << 20);
+}
+
 TEST_CASE("file: bad paths are errors with a message") {
     TempDir dir;
     std::string error;

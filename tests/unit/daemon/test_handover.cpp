@@ -1,15 +1,30 @@
 // A planned restart's state and framing: the JSON a connection travels with
 // (round trip, a mismatched version, bad descriptor indexes, malformed
 // input) and the SCM_RIGHTS framing over a real socket pair (more
-// descriptors than one message can carry, a peer that hangs up).
+// descriptors than one message can carry, a peer that hangs up); the new
+// process closes descriptors that came with a refusal or a malformed state;
+// the hand-over socket is the owner's only, whatever the umask, and waits
+// between accepts that fail for want of descriptors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <thread>
 #include <unistd.h>
 
+#include "daemon/process/handover_server.hpp"
 #include "daemon/process/handover_wire.hpp"
+#include "daemon/process/takeover.hpp"
 #include "daemon/session/connection_state.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched;
 using daemon::ConnectionState;
@@ -125,4 +140,123 @@ TEST_CASE("hand-over framing: text and descriptors over a socket pair") {
     CHECK_FALSE(daemon::recv_handover(sv[1], error));
     CHECK(error == "hand-over: the other process closed the connection");
     ::close(sv[1]);
+}
+
+namespace {
+
+// Plays the old daemon for one request: answers `reply` with the write end
+// of a pipe, closes its own copy, and returns the read end. Once every copy
+// of the write end is closed, the read end reports POLLHUP.
+int fake_old_daemon(const std::string& path, const std::string& reply, std::thread& thread) {
+    int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    ::unlink(path.c_str());
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listener, 1) == 0);
+    int pipe_fds[2];
+    REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+    thread = std::thread([listener, reply, write_end = pipe_fds[1]] {
+        int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+        std::string error;
+        daemon::set_timeouts(peer, std::chrono::milliseconds(2000));
+        auto request = daemon::recv_handover(peer, error);
+        if (request) daemon::send_handover(peer, reply, {write_end}, error);
+        ::close(write_end);
+        daemon::recv_handover(peer, error);   // the verdict, if any
+        ::close(peer);
+        ::close(listener);
+    });
+    return pipe_fds[0];
+}
+
+bool all_writers_closed(int read_end) {
+    pollfd p{read_end, POLLIN, 0};
+    return ::poll(&p, 1, 2000) == 1 && (p.revents & POLLHUP) != 0;
+}
+
+}   // namespace
+
+TEST_CASE("takeover: descriptors that came with a refusal or a malformed state are closed") {
+    testlib::TempDir dir;
+    const auto path = dir.file("handover.sock");
+    for (const std::string reply : {"state {\"version\": ", "refused not now"}) {
+        CAPTURE(reply);
+        std::thread old;
+        int read_end = fake_old_daemon(path, reply, old);
+        std::string error;
+        auto t = daemon::Takeover::request(path, false, std::chrono::milliseconds(2000), error);
+        old.join();
+        CHECK_FALSE(t);
+        CHECK_FALSE(error.empty());
+        CHECK(all_writers_closed(read_end));
+        ::close(read_end);
+    }
+}
+
+TEST_CASE("hand-over socket: the owner's only, whatever the umask") {
+    testlib::TempDir dir;
+    boost::asio::io_context io;
+    std::string error;
+    mode_t old = ::umask(0);
+    auto server = daemon::HandoverServer::open(io, dir.file("h.sock"), false, {}, error);
+    ::umask(old);
+    REQUIRE_MESSAGE(server, error);
+    struct stat st = {};
+    REQUIRE(::stat(dir.file("h.sock").c_str(), &st) == 0);
+    CHECK(S_ISSOCK(st.st_mode));
+    CHECK((st.st_mode & 0777) == 0600);
+}
+
+namespace {
+
+// Every descriptor number below the soft limit in use, the limit restored
+// and the fillers closed when it goes out of scope.
+class OutOfDescriptors {
+public:
+    OutOfDescriptors() {
+        ::getrlimit(RLIMIT_NOFILE, &saved_);
+        int highest = 0;
+        DIR* d = ::opendir("/proc/self/fd");
+        while (dirent* e = d ? ::readdir(d) : nullptr) highest = std::max(highest, std::atoi(e->d_name));
+        if (d) ::closedir(d);
+        rlimit low = saved_;
+        low.rlim_cur = static_cast<rlim_t>(highest + 1);
+        ::setrlimit(RLIMIT_NOFILE, &low);
+        for (int fd; (fd = ::dup(STDERR_FILENO)) >= 0;) fillers_.push_back(fd);
+    }
+    ~OutOfDescriptors() {
+        for (int fd : fillers_) ::close(fd);
+        ::setrlimit(RLIMIT_NOFILE, &saved_);
+    }
+
+private:
+    rlimit saved_{};
+    std::vector<int> fillers_;
+};
+
+}   // namespace
+
+TEST_CASE("hand-over socket: out of descriptors, accept waits between tries instead of spinning") {
+    testlib::TempDir dir;
+    boost::asio::io_context io;
+    std::string error;
+    const auto path = dir.file("h.sock");
+    auto server = daemon::HandoverServer::open(io, path, false, {}, error);
+    REQUIRE_MESSAGE(server, error);
+    server->start();
+    int client = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);   // waits in the backlog
+    {
+        OutOfDescriptors full;
+        io.run_for(std::chrono::milliseconds(500));
+    }
+    // 100 ms apart: about 5 tries in 500 ms (a loop retrying at once makes thousands).
+    CHECK(server->failed_accepts() >= 2);
+    CHECK(server->failed_accepts() <= 10);
+    ::close(client);
 }
