@@ -152,6 +152,9 @@ struct Limits {
     // The event loop polls this long for more work before it sleeps in
     // epoll_wait (docs/busy-poll.md); 0 = never: sleep at once.
     std::chrono::microseconds busy_poll{0};
+    // Event loops (threads) serving devices and their connections
+    // (docs/threads.md); 0 = one per CPU.
+    unsigned threads = 0;
 };
 
 struct Config {

@@ -16,7 +16,8 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
     r.read_map(field,
                {"max_connections", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
                 "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads",
-                "inflight_fair_share", "handshake_timeout", "max_handshake_options", "busy_poll"},
+                "inflight_fair_share", "handshake_timeout", "max_handshake_options", "busy_poll",
+                "threads"},
                [&](const Field& f) {
                    if (f.key == "max_connections") {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
@@ -40,6 +41,8 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        if (d) limits.busy_poll = std::chrono::duration_cast<std::chrono::microseconds>(*d);
                    } else if (f.key == "max_handshake_options") {
                        if (auto v = r.integer(f, 1, 65536)) limits.max_handshake_options = unsigned(*v);
+                   } else if (f.key == "threads") {
+                       if (auto v = r.integer(f, 1, 1024)) limits.threads = unsigned(*v);
                    } else if (f.key == "io_threads") {
                        if (auto v = r.integer(f, 1, 1024)) limits.io_threads = unsigned(*v);
                    } else if (f.key == "max_request_bytes") {

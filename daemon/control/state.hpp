@@ -1,8 +1,10 @@
 // What the control socket, SIGHUP reload and the metrics endpoint act on:
-// the server's live parts, borrowed. Everything here is touched only on the
-// event loop thread.
+// the server's live parts, borrowed. Everything here is touched only on
+// loop 0's thread, and devices (which may run on other loops) only inside
+// exclusive().
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,7 +20,15 @@ struct DaemonState {
     std::vector<std::unique_ptr<Device>>* devices = nullptr;   // parallel to config->devices
     ExportTable* exports = nullptr;                            // parallel to config->exports
     GroupTable* groups = nullptr;
+    // Runs `f` with every other event loop paused (daemon/process/event_loops.hpp); unset: directly.
+    std::function<void(const std::function<void()>&)> run_exclusive{};
 
+    void exclusive(const std::function<void()>& f) const {
+        if (run_exclusive)
+            run_exclusive(f);
+        else
+            f();
+    }
     Device* find_device(std::string_view name) const;
 };
 

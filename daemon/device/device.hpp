@@ -65,6 +65,8 @@ public:
     Device& operator=(const Device&) = delete;
 
     const std::string& name() const { return name_; }
+    // The event loop everything of this device runs on, its connections' transmission phase too.
+    boost::asio::io_context& io() { return io_; }
     std::uint64_t size() const { return backend_->size(); }
     bool rotational() const { return rotational_; }
     backend::Backend& backend() { return *backend_; }

@@ -53,7 +53,9 @@ void Endpoint::start() {
 
 void Endpoint::publish() {
     if (closed_) return;
-    snapshot_->set(collect(state_));
+    std::vector<prometheus::MetricFamily> families;
+    state_.exclusive([&] { families = collect(state_); });   // devices may run on other loops
+    snapshot_->set(std::move(families));
     timer_.expires_after(std::chrono::seconds(1));
     timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) publish();

@@ -27,7 +27,8 @@ bool same_limits(const config::Limits& a, const config::Limits& b) {
            a.max_request_bytes == b.max_request_bytes && a.max_inflight_per_device == b.max_inflight_per_device &&
            a.max_inflight_bytes_per_device == b.max_inflight_bytes_per_device && a.io_threads == b.io_threads &&
            a.inflight_fair_share == b.inflight_fair_share && a.handshake_timeout == b.handshake_timeout &&
-           a.max_handshake_options == b.max_handshake_options && a.busy_poll == b.busy_poll;
+           a.max_handshake_options == b.max_handshake_options && a.busy_poll == b.busy_poll &&
+           a.threads == b.threads;
 }
 
 // The keys are loaded once at start, into the listeners' TLS context.

@@ -13,10 +13,27 @@
 
 namespace nbdsched::daemon {
 
+namespace {
+
+void log_loops(const config::Config& config, std::size_t loops) {
+    if (config.tls.enabled() && config.limits.threads > 1)
+        spdlog::warn("limits.threads {}: one event loop, as TLS is configured (a TLS session cannot move to its "
+                     "device's loop)",
+                     config.limits.threads);
+    if (loops == 1) return spdlog::info("event loops: 1");
+    std::string where;
+    for (std::size_t i = 0; i < config.devices.size(); ++i)
+        where += (i ? ", " : "") + config.devices[i].name + " on " + std::to_string(i % loops);
+    spdlog::info("event loops: {} (devices: {})", loops, where);
+}
+
+}   // namespace
+
 Server::Server(const config::Config& config, ServerOptions options)
     : config_(config),
       options_(std::move(options)),
       io_(1),
+      loops_(io_, event_loop_count(config_.limits.threads, config_.devices.size(), config_.tls.enabled())),
       pool_(config_.limits.io_threads ? config_.limits.io_threads : 1),
       signals_(io_),
       drain_timer_(io_),
@@ -31,17 +48,22 @@ Server::~Server() {
 
 std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptions options, std::string& error) {
     std::unique_ptr<Server> s(new Server(config, std::move(options)));
-    for (auto& dev : s->config_.devices) {
+    // Round-robin in config order: one device is one loop's (one core's) worth.
+    for (std::size_t i = 0; i < s->config_.devices.size(); ++i) {
+        auto& dev = s->config_.devices[i];
         dev.rbd.lock_later = s->options_.takeover_pending;   // the old process holds it until take_over
-        auto device = build_device(s->io_, s->pool_, dev, s->config_, error);
+        auto device = build_device(s->loops_.at(i % s->loops_.size()), s->pool_, dev, s->config_, error);
         if (!device) return nullptr;
         s->devices_.push_back(std::move(device));
     }
+    log_loops(s->config_, s->loops_.size());
     if (!build_exports(s->config_, s->devices_, s->exports_, error)) return nullptr;
     s->groups_ = GroupTable(s->config_.groups);   // ids as build_device numbered them
     for (const auto& dev : s->devices_)
         for (const auto& w : control::qos_warnings(*dev, s->groups_)) spdlog::warn("{}", w);
-    s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_};
+    auto exclusive = [raw = s.get()](const std::function<void()>& f) { raw->loops_.exclusive(f); };
+    s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_, exclusive};
+    s->context_.exclusive = exclusive;
     s->context_.open_queue = [raw = s.get()](std::uint64_t id, const PeerInfo& peer, const std::string& name,
                                              const ExportBinding& b, std::optional<sched::GroupId> keep) {
         return raw->open_queue(id, peer, name, b, keep);
@@ -56,12 +78,13 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     }
     s->context_.exports = &s->exports_;
     s->context_.limits = s->config_.limits;
+    // Posted from the connection's loop; the server's state is loop 0's.
     s->context_.on_finished = [raw = s.get()](Connection& c) {
-        raw->connections_.erase(c.id());
-        raw->check_drained();
-        raw->check_handover();
+        boost::asio::post(raw->io_, [raw, id = c.id()] { raw->connection_finished(id); });
     };
-    s->context_.on_parked = [raw = s.get()](Connection&) { raw->check_handover(); };
+    s->context_.on_parked = [raw = s.get()](Connection&) {
+        boost::asio::post(raw->io_, [raw] { raw->exclusive([raw] { raw->check_handover(); }); });
+    };
     // --takeover: the sockets come with the hand-over (take_over), after
     // everything else is built, so the old process pauses only for that.
     if (!s->options_.takeover_pending && !s->open_sockets(error)) return nullptr;
@@ -108,7 +131,12 @@ bool Server::open_sockets(std::string& error) {
 bool Server::open_endpoints(std::string& error) {
     if (!config_.control.empty()) {
         control_ = control::ControlServer::open(
-            io_, config_.control, [this](const std::string& line) { return control::handle_line(line, state_); },
+            io_, config_.control,
+            [this](const std::string& line) {
+                std::string reply;
+                exclusive([&] { reply = control::handle_line(line, state_); });
+                return reply;
+            },
             error);
         if (!control_) return false;
     }
@@ -166,36 +194,51 @@ int Server::run() {
     open_handover();
     spdlog::info("nbdsched: ready");
     if (options_.on_ready) options_.on_ready();
+    loops_.start(config_.limits.busy_poll);
     LoopStats loop;
     run_event_loop(io_, config_.limits.busy_poll, loop);
+    loops_.stop();
     // Requests still on the pool (a forced shutdown) finish before we go.
     pool_.join();
-    if (config_.limits.busy_poll.count() != 0)
-        spdlog::info("event loop: busy_poll {}us: {} sleeps avoided, {} sleeps", config_.limits.busy_poll.count(),
-                     loop.polls_with_work, loop.sleeps);
+    if (config_.limits.busy_poll.count() != 0) {
+        auto others = loops_.stats();
+        spdlog::info("event loop: busy_poll {}us: {} sleeps avoided, {} sleeps{}", config_.limits.busy_poll.count(),
+                     loop.polls_with_work + others.polls_with_work, loop.sleeps + others.sleeps,
+                     loops_.size() > 1 ? " (" + std::to_string(loops_.size()) + " loops)" : "");
+    }
     spdlog::info("nbdsched: stopped");
     return exit_code_;
 }
 
 void Server::stop() {
-    boost::asio::post(io_, [this] { begin_shutdown("stop requested"); });
+    boost::asio::post(io_, [this] { exclusive([this] { begin_shutdown("stop requested"); }); });
+}
+
+bool Server::reload() {
+    bool applied = false;
+    exclusive([&] { applied = reload_config(state_, options_.reload_adjust); });
+    return applied;
 }
 
 void Server::wait_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
         if (ec) return;
-        if (sig == SIGHUP) {
-            reload();
-        } else if (stopping_) {
-            spdlog::warn("{} again: stopping without waiting for in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
-            finish_shutdown();
-            return;
-        } else if (sig == SIGTERM && options_.store_handover && !handing_over_) {
-            stop_by_handover();
-        } else {
-            begin_shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
-        }
-        wait_signal();
+        bool again = true;
+        exclusive([&] {
+            if (sig == SIGHUP) {
+                reload();
+            } else if (stopping_) {
+                spdlog::warn("{} again: stopping without waiting for in-flight requests",
+                             sig == SIGINT ? "SIGINT" : "SIGTERM");
+                finish_shutdown();
+                again = false;
+            } else if (sig == SIGTERM && options_.store_handover && !handing_over_) {
+                stop_by_handover();
+            } else {
+                begin_shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
+            }
+        });
+        if (again) wait_signal();
     });
 }
 
@@ -217,7 +260,7 @@ void Server::begin_shutdown(const std::string& why) {
         if (ec) return;
         spdlog::warn("{} connection(s) still busy after {} ms; closing them", connections_.size(),
                      options_.drain_timeout.count());
-        finish_shutdown();
+        exclusive([this] { finish_shutdown(); });
     });
     check_drained();
 }
@@ -227,6 +270,16 @@ void Server::check_drained() {
     for (auto& d : devices_)
         if (d->outstanding() != 0) return;
     finish_shutdown();
+}
+
+void Server::connection_finished(std::uint64_t id) {
+    connections_.erase(id);
+    // Both read devices and connections of every loop.
+    if (stopping_ || handing_over_)
+        exclusive([this] {
+            check_drained();
+            check_handover();
+        });
 }
 
 void Server::finish_shutdown() {

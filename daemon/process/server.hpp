@@ -1,6 +1,9 @@
 // The whole daemon minus main(): devices, exports, listeners, connections,
-// signals and the orderly shutdown. One event loop thread runs everything;
-// a thread pool runs blocking backends.
+// signals and the orderly shutdown. Loop 0 (the thread in run()) runs the
+// listeners, handshakes, control, metrics, reload and signals; each device
+// and the transmission phase of its connections run on one of
+// limits.threads event loops (event_loops.hpp, docs/threads.md); a thread
+// pool runs blocking backends.
 //
 // Shutdown (SIGTERM/SIGINT or stop()): stop accepting, let every connection
 // answer what it has read (bounded by drain_timeout), flush every device,
@@ -36,6 +39,7 @@
 #include "daemon/tenancy/groups.hpp"
 #include "daemon/session/listener.hpp"
 #include "daemon/metrics/endpoint.hpp"
+#include "daemon/process/event_loops.hpp"
 #include "daemon/process/handover_server.hpp"
 #include "daemon/process/reload.hpp"
 #include "daemon/process/takeover.hpp"
@@ -76,10 +80,13 @@ public:
     const std::vector<std::unique_ptr<Listener>>& listeners() const { return listeners_; }
     const ExportTable& exports() const { return exports_; }
     boost::asio::io_context& io() { return io_; }
-    // What the control socket and reload act on (event loop thread only).
+    std::size_t loop_count() const { return loops_.size(); }
+    // What the control socket and reload act on (loop 0's thread only, inside exclusive()).
     control::DaemonState& state() { return state_; }
+    // Runs `f` on loop 0's thread with every other loop paused: where it may touch any device.
+    void exclusive(const std::function<void()>& f) { loops_.exclusive(f); }
     // Re-reads the config file as SIGHUP does; true when it applied.
-    bool reload() { return reload_config(state_, options_.reload_adjust); }
+    bool reload();
 
 private:
     Server(const config::Config& config, ServerOptions options);
@@ -87,6 +94,7 @@ private:
     void wait_signal();
     void begin_shutdown(const std::string& why);
     void check_drained();
+    void connection_finished(std::uint64_t id);
     void finish_shutdown();
     sched::QueueId open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
                               const ExportBinding& binding, std::optional<sched::GroupId> keep_group);
@@ -111,6 +119,7 @@ private:
     // Declared first so it is destroyed last: handlers still queued in it at
     // the end hold connections, whose destructors touch nothing else.
     boost::asio::io_context io_;
+    EventLoops loops_;   // loop 0 is io_; the others' io_contexts outlive the devices on them
     boost::asio::thread_pool pool_;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer drain_timer_;

@@ -32,14 +32,9 @@ void Server::adopt_connections() {
     const auto& handed = *options_.handed_over;
     for (const auto& cs : handed.state.connections) {
         const int fd = handed.fds[static_cast<std::size_t>(cs.fd)];
-        sockaddr_storage ss{};
-        socklen_t len = sizeof ss;
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-        const int protocol = ss.ss_family == AF_UNIX ? 0 : IPPROTO_TCP;
         boost::system::error_code ec;
         Socket socket(io_);
-        socket.assign(boost::asio::generic::stream_protocol(ss.ss_family, protocol), fd, ec);
-        if (ec) {
+        if (!adopt_socket(io_, fd, socket, ec)) {
             spdlog::error("conn {} ({}): cannot adopt its socket: {}", cs.id, cs.peer, ec.message());
             ::close(fd);
             continue;
@@ -59,9 +54,13 @@ void Server::adopt_connections() {
 void Server::open_handover() {
     if (options_.handover_path.empty()) return;
     HandoverServer::Hooks hooks;
-    hooks.begin = [this](bool force) { return begin_handover(force); };
-    hooks.abort = [this](const std::string& why) { abort_handover(why); };
-    hooks.done = [this] { finish_handover(); };
+    hooks.begin = [this](bool force) {
+        std::string refused;
+        exclusive([&] { refused = begin_handover(force); });
+        return refused;
+    };
+    hooks.abort = [this](const std::string& why) { exclusive([&] { abort_handover(why); }); };
+    hooks.done = [this] { exclusive([this] { finish_handover(); }); };
     std::string error;
     handover_ = HandoverServer::open(io_, options_.handover_path, options_.handed_over != nullptr, hooks, error);
     if (!handover_) {
@@ -104,10 +103,12 @@ std::string Server::begin_handover(bool force) {
     handover_timer_.expires_after(options_.drain_timeout);
     handover_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec || !handing_over_ || handover_sent_) return;
-        fail_handover("connections not at a request boundary within " +
-                      std::to_string(options_.drain_timeout.count()) + " ms");
+        exclusive([this] {
+            fail_handover("connections not at a request boundary within " +
+                          std::to_string(options_.drain_timeout.count()) + " ms");
+        });
     });
-    boost::asio::post(io_, [this] { check_handover(); });
+    boost::asio::post(io_, [this] { exclusive([this] { check_handover(); }); });
     return "";
 }
 

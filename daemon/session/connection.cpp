@@ -1,6 +1,8 @@
 #include "daemon/session/connection.hpp"
 
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include "common/units.hpp"
 
@@ -23,6 +25,18 @@ Connection::Connection(Socket socket, std::uint64_t id, std::string peer, PeerIn
 // Runs only when no handler and no device holds the connection any more;
 // the device may already be gone at shutdown, so nothing here touches it.
 Connection::~Connection() = default;
+
+bool adopt_socket(boost::asio::io_context& io, int fd, Socket& into, boost::system::error_code& ec) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+    const int protocol = ss.ss_family == AF_UNIX ? 0 : IPPROTO_TCP;
+    Socket socket(io);
+    socket.assign(boost::asio::generic::stream_protocol(ss.ss_family, protocol), fd, ec);
+    if (ec) return false;
+    into = std::move(socket);
+    return true;
+}
 
 std::string Connection::tag() const {
     return "conn " + std::to_string(id_) + " (" + peer_ + ")";

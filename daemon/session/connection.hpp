@@ -42,6 +42,10 @@ using Socket = boost::asio::generic::stream_protocol::socket;
 // Over the connection's own socket, which stays the one to shut down and close.
 using TlsStream = boost::asio::ssl::stream<Socket&>;
 
+// A connected stream socket's descriptor as a Socket of `io` (its family read
+// from the descriptor); false and `ec` when Asio refuses it (the fd stays open).
+bool adopt_socket(boost::asio::io_context& io, int fd, Socket& into, boost::system::error_code& ec);
+
 class Connection;
 
 // What all connections share; owned by the server, outlives them.
@@ -61,6 +65,9 @@ struct ConnectionContext {
     std::function<sched::QueueId(std::uint64_t connection, const PeerInfo& identity, const std::string& export_name,
                                  const ExportBinding& binding, std::optional<sched::GroupId> keep_group)>
         open_queue;
+    // Runs `f` where it may touch any device, whichever event loop runs it
+    // (daemon/process/event_loops.hpp); unset: `f` runs directly.
+    std::function<void(const std::function<void()>&)> exclusive;
 };
 
 class Connection final : public std::enable_shared_from_this<Connection>,
@@ -142,6 +149,10 @@ private:
         else
             f(socket_);
     }
+    // The transmission phase runs on the device's event loop: the socket
+    // moves there (when it is another one), then `next` runs there.
+    void move_to_device_loop(void (Connection::*next)());
+    void exclusively(const std::function<void()>& f) const;
     bool may_open(const nbd::ExportInfo& info) const;
     void refused(const nbd::ExportInfo& info);
 

@@ -23,6 +23,7 @@ void Connection::park() {
 void Connection::maybe_park() {
     if (parked_ || closed_ || stop_reading_ || parsing_ || rstate_ != ReadState::header) return;
     if (inflight_ != 0 || writing_ || !pending_.empty()) return;
+    if (!socket_.is_open()) return;   // on its way to the device's loop: parks there
     if (reading_) {
         boost::system::error_code ignored;
         socket_.cancel(ignored);
@@ -92,7 +93,7 @@ void Connection::resume(const ConnectionState& s, std::optional<sched::GroupId> 
     rend_ = s.unread.size();
     spdlog::info("{}: export '{}' on device {} (handed over, {} unread bytes)", tag(), s.export_name, device_->name(),
                  rend_);
-    parse();
+    move_to_device_loop(&Connection::parse);
 }
 
 }   // namespace nbdsched::daemon

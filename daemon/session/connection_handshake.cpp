@@ -1,10 +1,12 @@
 // The handshake half of Connection: greeting, client flags, option haggling
 // (decided by nbd::handle_option), then the switch to transmission.
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "daemon/session/connection.hpp"
 #include "daemon/tenancy/access.hpp"
@@ -140,7 +142,7 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     bind_export(*info, flags, block_status, std::nullopt);
     spdlog::info("{}: export '{}' on device {} (flags 0x{:x}, {} replies)", tag(), info->name, device_->name(),
                  flags, limits_.structured ? "structured" : "simple");
-    read_more();
+    move_to_device_loop(&Connection::read_more);
 }
 
 void Connection::bind_export(const nbd::ExportInfo& info, std::uint16_t flags, bool block_status,
@@ -152,12 +154,49 @@ void Connection::bind_export(const nbd::ExportInfo& info, std::uint16_t flags, b
     limits_.structured = negotiation_.structured_replies;
     limits_.block_status = block_status;
     limits_.max_payload = info.max_block;
-    queue_ = context_.open_queue ? context_.open_queue(id_, identity_, info.name, *binding_, keep_group)
-                                 : device_->open_queue(keep_group.value_or(binding_->group));
+    // The device may run on another loop; classification may touch every device.
+    exclusively([&] {
+        queue_ = context_.open_queue ? context_.open_queue(id_, identity_, info.name, *binding_, keep_group)
+                                     : device_->open_queue(keep_group.value_or(binding_->group));
+        group_ = device_->group_of(queue_);
+    });
     queue_open_ = true;
-    group_ = device_->group_of(queue_);
     export_name_ = info.name;
     transmission_flags_ = flags;
+}
+
+void Connection::exclusively(const std::function<void()>& f) const {
+    if (context_.exclusive)
+        context_.exclusive(f);
+    else
+        f();
+}
+
+void Connection::move_to_device_loop(void (Connection::*next)()) {
+    auto& target = device_->io();
+    boost::asio::execution_context& here = boost::asio::query(socket_.get_executor(), boost::asio::execution::context);
+    if (&here == &target) return (this->*next)();
+    if (tls_) return close("a TLS session cannot move to another event loop", spdlog::level::err);
+    // Nothing is pending on the socket between the handshake and the first read.
+    boost::system::error_code ec;
+    const int fd = socket_.release(ec);
+    if (ec) return close("moving to device " + device_->name() + "'s event loop: " + ec.message(), spdlog::level::err);
+    boost::asio::post(target, [self = shared_from_this(), fd, next, &target] {
+        if (self->closed_) {   // closed on loop 0 meanwhile (shutdown, hand-over)
+            ::close(fd);
+            return;
+        }
+        boost::system::error_code ec;
+        if (!adopt_socket(target, fd, self->socket_, ec)) {
+            ::close(fd);
+            return self->close("adopting the socket on device " + self->device_->name() + "'s event loop: " +
+                                   ec.message(),
+                               spdlog::level::err);
+        }
+        if (self->stop_reading_) return self->maybe_finish();
+        if (self->parking_) self->maybe_park();   // asked on loop 0 meanwhile (hand-over)
+        ((*self).*next)();
+    });
 }
 
 // Read at every option, so a reload's new allow: rules hold from the next one.
@@ -170,7 +209,7 @@ void Connection::refused(const nbd::ExportInfo& info) {
     if (std::find(refused_.begin(), refused_.end(), &info) != refused_.end()) return;
     refused_.push_back(&info);
     const auto& binding = context_.exports->binding_of(&info);
-    binding.device->stats().refused(info.name);
+    exclusively([&] { binding.device->stats().refused(info.name); });
     spdlog::warn("{}: export '{}' refused: {} matches none of its {} allow: rule(s)", tag(), info.name,
                  identity_.describe(), binding.allow.size());
 }

@@ -138,3 +138,12 @@ TEST_CASE("limits: busy_poll") {
     expect_error(with("limits:\n  busy_poll: 2ms\n"), "limits.busy_poll", 2, 14, "expected a duration from 0 to 1ms");
     expect_error(with("limits:\n  busy_poll: fast\n"), "limits.busy_poll", 2, 14, "expected a duration from 0 to 1ms");
 }
+
+TEST_CASE("limits: threads") {
+    auto ok = with("limits: {threads: 4}\n");
+    REQUIRE(ok.errors.empty());
+    CHECK(ok.config->limits.threads == 4);
+    CHECK(with("").config->limits.threads == 0);   // one per CPU, resolved at start
+    expect_error(with("limits:\n  threads: 0\n"), "limits.threads", 2, 12, "out of range: 0");
+    expect_error(with("limits:\n  threads: many\n"), "limits.threads", 2, 12, "");
+}

@@ -1,0 +1,94 @@
+#include "daemon/process/event_loops.hpp"
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <condition_variable>
+#include <mutex>
+
+namespace nbdsched::daemon {
+
+EventLoops::EventLoops(boost::asio::io_context& main, std::size_t count) : main_(main) {
+    for (std::size_t i = 1; i < count; ++i) extra_.push_back(std::make_unique<boost::asio::io_context>(1));
+    stats_.resize(extra_.size());
+}
+
+EventLoops::~EventLoops() {
+    stop();
+}
+
+void EventLoops::start(std::chrono::microseconds busy_poll) {
+    if (running_) return;
+    running_ = true;
+    for (std::size_t i = 0; i < extra_.size(); ++i) {
+        // Kept running while idle: stop() ends them.
+        guards_.push_back(boost::asio::make_work_guard(*extra_[i]));
+        threads_.emplace_back([this, i, busy_poll] { run_event_loop(*extra_[i], busy_poll, stats_[i]); });
+    }
+}
+
+void EventLoops::stop() {
+    if (!running_) return;
+    running_ = false;
+    guards_.clear();
+    for (auto& io : extra_) io->stop();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+}
+
+void EventLoops::exclusive(const std::function<void()>& f) {
+    // Without other threads running (before start, after stop) there is
+    // nothing to wait for.
+    if (exclusive_ || !running_ || extra_.empty()) return f();
+    struct Gate {
+        std::mutex mutex;
+        std::condition_variable cv;
+        std::size_t arrived = 0;
+        bool open = false;
+    };
+    auto gate = std::make_shared<Gate>();
+    for (auto& io : extra_) {
+        boost::asio::post(*io, [gate] {
+            std::unique_lock lock(gate->mutex);
+            ++gate->arrived;
+            gate->cv.notify_all();
+            gate->cv.wait(lock, [&] { return gate->open; });
+        });
+    }
+    {
+        std::unique_lock lock(gate->mutex);
+        gate->cv.wait(lock, [&] { return gate->arrived == extra_.size(); });
+    }
+    // Opens the gate however `f` ends.
+    struct Release {
+        Gate& gate;
+        bool& flag;
+        ~Release() {
+            flag = false;
+            {
+                std::lock_guard lock(gate.mutex);
+                gate.open = true;
+            }
+            gate.cv.notify_all();
+        }
+    };
+    exclusive_ = true;
+    Release release{*gate, exclusive_};
+    f();
+}
+
+LoopStats EventLoops::stats() const {
+    LoopStats sum;
+    for (const auto& s : stats_) {
+        sum.polls_with_work += s.polls_with_work;
+        sum.sleeps += s.sleeps;
+    }
+    return sum;
+}
+
+std::size_t event_loop_count(unsigned threads, std::size_t devices, bool tls) {
+    std::size_t n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+    if (tls) n = 1;
+    return std::max<std::size_t>(1, std::min(n, devices));
+}
+
+}   // namespace nbdsched::daemon

@@ -1,0 +1,61 @@
+// The daemon's event loops (limits.threads, docs/threads.md). Loop 0 is the
+// server's own io_context, run by the thread that calls Server::run(); the
+// others run on threads of their own. Each device lives on one loop with its
+// scheduler, timers and connections, so the hot path takes no lock.
+//
+// Loop 0 (listeners, handshakes, control socket, metrics, reload, signals,
+// shutdown, hand-over) reaches into devices and connections of other loops
+// only through exclusive(): every other loop stops at a handler boundary
+// while it runs, which orders its reads and writes with theirs.
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "daemon/process/event_loop.hpp"
+
+namespace nbdsched::daemon {
+
+class EventLoops {
+public:
+    // `count` loops in all (at least 1), `main` being loop 0.
+    EventLoops(boost::asio::io_context& main, std::size_t count);
+    ~EventLoops();
+    EventLoops(const EventLoops&) = delete;
+    EventLoops& operator=(const EventLoops&) = delete;
+
+    std::size_t size() const { return extra_.size() + 1; }
+    boost::asio::io_context& at(std::size_t index) { return index == 0 ? main_ : *extra_[index - 1]; }
+
+    // Starts the threads of loops 1..N-1 (busy_poll applies to each).
+    void start(std::chrono::microseconds busy_poll);
+    // Stops those loops and joins their threads; handlers still queued stay
+    // queued until their io_context is destroyed. Loop 0's thread only.
+    void stop();
+    // Runs `f` on the calling thread (loop 0's) while every other loop waits
+    // inside a handler posted to it; nested calls run `f` directly.
+    void exclusive(const std::function<void()>& f);
+    // The other loops' busy-poll counts (after stop()).
+    LoopStats stats() const;
+
+private:
+    boost::asio::io_context& main_;
+    std::vector<std::unique_ptr<boost::asio::io_context>> extra_;
+    std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
+    std::vector<std::thread> threads_;
+    std::vector<LoopStats> stats_;
+    bool running_ = false;
+    bool exclusive_ = false;
+};
+
+// How many loops a configuration gets: limits.threads (0: one per CPU), no
+// more than there are devices (a loop without one would idle), and one when
+// TLS is configured (a TLS session cannot move to a device's loop).
+std::size_t event_loop_count(unsigned threads, std::size_t devices, bool tls);
+
+}   // namespace nbdsched::daemon
