@@ -75,6 +75,8 @@ def main():
     with Daemon(config.replace("PRIVATE_RULE", "uid: 0"), "access") as d:
         d.sock, d.tcp_port = os.path.join(d.dir, "access.sock"), tcp_port
         os.chmod(d.dir, 0o755)   # nobody must reach the socket file (not the control socket: 0600)
+        # Ready means the control socket accepts; this listener may come a moment later.
+        check(wait_for(lambda: os.path.exists(d.sock), 10), "the unix listener is there")
         st = os.stat(d.sock)
         check(stat.S_IMODE(st.st_mode) == 0o666, f"listen mode 0666 applied: {oct(st.st_mode)}")
 
