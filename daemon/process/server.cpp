@@ -97,9 +97,11 @@ bool Server::take_over(const HandedOver& handed, std::string& error) {
     return open_sockets(error);
 }
 
-// The control socket, metrics and listeners: bound, activated or handed over.
+// The listeners (bound, activated or handed over), then the control socket
+// and metrics: the control socket last, since clients and tests take its
+// first accepted connection as "the daemon is up" (its listening socket
+// accepts from the kernel's backlog before run() starts anything).
 bool Server::open_sockets(std::string& error) {
-    if (!open_endpoints(error)) return false;
     if (options_.handed_over && !options_.handed_over->state.listeners.empty()) {
         if (!adopt_listeners(error)) return false;
     } else if (!options_.activated_fds.empty()) {
@@ -125,7 +127,7 @@ bool Server::open_sockets(std::string& error) {
         error = "nothing to listen on";
         return false;
     }
-    return true;
+    return open_endpoints(error);
 }
 
 bool Server::open_endpoints(std::string& error) {
