@@ -1,14 +1,13 @@
 #include "sched/bfq/queue.hpp"
 
 #include <algorithm>
-#include <bit>
 
 namespace nbdsched::sched::bfq {
 namespace {
 
 constexpr std::uint64_t kSeekThr = 8 * 100;        // BFQQ_SEEK_THR (sectors)
 constexpr std::uint64_t kSectThrNonrot = 2 * 32;   // BFQQ_SECT_THR_NONROT
-constexpr int kSeekyHistory = 19;                  // BFQQ_SEEKY: > 19 of 32
+constexpr unsigned kSeekyHistory = 19;             // BFQQ_SEEKY: > 19 of 32
 constexpr std::uint64_t kTtimeValid = 80;          // bfq_sample_valid()
 
 std::uint64_t sector(const Request& r) { return r.offset / 512; }
@@ -93,7 +92,7 @@ void BfqQueue::note_arrival(const Request& request, Time now, bool nonrot, Nanos
     std::uint64_t dist = last_request_pos_ == 0 ? 0
                                                 : (pos > last_request_pos_ ? pos - last_request_pos_ : last_request_pos_ - pos);
     bool rq_seeky = dist > kSeekThr && (!nonrot || request.sectors() < kSectThrNonrot);
-    seek_history_ = (seek_history_ << 1) | (rq_seeky ? 1u : 0u);
+    seek_history_.add(rq_seeky);
     last_request_pos_ = pos + request.sectors();
 }
 
@@ -104,6 +103,8 @@ void BfqQueue::update_short_ttime(Nanos slice_idle) {
                                 ttime_mean_ > std::uint64_t(slice_idle.count()) / 2));
 }
 
-bool BfqQueue::seeky() const { return std::popcount(seek_history_) > kSeekyHistory; }
+bool BfqQueue::seeky() const { return seek_history_.seeky(kSeekyHistory); }
+
+bool BfqQueue::seeky_so_far() const { return seek_history_.seeky_so_far(kSeekyHistory); }
 
 }   // namespace nbdsched::sched::bfq

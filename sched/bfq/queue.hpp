@@ -13,6 +13,7 @@
 
 #include "sched/bfq/wf2q.hpp"
 #include "sched/request.hpp"
+#include "sched/seek_history.hpp"
 #include "sched/stats.hpp"
 
 namespace nbdsched::sched::bfq {
@@ -62,7 +63,8 @@ public:
     void note_arrival(const Request& request, Time now, bool nonrot, Nanos slice_idle);
     void note_completion(Time now) { last_end_request_ = now; }
     Time last_end_request() const { return last_end_request_; }
-    bool seeky() const;   // BFQQ_SEEKY
+    bool seeky() const;          // BFQQ_SEEKY
+    bool seeky_so_far() const;   // seeky, or young and seeking so far (SeekHistory)
     bool has_short_ttime() const { return short_ttime_; }
 
     Entity entity;
@@ -98,7 +100,7 @@ private:
     bool fifo_checked_ = false;
     std::optional<RequestId> next_;   // cached choice (bfqq->next_rq)
     bool next_from_fifo_ = false;
-    std::uint32_t seek_history_ = 0;
+    SeekHistory seek_history_;
     std::uint64_t last_request_pos_ = 0;   // sector after the last arrival
     Time last_end_request_{};
     std::uint64_t ttime_samples_ = 0;

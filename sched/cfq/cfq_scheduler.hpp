@@ -117,7 +117,7 @@ private:
     // throughput, and the other group waits behind one request, not behind
     // a slice and a device queue of them (contended_seeky_depth).
     bool contended_seeky(const CfqQueue& q) const {
-        return t_.contended_seeky_depth && device_.rotational && q.sync && q.seeky() &&
+        return t_.contended_seeky_depth && device_.rotational && q.sync && q.seeky_so_far() &&
                grp_tree_.count() > (q.group->on_tree ? 1u : 0u);
     }
     std::uint64_t iops_charge(const Request& r) const {

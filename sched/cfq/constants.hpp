@@ -28,6 +28,7 @@ inline constexpr int kServiceShift = 12;                  // CFQ_SERVICE_SHIFT
 inline constexpr std::uint64_t kSeekThr = 8 * 100;        // CFQQ_SEEK_THR, sectors
 inline constexpr std::uint64_t kCloseThr = 8 * 1024;      // CFQQ_CLOSE_THR, sectors
 inline constexpr std::uint64_t kSectThrNonrot = 2 * 32;   // CFQQ_SECT_THR_NONROT, sectors
+inline constexpr unsigned kSeekyHistory = 32 / 8;         // CFQQ_SEEKY: more than 4 of 32 requests sought
 inline constexpr unsigned kHistDivisor = 4;               // cfq_hist_divisor
 inline constexpr std::uint64_t kPageSize = 4096;
 inline constexpr int kHwTagSamples = 50;

@@ -1,7 +1,5 @@
 #include "sched/cfq/queue.hpp"
 
-#include <bit>
-
 #include "sched/cfq/constants.hpp"
 
 namespace nbdsched::sched::cfq {
@@ -83,12 +81,12 @@ void CfqQueue::update_seek(const Request& req, bool rotational) {
     std::uint64_t sdist = 0;
     if (last_request_pos)
         sdist = last_request_pos < pos ? pos - last_request_pos : last_request_pos - pos;
-    seek_history <<= 1;
     // On flash a small request is what costs: it counts as a seek.
-    if (!rotational) seek_history |= (req.sectors() < kSectThrNonrot) ? 1u : 0u;
-    else seek_history |= (sdist > kSeekThr) ? 1u : 0u;
+    seek_history.add(rotational ? sdist > kSeekThr : req.sectors() < kSectThrNonrot);
 }
 
-bool CfqQueue::seeky() const { return std::popcount(seek_history) > 32 / 8; }
+bool CfqQueue::seeky() const { return seek_history.seeky(kSeekyHistory); }
+
+bool CfqQueue::seeky_so_far() const { return seek_history.seeky_so_far(kSeekyHistory); }
 
 }   // namespace nbdsched::sched::cfq

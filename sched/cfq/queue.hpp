@@ -12,6 +12,7 @@
 
 #include "sched/cfq/ttime.hpp"
 #include "sched/request.hpp"
+#include "sched/seek_history.hpp"
 #include "sched/stats.hpp"
 
 namespace nbdsched::sched::cfq {
@@ -54,7 +55,8 @@ struct CfqQueue {
 
     // --- seek and idle heuristics ---
     void update_seek(const Request& req, bool rotational);
-    bool seeky() const;   // CFQQ_SEEKY
+    bool seeky() const;          // CFQQ_SEEKY
+    bool seeky_so_far() const;   // seeky, or young and seeking so far (SeekHistory)
 
     const std::uint64_t key;               // creation order; breaks no ties, only names
     const std::optional<QueueId> client;   // nullopt for a group's shared async queue
@@ -80,7 +82,7 @@ struct CfqQueue {
     std::int64_t slice_resid = 0;
     int dispatched = 0;
 
-    std::uint32_t seek_history = 0;
+    SeekHistory seek_history;
     std::uint64_t last_request_pos = 0;
     ThinkTime ttime;   // the process's think time (cic->ttime)
     // The client's counters (CfqScheduler::queue_stats_), found once rather
