@@ -63,7 +63,8 @@ public:
     // Loop-driven backends only (see above); -1: completions come from the
     // backend's own threads.
     virtual int completion_fd() const { return -1; }
-    // Reports every finished request to the sink; then starts what is pending.
+    // Reports every finished request to the sink (which may queue more:
+    // pending() then says so, as after a submit_* call).
     virtual void reap() {}
     // Requests queued by submit_* and not yet handed to the kernel.
     virtual bool pending() const { return false; }

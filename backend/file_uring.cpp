@@ -182,7 +182,6 @@ void FileUring::reap() {
         ::io_uring_cq_advance(ring_.get(), n);
         for (unsigned i = 0; i < n; ++i) on_result(*done[i].first, done[i].second);
     } while (n == reap_batch);
-    submit_pending();   // resubmitted rests, and what the completions let start
 }
 
 void FileUring::on_result(Op& op, int res) {

@@ -13,6 +13,9 @@ LoopDriver::LoopDriver(boost::asio::io_context& io, backend::AsyncBackend& backe
 
 LoopDriver::~LoopDriver() { *alive_ = false; }
 
+// What the completions let start is submitted by the posted handler, as any
+// other submission: the replies of a reap (the writer's later batches are
+// posted too) do not wait for an io_uring_enter.
 // A read, not async_wait: Asio registers descriptors edge-triggered, and a
 // wait armed after the edge would sleep through it; a read tries first.
 void LoopDriver::watch() {
@@ -21,6 +24,7 @@ void LoopDriver::watch() {
                                 if (!*alive || ec == boost::asio::error::operation_aborted) return;
                                 completions_.loop_wakeup();
                                 backend_.reap();
+                                queued();   // the rest of a short transfer, if any
                                 if (!ec) watch();
                             });
 }
