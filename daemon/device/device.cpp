@@ -204,19 +204,22 @@ int Device::run_backend(backend::Backend& b, IoRequest& r) {
 void Device::start(IoRequest& r, sched::Time now) {
     r.release_at = now;
     if (model_) r.release_at = model_->submit({r.op, r.offset, r.length}, now);
+    // A read the page cache holds is answered here, on either engine: the
+    // ring would take longer to say so (its completion comes back through
+    // the eventfd and another loop turn).
+    if (blocking_ && r.op == sched::Op::read) {
+        if (auto cached = backend_->read_if_cached(r.offset, r.buffer.span(r.length))) {
+            r.backend_errno = *cached;
+            data_done(r);
+            return;
+        }
+    }
     if (async_takes(r)) return start_async(r);
     if (!blocking_) {
         if (pin_read(r)) return data_done(r);
         r.backend_errno = run_backend(*backend_, r);
         data_done(r);
         return;
-    }
-    if (r.op == sched::Op::read) {
-        if (auto cached = backend_->read_if_cached(r.offset, r.buffer.span(r.length))) {
-            r.backend_errno = *cached;
-            data_done(r);
-            return;
-        }
     }
     boost::asio::post(*pool_, [this, &r] { completions_->completed(&r, run_backend(*backend_, r)); });
 }
