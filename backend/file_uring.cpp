@@ -86,7 +86,12 @@ void FileUring::drain_for_exit() {
 bool FileUring::takes(AsyncOp op, std::uint64_t offset, std::uint64_t length, const void* buffer) const {
     switch (op) {
     case AsyncOp::read:
-    case AsyncOp::write: return !file_.direct() || file_.aligned(offset, length, buffer);
+    case AsyncOp::write:
+        // A large buffered request is a copy to or from the page cache that
+        // io_uring does inline, on the loop, when the pages are there (1 MiB
+        // reads qd8: 1.5 GB/s, against 2.1 GB/s with the copies on the pool).
+        if (!file_.direct()) return length <= FileBackend::kCachedReadMax;
+        return file_.aligned(offset, length, buffer);
     case AsyncOp::flush: return true;
     case AsyncOp::trim:
     case AsyncOp::write_zeroes: return false;

@@ -4,7 +4,8 @@
 // the loop submits once per turn and reaps when the ring's eventfd fires.
 // What the ring does not do well here stays on the daemon's thread pool
 // through takes(): unaligned O_DIRECT (read-modify-write under the block
-// locks) and TRIM / WRITE_ZEROES (fallocate). Short transfers are resubmitted
+// locks), buffered requests over FileBackend::kCachedReadMax (their copy)
+// and TRIM / WRITE_ZEROES (fallocate). Short transfers are resubmitted
 // for the rest; a read past the end of the file reads zeros, as pread_full.
 // docs/file-backend-io.md has the design and the measurements.
 #pragma once

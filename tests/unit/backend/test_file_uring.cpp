@@ -132,6 +132,16 @@ TEST_CASE("io_uring: what it leaves to the thread pool") {
     CHECK_FALSE(a.takes(AsyncOp::write, 0, 4096, buf.data() + 16));   // unaligned buffer
     CHECK_FALSE(a.takes(AsyncOp::trim, 0, 4096, nullptr));            // fallocate
     CHECK_FALSE(a.takes(AsyncOp::write_zeroes, 0, 4096, nullptr));
+    CHECK(a.takes(AsyncOp::read, 0, 1 << 20, buf.data()));   // O_DIRECT: no copy, any size
+
+    Sink other;
+    auto buffered = open_ring(dir.file("b.img"), 4 << 20, false, other);
+    REQUIRE(buffered);
+    AsyncBackend& c = *buffered->async();
+    CHECK(c.takes(AsyncOp::read, 512, 100, buf.data() + 1));   // buffered: no alignment
+    CHECK(c.takes(AsyncOp::write, 0, FileBackend::kCachedReadMax, buf.data()));
+    CHECK_FALSE(c.takes(AsyncOp::read, 0, FileBackend::kCachedReadMax + 1, buf.data()));   // a big copy
+    CHECK_FALSE(c.takes(AsyncOp::write, 0, 1 << 20, buf.data()));
 }
 
 TEST_CASE("io_uring: a read past the end of a file that shrank reads zeros; out of range is EINVAL") {
