@@ -2,12 +2,15 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
-#include <unistd.h>
+#include <fcntl.h>
 
 namespace nbdsched::daemon {
 
 LoopDriver::LoopDriver(boost::asio::io_context& io, backend::AsyncBackend& backend, AsyncCompletions& completions)
-    : io_(io), backend_(backend), completions_(completions), events_(io, ::dup(backend.completion_fd())) {
+    : io_(io), backend_(backend), completions_(completions), events_(io) {
+    const int fd = ::fcntl(backend.completion_fd(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return;   // out of descriptors: watching() is false
+    events_.assign(fd);
     watch();
 }
 

@@ -23,6 +23,9 @@ public:
     LoopDriver(const LoopDriver&) = delete;
     LoopDriver& operator=(const LoopDriver&) = delete;
 
+    // False when the completion fd could not be watched (no descriptor
+    // left to duplicate it): the device must not use the backend then.
+    bool watching() const { return events_.is_open(); }
     // After a submit_* call: the turn's submit is scheduled if it is not yet.
     void queued();
 
