@@ -10,4 +10,12 @@ bool rbd_available() {
 #endif
 }
 
+bool io_uring_available() {
+#ifdef NBDSCHED_HAVE_IO_URING
+    return true;
+#else
+    return false;
+#endif
+}
+
 }   // namespace nbdsched::backend

@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include "backend/file_io.hpp"
+#ifdef NBDSCHED_HAVE_IO_URING
+#include "backend/file_uring.hpp"
+#endif
 #include "backend/sysfs_queue.hpp"
 #include "common/units.hpp"
 
@@ -66,8 +69,28 @@ std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::stri
             ::unlink(options.path.c_str());
         return nullptr;
     }
+    if (options.io_uring)
+        b->open_ring();
     return b;
 }
+
+#ifdef NBDSCHED_HAVE_IO_URING
+void FileBackend::open_ring() {
+    uring_ = FileUring::open(*this, io_uring_error_);
+}
+
+AsyncBackend* FileBackend::async() {
+    return uring_.get();
+}
+#else
+void FileBackend::open_ring() {
+    io_uring_error_ = "io_uring is not built into this nbdsched (meson -Dio_uring=enabled, liburing-dev)";
+}
+
+AsyncBackend* FileBackend::async() {
+    return nullptr;
+}
+#endif
 
 bool FileBackend::finish_open(const Options& options, struct stat& st, std::string& error) {
     FileBackend* b = this;
@@ -138,6 +161,7 @@ int FileBackend::refresh_size() {
 }
 
 FileBackend::~FileBackend() {
+    uring_.reset();   // waits for its requests, which use fd_
     if (fd_ >= 0)
         ::close(fd_);
 }
@@ -148,6 +172,8 @@ std::string FileBackend::describe() const {
         d += " (O_DIRECT)";
     if (read_only_)
         d += " (read-only)";
+    if (uring_)
+        d += " (io_uring)";
     return d;
 }
 

@@ -24,6 +24,10 @@
 // without discard support makes TRIM a successful no-op (TRIM is advisory).
 // WRITE_ZEROES = PUNCH_HOLE when may_trim (files), else ZERO_RANGE; falls back
 // to writing zeros when fallocate is unsupported.
+//
+// io_uring: with Options::io_uring, reads, writes and flushes can also go
+// through a ring (async(), file_uring.hpp) with the same semantics; when the
+// kernel refuses a ring, async() is nullptr and io_uring_error() says why.
 #pragma once
 
 #include <array>
@@ -33,6 +37,7 @@
 #include <string>
 #include <sys/stat.h>
 
+#include "backend/async_backend.hpp"
 #include "backend/backend.hpp"
 
 namespace nbdsched::backend {
@@ -43,6 +48,7 @@ public:
         std::string path;
         std::uint64_t size = 0;   // 0 = the existing file's / device's size
         bool direct = false;
+        bool io_uring = false;   // open a ring for async() (where built and allowed)
     };
 
     // nullptr and a message in `error` on failure ("open /x: Permission denied").
@@ -55,6 +61,7 @@ public:
     bool blocking() const override { return true; }
     std::optional<bool> detected_rotational() const override { return rotational_; }
     std::string describe() const override;
+    AsyncBackend* async() override;
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     // Buffered mode only: RWF_NOWAIT, up to kCachedReadMax bytes.
@@ -80,6 +87,12 @@ public:
     // (a multiple of alignment() with O_DIRECT).
     int refresh_size() override;
 
+    // Why Options::io_uring got no ring ("" when it did or was not asked).
+    const std::string& io_uring_error() const { return io_uring_error_; }
+    int fd() const { return fd_; }
+    bool in_range(std::uint64_t offset, std::uint64_t length) const;
+    // Offset, length and buffer all multiples of alignment() (O_DIRECT as is).
+    bool aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const;
     bool is_block_device() const { return block_device_; }
     bool read_only() const { return read_only_; }
     bool direct() const { return direct_; }
@@ -94,9 +107,8 @@ public:
 private:
     FileBackend() = default;
     bool finish_open(const Options& options, struct ::stat& st, std::string& error);
-    bool in_range(std::uint64_t offset, std::uint64_t length) const;
     int check_mutation(std::uint64_t offset, std::uint64_t length) const;   // EINVAL, EROFS or 0
-    bool aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const;
+    void open_ring();
     int direct_read(std::uint64_t offset, std::span<std::byte> out);
     int direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua);
     int zero_fill(std::uint64_t offset, std::uint64_t length, bool fua);
@@ -125,6 +137,8 @@ private:
     std::uint32_t max_io_ = 0;
     std::optional<bool> rotational_;
     std::array<std::mutex, 64> block_locks_;
+    std::unique_ptr<AsyncBackend> uring_;   // a FileUring: Options::io_uring and the kernel allowed it
+    std::string io_uring_error_;
 };
 
 }   // namespace nbdsched::backend

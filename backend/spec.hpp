@@ -31,15 +31,23 @@ struct RbdSpec {
     bool lock_later = false;
 };
 
+// How a file device runs its reads, writes and flushes: the daemon's I/O
+// thread pool, or an io_uring ring on the device's event loop. automatic:
+// io_uring where built and the kernel allows a ring, else threads.
+enum class IoEngine { automatic,
+                      threads,
+                      io_uring };
+
 struct Spec {
     std::string name;   // the device's name, for error messages
     Kind kind = Kind::ram;
-    std::uint64_t size = 0;           // bytes; file: 0 = use the existing file's size
-    std::string path;                 // file only
-    bool direct = false;              // O_DIRECT
-    std::optional<bool> rotational;   // nullopt = detect (see resolve_rotational)
-    std::vector<FaultRule> faults;    // fault injection (testing); empty = none
-    RbdSpec rbd;                      // rbd only
+    std::uint64_t size = 0;                     // bytes; file: 0 = use the existing file's size
+    std::string path;                           // file only
+    bool direct = false;                        // O_DIRECT
+    std::optional<bool> rotational;             // nullopt = detect (see resolve_rotational)
+    std::vector<FaultRule> faults;              // fault injection (testing); empty = none
+    RbdSpec rbd;                                // rbd only
+    IoEngine io_engine = IoEngine::automatic;   // file only
 };
 
 }   // namespace nbdsched::backend

@@ -63,9 +63,10 @@ enum class Tristate { automatic,
 struct Device {
     std::string name;
     BackendKind backend = BackendKind::ram;
-    std::uint64_t size = 0;   // bytes; file: 0 = use the existing file's size
-    std::string path;         // file only
-    bool direct = false;      // O_DIRECT
+    std::uint64_t size = 0;                                       // bytes; file: 0 = use the existing file's size
+    std::string path;                                             // file only
+    bool direct = false;                                          // O_DIRECT
+    backend::IoEngine io_engine = backend::IoEngine::automatic;   // file only: threads | io_uring
     Tristate rotational = Tristate::automatic;
     std::string scheduler = "none";                      // none | cfq | bfq
     sched::Tunables tunables;                            // validated against the policy

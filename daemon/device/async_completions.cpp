@@ -30,6 +30,11 @@ void AsyncCompletions::completed(void* tag, int error) {
     });
 }
 
+void AsyncCompletions::completed_on_loop(void* tag, int error) {
+    ++delivered_;
+    deliver_(*static_cast<IoRequest*>(tag), error);
+}
+
 void AsyncCompletions::drain() {
     ++wakeups_;
     {

@@ -2,7 +2,8 @@
 // from the backend's threads onto the device's event loop. A completion
 // lands in a locked list; only the first one into an empty list posts a
 // drain, so a burst of completions costs one wake-up of the loop, not one
-// each (docs/rbd.md has the measurement).
+// each (docs/rbd.md has the measurement). A loop-driven backend (io_uring)
+// reports on the loop itself: delivered at once, no list, no lock.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -29,7 +30,10 @@ public:
     AsyncCompletions& operator=(const AsyncCompletions&) = delete;
 
     void completed(void* tag, int error) override;   // any thread
+    void completed_on_loop(void* tag, int error) override;
 
+    // A loop-driven backend's wake-up, counted as a drain.
+    void loop_wakeup() { ++wakeups_; }
     // Event loop only: drains run, and the completions they delivered.
     std::uint64_t wakeups() const { return wakeups_; }
     std::uint64_t delivered() const { return delivered_; }

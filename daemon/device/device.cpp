@@ -22,6 +22,17 @@ InflightBudget::Options budget_options(const Device::Parts& parts) {
     return o;
 }
 
+backend::AsyncOp async_op(sched::Op op) {
+    switch (op) {
+    case sched::Op::read: return backend::AsyncOp::read;
+    case sched::Op::write: return backend::AsyncOp::write;
+    case sched::Op::flush: return backend::AsyncOp::flush;
+    case sched::Op::trim: return backend::AsyncOp::trim;
+    case sched::Op::write_zeroes: return backend::AsyncOp::write_zeroes;
+    }
+    return backend::AsyncOp::read;
+}
+
 }   // namespace
 
 Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Parts parts)
@@ -48,6 +59,14 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
             data_done(r);
         });
         if (async_) async_->set_sink(completions_.get());
+        if (async_ && async_->completion_fd() >= 0)
+            driver_ = std::make_unique<LoopDriver>(io, *async_, *completions_);
+        if (driver_ && !driver_->watching()) {
+            spdlog::warn("device {}: no descriptor left to watch its io_uring completions: using the I/O threads",
+                         name_);
+            driver_.reset();
+            async_ = nullptr;
+        }
     }
     if (parts.read_ahead.window_bytes == 0) return;
     read_ahead_ = std::make_unique<ReadAheadPath>(
@@ -191,31 +210,43 @@ int Device::run_backend(backend::Backend& b, IoRequest& r) {
 void Device::start(IoRequest& r, sched::Time now) {
     r.release_at = now;
     if (model_) r.release_at = model_->submit({r.op, r.offset, r.length}, now);
-    if (async_ && !r.fast_zero) return start_async(r);   // a fast zero asks the synchronous call
-    if (!blocking_) {
-        if (pin_read(r)) return data_done(r);
-        r.backend_errno = run_backend(*backend_, r);
-        data_done(r);
-        return;
-    }
-    if (r.op == sched::Op::read) {
+    // A read the page cache holds is answered here, on either engine: the
+    // ring would take longer to say so (its completion comes back through
+    // the eventfd and another loop turn).
+    if (blocking_ && r.op == sched::Op::read) {
         if (auto cached = backend_->read_if_cached(r.offset, r.buffer.span(r.length))) {
             r.backend_errno = *cached;
             data_done(r);
             return;
         }
     }
+    if (async_takes(r)) return start_async(r);
+    if (!blocking_) {
+        if (pin_read(r)) return data_done(r);
+        r.backend_errno = run_backend(*backend_, r);
+        data_done(r);
+        return;
+    }
     boost::asio::post(*pool_, [this, &r] { completions_->completed(&r, run_backend(*backend_, r)); });
+}
+
+// A fast zero asks the synchronous call; the backend may leave others to
+// the pool too (io_uring: fallocate, unaligned O_DIRECT).
+bool Device::async_takes(IoRequest& r) {
+    if (!async_ || r.fast_zero) return false;
+    const bool data = r.op == sched::Op::read || r.op == sched::Op::write;
+    return async_->takes(async_op(r.op), r.offset, r.length, data ? r.buffer.data() : nullptr);
 }
 
 void Device::start_async(IoRequest& r) {
     switch (r.op) {
-    case sched::Op::read: return async_->submit_read(r.offset, r.buffer.span(r.length), &r);
-    case sched::Op::write: return async_->submit_write(r.offset, r.buffer.span(r.length), r.fua, &r);
-    case sched::Op::flush: return async_->submit_flush(&r);
-    case sched::Op::trim: return async_->submit_trim(r.offset, r.length, r.fua, &r);
-    case sched::Op::write_zeroes: return async_->submit_write_zeroes(r.offset, r.length, r.may_trim, r.fua, &r);
+    case sched::Op::read: async_->submit_read(r.offset, r.buffer.span(r.length), &r); break;
+    case sched::Op::write: async_->submit_write(r.offset, r.buffer.span(r.length), r.fua, &r); break;
+    case sched::Op::flush: async_->submit_flush(&r); break;
+    case sched::Op::trim: async_->submit_trim(r.offset, r.length, r.fua, &r); break;
+    case sched::Op::write_zeroes: async_->submit_write_zeroes(r.offset, r.length, r.may_trim, r.fua, &r); break;
     }
+    if (driver_) driver_->queued();
 }
 
 // A large READ of a RAM device without timing or read-ahead goes to the

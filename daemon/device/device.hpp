@@ -3,8 +3,9 @@
 // header asks: submit, drain dispatch(), complete, re-arm a timer at
 // next_wakeup(). Everything runs on the event loop thread except the data
 // operations of blocking backends, which run on a thread pool; an
-// asynchronous backend (RBD) is handed the data operations on the loop, with
-// no thread per request. Both kinds' completions come back through
+// asynchronous backend (RBD, a file on io_uring) is handed the data
+// operations on the loop, with no thread per request (what it does not take
+// goes to the pool). Both kinds' completions come back through
 // AsyncCompletions (one loop wake-up per burst). With a timing model, the
 // data operation runs at dispatch and the reply is released by a timer at
 // the model's completion time; the
@@ -32,6 +33,7 @@
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_limits.hpp"
 #include "daemon/device/io_request.hpp"
+#include "daemon/device/loop_driver.hpp"
 #include "daemon/device/readahead_path.hpp"
 #include "daemon/device/steady_clock.hpp"
 #include "daemon/stats/counters.hpp"
@@ -126,6 +128,7 @@ private:
     // Below this a copy costs less than the pin and the reply's extra iovecs.
     static constexpr std::uint64_t min_pinned_read = 64u << 10;
     static int run_backend(backend::Backend& b, IoRequest& r);
+    bool async_takes(IoRequest& r);
     void start_async(IoRequest& r);
     static int run_metadata(backend::Backend& b, IoRequest& r);   // metadata_ops.cpp
     void data_done(IoRequest& r);
@@ -149,6 +152,7 @@ private:
     bool writes_sync_;
     bool blocking_;
     backend::AsyncBackend* async_ = nullptr;   // backend_->async(): data requests go there
+    std::unique_ptr<LoopDriver> driver_;       // async_ is loop-driven (io_uring); before backend_ goes
     IoLimits io_limits_;
     InflightBudget budget_;
     std::unordered_map<sched::QueueId, sched::GroupId> queue_groups_;

@@ -21,6 +21,15 @@ bool backend_read_only(backend::Backend& b) {
     return file && file->read_only();
 }
 
+// A file device that wanted io_uring and got no ring runs on the threads:
+// one line says why (seccomp, an old kernel, kernel.io_uring_disabled).
+void log_io_engine(const config::Device& dev, backend::Backend& b) {
+    auto* file = dynamic_cast<backend::FileBackend*>(&b);
+    if (!file || file->io_uring_error().empty()) return;
+    const auto level = dev.io_engine == backend::IoEngine::io_uring ? spdlog::level::warn : spdlog::level::info;
+    spdlog::log(level, "device {}: io_uring unavailable ({}): using the I/O threads", dev.name, file->io_uring_error());
+}
+
 // The export's window against the opened device. The loader checks this
 // already when the config gives the device's size; a file device without one
 // is only measured when opened, so the error is made here, in the loader's
@@ -78,6 +87,7 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     parts.inflight_fair_share = config.limits.inflight_fair_share;
     parts.backend = backend::make_backend(dev.backend_spec(), error);
     if (!parts.backend) return nullptr;
+    log_io_engine(dev, *parts.backend);
     std::string why;
     parts.model = timing::make_model(dev.profile, dev.profile_params, why);
     if (!parts.model && !why.empty()) {

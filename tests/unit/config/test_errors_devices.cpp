@@ -34,7 +34,23 @@ TEST_CASE("a file device needs a path; a ram device takes none") {
     expect_error(r, "devices[0].direct", 5, 13, "only for backend: file");
     auto ok = device("name: d0\n    backend: file\n    path: /x\n");
     INFO(all_errors(ok));
-    CHECK(ok.config);
+    REQUIRE(ok.config);
+    CHECK(ok.config->devices[0].backend_spec().io_engine == nbdsched::backend::IoEngine::automatic);
+}
+
+TEST_CASE("io_engine: threads, io_uring or auto, for file devices only") {
+    for (auto [word, engine] : {std::pair{"threads", nbdsched::backend::IoEngine::threads},
+                                std::pair{"io_uring", nbdsched::backend::IoEngine::io_uring},
+                                std::pair{"auto", nbdsched::backend::IoEngine::automatic}}) {
+        auto ok = device(std::string("name: d0\n    backend: file\n    path: /x\n    io_engine: ") + word + "\n");
+        INFO(all_errors(ok));
+        REQUIRE(ok.config);
+        CHECK(ok.config->devices[0].backend_spec().io_engine == engine);
+    }
+    expect_error(device("name: d0\n    backend: file\n    path: /x\n    io_engine: uring\n"), "devices[0].io_engine", 5,
+                 16, "io_uring");
+    expect_error(device("name: d0\n    size: 1GiB\n    io_engine: threads\n"), "devices[0].io_engine", 4, 16,
+                 "only for backend: file");
 }
 
 TEST_CASE("an rbd device: an image, its cluster's keys, no size or path") {

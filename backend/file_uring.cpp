@@ -1,0 +1,220 @@
+#include "backend/file_uring.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "backend/file_backend.hpp"
+
+namespace nbdsched::backend {
+
+namespace {
+
+// A request the kernel keeps answering EAGAIN or EINTR fails with it after
+// this many tries rather than looping for ever.
+constexpr unsigned max_retries = 1000;
+
+// Reaped a batch at a time: no allocation, and a sink that submits (or
+// resubmits the rest of a short transfer) never meets a half-walked queue.
+constexpr unsigned reap_batch = 64;
+
+}   // namespace
+
+struct FileUring::Op {
+    void* tag = nullptr;
+    AsyncOp kind = AsyncOp::read;
+    std::byte* data = nullptr;
+    std::size_t length = 0;
+    std::uint64_t offset = 0;
+    std::size_t done = 0;
+    bool fua = false;
+    bool sync_after = false;   // RWF_DSYNC refused: a plain write, then fdatasync
+    bool syncing = false;      // that fdatasync is what is in flight
+    unsigned retries = 0;
+};
+
+FileUring::FileUring(FileBackend& file) : file_(file), ring_(std::make_unique<::io_uring>()) {}
+
+std::unique_ptr<FileUring> FileUring::open(FileBackend& file, std::string& error) {
+    std::unique_ptr<FileUring> u(new FileUring(file));
+    ::io_uring_params params{};
+    params.flags = IORING_SETUP_CQSIZE;
+    params.cq_entries = kCompletions;
+    int rc = ::io_uring_queue_init_params(kEntries, u->ring_.get(), &params);
+    if (rc < 0) {
+        error = std::string("io_uring_queue_init: ") + std::strerror(-rc);
+        u->ring_.reset();
+        return nullptr;
+    }
+    u->event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (u->event_fd_ < 0) {
+        error = std::string("eventfd: ") + std::strerror(errno);
+        return nullptr;
+    }
+    if ((rc = ::io_uring_register_eventfd(u->ring_.get(), u->event_fd_)) < 0) {
+        error = std::string("io_uring_register_eventfd: ") + std::strerror(-rc);
+        return nullptr;
+    }
+    return u;
+}
+
+FileUring::~FileUring() {
+    if (!ring_) return;
+    drain_for_exit();
+    ::io_uring_queue_exit(ring_.get());
+    if (event_fd_ >= 0) ::close(event_fd_);
+}
+
+void FileUring::drain_for_exit() {
+    while (in_flight() != 0) {
+        ::io_uring_cqe* cqe = nullptr;
+        const int rc = queued_ ? ::io_uring_submit_and_wait(ring_.get(), 1) : ::io_uring_wait_cqe(ring_.get(), &cqe);
+        if (rc >= 0 && queued_) queued_ -= std::min<unsigned>(queued_, static_cast<unsigned>(rc));
+        if (rc < 0 && rc != -EINTR && rc != -EAGAIN) return;   // nothing will come: leak rather than hang
+        unsigned head;
+        unsigned n = 0;
+        io_uring_for_each_cqe(ring_.get(), head, cqe) {
+            release(*static_cast<Op*>(::io_uring_cqe_get_data(cqe)));
+            ++n;
+        }
+        ::io_uring_cq_advance(ring_.get(), n);
+    }
+}
+
+bool FileUring::takes(AsyncOp op, std::uint64_t offset, std::uint64_t length, const void* buffer) const {
+    switch (op) {
+    case AsyncOp::read:
+    case AsyncOp::write:
+        // A large buffered request is a copy to or from the page cache that
+        // io_uring does inline, on the loop, when the pages are there (1 MiB
+        // reads qd8: 1.5 GB/s, against 2.1 GB/s with the copies on the pool).
+        if (!file_.direct()) return length <= FileBackend::kCachedReadMax;
+        return file_.aligned(offset, length, buffer);
+    case AsyncOp::flush: return true;
+    case AsyncOp::trim:
+    case AsyncOp::write_zeroes: return false;
+    }
+    return false;
+}
+
+FileUring::Op& FileUring::new_op(void* tag, AsyncOp kind, std::byte* data, std::size_t length, std::uint64_t offset) {
+    if (free_.empty()) {
+        ops_.push_back(std::make_unique<Op>());
+        free_.push_back(ops_.back().get());
+    }
+    Op& op = *free_.back();
+    free_.pop_back();
+    op = Op{};
+    op.tag = tag;
+    op.kind = kind;
+    op.data = data;
+    op.length = length;
+    op.offset = offset;
+    return op;
+}
+
+void FileUring::release(Op& op) { free_.push_back(&op); }
+
+void FileUring::submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) {
+    if (!file_.in_range(offset, out.size())) return sink_->completed_on_loop(tag, EINVAL);
+    if (out.empty()) return sink_->completed_on_loop(tag, 0);
+    start(new_op(tag, AsyncOp::read, out.data(), out.size(), offset));
+}
+
+void FileUring::submit_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, void* tag) {
+    if (!file_.in_range(offset, data.size())) return sink_->completed_on_loop(tag, EINVAL);
+    if (file_.read_only()) return sink_->completed_on_loop(tag, EROFS);
+    if (data.empty()) return sink_->completed_on_loop(tag, 0);
+    // The kernel only reads from it.
+    Op& op = new_op(tag, AsyncOp::write, const_cast<std::byte*>(data.data()), data.size(), offset);
+    op.fua = fua;
+    start(op);
+}
+
+void FileUring::submit_flush(void* tag) {
+    if (file_.read_only()) return sink_->completed_on_loop(tag, 0);
+    start(new_op(tag, AsyncOp::flush, nullptr, 0, 0));
+}
+
+void FileUring::submit_trim(std::uint64_t offset, std::uint64_t length, bool fua, void* tag) {
+    sink_->completed_on_loop(tag, file_.trim(offset, length, fua));
+}
+
+void FileUring::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua, void* tag) {
+    sink_->completed_on_loop(tag, file_.write_zeroes(offset, length, may_trim, fua));
+}
+
+void FileUring::start(Op& op) {
+    ::io_uring_sqe* sqe = ::io_uring_get_sqe(ring_.get());
+    if (!sqe) {   // the submission queue is full: hand it to the kernel now
+        submit_pending();
+        sqe = ::io_uring_get_sqe(ring_.get());
+    }
+    if (!sqe) return finish(op, EAGAIN);   // the kernel takes nothing (memory): a retryable error
+    const int fd = file_.fd();
+    std::byte* at = op.data + op.done;
+    const unsigned left = static_cast<unsigned>(op.length - op.done);
+    const std::uint64_t where = op.offset + op.done;
+    if (op.kind == AsyncOp::flush || op.syncing) {
+        ::io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+    } else if (op.kind == AsyncOp::read) {
+        ::io_uring_prep_read(sqe, fd, at, left, where);
+    } else {
+        ::io_uring_prep_write(sqe, fd, at, left, where);
+        if (op.fua && !op.sync_after) sqe->rw_flags = RWF_DSYNC;   // durable before the completion
+    }
+    ::io_uring_sqe_set_data(sqe, &op);
+    ++queued_;
+}
+
+void FileUring::submit_pending() {
+    if (queued_ == 0) return;
+    const int rc = ::io_uring_submit(ring_.get());
+    // EAGAIN / ENOMEM / EBUSY: the entries stay queued and go with the next
+    // call (the next reap, or the loop's next turn: pending() is still true).
+    if (rc > 0) queued_ -= std::min<unsigned>(queued_, static_cast<unsigned>(rc));
+}
+
+void FileUring::reap() {
+    ::io_uring_cqe* cqes[reap_batch];
+    unsigned n;
+    do {
+        n = ::io_uring_peek_batch_cqe(ring_.get(), cqes, reap_batch);
+        std::pair<Op*, int> done[reap_batch];
+        for (unsigned i = 0; i < n; ++i) done[i] = {static_cast<Op*>(::io_uring_cqe_get_data(cqes[i])), cqes[i]->res};
+        ::io_uring_cq_advance(ring_.get(), n);
+        for (unsigned i = 0; i < n; ++i) on_result(*done[i].first, done[i].second);
+    } while (n == reap_batch);
+}
+
+void FileUring::on_result(Op& op, int res) {
+    if ((res == -EAGAIN || res == -EINTR) && ++op.retries < max_retries) return start(op);
+    if (op.kind == AsyncOp::flush || op.syncing) return finish(op, res < 0 ? -res : 0);
+    if (res < 0 && op.kind == AsyncOp::write && op.fua && !op.sync_after && (res == -EOPNOTSUPP || res == -ENOSYS)) {
+        op.sync_after = true;   // no RWF_DSYNC here: as pwrite_full, write then fdatasync
+        return start(op);
+    }
+    if (res < 0) return finish(op, -res);
+    if (res == 0 && op.kind == AsyncOp::read) {   // end of file (it shrank): zeros, as pread_full
+        std::memset(op.data + op.done, 0, op.length - op.done);
+        return finish(op, 0);
+    }
+    if (res == 0) return finish(op, EIO);   // a write of nothing would loop for ever
+    op.done += static_cast<std::size_t>(res);
+    if (op.done < op.length) return start(op);   // short: the rest
+    if (op.sync_after) {
+        op.syncing = true;
+        return start(op);
+    }
+    finish(op, 0);
+}
+
+void FileUring::finish(Op& op, int error) {
+    void* tag = op.tag;
+    release(op);   // first: the sink may start a request that reuses it
+    sink_->completed_on_loop(tag, error);
+}
+
+}   // namespace nbdsched::backend

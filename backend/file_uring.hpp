@@ -1,0 +1,78 @@
+// The file backend's io_uring engine (io_engine: io_uring): reads, writes
+// (FUA as RWF_DSYNC on the write) and flushes (fsync DATASYNC) go to one ring
+// owned by the device's event loop, driven as async_backend.hpp describes:
+// the loop submits once per turn and reaps when the ring's eventfd fires.
+// What the ring does not do well here stays on the daemon's thread pool
+// through takes(): unaligned O_DIRECT (read-modify-write under the block
+// locks), buffered requests over FileBackend::kCachedReadMax (their copy)
+// and TRIM / WRITE_ZEROES (fallocate). Short transfers are resubmitted
+// for the rest; a read past the end of the file reads zeros, as pread_full.
+// docs/file-backend-io.md has the design and the measurements.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/async_backend.hpp"
+
+struct io_uring;
+
+namespace nbdsched::backend {
+
+class FileBackend;
+
+class FileUring final : public AsyncBackend {
+public:
+    // Submission queue entries; the completion queue holds kCompletions, the
+    // deepest device queue (queue_depth) there can be, so it cannot overflow.
+    static constexpr unsigned kEntries = 256;
+    static constexpr unsigned kCompletions = 4096;
+
+    // nullptr and why in `error` when the kernel refuses a ring (old kernel,
+    // seccomp, io_uring_disabled) or its eventfd.
+    static std::unique_ptr<FileUring> open(FileBackend& file, std::string& error);
+    // Waits for the requests in flight (their buffers are the caller's); the
+    // sink hears nothing more.
+    ~FileUring() override;
+    FileUring(const FileUring&) = delete;
+    FileUring& operator=(const FileUring&) = delete;
+
+    void set_sink(CompletionSink* sink) override { sink_ = sink; }
+    bool takes(AsyncOp op, std::uint64_t offset, std::uint64_t length, const void* buffer) const override;
+    void submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) override;
+    void submit_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, void* tag) override;
+    void submit_flush(void* tag) override;
+    // Not taken (takes() is false): run synchronously when called anyway.
+    void submit_trim(std::uint64_t offset, std::uint64_t length, bool fua, void* tag) override;
+    void submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua, void* tag) override;
+
+    int completion_fd() const override { return event_fd_; }
+    void reap() override;
+    bool pending() const override { return queued_ != 0; }
+    void submit_pending() override;
+
+    // Requests started and not reported yet (tests).
+    std::size_t in_flight() const { return ops_.size() - free_.size(); }
+
+private:
+    struct Op;
+    explicit FileUring(FileBackend& file);
+    Op& new_op(void* tag, AsyncOp kind, std::byte* data, std::size_t length, std::uint64_t offset);
+    void start(Op& op);   // an SQE for what is left of op
+    void on_result(Op& op, int res);
+    void finish(Op& op, int error);
+    void release(Op& op);
+    void drain_for_exit();
+
+    FileBackend& file_;
+    std::unique_ptr<::io_uring> ring_;
+    int event_fd_ = -1;
+    CompletionSink* sink_ = nullptr;
+    unsigned queued_ = 0;                    // SQEs filled and not yet submitted
+    std::vector<std::unique_ptr<Op>> ops_;   // every Op ever made, reused through free_
+    std::vector<Op*> free_;
+};
+
+}   // namespace nbdsched::backend

@@ -1,0 +1,46 @@
+#include "daemon/device/loop_driver.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
+#include <fcntl.h>
+
+namespace nbdsched::daemon {
+
+LoopDriver::LoopDriver(boost::asio::io_context& io, backend::AsyncBackend& backend, AsyncCompletions& completions)
+    : io_(io), backend_(backend), completions_(completions), events_(io) {
+    const int fd = ::fcntl(backend.completion_fd(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return;   // out of descriptors: watching() is false
+    events_.assign(fd);
+    watch();
+}
+
+LoopDriver::~LoopDriver() { *alive_ = false; }
+
+// What the completions let start is submitted by the posted handler, as any
+// other submission: the replies of a reap (the writer's later batches are
+// posted too) do not wait for an io_uring_enter.
+// A read, not async_wait: Asio registers descriptors edge-triggered, and a
+// wait armed after the edge would sleep through it; a read tries first.
+void LoopDriver::watch() {
+    events_.async_read_some(boost::asio::buffer(&count_, sizeof count_),
+                            [this, alive = alive_](const boost::system::error_code& ec, std::size_t) {
+                                if (!*alive || ec == boost::asio::error::operation_aborted) return;
+                                completions_.loop_wakeup();
+                                backend_.reap();
+                                queued();   // the rest of a short transfer, if any
+                                if (!ec) watch();
+                            });
+}
+
+void LoopDriver::queued() {
+    if (submit_posted_ || !backend_.pending()) return;
+    submit_posted_ = true;
+    boost::asio::post(io_, [this, alive = alive_] {
+        if (!*alive) return;
+        submit_posted_ = false;
+        backend_.submit_pending();
+        queued();   // the kernel refused some for now (EAGAIN, ENOMEM): next turn
+    });
+}
+
+}   // namespace nbdsched::daemon
