@@ -11,7 +11,11 @@ and write at 8 in flight, one job each. The three take turns on each
 workload, in an order rotated between repetitions (interleaved), and a
 server runs only during its turn (nbdsched holds the image's exclusive
 lock). CPU per I/O: the serving process's CPU time over the run divided by
-the I/Os; for fio-rbd, fio's own CPU (librbd runs in it). Medians.
+the I/Os; for fio-rbd, fio's own CPU (librbd runs in it). Medians. Beside
+it, where the CPU of an I/O goes on the host: the client (fio: its nbd
+engine, or for fio-rbd fio with librbd), the server's own threads (named
+after it), the server's other threads (librbd's messenger and workers), the
+OSD, and their total (what two shared cores have to pay per I/O).
 
 Usage: bench/exp12_rbd.py [--quick] [--reps N] [--runtime S]
 Writes bench/results/exp12-rbd.{json,md}. Not while CI runs (the machine's
@@ -29,7 +33,7 @@ import time
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("../tests/lib/python",)]
 from nbdsched_test import fio, servers  # noqa: E402
 from nbdsched_test.ceph import Cluster  # noqa: E402
-from nbdsched_test.process import cpu_seconds  # noqa: E402
+from nbdsched_test.process import cpu_seconds, thread_cpu_seconds  # noqa: E402
 from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -50,6 +54,13 @@ def start(server, tmp, cluster, tag):
     return None
 
 
+def own_and_librbd(before, after, own):
+    """CPU seconds of the threads named `own`, and of the others (librbd's)."""
+    spent = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    mine = sum(v for k, v in spent.items() if k == own)
+    return mine, sum(spent.values()) - mine
+
+
 def run_one(server, workload, tmp, cluster, runtime, tag):
     rw, bs, depth = workload
     opts = {"rw": rw, "bs": bs, "iodepth": depth, "time_based": True, "runtime": runtime, "ramp_time": 1,
@@ -59,21 +70,31 @@ def run_one(server, workload, tmp, cluster, runtime, tag):
         if srv:
             job = {"ioengine": "nbd", "uri": srv.uri("x")}
             cpu0 = cpu_seconds(srv.pid)
+            threads0 = thread_cpu_seconds(srv.pid)
         else:
             job = {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": "img1"}
         os.environ["CEPH_CONF"] = cluster.conf   # fio's rbd engine has no config-file option
+        osd = cluster.pids()["osd.0"]
+        osd0 = cpu_seconds(osd)
         children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         r = fio.run(opts, [("job", job)], timeout=runtime * 4 + 60)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        osd_cpu = cpu_seconds(osd) - osd0
+        client = (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
         s = r.summary()
         # Over the ramp-up too, so the I/Os are scaled to ramp + runtime.
+        own = librbd = 0.0
         if srv:
             cpu = cpu_seconds(srv.pid) - cpu0
+            own, librbd = own_and_librbd(threads0, thread_cpu_seconds(srv.pid), server)
         else:   # fio with librbd's threads, all of its process (reaped: RUSAGE_CHILDREN)
-            cpu = (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
+            cpu = client
         ios = s["ios"] * (runtime + 1) / runtime
+        per_io = (lambda sec: sec / ios * 1e6) if ios else (lambda sec: 0.0)
         return {"iops": s["iops"], "mib_s": s["bw_mib"], "lat_us": s["lat_us"], "p99_us": s["p99_us"],
-                "cpu_us_per_io": cpu / ios * 1e6 if ios else 0.0}
+                "cpu_us_per_io": per_io(cpu), "client_us": per_io(client), "own_us": per_io(own),
+                "librbd_us": per_io(librbd), "osd_us": per_io(osd_cpu),
+                "total_us": per_io(client + osd_cpu + (cpu if srv else 0.0))}
     finally:
         if srv:
             srv.stop()
@@ -121,7 +142,27 @@ def report(results, args, elapsed):
                          f"{m['iops'] / med['fio-rbd']['iops']:.2f}x | {m['iops'] / med['qemu-nbd']['iops']:.2f}x |")
     lines += ["", "CPU µs/I/O: the serving process (nbdsched, qemu-nbd; librbd runs inside each) or, for "
               "fio-rbd, the whole fio process (fio and librbd); the NBD servers' client (fio's nbd engine) "
-              "is not counted."]
+              "is not counted.", "",
+              "Where the CPU of an I/O goes (µs per I/O, medians): the client (fio's nbd engine; for fio-rbd "
+              "fio with librbd), the server's own threads (those named after it), its other threads (librbd: "
+              "messenger, io_context_pool, ...), the OSD, and the total of the three processes.", "",
+              "| workload | server | client | server own | server librbd | OSD | total | IOPS x total / 1e6 |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for wl in WORKLOADS:
+        key = f"{wl[0]} {wl[1]} qd{wl[2]}"
+        if key not in results or "total_us" not in results[key][SERVERS[0]][0]:
+            continue
+        for srv in SERVERS:
+            m = {k: statistics.median(r[k] for r in results[key][srv])
+                 for k in ("iops", "client_us", "own_us", "librbd_us", "osd_us", "total_us")}
+            own = f"{m['own_us']:.1f}" if srv != "fio-rbd" else "-"
+            lib = f"{m['librbd_us']:.1f}" if srv != "fio-rbd" else "(in client)"
+            lines.append(f"| {key} | {srv} | {m['client_us']:.1f} | {own} | {lib} | {m['osd_us']:.1f} | "
+                         f"{m['total_us']:.1f} | {m['iops'] * m['total_us'] / 1e6:.2f} |")
+    lines += ["", "IOPS x total / 1e6: CPU seconds per second the three processes got (at most 2: the "
+              "cores); where it is about the same for all three servers the host's CPU is the limit, and "
+              "the IOPS go inversely with the total.",
+              "", f"Load average (1, 5, 15 min) at the start: {args.load_start}; at the end: {args.load_end}."]
     return "\n".join(lines) + "\n"
 
 
@@ -135,6 +176,7 @@ def main():
     if args.quick:   # a smoke run (bench/run-all --quick): one workload, 1 s each
         args.reps, args.runtime, workloads = 1, 1, WORKLOADS[:1]
     t0 = time.monotonic()
+    args.load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     results = {}
     tmp = TempDir("exp12")
     try:
@@ -151,6 +193,7 @@ def main():
                               f"{r['cpu_us_per_io']:.1f} µs CPU/IO", flush=True)
     finally:
         tmp.remove()
+    args.load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
     text = report(results, args, time.monotonic() - t0)
     out = os.path.join(RESULTS, "quick" if args.quick else "", NAME)
     os.makedirs(os.path.dirname(out), exist_ok=True)
