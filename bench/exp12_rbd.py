@@ -3,6 +3,10 @@ cluster (tests/ceph/cluster.sh: one monitor, one memstore OSD), one image,
 prefilled, served three ways:
 
   fio-rbd   fio's own rbd engine: librbd inside fio, no NBD (the limit)
+  fio-rbd-nocache   the same with `rbd cache = false`, librbd as nbdsched
+            and qemu-nbd --cache=none run it (librbd's default cache,
+            write-around once fio's initial flush is done, answers a
+            write when it is sent, before the OSD has it)
   qemu-nbd  qemu's rbd driver (qemu-block-extra) behind qemu-nbd, fio --ioengine=nbd
   nbdsched  backend: rbd (librbd's asynchronous API), fio --ioengine=nbd
 
@@ -38,7 +42,8 @@ from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 NAME = "exp12-rbd"
-SERVERS = ["fio-rbd", "qemu-nbd", "nbdsched"]
+SERVERS = ["fio-rbd", "fio-rbd-nocache", "qemu-nbd", "nbdsched"]
+FIO_RBD = ("fio-rbd", "fio-rbd-nocache")
 WORKLOADS = [("randread", "4k", 64), ("randwrite", "4k", 64), ("read", "1M", 8), ("write", "1M", 8)]
 IMAGE_MIB = 256
 
@@ -52,6 +57,19 @@ def start(server, tmp, cluster, tag):
         return servers.start_qemu_nbd(tmp, tag, f"rbd:rbd/img1:conf={cluster.conf}:id=admin",
                                       extra=["--cache=none"])
     return None
+
+
+def nocache_conf(cluster):
+    """The cluster's ceph.conf with librbd's cache off for clients."""
+    path = cluster.conf + ".nocache"
+    if not os.path.exists(path):
+        with open(cluster.conf) as f:
+            text = f.read()
+        # cluster.sh writes [client] last: the line goes into it.
+        assert text.rstrip().rsplit("\n[", 1)[1].startswith("client]"), "[client] is not the last section"
+        with open(path, "w") as f:
+            f.write(text.rstrip() + "\nrbd cache = false\n")
+    return path
 
 
 def own_and_librbd(before, after, own):
@@ -73,7 +91,8 @@ def run_one(server, workload, tmp, cluster, runtime, tag):
             threads0 = thread_cpu_seconds(srv.pid)
         else:
             job = {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": "img1"}
-        os.environ["CEPH_CONF"] = cluster.conf   # fio's rbd engine has no config-file option
+        # fio's rbd engine has no config-file option
+        os.environ["CEPH_CONF"] = nocache_conf(cluster) if server == "fio-rbd-nocache" else cluster.conf
         osd = cluster.pids()["osd.0"]
         osd0 = cpu_seconds(osd)
         children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -109,16 +128,18 @@ def prefill(cluster):
 
 def summary(results):
     """The row bench/lib/summary.py puts in bench/results/README.md."""
-    fio_r, qemu = [], []
+    fio_r, nocache, qemu = [], [], []
     for key, by_server in results.items():
         med = {s: statistics.median(r["iops"] for r in by_server[s]) for s in SERVERS}
         fio_r.append(f"{med['nbdsched'] / med['fio-rbd']:.2f}x")
+        nocache.append(f"{med['nbdsched'] / med['fio-rbd-nocache']:.2f}x")
         qemu.append(f"{med['nbdsched'] / med['qemu-nbd']:.2f}x")
     met = all(float(a[:-1]) >= 0.9 for a in fio_r) and all(float(b[:-1]) >= 1.0 for b in qemu)
     return {"name": NAME, "title": "Experiment 12: nbdsched + RBD",
             "setup": "one-host memstore cluster; nbdsched backend rbd vs fio's rbd engine vs qemu-nbd; "
                      + ", ".join(results), "seed": "-",
-            "ours": f"vs fio-rbd: {' / '.join(fio_r)}; vs qemu-nbd: {' / '.join(qemu)}",
+            "ours": f"vs fio-rbd: {' / '.join(fio_r)}; vs fio-rbd with rbd_cache off: {' / '.join(nocache)}; "
+                    f"vs qemu-nbd: {' / '.join(qemu)}",
             "target": ">= 0.9x fio-rbd, >= 1x qemu-nbd", "status": "met" if met else "not met"}
 
 
@@ -127,8 +148,9 @@ def report(results, args, elapsed):
              f"One-host cluster (1 mon, 1 memstore OSD), one {IMAGE_MIB} MiB image, prefilled; "
              f"{args.reps} interleaved repetitions of {args.runtime} s (+1 s ramp), medians; "
              f"run took {elapsed:.0f} s. `bench/exp12_rbd.py --reps {args.reps} --runtime {args.runtime}`.", "",
-             "| workload | server | IOPS | MiB/s | mean lat µs | p99 µs | CPU µs/I/O | vs fio-rbd | vs qemu-nbd |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| workload | server | IOPS | MiB/s | mean lat µs | p99 µs | CPU µs/I/O | vs fio-rbd "
+             "| vs fio-rbd-nocache | vs qemu-nbd |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for wl in WORKLOADS:
         key = f"{wl[0]} {wl[1]} qd{wl[2]}"
         if key not in results:   # --quick runs the first workload only
@@ -139,7 +161,8 @@ def report(results, args, elapsed):
             m = med[s]
             lines.append(f"| {key} | {s} | {m['iops']:.0f} | {m['mib_s']:.1f} | {m['lat_us']:.0f} | "
                          f"{m['p99_us']:.0f} | {m['cpu_us_per_io']:.1f} | "
-                         f"{m['iops'] / med['fio-rbd']['iops']:.2f}x | {m['iops'] / med['qemu-nbd']['iops']:.2f}x |")
+                         f"{m['iops'] / med['fio-rbd']['iops']:.2f}x | "
+                         f"{m['iops'] / med['fio-rbd-nocache']['iops']:.2f}x | {m['iops'] / med['qemu-nbd']['iops']:.2f}x |")
     lines += ["", "CPU µs/I/O: the serving process (nbdsched, qemu-nbd; librbd runs inside each) or, for "
               "fio-rbd, the whole fio process (fio and librbd); the NBD servers' client (fio's nbd engine) "
               "is not counted.", "",
@@ -155,8 +178,8 @@ def report(results, args, elapsed):
         for srv in SERVERS:
             m = {k: statistics.median(r[k] for r in results[key][srv])
                  for k in ("iops", "client_us", "own_us", "librbd_us", "osd_us", "total_us")}
-            own = f"{m['own_us']:.1f}" if srv != "fio-rbd" else "-"
-            lib = f"{m['librbd_us']:.1f}" if srv != "fio-rbd" else "(in client)"
+            own = f"{m['own_us']:.1f}" if srv not in FIO_RBD else "-"
+            lib = f"{m['librbd_us']:.1f}" if srv not in FIO_RBD else "(in client)"
             lines.append(f"| {key} | {srv} | {m['client_us']:.1f} | {own} | {lib} | {m['osd_us']:.1f} | "
                          f"{m['total_us']:.1f} | {m['iops'] * m['total_us'] / 1e6:.2f} |")
     lines += ["", "IOPS x total / 1e6: CPU seconds per second the three processes got (at most 2: the "
@@ -185,7 +208,8 @@ def main():
             for rep in range(args.reps):
                 for i, wl in enumerate(workloads):
                     key = f"{wl[0]} {wl[1]} qd{wl[2]}"
-                    order = SERVERS[(rep + i) % 3:] + SERVERS[:(rep + i) % 3]
+                    turn = (rep + i) % len(SERVERS)
+                    order = SERVERS[turn:] + SERVERS[:turn]
                     for s in order:
                         r = run_one(s, wl, tmp.path, cluster, args.runtime, f"{s}-{rep}-{i}")
                         results.setdefault(key, {}).setdefault(s, []).append(r)
