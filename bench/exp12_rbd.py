@@ -3,6 +3,10 @@ cluster (tests/ceph/cluster.sh: one monitor, one memstore OSD), one image,
 prefilled, served three ways:
 
   fio-rbd   fio's own rbd engine: librbd inside fio, no NBD (the limit)
+  fio-rbd-nocache   the same with `rbd cache = false`, librbd as nbdsched
+            and qemu-nbd --cache=none run it (librbd's default cache,
+            write-around once fio's initial flush is done, answers a
+            write when it is sent, before the OSD has it)
   qemu-nbd  qemu's rbd driver (qemu-block-extra) behind qemu-nbd, fio --ioengine=nbd
   nbdsched  backend: rbd (librbd's asynchronous API), fio --ioengine=nbd
 
@@ -11,7 +15,11 @@ and write at 8 in flight, one job each. The three take turns on each
 workload, in an order rotated between repetitions (interleaved), and a
 server runs only during its turn (nbdsched holds the image's exclusive
 lock). CPU per I/O: the serving process's CPU time over the run divided by
-the I/Os; for fio-rbd, fio's own CPU (librbd runs in it). Medians.
+the I/Os; for fio-rbd, fio's own CPU (librbd runs in it). Medians. Beside
+it, where the CPU of an I/O goes on the host: the client (fio: its nbd
+engine, or for fio-rbd fio with librbd), the server's own threads (named
+after it), the server's other threads (librbd's messenger and workers), the
+OSD, and their total (what two shared cores have to pay per I/O).
 
 Usage: bench/exp12_rbd.py [--quick] [--reps N] [--runtime S]
 Writes bench/results/exp12-rbd.{json,md}. Not while CI runs (the machine's
@@ -29,12 +37,13 @@ import time
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("../tests/lib/python",)]
 from nbdsched_test import fio, servers  # noqa: E402
 from nbdsched_test.ceph import Cluster  # noqa: E402
-from nbdsched_test.process import cpu_seconds  # noqa: E402
+from nbdsched_test.process import cpu_seconds, thread_cpu_seconds  # noqa: E402
 from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 NAME = "exp12-rbd"
-SERVERS = ["fio-rbd", "qemu-nbd", "nbdsched"]
+SERVERS = ["fio-rbd", "fio-rbd-nocache", "qemu-nbd", "nbdsched"]
+FIO_RBD = ("fio-rbd", "fio-rbd-nocache")
 WORKLOADS = [("randread", "4k", 64), ("randwrite", "4k", 64), ("read", "1M", 8), ("write", "1M", 8)]
 IMAGE_MIB = 256
 
@@ -50,6 +59,26 @@ def start(server, tmp, cluster, tag):
     return None
 
 
+def nocache_conf(cluster):
+    """The cluster's ceph.conf with librbd's cache off for clients."""
+    path = cluster.conf + ".nocache"
+    if not os.path.exists(path):
+        with open(cluster.conf) as f:
+            text = f.read()
+        # cluster.sh writes [client] last: the line goes into it.
+        assert text.rstrip().rsplit("\n[", 1)[1].startswith("client]"), "[client] is not the last section"
+        with open(path, "w") as f:
+            f.write(text.rstrip() + "\nrbd cache = false\n")
+    return path
+
+
+def own_and_librbd(before, after, own):
+    """CPU seconds of the threads named `own`, and of the others (librbd's)."""
+    spent = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    mine = sum(v for k, v in spent.items() if k == own)
+    return mine, sum(spent.values()) - mine
+
+
 def run_one(server, workload, tmp, cluster, runtime, tag):
     rw, bs, depth = workload
     opts = {"rw": rw, "bs": bs, "iodepth": depth, "time_based": True, "runtime": runtime, "ramp_time": 1,
@@ -59,21 +88,32 @@ def run_one(server, workload, tmp, cluster, runtime, tag):
         if srv:
             job = {"ioengine": "nbd", "uri": srv.uri("x")}
             cpu0 = cpu_seconds(srv.pid)
+            threads0 = thread_cpu_seconds(srv.pid)
         else:
             job = {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": "img1"}
-        os.environ["CEPH_CONF"] = cluster.conf   # fio's rbd engine has no config-file option
+        # fio's rbd engine has no config-file option
+        os.environ["CEPH_CONF"] = nocache_conf(cluster) if server == "fio-rbd-nocache" else cluster.conf
+        osd = cluster.pids()["osd.0"]
+        osd0 = cpu_seconds(osd)
         children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         r = fio.run(opts, [("job", job)], timeout=runtime * 4 + 60)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        osd_cpu = cpu_seconds(osd) - osd0
+        client = (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
         s = r.summary()
         # Over the ramp-up too, so the I/Os are scaled to ramp + runtime.
+        own = librbd = 0.0
         if srv:
             cpu = cpu_seconds(srv.pid) - cpu0
+            own, librbd = own_and_librbd(threads0, thread_cpu_seconds(srv.pid), server)
         else:   # fio with librbd's threads, all of its process (reaped: RUSAGE_CHILDREN)
-            cpu = (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
+            cpu = client
         ios = s["ios"] * (runtime + 1) / runtime
+        per_io = (lambda sec: sec / ios * 1e6) if ios else (lambda sec: 0.0)
         return {"iops": s["iops"], "mib_s": s["bw_mib"], "lat_us": s["lat_us"], "p99_us": s["p99_us"],
-                "cpu_us_per_io": cpu / ios * 1e6 if ios else 0.0}
+                "cpu_us_per_io": per_io(cpu), "client_us": per_io(client), "own_us": per_io(own),
+                "librbd_us": per_io(librbd), "osd_us": per_io(osd_cpu),
+                "total_us": per_io(client + osd_cpu + (cpu if srv else 0.0))}
     finally:
         if srv:
             srv.stop()
@@ -88,16 +128,18 @@ def prefill(cluster):
 
 def summary(results):
     """The row bench/lib/summary.py puts in bench/results/README.md."""
-    fio_r, qemu = [], []
+    fio_r, nocache, qemu = [], [], []
     for key, by_server in results.items():
         med = {s: statistics.median(r["iops"] for r in by_server[s]) for s in SERVERS}
         fio_r.append(f"{med['nbdsched'] / med['fio-rbd']:.2f}x")
+        nocache.append(f"{med['nbdsched'] / med['fio-rbd-nocache']:.2f}x")
         qemu.append(f"{med['nbdsched'] / med['qemu-nbd']:.2f}x")
     met = all(float(a[:-1]) >= 0.9 for a in fio_r) and all(float(b[:-1]) >= 1.0 for b in qemu)
     return {"name": NAME, "title": "Experiment 12: nbdsched + RBD",
             "setup": "one-host memstore cluster; nbdsched backend rbd vs fio's rbd engine vs qemu-nbd; "
                      + ", ".join(results), "seed": "-",
-            "ours": f"vs fio-rbd: {' / '.join(fio_r)}; vs qemu-nbd: {' / '.join(qemu)}",
+            "ours": f"vs fio-rbd: {' / '.join(fio_r)}; vs fio-rbd with rbd_cache off: {' / '.join(nocache)}; "
+                    f"vs qemu-nbd: {' / '.join(qemu)}",
             "target": ">= 0.9x fio-rbd, >= 1x qemu-nbd", "status": "met" if met else "not met"}
 
 
@@ -106,8 +148,9 @@ def report(results, args, elapsed):
              f"One-host cluster (1 mon, 1 memstore OSD), one {IMAGE_MIB} MiB image, prefilled; "
              f"{args.reps} interleaved repetitions of {args.runtime} s (+1 s ramp), medians; "
              f"run took {elapsed:.0f} s. `bench/exp12_rbd.py --reps {args.reps} --runtime {args.runtime}`.", "",
-             "| workload | server | IOPS | MiB/s | mean lat µs | p99 µs | CPU µs/I/O | vs fio-rbd | vs qemu-nbd |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| workload | server | IOPS | MiB/s | mean lat µs | p99 µs | CPU µs/I/O | vs fio-rbd "
+             "| vs fio-rbd-nocache | vs qemu-nbd |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for wl in WORKLOADS:
         key = f"{wl[0]} {wl[1]} qd{wl[2]}"
         if key not in results:   # --quick runs the first workload only
@@ -118,10 +161,31 @@ def report(results, args, elapsed):
             m = med[s]
             lines.append(f"| {key} | {s} | {m['iops']:.0f} | {m['mib_s']:.1f} | {m['lat_us']:.0f} | "
                          f"{m['p99_us']:.0f} | {m['cpu_us_per_io']:.1f} | "
-                         f"{m['iops'] / med['fio-rbd']['iops']:.2f}x | {m['iops'] / med['qemu-nbd']['iops']:.2f}x |")
+                         f"{m['iops'] / med['fio-rbd']['iops']:.2f}x | "
+                         f"{m['iops'] / med['fio-rbd-nocache']['iops']:.2f}x | {m['iops'] / med['qemu-nbd']['iops']:.2f}x |")
     lines += ["", "CPU µs/I/O: the serving process (nbdsched, qemu-nbd; librbd runs inside each) or, for "
               "fio-rbd, the whole fio process (fio and librbd); the NBD servers' client (fio's nbd engine) "
-              "is not counted."]
+              "is not counted.", "",
+              "Where the CPU of an I/O goes (µs per I/O, medians): the client (fio's nbd engine; for fio-rbd "
+              "fio with librbd), the server's own threads (those named after it), its other threads (librbd: "
+              "messenger, io_context_pool, ...), the OSD, and the total of the three processes.", "",
+              "| workload | server | client | server own | server librbd | OSD | total | IOPS x total / 1e6 |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for wl in WORKLOADS:
+        key = f"{wl[0]} {wl[1]} qd{wl[2]}"
+        if key not in results or "total_us" not in results[key][SERVERS[0]][0]:
+            continue
+        for srv in SERVERS:
+            m = {k: statistics.median(r[k] for r in results[key][srv])
+                 for k in ("iops", "client_us", "own_us", "librbd_us", "osd_us", "total_us")}
+            own = f"{m['own_us']:.1f}" if srv not in FIO_RBD else "-"
+            lib = f"{m['librbd_us']:.1f}" if srv not in FIO_RBD else "(in client)"
+            lines.append(f"| {key} | {srv} | {m['client_us']:.1f} | {own} | {lib} | {m['osd_us']:.1f} | "
+                         f"{m['total_us']:.1f} | {m['iops'] * m['total_us'] / 1e6:.2f} |")
+    lines += ["", "IOPS x total / 1e6: CPU seconds per second the three processes got (at most 2: the "
+              "cores); where it is about the same for all three servers the host's CPU is the limit, and "
+              "the IOPS go inversely with the total.",
+              "", f"Load average (1, 5, 15 min) at the start: {args.load_start}; at the end: {args.load_end}."]
     return "\n".join(lines) + "\n"
 
 
@@ -135,6 +199,7 @@ def main():
     if args.quick:   # a smoke run (bench/run-all --quick): one workload, 1 s each
         args.reps, args.runtime, workloads = 1, 1, WORKLOADS[:1]
     t0 = time.monotonic()
+    args.load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     results = {}
     tmp = TempDir("exp12")
     try:
@@ -143,7 +208,8 @@ def main():
             for rep in range(args.reps):
                 for i, wl in enumerate(workloads):
                     key = f"{wl[0]} {wl[1]} qd{wl[2]}"
-                    order = SERVERS[(rep + i) % 3:] + SERVERS[:(rep + i) % 3]
+                    turn = (rep + i) % len(SERVERS)
+                    order = SERVERS[turn:] + SERVERS[:turn]
                     for s in order:
                         r = run_one(s, wl, tmp.path, cluster, args.runtime, f"{s}-{rep}-{i}")
                         results.setdefault(key, {}).setdefault(s, []).append(r)
@@ -151,6 +217,7 @@ def main():
                               f"{r['cpu_us_per_io']:.1f} µs CPU/IO", flush=True)
     finally:
         tmp.remove()
+    args.load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
     text = report(results, args, time.monotonic() - t0)
     out = os.path.join(RESULTS, "quick" if args.quick else "", NAME)
     os.makedirs(os.path.dirname(out), exist_ok=True)

@@ -2,7 +2,8 @@
 cluster for the whole file:
   - the export's size is the image's; writes (plain, FUA), FLUSH, TRIM and
     WRITE_ZEROES read back through nbdsched and through `rbd export` (so the
-    data is in the cluster, not only in the daemon);
+    data is in the cluster, not only in the daemon); no read-ahead by
+    default (sequential reads are no read-ahead hits);
   - block status (base:allocation) on the fresh image: holes where nothing
     was written, data where two extents were, a hole again where a whole
     object was discarded, at most 64 objects per reply;
@@ -166,6 +167,13 @@ def io_checks(c, cluster, d):
     c.check("the cluster has the data (rbd export)",
             rbd_bytes(cluster, 8 * MiB, 64 << 10) == pattern(8 * MiB, 64 << 10, seed=4))
     c.check("ctl stats count the device's writes", d.device(d.stats(), "vol")["counters"]["writes"] >= 3)
+    # No read-ahead by default on an image (docs/rbd.md): sequential reads
+    # go to librbd as they come, none is answered from a prefetch.
+    for i in range(16):
+        h.pread(64 << 10, i * (64 << 10))
+    c.check("read-ahead is off by default on an RBD device",
+            "non-rotational, read-ahead off" in d.log()
+            and d.device(d.stats(), "vol")["counters"]["readahead_hits"] == 0, d.log_tail(40))
     return h
 
 

@@ -16,6 +16,14 @@ TEST_CASE("read_ahead auto is off on a device with no latency to hide (RAM, no p
     CHECK(read_ahead_options(dev, true, {1280u << 10, 0}, 1 << 30, true).window_bytes == 2560u << 10);
 }
 
+TEST_CASE("read_ahead auto is off on an RBD image, an explicit window holds there") {
+    config::Device dev;
+    dev.backend = config::BackendKind::rbd;
+    CHECK(read_ahead_options(dev, false, {}, 1 << 30, true).window_bytes == 0);
+    dev.read_ahead_kb = 256;
+    CHECK(read_ahead_options(dev, false, {}, 1 << 30, true).window_bytes == 256u << 10);
+}
+
 TEST_CASE("an explicit read_ahead_kb holds on RAM too") {
     config::Device dev;
     dev.read_ahead_kb = 128;
