@@ -26,10 +26,12 @@ std::uint64_t BfqScheduler::pending_groups() const {
     // on its idle tree (it went idle with its finish ahead of the virtual
     // time, so its weight still counts): a client at iodepth 1 has nothing
     // pending during each of its think times, and not idling then hands the
-    // device to the other group.
+    // device to the other group; and, on flash, for a while after its queue
+    // was preempted (preempted_until, see expire()).
     std::uint64_t n = 0;
     for (const auto& [id, g] : groups_)
-        if (g.pending > 0 || g.entity.in_service || g.entity.where != Entity::Where::none) ++n;
+        if (g.pending > 0 || g.entity.in_service || g.entity.where != Entity::Where::none || g.preempted_until > now_)
+            ++n;
     return n;
 }
 

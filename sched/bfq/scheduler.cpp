@@ -251,6 +251,7 @@ void BfqScheduler::maybe_forget(BfqQueue& q) {
 }
 
 void BfqScheduler::process_timer(Time now) {
+    now_ = std::max(now_, now);
     if (!idle_until_ || now < *idle_until_) return;
     if (!in_service_) {
         idle_until_.reset();

@@ -36,6 +36,7 @@ struct BfqGroup {
     ServiceTree tree;            // this group's queues
     std::uint64_t pending = 0;   // queued + in flight, for the symmetry test
     Time recent_until{};         // its last completion + the in-time window (contended_seeky)
+    Time preempted_until{};      // preempted while owed idling, on flash: counts as pending until then
     GroupStats stats;
 };
 
@@ -168,6 +169,7 @@ private:
     BfqQueue* in_service_ = nullptr;
     std::optional<Time> idle_until_;   // armed idle timer
     Time idle_start_{};
+    Time now_{};   // the latest time the scheduler was called with
     Time last_budget_start_{};
     Time last_idling_start_{};
     std::uint64_t last_position_ = 0;   // sector after the last dispatch

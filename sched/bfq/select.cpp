@@ -202,6 +202,15 @@ void BfqScheduler::expire(BfqQueue& q, bool compensate, Expiry reason, Time now)
     const bool keep_scheduled = q.empty() && device_.rotational &&
                                 (reason == Expiry::preempted || reason == Expiry::seeky_turn_ended) &&
                                 !q.closed && idling_needed_for_service_guarantees(q);
+    // On flash the preempted queue leaves, but its group still counts as
+    // pending for the in-time window: else, when the preemptor's request
+    // completes, nobody else seems to wait, the preemptor is not idled for,
+    // the preempted group is served, and the heavier one preempts it again
+    // at its next request: one request each, 1:1 at 1000:100 (ssd, two qd1
+    // writers, the light one started first).
+    if (reason == Expiry::preempted && q.empty() && !keep_scheduled && !q.closed &&
+        idling_needed_for_service_guarantees(q))
+        g.preempted_until = now + 3 * guarantee_idle();
     if (q.empty() && !keep_scheduled) g.tree.deactivate(q.entity);
     else g.tree.requeue(q.entity);
     if (g.tree.empty()) {

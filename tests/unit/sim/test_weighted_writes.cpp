@@ -112,3 +112,29 @@ TEST_CASE("weighted writes: bfq ssd, a reader of 512 KiB requests and a 32 KiB w
     reader_writer_case("bfq", "ssd", 512 * 1024, {4u});
 }
 TEST_CASE("weighted writes: bfq hdd, a reader and a writer at 1:1") { reader_writer_case("bfq", "hdd"); }
+
+// Which writer starts first must not matter. bfq on flash lost the weights
+// (exactly 1:1) when the light one started 1 ms before the heavy one: the
+// heavier group preempted it, it left the scheduler, and at the heavier
+// one's next completion nobody else seemed to wait, so neither idled. bfq
+// on flash at qd1 keeps less than the 8:1 target here (bound 6:1).
+TEST_CASE("weighted writes: the light writer starting first keeps the weights") {
+    for (std::string policy : {"cfq", "bfq"})
+        for (std::string profile : {"ssd", "hdd"})
+            for (unsigned depth : {1u, 4u})
+                for (Nanos head_start : {Nanos(1ms), Nanos(10ms)}) {
+                    CAPTURE(policy);
+                    CAPTURE(profile);
+                    CAPTURE(depth);
+                    Workload w = two_writers(policy, profile, depth, true);
+                    w.jobs[0].start_delay = head_start;   // the heavy writer comes later
+                    // A client's turn-around through the daemon (fio's nbd
+                    // engine): with none, each request found the other
+                    // group's queue just preempted and gone.
+                    for (auto& j : w.jobs) j.think_time = 80us;
+                    double ratio = group_ratio(run(w));
+                    MESSAGE(policy << " " << profile << " qd" << depth << ", light writer first by "
+                                   << format_duration(head_start) << ": " << ratio << ":1");
+                    CHECK(ratio >= (policy == "bfq" && profile == "ssd" && depth == 1 ? 6.0 : k_min_share));
+                }
+}
