@@ -31,14 +31,14 @@ readahead::Options read_ahead_options(const config::Device& device, bool rotatio
     o.device_size = device_size;
     o.window_bytes = readahead::window_bytes(device.read_ahead_kb, rotational, limits.max_io_bytes,
                                              limits.optimal_io_bytes);
-    // 1 MiB reads from RAM: 1.71 GB/s with a 128 KiB window, 2.42 GB/s without (bench exp6).
-    if (!device.read_ahead_kb && !latency_to_hide) o.window_bytes = 0;
-    // An RBD image: librbd keeps every request at the OSDs at once (no pool
-    // of threads to hide), and a prefetch is one more librbd request plus a
-    // copy of its bytes into the read that waited for it. 1 MiB sequential
-    // reads at depth 8 cost the daemon 1014 µs of CPU each with the 128 KiB
-    // window, 830 without (bench exp12, docs/rbd.md).
-    if (!device.read_ahead_kb && device.backend == config::BackendKind::rbd) o.window_bytes = 0;
+    // `auto` opens a window only where it hides a wait: not from RAM (1 MiB
+    // reads: 1.71 GB/s with a 128 KiB window, 2.42 GB/s without, bench exp6),
+    // and not in front of RBD, where librbd keeps every request at the OSDs at
+    // once and a prefetch is one more librbd request plus a copy of its bytes
+    // into the read that waited for it (1 MiB sequential reads at depth 8:
+    // 1014 µs of daemon CPU each with the window, 830 without; bench exp12).
+    const bool hides_latency = latency_to_hide && device.backend != config::BackendKind::rbd;
+    if (!device.read_ahead_kb && !hides_latency) o.window_bytes = 0;
     o.cache_bytes = device.read_ahead_cache;
     o.max_io_bytes = limits.max_io_bytes;
     return o;
