@@ -17,9 +17,6 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
         ->type_name("PATH");
     app.add_option("--listen-tcp", options.listen_tcp, "listen on HOST:PORT (replaces the config's list)")
         ->type_name("HOST:PORT");
-    app.add_flag("--break-lock", options.break_lock,
-                 "rbd devices: break the image's exclusive lock if another client holds it (fail-over after "
-                 "that host died; the old holder is blocklisted)");
     app.add_option("--handover-socket", options.handover_socket,
                    "serve planned restarts on this unix socket: a new process started with --takeover PATH takes "
                    "over every listener and live connection (docs/restart.md)")
@@ -29,6 +26,12 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
                                     "on PATH (it exits once this process has them), then serve hand-overs there")
                          ->type_name("PATH");
     app.add_flag("--force", options.force, "--takeover even when RAM devices lose their contents")->needs(takeover);
+    // A hand-over passes the lock from the old process, which is alive: breaking it would blocklist the
+    // process that is handing over its connections (docs/rbd.md).
+    app.add_flag("--break-lock", options.break_lock,
+                 "rbd devices: break the image's exclusive lock if another client holds it (fail-over after "
+                 "that host died; the old holder is blocklisted)")
+        ->excludes(takeover);
     app.add_flag("--fdstore-handover", options.fdstore_handover,
                  "under systemd (FileDescriptorStoreMax=): SIGTERM parks the live connections and passes them "
                  "to the next start through the fd store instead of closing them");

@@ -99,3 +99,21 @@ TEST_CASE("--help says that SIGHUP reloads the configuration") {
     CHECK(contains(out.str(), "SIGHUP reloads the configuration"));
     CHECK_FALSE(contains(out.str(), "reserved"));
 }
+
+TEST_CASE("--break-lock with --takeover is refused: the lock comes from the live old process") {
+    std::ostringstream err;
+    auto* saved = std::cerr.rdbuf(err.rdbuf());
+    std::string prog = "nbdsched", brk = "--break-lock", take = "--takeover", path = "/run/h.sock";
+    char* both[] = {prog.data(), brk.data(), take.data(), path.data(), nullptr};
+    CliOptions options;
+    auto code = daemon::parse_cli(4, both, options);
+    std::cerr.rdbuf(saved);
+    CHECK(code.value_or(0) != 0);
+    CHECK(contains(err.str(), "--break-lock"));
+    CHECK(contains(err.str(), "--takeover"));
+
+    char* alone[] = {prog.data(), brk.data(), nullptr};
+    CliOptions fail_over;
+    CHECK_FALSE(daemon::parse_cli(2, alone, fail_over).has_value());
+    CHECK(fail_over.break_lock);
+}
