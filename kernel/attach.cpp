@@ -26,12 +26,14 @@ std::string flags_text(std::uint16_t flags) {
     return s.empty() ? "none" : s;
 }
 
-// One negotiated connection whose export still has `size` bytes.
+// One negotiated connection whose export still has at least `size` bytes: a
+// grown export grows the device with the reconnect, a shrunk one would cut
+// the end off whatever lives on the device (a filesystem), so it waits.
 std::optional<Connected> reconnect_one(const AttachOptions& o, std::uint64_t size, std::string& error) {
     auto c = connect_export(o.target, o.handshake_timeout, error);
-    if (c && c->info.size != size) {
+    if (c && c->info.size < size) {
         error = "export '" + o.target.export_name + "' is now " + std::to_string(c->info.size) + " bytes, was " +
-                std::to_string(size) + ": not reconnecting a device of a different size";
+                std::to_string(size) + ": not reconnecting a device to a smaller export";
         return std::nullopt;
     }
     return c;
@@ -61,8 +63,11 @@ std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::st
     std::vector<Connected> connections;
     std::vector<int> fds;
     for (unsigned i = 0; i < o.connections; ++i) {
-        auto c = i == 0 ? connect_export(o.target, o.handshake_timeout, error)
-                        : reconnect_one(o, connections.front().info.size, error);
+        auto c = connect_export(o.target, o.handshake_timeout, error);
+        if (c && i > 0 && c->info.size != connections.front().info.size) {
+            error = "export '" + o.target.export_name + "' changed size while connecting";
+            return std::nullopt;
+        }
         if (!c) return std::nullopt;
         fds.push_back(c->socket.get());
         connections.push_back(std::move(*c));
@@ -102,6 +107,7 @@ std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string
 
 int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, const Attached& a, bool probe_first) {
     unsigned dead = probe_first ? 1 : 0;   // sockets the kernel reported dead and we have not replaced
+    std::uint64_t size = a.info.size;      // grows when a reconnect finds the export grown
     Clock::time_point dead_since = Clock::now(), last_status = Clock::now();
     std::string last_error;
     bool status_error_logged = false;
@@ -116,9 +122,10 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
         }
         std::string error;
         while (dead > 0) {
-            auto c = reconnect_one(o, a.info.size, error);
+            auto c = reconnect_one(o, size, error);
             int fd = c ? c->socket.get() : -1;
-            if (c && !netlink.reconfigure(a.index, std::span(&fd, 1), error)) {
+            auto grown = c && c->info.size > size ? std::optional(c->info.size) : std::nullopt;
+            if (c && !netlink.reconfigure(a.index, std::span(&fd, 1), error, grown)) {
                 // No dead socket left to replace (an adopted device whose
                 // links are fine, or fewer deaths than we counted) or the
                 // device went away.
@@ -133,6 +140,11 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
             }
             --dead;
             last_error.clear();
+            if (grown) {
+                spdlog::info("/dev/nbd{}: export '{}' grew from {} to {} bytes: the device grows with it", a.index,
+                             o.target.export_name, size, *grown);
+                size = *grown;
+            }
             auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - dead_since).count();
             spdlog::info("/dev/nbd{}: reconnected to {} after {} ms", a.index, o.target.describe(), ms);
         }

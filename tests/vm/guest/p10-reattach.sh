@@ -135,6 +135,24 @@ p10_files_intact() {
         { tail -n 5 /tmp/p10-fsck.out; grep -v ': OK' /tmp/p10.check; return 1; }
 }
 
+# The daemon restarts with the export grown from 64 to 96 MiB: the monitor's
+# reconnect passes the new size to the kernel (NBD_CMD_RECONFIGURE with
+# NBD_ATTR_SIZE_BYTES) and the new end reads, under the mounted filesystem.
+p10_grow() {
+    _want=$(( $(p10_reconnects) + 1 ))
+    sed -i 's/size: 64MiB/size: 96MiB/' "$P10_CONF"
+    server_signal TERM 15 || echo "SIGTERM: $SERVER_STATUS"
+    server_start p10-grow >/dev/null || return 1
+    vt_wait_for 20 sh -c "[ \$(grep -c 'reconnected to' /tmp/p10-monitor.log) -ge $_want ]" ||
+        { echo "no reconnect"; tail -n 5 /tmp/p10-monitor.log; return 1; }
+    _sectors=$(cat "/sys/block/${P10_DEV#/dev/}/size")
+    vt_kv p10_grown_sectors "$_sectors"
+    [ "$_sectors" = $((96 * 2048)) ] || { echo "size $_sectors sectors"; tail -n 5 /tmp/p10-monitor.log; return 1; }
+    grep -q 'grew from 67108864 to 100663296 bytes' /tmp/p10-monitor.log || { tail -n 5 /tmp/p10-monitor.log; return 1; }
+    _tail=$(dd if="$P10_DEV" bs=1M skip=95 count=1 2>/dev/null | wc -c)
+    [ "$_tail" = 1048576 ] || { echo "read $_tail bytes of the new last MiB"; return 1; }
+}
+
 p10_monitor_gone() { ! pid_running "$P10_MONITOR"; }
 p10_detach() {
     umount "$P10_MNT" 2>/dev/null
@@ -174,6 +192,7 @@ p10_points() {
     vt_step p10-crash-rounds p10_crash
     vt_step p10-restart-rounds p10_restart
     vt_step p10-fsynced-files-intact p10_files_intact
+    vt_step p10-export-grows-device p10_grow
     vt_kv p10_reconnects "$(p10_reconnects)"
     vt_kv p10_requeued_timeouts "$(dmesg | grep -c 'Connection timed out')"
     vt_step p10-detach-monitor-exits p10_detach
