@@ -33,7 +33,8 @@ public:
     // The socket stops accepting (paused, closed): a pending retry never runs.
     void cancel();
     void set_what(std::string what) { what_ = std::move(what); }
-    std::uint64_t failures() const { return failures_; }   // in the current episode
+    std::uint64_t failures() const { return failures_; }         // in the current episode
+    std::chrono::milliseconds delay() const { return delay_; }   // the current wait; 0 outside an episode
 
 private:
     boost::asio::steady_timer timer_;
