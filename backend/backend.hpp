@@ -89,7 +89,9 @@ public:
     // A reload: reads the size again where it comes from the storage (an
     // RBD image after `rbd resize`, a file or block device whose size is
     // not configured); size() returns it from then on, and requests past
-    // it fail with EINVAL. 0 or an errno (the size stays as it was).
+    // it fail with EINVAL. 0 or an errno (the size stays as it was). A
+    // blocking() backend's runs on a pool thread beside its requests (it may
+    // wait for the storage: daemon/process/reload.hpp), so size() is atomic.
     virtual int refresh_size() { return 0; }
     // A planned restart: storage that one process at a time may write (an
     // RBD image's exclusive lock) is let go of by the old process once its

@@ -147,7 +147,8 @@ std::string render_list(const Json& reply) {
     out += groups.str("  ");
     for (const auto& d : at(reply, "devices")) {
         out += "device " + num(at(d, "name")) + ": scheduler " + num(at(d, "scheduler")) + ", " +
-               bytes(at(d, "size")) + (flag(at(d, "rotational")) ? ", rotational" : ", non-rotational") + "\n";
+               bytes(at(d, "size")) + (flag(at(d, "rotational")) ? ", rotational" : ", non-rotational") +
+               (d.contains("io_engine") ? ", I/O on " + num(at(d, "io_engine")) : "") + "\n";
         std::string tunables;
         for (const auto& [name, value] : at(d, "tunables").items()) tunables += " " + name + "=" + num(value);
         if (!tunables.empty()) out += "  tunables:" + tunables + "\n";

@@ -98,6 +98,8 @@ Json list_json(const DaemonState& state) {
         d["scheduler"] = std::string(dev->scheduler().policy());
         d["size"] = dev->size();
         d["rotational"] = dev->rotational();
+        d["backend"] = dev->backend().describe();
+        d["io_engine"] = std::string(dev->io_engine());
         d["tunables"] = Json::object();   // name -> value as `ctl get` prints it
         for (const auto& n : dev->scheduler().tunable_names())
             d["tunables"][n] = dev->scheduler().get_tunable(n).value_or("");

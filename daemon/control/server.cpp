@@ -59,7 +59,8 @@ private:
 };
 
 ControlServer::ControlServer(boost::asio::io_context& io, std::string path, Handler handler)
-    : acceptor_(io), path_(std::move(path)), handler_(std::move(handler)), closed_(std::make_shared<bool>(false)) {}
+    : acceptor_(io), path_(std::move(path)), handler_(std::move(handler)), closed_(std::make_shared<bool>(false)),
+      backoff_(io, "control socket " + path_) {}
 
 ControlServer::~ControlServer() {
     close();
@@ -101,8 +102,14 @@ void ControlServer::accept_next() {
     acceptor_.async_accept([this, closed = closed_](const boost::system::error_code& ec,
                                                     local::stream_protocol::socket socket) {
         if (*closed) return;
-        if (!ec) std::make_shared<Session>(std::move(socket), handler_, closed)->read();
-        else spdlog::warn("control socket {}: accept: {}", path_, ec.message());
+        if (!ec) {
+            backoff_.accepted();
+            std::make_shared<Session>(std::move(socket), handler_, closed)->read();
+        } else if (backoff_.wait_after(ec, [this] { accept_next(); })) {
+            return;
+        } else {
+            spdlog::warn("control socket {}: accept: {}", path_, ec.message());
+        }
         accept_next();
     });
 }
@@ -110,6 +117,7 @@ void ControlServer::accept_next() {
 void ControlServer::close() {
     if (*closed_) return;
     *closed_ = true;
+    backoff_.cancel();
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     std::error_code fs_ec;

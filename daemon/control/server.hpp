@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "daemon/session/accept_backoff.hpp"
+
 namespace nbdsched::daemon::control {
 
 class ControlServer {
@@ -35,6 +37,7 @@ private:
     std::string path_;
     Handler handler_;
     std::shared_ptr<bool> closed_;   // sessions check it before touching the handler
+    AcceptBackoff backoff_;          // out of descriptors: accept again later, not in a loop
 };
 
 }   // namespace nbdsched::daemon::control

@@ -23,6 +23,7 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -71,6 +72,12 @@ public:
     boost::asio::io_context& io() { return io_; }
     std::uint64_t size() const { return backend_->size(); }
     bool rotational() const { return rotational_; }
+    // Where data requests run: "io_uring" (a loop-driven ring), "async" (the
+    // backend's own threads: RBD), "threads" (the pool), "loop" (RAM).
+    std::string_view io_engine() const {
+        if (async_) return driver_ ? "io_uring" : "async";
+        return blocking_ ? "threads" : "loop";
+    }
     backend::Backend& backend() { return *backend_; }
     sched::Scheduler& scheduler() { return *scheduler_; }
     const timing::DeviceModel* model() const { return model_.get(); }

@@ -1,6 +1,7 @@
 #include "daemon/process/reload.hpp"
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 #include <system_error>
 
@@ -19,22 +20,8 @@ struct NotifyReload {
     ~NotifyReload() { notify_ready(status); }
 };
 
-// Devices whose size comes from their storage (an RBD image after `rbd
-// resize`, a file or block device without size:) are measured again, and
-// exports follow: new connections see the new size in the handshake, open
-// ones keep the size they negotiated (NBD has no resize notice). A window
-// that no longer fits is cut to the device's end.
-void refresh_sizes(control::DaemonState& state) {
-    for (auto& dev : *state.devices) {
-        const auto before = dev->size();
-        if (int err = dev->backend().refresh_size(); err != 0) {
-            spdlog::error("reload: device {}: cannot read its size again ({}); it stays {}", dev->name(),
-                          std::system_category().message(err), format_size(before));
-        } else if (dev->size() != before) {
-            spdlog::info("reload: device {}: size {} -> {} (new connections)", dev->name(), format_size(before),
-                         format_size(dev->size()));
-        }
-    }
+// Export windows against their devices' sizes now.
+void fit_exports(control::DaemonState& state) {
     const auto& exports = state.config->exports;
     for (std::size_t i = 0; i < exports.size() && i < state.exports->infos.size(); ++i) {
         auto& info = state.exports->infos[i];
@@ -47,6 +34,16 @@ void refresh_sizes(control::DaemonState& state) {
             spdlog::warn("reload: export {}: its window ends past its device's end now: {} served", info.name,
                          format_size(size));
         info.size = size;
+    }
+}
+
+void report_size(const Device& dev, std::uint64_t before, int err) {
+    if (err != 0) {
+        spdlog::error("reload: device {}: cannot read its size again ({}); it stays {}", dev.name(),
+                      std::system_category().message(err), format_size(before));
+    } else if (dev.size() != before) {
+        spdlog::info("reload: device {}: size {} -> {} (new connections)", dev.name(), format_size(before),
+                     format_size(dev.size()));
     }
 }
 
@@ -97,7 +94,40 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
         if (i < state.exports->bindings.size()) state.exports->bindings[i].allow = next.exports[i].allow;
     if (next.log_level != state.config->log_level) spdlog::set_level(spdlog::level::from_str(next.log_level));
     *state.config = std::move(next);
-    refresh_sizes(state);
+    fit_exports(state);   // a window the new config changed
+}
+
+void SizeRefresh::start() {
+    state_.exclusive([&] {
+        for (auto& owned : *state_.devices) {
+            Device* dev = owned.get();
+            const std::uint64_t before = dev->size();
+            if (!dev->backend().blocking()) {   // RAM: nothing to wait for
+                report_size(*dev, before, dev->backend().refresh_size());
+                continue;
+            }
+            if (!reading_.insert(dev).second) {
+                spdlog::warn("reload: device {}: its size is still being read since an earlier reload (storage "
+                             "not answering?); it stays {}",
+                             dev->name(), format_size(before));
+                continue;
+            }
+            // Beside the device's requests: blocking backends keep their size atomic (backend.hpp).
+            boost::asio::post(pool_, [this, dev, before] {
+                const int err = dev->backend().refresh_size();
+                boost::asio::post(loop0_, [this, dev, before, err] { finish(dev, before, err); });
+            });
+        }
+        fit_exports(state_);
+    });
+}
+
+void SizeRefresh::finish(Device* dev, std::uint64_t before, int err) {
+    reading_.erase(dev);
+    state_.exclusive([&] {
+        report_size(*dev, before, err);
+        fit_exports(state_);
+    });
 }
 
 bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {

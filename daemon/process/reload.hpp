@@ -5,7 +5,11 @@
 // in the log.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "config/config.hpp"
@@ -22,6 +26,37 @@ using ConfigAdjust = std::function<bool(config::Config&, std::string&)>;
 bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust);
 
 // Applies a plan whose ok() is true and makes `next` the config in force.
+// Device sizes are SizeRefresh's.
 void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next);
+
+// After a reload, devices whose size comes from their storage (an RBD image
+// after `rbd resize`, a file or block device without size:) are measured
+// again, and exports follow: new connections see the new size in the
+// handshake, open ones keep the size they negotiated (NBD has no resize
+// notice); a window that no longer fits is cut to the device's end.
+//
+// A blocking backend's size is read on the I/O thread pool, never on an
+// event loop: librbd's rbd_get_size first refreshes the image from the
+// cluster when its header changed (a resize, a snapshot, a watch lost and
+// re-established: ImageState::refresh_if_required), and with the OSDs gone
+// that waits for osd_op_timeout, forever without one. On a loop (a reload
+// runs with every loop paused) that stalled every device. Each result is
+// applied on loop 0 when it comes; a device still being read from an
+// earlier reload is not asked again. The pool is joined before devices go.
+class SizeRefresh {
+public:
+    SizeRefresh(boost::asio::io_context& loop0, boost::asio::thread_pool& pool, control::DaemonState& state)
+        : loop0_(loop0), pool_(pool), state_(state) {}
+    // Loop 0's thread, outside exclusive().
+    void start();
+
+private:
+    void finish(Device* device, std::uint64_t before, int err);
+
+    boost::asio::io_context& loop0_;
+    boost::asio::thread_pool& pool_;
+    control::DaemonState& state_;
+    std::set<Device*> reading_;   // devices whose size a pool thread is reading
+};
 
 }   // namespace nbdsched::daemon

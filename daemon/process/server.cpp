@@ -219,6 +219,7 @@ void Server::stop() {
 bool Server::reload() {
     bool applied = false;
     exclusive([&] { applied = reload_config(state_, options_.reload_adjust); });
+    if (applied) sizes_.start();
     return applied;
 }
 

@@ -131,6 +131,7 @@ private:
     std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;
     GroupTable groups_;
     control::DaemonState state_;
+    SizeRefresh sizes_{io_, pool_, state_};   // after a reload, off the loops
     std::unique_ptr<control::ControlServer> control_;
     std::unique_ptr<metrics::Endpoint> metrics_;
     std::unique_ptr<HandoverServer> handover_;

@@ -21,13 +21,20 @@ bool backend_read_only(backend::Backend& b) {
     return file && file->read_only();
 }
 
-// A file device that wanted io_uring and got no ring runs on the threads:
-// one line says why (seccomp, an old kernel, kernel.io_uring_disabled).
-void log_io_engine(const config::Device& dev, backend::Backend& b) {
+// A file device that got no ring (seccomp, an old kernel,
+// kernel.io_uring_disabled, a build without liburing): under io_engine: auto
+// it runs on the threads and one line says why; io_engine: io_uring asked for
+// the ring, so the device does not start (false, `error`).
+bool check_io_engine(const config::Device& dev, backend::Backend& b, std::string& error) {
     auto* file = dynamic_cast<backend::FileBackend*>(&b);
-    if (!file || file->io_uring_error().empty()) return;
-    const auto level = dev.io_engine == backend::IoEngine::io_uring ? spdlog::level::warn : spdlog::level::info;
-    spdlog::log(level, "device {}: io_uring unavailable ({}): using the I/O threads", dev.name, file->io_uring_error());
+    if (!file || file->io_uring_error().empty()) return true;
+    if (dev.io_engine == backend::IoEngine::io_uring) {
+        error = "device " + dev.name + ": io_engine: io_uring, but io_uring is unavailable (" +
+                file->io_uring_error() + "); io_engine: auto would use the I/O threads";
+        return false;
+    }
+    spdlog::info("device {}: io_uring unavailable ({}): using the I/O threads", dev.name, file->io_uring_error());
+    return true;
 }
 
 // The export's window against the opened device. The loader checks this
@@ -87,7 +94,7 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     parts.inflight_fair_share = config.limits.inflight_fair_share;
     parts.backend = backend::make_backend(dev.backend_spec(), error);
     if (!parts.backend) return nullptr;
-    log_io_engine(dev, *parts.backend);
+    if (!check_io_engine(dev, *parts.backend, error)) return nullptr;
     std::string why;
     parts.model = timing::make_model(dev.profile, dev.profile_params, why);
     if (!parts.model && !why.empty()) {

@@ -94,7 +94,7 @@ std::string peer_of(const Socket& s) {
 
 }   // namespace
 
-Listener::Listener(asio::io_context& io) : io_(io) {}
+Listener::Listener(asio::io_context& io) : io_(io), backoff_(io, "listener") {}
 
 Listener::~Listener() { close(); }
 
@@ -188,12 +188,14 @@ std::unique_ptr<Listener> Listener::adopt(asio::io_context& io, int fd, std::str
 
 void Listener::start(Accept on_accept) {
     on_accept_ = std::move(on_accept);
+    backoff_.set_what(description_);
     accept_next();
 }
 
 void Listener::pause() {
     if (closed_ || paused_) return;
     paused_ = true;
+    backoff_.cancel();
     boost::system::error_code ignored;
     if (unix_) unix_->cancel(ignored);
     if (tcp_) tcp_->cancel(ignored);
@@ -219,15 +221,18 @@ void Listener::accept_next() {
             spdlog::warn("{}: cannot adopt accepted socket: {}", description_, ec.message());
             return;
         }
+        backoff_.accepted();
         widen_send_buffer(socket.native_handle());
         ++accepted_;
         auto peer = peer_of(socket);
         on_accept_(std::move(socket), std::move(peer));
     };
+    // True: accept again now (an error about this one connection, e.g. a
+    // peer gone before it was accepted). Out of descriptors or memory, the
+    // back-off accepts again later.
     auto on_error = [this](const boost::system::error_code& ec) {
         if (ec == asio::error::operation_aborted || closed_ || paused_) return false;
-        // EMFILE and friends: log and keep accepting (slowly would be
-        // better; the connection limit normally keeps us away from it).
+        if (backoff_.wait_after(ec, [this] { accept_next(); })) return false;
         spdlog::warn("{}: accept: {}", description_, ec.message());
         return true;
     };
@@ -258,6 +263,7 @@ void Listener::accept_next() {
 void Listener::close() {
     if (closed_) return;
     closed_ = true;
+    backoff_.cancel();
     boost::system::error_code ignored;
     if (unix_) unix_->close(ignored);
     if (tcp_) tcp_->close(ignored);

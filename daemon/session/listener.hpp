@@ -12,6 +12,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "daemon/session/accept_backoff.hpp"
 #include "daemon/session/connection.hpp"
 
 namespace nbdsched::daemon {
@@ -29,6 +30,8 @@ public:
                                            const std::string& origin = "activated");
     ~Listener();
 
+    // Accepts until close(); out of descriptors or memory, it stops for a
+    // back-off (accept_backoff.hpp) and serves on.
     void start(Accept on_accept);
     // Hand-over: stop accepting but keep the socket (connections wait in its
     // backlog for whichever process accepts next); resume_accepting() if it failed.
@@ -64,6 +67,7 @@ private:
     std::uint16_t port_ = 0;
     nbd::TlsMode tls_mode_ = nbd::TlsMode::off;
     Accept on_accept_;
+    AcceptBackoff backoff_;
     std::uint64_t accepted_ = 0;
     bool closed_ = false;
     bool paused_ = false;
