@@ -180,5 +180,11 @@ int main(int argc, char** argv) {
     if (stored && !taking_over) daemon::release_fd_store(*stored);
     spdlog::info("nbdsched {} using {}", NBDSCHED_VERSION, config.source);
     if (embedded) print_how_to_connect(*server);
-    return server->run();
+    const int code = server->run();
+    if (server->storage_stuck()) {
+        // Closing that storage (rbd_close, joining the I/O threads) would wait for it as the flush did.
+        spdlog::shutdown();
+        std::_Exit(code);
+    }
+    return code;
 }

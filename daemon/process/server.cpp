@@ -291,11 +291,17 @@ void Server::finish_shutdown() {
     drain_timer_.cancel();
     auto open = connections_;
     for (auto& [id, c] : open) c->close("server stopping");
-    for (auto& d : devices_) {
-        if (int err = d->flush_now(); err != 0) {
-            spdlog::error("device {}: flush at shutdown failed: {}", d->name(), std::system_category().message(err));
-            exit_code_ = 1;
-        }
+    auto flushed = flush_devices(devices_, options_.drain_timeout);
+    for (const auto& failure : flushed.failed) {
+        spdlog::error("device {}: flush at shutdown failed", failure);
+        exit_code_ = 1;
+    }
+    for (const auto& name : flushed.unfinished) {
+        spdlog::error("device {}: the flush at shutdown did not finish in {} ms (storage not answering); exiting "
+                      "without it: writes acknowledged since its last FLUSH, without FUA, may be lost, as in a crash",
+                      name, options_.drain_timeout.count());
+        exit_code_ = 1;
+        storage_stuck_ = true;
     }
     boost::system::error_code ignored;
     signals_.cancel(ignored);

@@ -6,8 +6,8 @@
 // pool runs blocking backends.
 //
 // Shutdown (SIGTERM/SIGINT or stop()): stop accepting, let every connection
-// answer what it has read (bounded by drain_timeout), flush every device,
-// return 0 from run(). SIGHUP reloads the config file (reload.hpp).
+// answer what it has read (bounded by drain_timeout), flush every device
+// (bounded by drain_timeout too: final_flush.hpp), return 0 from run(). SIGHUP reloads the config file (reload.hpp).
 //
 // Planned restart (server_handover.cpp, docs/restart.md): with a hand-over
 // socket, a new process can ask for the listeners and live connections;
@@ -40,6 +40,7 @@
 #include "daemon/session/listener.hpp"
 #include "daemon/metrics/endpoint.hpp"
 #include "daemon/process/event_loops.hpp"
+#include "daemon/process/final_flush.hpp"
 #include "daemon/process/handover_server.hpp"
 #include "daemon/process/reload.hpp"
 #include "daemon/process/takeover.hpp"
@@ -74,6 +75,9 @@ public:
     bool take_over(const HandedOver& handed, std::string& error);
     // Runs the event loop on the calling thread until shut down; the exit code.
     int run();
+    // After run(): a device's storage did not answer the final flush, so
+    // destroying this server (closing that storage) would wait for it too.
+    bool storage_stuck() const { return storage_stuck_; }
     // Begins the graceful shutdown; callable from any thread.
     void stop();
 
@@ -143,6 +147,7 @@ private:
     bool stopping_ = false;
     bool stopped_ = false;
     int exit_code_ = 0;
+    bool storage_stuck_ = false;
 };
 
 }   // namespace nbdsched::daemon

@@ -4,7 +4,9 @@
   - the stall shows in `ctl stats` while it lasts: requests in flight,
     none completed between two looks 2 s apart;
   - on a device with osd_op_timeout: 3, a FUA write issued during the pause
-    fails with EIO after about the timeout, before the OSD is back.
+    fails with EIO after about the timeout, before the OSD is back;
+  - stopped while the OSD is paused again, the daemon exits after its
+    bounded final flush (status 1, naming the device), never hangs.
 """
 import signal
 import subprocess
@@ -38,6 +40,34 @@ def config(conf):
 
 def counters(d):
     return d.device(d.stats(), "waits")["counters"]
+
+
+def stop_with_osd_paused(c, d, cluster):
+    """SIGTERM twice (stop without waiting for requests) while a write waits
+    for the paused OSD: the final flush waits for that write, and must give
+    up after drain_timeout (10 s) instead of keeping the daemon alive."""
+    cluster.signal_osd(signal.SIGSTOP)
+    try:
+        child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("waits")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1)
+        d.send(signal.SIGTERM)
+        time.sleep(0.5)
+        d.send(signal.SIGTERM)
+        sent = time.monotonic()
+        try:
+            status = d.proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            status = None
+        took = time.monotonic() - sent
+        c.check("SIGTERM with the OSD paused: the daemon exits with status 1 once the final flush gives up",
+                status == 1 and took < 30, f"status {status} after {took:.1f} s")
+        c.check("it says which device's flush did not finish", "device waits: the flush at shutdown did not finish"
+                in d.log())
+        child.kill()
+        child.wait()
+    finally:
+        cluster.signal_osd(signal.SIGCONT)
 
 
 def main():
@@ -79,6 +109,7 @@ def main():
             c.check("writes went on after the pause", after["requests"] > s2["requests"] and after["errors"] == 0,
                     f"completed {s2['requests']} -> {after['requests']}, errors {after['errors']}")
             print(f"fio: {write['iops']:.0f} IOPS over the run; device completed {before['requests']} before the pause")
+            stop_with_osd_paused(c, d, cluster)
             if c.failed:
                 d.print_log_tail()
     finally:

@@ -32,6 +32,14 @@ class Cluster:
             self.stop()
             skip(f"the test cluster did not start ({r.stderr.strip()})\n{tail}")
         print(r.stdout.splitlines()[0])
+        # cluster.sh starts the daemons in sessions of their own, so a test
+        # killed by its timeout (meson kills the test's process group) would
+        # leave them running: this watcher, in a session of its own too,
+        # stops them once the test process is gone.
+        self._reaper = subprocess.Popen(
+            ["sh", "-c", 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" stop "$3"', "ceph-reaper",
+             str(os.getpid()), SCRIPT, self.dir],
+            start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _log_tail(self):
         out = ""
@@ -62,6 +70,10 @@ class Cluster:
         os.kill(self.pids()["osd.0"], sig)
 
     def stop(self):
+        reaper = getattr(self, "_reaper", None)
+        if reaper:
+            reaper.kill()
+            reaper.wait()
         subprocess.run([SCRIPT, "stop", self.dir], timeout=60)
 
     def __enter__(self):
