@@ -162,7 +162,7 @@ private:
     void on_read(const boost::system::error_code& ec, std::size_t n);
     void parse();
     bool consume_payload();
-    void read_payload_direct(bool drained = false);
+    void read_payload_direct();
     void read_payload_tls();
     void payload_done();
     void handle_request(const nbd::RequestHeader& header);

@@ -148,17 +148,14 @@ bool Connection::consume_payload() {
 }
 
 // The rest of a large WRITE payload goes straight into the request's
-// buffer, as much per recv as the socket holds (Asio's async_read takes
-// 64 KiB a call and passes through the event loop between them). Once the
-// socket is empty the connection waits with one async_read_some of the
-// rest: Asio's async_wait would change the socket's epoll registration
-// (an epoll_ctl) each time. `drained`: the last read emptied the socket,
-// so the next recv would only say so.
-void Connection::read_payload_direct(bool drained) {
+// buffer, as much per recv as the socket holds (Asio's reads take 64 KiB
+// each and pass through the event loop between them); the connection waits
+// for the socket only when it is empty.
+void Connection::read_payload_direct() {
     rbeg_ = rend_ = 0;
     busy_ = false;   // the next read is likely the next header: into the small buffer
     if (tls_) return read_payload_tls();
-    while (payload_left_ > 0 && !drained) {
+    while (payload_left_ > 0) {
         const ssize_t n = ::recv(socket_.native_handle(), current_->buffer.data() + payload_got_, payload_left_,
                                  MSG_DONTWAIT);
         if (n > 0) {
@@ -170,21 +167,17 @@ void Connection::read_payload_direct(bool drained) {
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return close("reading a WRITE payload: " + std::system_category().message(errno));
-        break;
+        reading_ = true;
+        socket_.async_wait(Socket::wait_read,
+                           in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec) {
+                               self->reading_ = false;
+                               if (self->closed_) return self->maybe_finish();
+                               if (ec) return self->close("reading a WRITE payload: " + ec.message());
+                               self->read_payload_direct();
+                           }));
+        return;
     }
-    if (payload_left_ == 0) return payload_done();
-    reading_ = true;
-    auto rest = boost::asio::buffer(current_->buffer.data() + payload_got_, payload_left_);
-    socket_.async_read_some(
-        rest, in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec, std::size_t got) {
-            self->reading_ = false;
-            if (self->closed_) return self->maybe_finish();
-            if (ec) return self->close("reading a WRITE payload: " + ec.message());
-            const bool emptied = got < self->payload_left_;
-            self->payload_got_ += got;
-            self->payload_left_ -= got;
-            self->read_payload_direct(emptied);
-        }));
+    payload_done();
 }
 
 void Connection::read_payload_tls() {
