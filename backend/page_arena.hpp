@@ -2,10 +2,9 @@
 // marked for transparent huge pages, handed out a page at a time in order;
 // pages given back are kept for the next take(). The kernel copies a large
 // READ's reply straight from these pages (RamBackend::read_pinned), and on
-// a virtual machine its accesses to scattered 4 KiB heap pages cost a
-// page-table walk each: from a 1 GiB device of calloc()ed pages a 1 MiB
-// reply over TCP took 1.6 ms of CPU, from huge pages 0.24 ms
-// (docs/data-path.md). Pages taken one after another are contiguous, so
+// a virtual machine that copy slowed with every distinct 4 KiB page it
+// touched: from a 1 GiB device of calloc()ed pages a 1 MiB reply over TCP
+// took 1.6 ms of CPU, from huge pages 0.24 ms (docs/data-path.md). Pages taken one after another are contiguous, so
 // the pieces of a sequentially written range join into few iovecs.
 #pragma once
 
