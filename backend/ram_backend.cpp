@@ -89,12 +89,8 @@ RamBackend::~RamBackend() {
         Leaf* leaf = leaves_[i].load(std::memory_order_relaxed);
         if (leaf == nullptr)
             continue;
-        for (auto& page : leaf->pages)
-            std::free(page.load(std::memory_order_relaxed));
-        delete leaf;
+        delete leaf;   // its pages go with arena_
     }
-    for (auto* page : retired_)
-        std::free(page);
 }
 
 std::string RamBackend::describe() const {
@@ -137,14 +133,14 @@ std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot) {
     std::byte* page = leaf.pages[slot].load(std::memory_order_acquire);
     if (page != nullptr)
         return page;
-    auto* fresh = static_cast<std::byte*>(std::calloc(1, page_bytes));
+    auto* fresh = arena_.take();
     if (fresh == nullptr)
         return nullptr;
     if (leaf.pages[slot].compare_exchange_strong(page, fresh, std::memory_order_acq_rel)) {
         allocated_pages_.fetch_add(1, std::memory_order_relaxed);
         return fresh;
     }
-    std::free(fresh);
+    arena_.give(fresh);
     return page;
 }
 
@@ -201,7 +197,7 @@ void RamBackend::unpin() {
         dead.swap(retired_);
     }
     for (auto* page : dead)
-        std::free(page);
+        arena_.give(page);
 }
 
 void RamBackend::free_page(std::byte* page) {
@@ -213,7 +209,7 @@ void RamBackend::free_page(std::byte* page) {
             return;
         }
     }
-    std::free(page);
+    arena_.give(page);
 }
 
 int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool /*fua*/) {

@@ -1,6 +1,6 @@
-// Sparse, thread-safe RAM backend. Memory is allocated a 4 KiB page at a time
-// on the first write that is not all zeros; never-written pages read as zeros
-// and cost nothing. TRIM and WRITE_ZEROES free the whole pages they cover and
+// Sparse, thread-safe RAM backend. Memory is taken a 4 KiB page at a time
+// (from a PageArena: huge pages) on the first write that is not all zeros;
+// never-written pages read as zeros and cost nothing. TRIM and WRITE_ZEROES free the whole pages they cover and
 // zero the partial ones; WRITE_ZEROES with NBD_CMD_FLAG_NO_HOLE (may_trim
 // false) instead allocates zero-filled pages for the whole range, as the spec
 // asks. Volatile by design: FLUSH and FUA are no-ops.
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/page_arena.hpp"
 
 namespace nbdsched::backend {
 
@@ -85,6 +86,7 @@ private:
     // touches (NO_HOLE); false when memory runs out.
     bool provision_in_leaf(std::uint64_t leaf_index, std::uint64_t offset, std::uint64_t length);
 
+    PageArena arena_;   // declared first, destroyed last: every page below lives in it
     std::uint64_t size_;
     std::uint64_t leaf_count_;
     std::unique_ptr<std::atomic<Leaf*>[]> leaves_;

@@ -3,14 +3,6 @@
 // Under ASan a pooled free block is poisoned, so a use after free inside a
 // scheduler's containers is still reported although the block is not freed.
 #include "common/sanitizers.hpp"
-#ifdef NBDSCHED_ASAN
-#include <sanitizer/asan_interface.h>
-#define POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define POOL_POISON(p, n) ((void)(p), (void)(n))
-#define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
 
 namespace nbdsched::sched {
 
@@ -21,7 +13,7 @@ std::pmr::memory_resource& upstream() { return *std::pmr::new_delete_resource();
 NodePool::~NodePool() {
     for (std::size_t c = 0; c < kClasses; ++c) {
         while (FreeBlock* b = free_[c]) {
-            POOL_UNPOISON(b, (c + 1) * kGranule);
+            NBDSCHED_UNPOISON(b, (c + 1) * kGranule);
             free_[c] = b->next;
             upstream().deallocate(b, (c + 1) * kGranule, kGranule);
         }
@@ -32,7 +24,7 @@ void* NodePool::do_allocate(std::size_t bytes, std::size_t alignment) {
     const std::size_t c = size_class(bytes, alignment);
     if (c == 0) return upstream().allocate(bytes, alignment);
     if (FreeBlock* b = free_[c - 1]) {
-        POOL_UNPOISON(b, c * kGranule);
+        NBDSCHED_UNPOISON(b, c * kGranule);
         free_[c - 1] = b->next;
         return b;
     }
@@ -48,7 +40,7 @@ void NodePool::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) 
     auto* b = static_cast<FreeBlock*>(p);
     b->next = free_[c - 1];
     free_[c - 1] = b;
-    POOL_POISON(b, c * kGranule);
+    NBDSCHED_POISON(b, c * kGranule);
 }
 
 }   // namespace nbdsched::sched

@@ -178,8 +178,10 @@ private:
     void queue_reply(IoRequest& r);
     void flush_replies();
     void send_batch();
+    void batch_sent();
     void advance_iov(std::size_t n);
     void on_written(const boost::system::error_code& ec);
+    void after_write();
     void maybe_finish();
 
     std::string tag() const;
@@ -246,6 +248,7 @@ private:
     // one buffer at a time (a TLS record per 16-byte reply header otherwise).
     std::vector<std::uint8_t> tls_out_;
     bool writing_ = false;
+    bool flush_posted_ = false;   // a flush_replies() is posted for replies queued outside a parse
 
     bool closed_ = false;
     bool finished_ = false;

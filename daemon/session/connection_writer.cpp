@@ -73,8 +73,15 @@ void Connection::queue_reply(IoRequest& r) {
     }
     pending_.push_back(&r);
     // While parsing, replies wait for the end of the parse: one write for
-    // the whole batch instead of one per request.
-    if (!parsing_) flush_replies();
+    // the whole batch instead of one per request. A reply from outside a
+    // parse (a backend's burst of completions, a timer) waits for the end
+    // of the handler that delivers it, for the same reason.
+    if (parsing_ || flush_posted_) return;
+    flush_posted_ = true;
+    boost::asio::post(socket_.get_executor(), [self = shared_from_this()] {
+        self->flush_posted_ = false;
+        self->flush_replies();
+    });
 }
 
 void Connection::flush_replies() {
@@ -106,7 +113,8 @@ void Connection::flush_replies() {
 
 // Writes the batch now, as far as the socket takes it (up to IOV_MAX pieces
 // per sendmsg, where Asio's writes take 64), and waits for room only for
-// the rest. The end is posted: this may run inside a request's completion.
+// the rest. A batch the socket took at once is released here (batch_sent);
+// an error ends it through a post, as this may run inside a parse.
 void Connection::send_batch() {
     boost::system::error_code ec;
     while (iov_at_ < iov_.size()) {
@@ -127,9 +135,23 @@ void Connection::send_batch() {
             return;
         }
         ec.assign(errno, boost::asio::error::get_system_category());
-        break;
+        boost::asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_written(ec); });
+        return;
     }
-    boost::asio::post(socket_.get_executor(), [self = shared_from_this(), ec] { self->on_written(ec); });
+    batch_sent();
+}
+
+// The batch has left: its requests go back at once, so the next reply needs
+// no trip through the event loop (at queue depth 1 that trip was a handler
+// and an epoll_wait per request). What may read more, write more or finish
+// is posted, and only when there is any: this runs inside a parse or a
+// request's completion.
+void Connection::batch_sent() {
+    writing_ = false;
+    for (auto* r : batch_) release(*r);
+    batch_.clear();
+    if (!paused_ && !stop_reading_ && !parking_ && pending_.empty()) return;
+    boost::asio::post(socket_.get_executor(), [self = shared_from_this()] { self->after_write(); });
 }
 
 void Connection::advance_iov(std::size_t n) {
@@ -154,6 +176,10 @@ void Connection::on_written(const boost::system::error_code& ec) {
         if (!closed_) close("write: " + ec.message());
         return maybe_finish();
     }
+    after_write();
+}
+
+void Connection::after_write() {
     flush_replies();
     resume();
     maybe_finish();
