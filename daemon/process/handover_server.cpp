@@ -17,13 +17,10 @@ using local = boost::asio::local::stream_protocol;
 // once its server is built (opening backends: well under this).
 constexpr std::chrono::milliseconds request_wait{2000};
 constexpr std::chrono::milliseconds verdict_wait{10000};
-// After a failed accept (out of descriptors: the error stays until some
-// close), wait before the next, instead of spinning on the error.
-constexpr std::chrono::milliseconds accept_retry{100};
 }   // namespace
 
 HandoverServer::HandoverServer(boost::asio::io_context& io, std::string path, Hooks hooks)
-    : io_(io), acceptor_(io), timer_(io), accept_timer_(io), path_(std::move(path)), hooks_(std::move(hooks)) {}
+    : acceptor_(io), timer_(io), backoff_(io, "hand-over socket"), path_(std::move(path)), hooks_(std::move(hooks)) {}
 
 HandoverServer::~HandoverServer() { close(keep_file_); }
 
@@ -61,17 +58,11 @@ void HandoverServer::accept_next() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, local::socket s) {
         if (ec == boost::asio::error::operation_aborted || closed_) return;
         if (ec) {
-            ++failed_accepts_;
-            if (!std::exchange(accept_failing_, true))
-                spdlog::warn("hand-over socket: accept: {}; trying again every {} ms", ec.message(),
-                             accept_retry.count());
-            accept_timer_.expires_after(accept_retry);
-            accept_timer_.async_wait([this](const boost::system::error_code& wait_ec) {
-                if (!wait_ec && !closed_) accept_next();
-            });
-            return;
+            if (backoff_.wait_after(ec, [this] { accept_next(); })) return;
+            spdlog::warn("hand-over socket: accept: {}", ec.message());
+            return accept_next();
         }
-        if (std::exchange(accept_failing_, false)) spdlog::info("hand-over socket: accepting again");
+        backoff_.accepted();
         if (peer_) {   // one hand-over at a time
             std::string ignored;
             send_handover(s.native_handle(), "refused a hand-over is already in progress", {}, ignored);
@@ -169,7 +160,7 @@ void HandoverServer::close(bool keep_file) {
     keep_file_ = keep_file;
     boost::system::error_code ignored;
     timer_.cancel();
-    accept_timer_.cancel();
+    backoff_.cancel();
     acceptor_.close(ignored);
     end_peer();
     if (!keep_file) ::unlink(path_.c_str());

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/session/accept_backoff.hpp"
+
 namespace nbdsched::daemon {
 
 class HandoverServer {
@@ -46,8 +48,9 @@ public:
     // `keep_file`: the next process listens on the path now.
     void close(bool keep_file = false);
     const std::string& path() const { return path_; }
-    // accept() errors so far (EMFILE...): each waits accept_retry before the next try.
-    std::uint64_t failed_accepts() const { return failed_accepts_; }
+    // Failed accepts (EMFILE...) since the last one that succeeded: each waits
+    // its back-off before the next try (accept_backoff.hpp).
+    std::uint64_t failed_accepts() const { return backoff_.failures(); }
 
 private:
     HandoverServer(boost::asio::io_context& io, std::string path, Hooks hooks);
@@ -58,16 +61,13 @@ private:
     // Waits (asynchronously, at most `limit`) until the peer has something to read.
     void when_readable(std::chrono::milliseconds limit, std::function<void(bool readable)> then);
 
-    boost::asio::io_context& io_;
     boost::asio::local::stream_protocol::acceptor acceptor_;
     std::optional<boost::asio::local::stream_protocol::socket> peer_;
     boost::asio::steady_timer timer_;
-    boost::asio::steady_timer accept_timer_;   // the pause after a failed accept (EMFILE)
+    AcceptBackoff backoff_;   // the pause after a failed accept (EMFILE)
     std::string path_;
     Hooks hooks_;
     std::uint64_t generation_ = 0;   // which peer a pending wait belongs to
-    std::uint64_t failed_accepts_ = 0;
-    bool accept_failing_ = false;   // logged once per streak of failures
     bool closed_ = false;
     bool keep_file_ = false;
 };

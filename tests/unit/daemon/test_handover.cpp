@@ -267,7 +267,7 @@ TEST_CASE("hand-over socket: out of descriptors, accept waits between tries inst
         }
         spdlog::set_level(level);
     }
-    // 100 ms apart: about 5 tries in 500 ms (a loop retrying at once makes thousands).
+    // 10 ms doubling: 6 tries in 500 ms (a loop retrying at once makes thousands).
     CHECK(server->failed_accepts() >= 2);
     CHECK(server->failed_accepts() <= 10);
     ::close(client);
