@@ -4,7 +4,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
-#include <system_error>
 #include <thread>
 
 namespace nbdsched::daemon {
@@ -36,7 +35,7 @@ FinalFlush flush_devices(const std::vector<std::unique_ptr<Device>>& devices, st
         if (!result)
             out.unfinished.push_back(devices[i]->name());
         else if (*result != 0)
-            out.failed.push_back(devices[i]->name() + ": " + std::system_category().message(*result));
+            out.failed.push_back({devices[i]->name(), *result});
     }
     return out;
 }

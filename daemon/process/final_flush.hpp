@@ -19,7 +19,11 @@
 namespace nbdsched::daemon {
 
 struct FinalFlush {
-    std::vector<std::string> failed;       // "device: error", one per flush that failed
+    struct Failure {
+        std::string device;
+        int error;   // errno
+    };
+    std::vector<Failure> failed;           // one per flush that failed
     std::vector<std::string> unfinished;   // devices still flushing at the deadline
 };
 

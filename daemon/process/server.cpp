@@ -293,7 +293,8 @@ void Server::finish_shutdown() {
     for (auto& [id, c] : open) c->close("server stopping");
     auto flushed = flush_devices(devices_, options_.drain_timeout);
     for (const auto& failure : flushed.failed) {
-        spdlog::error("device {}: flush at shutdown failed", failure);
+        spdlog::error("device {}: flush at shutdown failed: {}", failure.device,
+                      std::system_category().message(failure.error));
         exit_code_ = 1;
     }
     for (const auto& name : flushed.unfinished) {

@@ -95,7 +95,7 @@ TEST_CASE("configured faults reach the client as NBD errors; the connection and 
     const int rc = d.stop(SIGTERM);
     INFO(d.log());
     CHECK(rc == 1);
-    CHECK(d.log().find("flush at shutdown failed") != std::string::npos);
+    CHECK(d.log().find("device d0: flush at shutdown failed: ") != std::string::npos);
     // Each failed request left a warning naming the device, the request and
     // the error (daemon/device/device.cpp data_done); the requests that succeeded did not.
     const std::string log = d.log();
