@@ -261,12 +261,16 @@ void Connection::payload_received(IoRequest& r) {
 // A WRITE's payload goes straight into the device's memory where the device
 // offers it (Device::pin_write): one copy (the kernel's, or a memcpy out of
 // the read buffer) instead of two. Not over TLS (read_payload_tls reads into
-// the buffer), and not for a payload that is all here already and all zeros:
-// the backend's write() keeps zeros written over a hole a hole.
+// the buffer). Zeros written over a hole stay a hole only through the
+// backend's write(), which sees the data first: a payload that is all here
+// and all zeros takes the buffer path, and so does a small one not all here
+// yet (it may be zeros); a large one (read from the socket straight into
+// the pages) allocates them whatever it holds.
 bool Connection::place_payload(IoRequest& r) {
     const auto& h = r.header;
     if (tls_) return false;
-    if (rend_ - rbeg_ >= h.length && all_zero(reinterpret_cast<const std::byte*>(rbuf_ + rbeg_), h.length))
+    const bool here = rend_ - rbeg_ >= h.length;
+    if (here ? all_zero(reinterpret_cast<const std::byte*>(rbuf_ + rbeg_), h.length) : h.length < direct_payload)
         return false;
     return device_->pin_write(r, binding_->offset + h.offset, h.length);
 }

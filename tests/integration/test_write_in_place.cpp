@@ -1,7 +1,7 @@
 // WRITE payloads received straight into a RAM device's pages: small and
 // large, aligned and unaligned, overlapping, with trims between, over Unix
 // and TCP, read back against a model; writes in flight together leave only
-// their own bytes; zeros arriving with their header stay a hole; a client
+// their own bytes; small writes of zeros stay a hole; a client
 // that dies (or a daemon that stops) in the middle of a payload lets go of
 // the pages it pinned.
 #include <doctest/doctest.h>
@@ -116,12 +116,14 @@ TEST_CASE("writes in flight together leave only their own bytes, and the next wr
     CHECK(d.stop() == 0);
 }
 
-TEST_CASE("zeros arriving with their header stay a hole; a payload read from the socket allocates its pages") {
+TEST_CASE("small writes of zeros stay a hole; a large payload read from the socket allocates its pages") {
     Daemon d(standard_spec());
     Nbd h = connect_with_allocation(d.uri());
     std::vector<std::uint8_t> zeros(k_mib, 0);
     REQUIRE(nbd_pwrite(h, zeros.data(), 4096, k_mib, 0) == 0);
     CHECK(is_hole(h, k_mib, 4096));
+    REQUIRE(nbd_pwrite(h, zeros.data(), 32 << 10, k_mib + (64 << 10), 0) == 0);
+    CHECK(is_hole(h, k_mib + (64 << 10), 32 << 10));
     REQUIRE(write_pattern(h, 4096, 2 * k_mib, 3) == 0);
     CHECK_FALSE(is_hole(h, 2 * k_mib, 4096));
     // 1 MiB is received from the socket into its pages before anyone has
