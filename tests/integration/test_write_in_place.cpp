@@ -3,10 +3,12 @@
 // and TCP, read back against a model; writes in flight together leave only
 // their own bytes; small writes of zeros stay a hole; a client
 // that dies (or a daemon that stops) in the middle of a payload lets go of
-// the pages it pinned.
+// the pages it pinned; fault injection still sees (and fails) every write;
+// devices with read-ahead or a timing model read back what was written.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -174,4 +176,38 @@ TEST_CASE("a daemon stopping while a payload is half received exits cleanly") {
     Nbd h = connect(d.uri());   // meanwhile the daemon serves others
     REQUIRE(write_pattern(h, 4096, 0, 5) == 0);
     CHECK(d.stop() == 0);
+}
+
+TEST_CASE("a write that fault injection fails leaves the device as it was: its payload was not put in place") {
+    Daemon d(yaml_spec("devices:\n"
+                       "  - name: d0\n"
+                       "    size: 64MiB\n"
+                       "    faults:\n"
+                       "      - {op: write, error: ENOSPC, offset: 2MiB, length: 1MiB}\n"
+                       "exports:\n  - {name: default, device: d0}\n"));
+    Nbd h = connect(d.uri());
+    std::vector<std::uint8_t> data = pattern(2 * k_mib, k_mib, 7);
+    CHECK(nbd_pwrite(h, data.data(), data.size(), 2 * k_mib, 0) == -1);
+    CHECK(nbd_get_errno() == ENOSPC);
+    CHECK(nbd_pwrite(h, data.data(), 4096, 2 * k_mib, 0) == -1);
+    CHECK(reads_zero(h, k_mib, 2 * k_mib));
+    REQUIRE(write_pattern(h, k_mib, 4 * k_mib, 8) == 0);   // outside the rule: written
+    CHECK(verify_pattern(h, k_mib, 4 * k_mib, 8) == "");
+    CHECK(d.stop() == 0);
+}
+
+TEST_CASE("writes on devices with read-ahead or a timing model read back") {
+    for (const char* yaml : {"    read_ahead_kb: 256\n", "    profile: nvme\n"}) {
+        CAPTURE(yaml);
+        Daemon d(profile_spec(yaml, 64 * k_mib));
+        Nbd h = connect(d.uri());
+        std::vector<std::uint8_t> buf(128 << 10);
+        for (std::uint64_t at = 0; at < 4 * k_mib; at += buf.size())   // a sequential reader: read-ahead fills its cache
+            REQUIRE(nbd_pread(h, buf.data(), buf.size(), at, 0) == 0);
+        REQUIRE(write_pattern(h, k_mib + 3, k_mib - 1, 11) == 0);
+        REQUIRE(write_pattern(h, 4000, 3 * k_mib + 5, 12) == 0);
+        CHECK(verify_pattern(h, k_mib + 3, k_mib - 1, 11) == "");
+        CHECK(verify_pattern(h, 4000, 3 * k_mib + 5, 12) == "");
+        CHECK(d.stop() == 0);
+    }
 }
