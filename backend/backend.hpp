@@ -57,6 +57,20 @@ public:
         (void)offset, (void)length, (void)out;
         return false;
     }
+    // The other way: a client's WRITE payload received straight into the
+    // backend's memory. Appends [offset, offset+length) to `out` as spans of
+    // that memory, allocated as needed, and pins it as read_pinned() does;
+    // the caller puts the data there and calls unpin(). Bytes put there are
+    // the device's data at once (readers may see them before the write is
+    // acknowledged, as NBD allows for requests in flight together), so only
+    // a backend whose writes cannot fail once memory is found may offer it:
+    // a wrapper that must see or fail writes (fault injection) does not.
+    // false: no such memory, or none left (nothing pinned; use write()).
+    virtual bool write_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<std::byte>>& out) {
+        (void)offset, (void)length, (void)out;
+        return false;
+    }
+    // Ends one read_pinned() or write_pinned() that returned true.
     virtual void unpin() {}
     virtual int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) = 0;
     virtual int flush() = 0;

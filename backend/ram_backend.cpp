@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/bytes.hpp"
 #include "common/units.hpp"
 
 namespace nbdsched::backend {
@@ -13,12 +14,6 @@ namespace nbdsched::backend {
 namespace {
 
 constexpr std::uint64_t leaf_bytes = RamBackend::page_bytes * RamBackend::pages_per_leaf;
-
-bool all_zero(const std::byte* p, std::size_t n) {
-    // memcmp against the previous bytes: "first byte is zero and the rest
-    // equals the shifted self" is a fast, allocation-free zero test.
-    return n == 0 || (p[0] == std::byte{0} && std::memcmp(p, p + 1, n - 1) == 0);
-}
 
 // Calls fn(leaf_index, offset, length) for each piece of the range that lies
 // in one leaf; stops early (returning false) when fn returns false.
@@ -56,7 +51,8 @@ constexpr std::size_t zero_block_bytes = 1u << 20;
 alignas(4096) std::byte zero_block[zero_block_bytes];
 
 // Appends n bytes at p to out, joining it to the last piece when contiguous.
-void append_piece(std::vector<std::span<const std::byte>>& out, const std::byte* p, std::size_t n) {
+template <class Byte>
+void append_piece(std::vector<std::span<Byte>>& out, Byte* p, std::size_t n) {
     if (!out.empty() && out.back().data() + out.back().size() == p) {
         out.back() = {out.back().data(), out.back().size() + n};
         return;
@@ -68,7 +64,7 @@ void append_piece(std::vector<std::span<const std::byte>>& out, const std::byte*
 void append_zeros(std::vector<std::span<const std::byte>>& out, std::size_t n) {
     const std::byte* end = zero_block + zero_block_bytes;
     if (!out.empty() && out.back().data() >= zero_block && out.back().data() + out.back().size() + n <= end)
-        return append_piece(out, out.back().data() + out.back().size(), n);
+        return append_piece<const std::byte>(out, out.back().data() + out.back().size(), n);
     out.emplace_back(zero_block, n);
 }
 
@@ -175,13 +171,41 @@ bool RamBackend::read_pinned(std::uint64_t offset, std::uint64_t length, std::ve
         return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t) {
             const std::byte* page = leaf == nullptr ? nullptr : leaf->pages[slot].load(std::memory_order_acquire);
             if (page != nullptr)
-                append_piece(out, page + in_page, n);
+                append_piece<const std::byte>(out, page + in_page, n);
             else
                 append_zeros(out, n);
             return true;
         });
     });
     return true;
+}
+
+// As read_pinned(), the pin first; then every page is allocated (shared
+// stripe, like write()). A page a TRIM takes out of its table after we let go
+// of the stripe retires while we hold the pin: what is received into it is
+// lost, which NBD allows as the TRIM and the WRITE were in flight together.
+bool RamBackend::write_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<std::byte>>& out) {
+    if (!in_range(offset, length))
+        return false;
+    pins_.fetch_add(1, std::memory_order_seq_cst);
+    const bool ok = for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
+        std::shared_lock lock(stripe_of(li).mutex);
+        Leaf* leaf = leaf_or_create(li);
+        if (leaf == nullptr)
+            return false;
+        return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t) {
+            std::byte* page = page_or_create(*leaf, slot);
+            if (page == nullptr)
+                return false;
+            append_piece(out, page + in_page, n);
+            return true;
+        });
+    });
+    if (ok)
+        return true;
+    out.clear();   // the pages taken so far stay allocated (zero), as after a failed write()
+    unpin();
+    return false;
 }
 
 // At the last unpin the retired pages go, unless a new pin came meanwhile

@@ -11,7 +11,8 @@
 // RMW, uncontended in practice); freeing pages takes the stripe exclusively,
 // so a page is never freed under a reader's memcpy. While any read_pinned()
 // is outstanding, freed pages are retired instead and freed at the last
-// unpin(): a reply being sent from them never reads freed memory.
+// unpin(): a reply being sent from them never reads freed memory, and a
+// payload being received into them (write_pinned) never writes freed memory.
 #pragma once
 
 #include <array>
@@ -47,6 +48,9 @@ public:
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     bool read_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<const std::byte>>& out) override;
+    // Allocates every page of the range (zeros written this way are not a
+    // hole); false and nothing pinned when memory runs out.
+    bool write_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<std::byte>>& out) override;
     void unpin() override;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
     int flush() override { return 0; }

@@ -210,6 +210,10 @@ int Device::run_backend(backend::Backend& b, IoRequest& r) {
 void Device::start(IoRequest& r, sched::Time now) {
     r.release_at = now;
     if (model_) r.release_at = model_->submit({r.op, r.offset, r.length}, now);
+    if (r.in_place && r.op == sched::Op::write) {   // the data went in as it arrived (pin_write): only the reply is left
+        r.backend_errno = 0;
+        return data_done(r);
+    }
     // A read the page cache holds is answered here, on either engine: the
     // ring would take longer to say so (its completion comes back through
     // the eventfd and another loop turn).
@@ -259,6 +263,23 @@ bool Device::pin_read(IoRequest& r) {
     if (!backend_->read_pinned(r.offset, r.length, r.pieces)) return false;
     r.pinned = backend_.get();
     r.backend_errno = 0;
+    return true;
+}
+
+// NBD lets the payload land before the scheduler dispatches the write: "The
+// server MAY process commands out of order, and MAY reply out of order"
+// (doc/proto.md, "Ordering of messages and writes"), except for FLUSH and
+// FUA, which only govern replies: a request in flight beside this write may
+// see its data or not, and everything sent after its reply sees it.
+// Read-ahead keeps the buffer path: its cache is invalidated as a write is
+// submitted, and prefetches reading a payload half received would cache it.
+bool Device::pin_write(IoRequest& r, std::uint64_t offset, std::uint64_t length) {
+    r.in_place = false;
+    if (read_ahead_) return false;
+    r.targets.clear();
+    if (!backend_->write_pinned(offset, length, r.targets)) return false;
+    r.pinned = backend_.get();
+    r.in_place = true;
     return true;
 }
 

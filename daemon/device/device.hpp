@@ -98,6 +98,15 @@ public:
     // not blocking, so a sink must not re-enter submit() from request_done().
     void submit(IoRequest& request);
 
+    // A client WRITE's payload received straight into the backend's memory
+    // (RAM): its destination [offset, offset+length) as spans into
+    // r.targets, pinned (r.pinned set, unpin when the payload is in), and
+    // r.in_place set, so that dispatch copies nothing. false (nothing
+    // pinned): the payload goes to r.buffer and is written at dispatch, as
+    // for any backend that does not offer it, with read-ahead on (its cache
+    // is invalidated as a write is submitted), or when memory runs out.
+    bool pin_write(IoRequest& r, std::uint64_t offset, std::uint64_t length);
+
     // NBD_CMD_BLOCK_STATUS and NBD_CMD_CACHE: metadata and hints, answered
     // beside the scheduler (docs/block-status.md says why), through
     // request.sink like submit(). BLOCK_STATUS needs r.buffer reserved for

@@ -75,6 +75,12 @@ struct IoRequest {
     sched::QueueId queue = 0;
     sched::GroupId group = 0;
     bool may_pin = false;   // a client READ: its reply may be sent from the backend's memory
+    // A WRITE whose payload the connection received straight into the
+    // backend's memory (Device::pin_write): dispatch writes nothing, the
+    // scheduler only decides when it is acknowledged. While the payload is
+    // received, `targets` are its destination and `pinned` is set.
+    bool in_place = false;
+    std::vector<std::span<std::byte>> targets;   // reused: no allocation per request
 
     // --- set by the device
     sched::RequestId id = 0;
@@ -82,7 +88,8 @@ struct IoRequest {
     sched::Time release_at{};     // timing model: reply not before this
     int backend_errno = 0;        // 0 or the backend's errno
     // A READ answered from pinned backend memory (buffer unused): the reply
-    // sends `pieces`, and whoever releases the request calls pinned->unpin().
+    // sends `pieces`, and whoever releases the request calls pinned->unpin()
+    // (an in-place WRITE's pin, see `in_place`, is let go as its payload ends).
     backend::Backend* pinned = nullptr;
     std::vector<std::span<const std::byte>> pieces;   // reused: no allocation per request
 

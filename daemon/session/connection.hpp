@@ -163,8 +163,11 @@ private:
     void parse();
     bool consume_payload();
     void read_payload_direct();
+    ssize_t recv_in_place();
     void read_payload_tls();
     void payload_done();
+    void payload_received(IoRequest& r);
+    bool place_payload(IoRequest& r);
     void handle_request(const nbd::RequestHeader& header);
     void submit(IoRequest& r);
     void charge(IoRequest& r, std::uint64_t bytes);
@@ -223,7 +226,8 @@ private:
     IoRequest* current_ = nullptr;     // request whose WRITE payload is being read
     std::uint64_t payload_left_ = 0;   // payload (or discarded) bytes still to come
     std::size_t payload_got_ = 0;
-    bool reading_ = false;   // an async read is pending
+    std::vector<iovec> recv_iov_;   // recv_in_place's; reused: no allocation per request
+    bool reading_ = false;          // an async read is pending
     bool parsing_ = false;
     bool paused_ = false;           // back-pressure
     bool waiting_budget_ = false;   // in line at the device's InflightBudget

@@ -1,18 +1,22 @@
 // The reading half of Connection's transmission phase: requests are parsed
 // out of the read buffer (a single read usually carries many headers: the
 // connection's small one, or a large pooled one while reads fill that),
-// validated, and submitted to the device. WRITE payloads are copied out of
-// the buffer, or read straight into the request's buffer when large.
+// validated, and submitted to the device. WRITE payloads go straight into
+// the device's memory where it offers that (RAM: place_payload), else into
+// the request's buffer: copied out of the read buffer, or read from the
+// socket directly when large.
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <system_error>
 
+#include "common/bytes.hpp"
 #include "daemon/session/connection.hpp"
 #include "nbd/block_status.hpp"
 
@@ -30,6 +34,22 @@ sched::Op op_of(std::uint16_t type) {
     case nbd::Command::trim: return sched::Op::trim;
     case nbd::Command::write_zeroes: return sched::Op::write_zeroes;
     default: return sched::Op::read;
+    }
+}
+
+// Copies n bytes to the pieces of an in-place payload, from byte `at` of it on.
+void copy_to(const std::vector<std::span<std::byte>>& targets, std::size_t at, const std::uint8_t* src, std::size_t n) {
+    for (auto t : targets) {
+        if (n == 0) return;
+        if (at >= t.size()) {
+            at -= t.size();
+            continue;
+        }
+        const std::size_t k = std::min(n, t.size() - at);
+        std::memcpy(t.data() + at, src, k);
+        src += k;
+        n -= k;
+        at = 0;
     }
 }
 }   // namespace
@@ -132,7 +152,12 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
 // must come from the socket.
 bool Connection::consume_payload() {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rend_ - rbeg_, payload_left_));
-    if (rstate_ == ReadState::payload) std::memcpy(current_->buffer.data() + payload_got_, rbuf_ + rbeg_, n);
+    if (rstate_ == ReadState::payload) {
+        if (current_->in_place)
+            copy_to(current_->targets, payload_got_, rbuf_ + rbeg_, n);
+        else
+            std::memcpy(current_->buffer.data() + payload_got_, rbuf_ + rbeg_, n);
+    }
     rbeg_ += n;
     payload_got_ += n;
     payload_left_ -= n;
@@ -141,14 +166,14 @@ bool Connection::consume_payload() {
         IoRequest& r = *current_;
         current_ = nullptr;
         rstate_ = ReadState::header;
-        submit(r);
+        payload_received(r);
     }
     rstate_ = ReadState::header;
     return true;
 }
 
 // The rest of a large WRITE payload goes straight into the request's
-// buffer, as much per recv as the socket holds (Asio's reads take 64 KiB
+// buffer or the device's memory, as much per recv as the socket holds (Asio's reads take 64 KiB
 // each and pass through the event loop between them); the connection waits
 // for the socket only when it is empty.
 void Connection::read_payload_direct() {
@@ -156,8 +181,9 @@ void Connection::read_payload_direct() {
     busy_ = false;   // the next read is likely the next header: into the small buffer
     if (tls_) return read_payload_tls();
     while (payload_left_ > 0) {
-        const ssize_t n = ::recv(socket_.native_handle(), current_->buffer.data() + payload_got_, payload_left_,
-                                 MSG_DONTWAIT);
+        const ssize_t n = current_->in_place ? recv_in_place()
+                                             : ::recv(socket_.native_handle(), current_->buffer.data() + payload_got_,
+                                                      payload_left_, MSG_DONTWAIT);
         if (n > 0) {
             payload_got_ += static_cast<std::size_t>(n);
             payload_left_ -= static_cast<std::size_t>(n);
@@ -180,6 +206,25 @@ void Connection::read_payload_direct() {
     payload_done();
 }
 
+// One recvmsg() into the in-place payload's pieces from payload_got_ on.
+ssize_t Connection::recv_in_place() {
+    recv_iov_.clear();
+    std::size_t at = payload_got_;
+    for (auto t : current_->targets) {
+        if (recv_iov_.size() == IOV_MAX) break;
+        if (at >= t.size()) {
+            at -= t.size();
+            continue;
+        }
+        recv_iov_.push_back({t.data() + at, t.size() - at});
+        at = 0;
+    }
+    msghdr m{};
+    m.msg_iov = recv_iov_.data();
+    m.msg_iovlen = recv_iov_.size();
+    return ::recvmsg(socket_.native_handle(), &m, MSG_DONTWAIT);
+}
+
 void Connection::read_payload_tls() {
     reading_ = true;
     auto on_payload = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
@@ -198,8 +243,36 @@ void Connection::payload_done() {
     IoRequest& r = *current_;
     current_ = nullptr;
     rstate_ = ReadState::header;
-    submit(r);
+    payload_received(r);
     parse();
+}
+
+// An in-place payload's pin lasts while it is received (a connection closed
+// meanwhile lets go of it in release()); once it is in, the data is the
+// device's and the pin goes.
+void Connection::payload_received(IoRequest& r) {
+    if (r.in_place && r.pinned) {
+        r.pinned->unpin();
+        r.pinned = nullptr;
+    }
+    submit(r);
+}
+
+// A WRITE's payload goes straight into the device's memory where the device
+// offers it (Device::pin_write): one copy (the kernel's, or a memcpy out of
+// the read buffer) instead of two. Not over TLS (read_payload_tls reads into
+// the buffer). Zeros written over a hole stay a hole only through the
+// backend's write(), which sees the data first: a payload that is all here
+// and all zeros takes the buffer path, and so does a small one not all here
+// yet (it may be zeros); a large one (read from the socket straight into
+// the pages) allocates them whatever it holds.
+bool Connection::place_payload(IoRequest& r) {
+    const auto& h = r.header;
+    if (tls_) return false;
+    const bool here = rend_ - rbeg_ >= h.length;
+    if (here ? all_zero(reinterpret_cast<const std::byte*>(rbuf_ + rbeg_), h.length) : h.length < direct_payload)
+        return false;
+    return device_->pin_write(r, binding_->offset + h.offset, h.length);
 }
 
 void Connection::parse() {
@@ -260,7 +333,7 @@ void Connection::handle_request(const nbd::RequestHeader& h) {
             queue_reply(r);
             return;
         }
-        r.buffer.reserve(h.length);
+        if (!place_payload(r)) r.buffer.reserve(h.length);
         charge(r, h.length);
         current_ = &r;
         rstate_ = ReadState::payload;

@@ -34,6 +34,7 @@ IoRequest& Connection::acquire() {
     r->send_data = false;
     r->backend_errno = 0;
     r->data_bytes = 0;
+    r->in_place = false;
     ++inflight_;
     device_->inflight_budget().take_request(group_, std::exchange(has_ticket_, false));
     return *r;
