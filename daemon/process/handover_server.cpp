@@ -59,6 +59,7 @@ void HandoverServer::accept_next() {
         if (ec == boost::asio::error::operation_aborted || closed_) return;
         if (ec) {
             if (backoff_.wait_after(ec, [this] { accept_next(); })) return;
+            // Left: errors about one connection, gone with it (accept_backoff.cpp): no spin.
             spdlog::warn("hand-over socket: accept: {}", ec.message());
             return accept_next();
         }

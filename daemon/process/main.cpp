@@ -74,7 +74,8 @@ void keep_large_buffers_mapped() {
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
-// The old daemon drains for up to its drain timeout (10 s) before it answers.
+// The old daemon parks its connections, then flushes, each for up to its
+// drain timeout (10 s), before it answers.
 constexpr std::chrono::seconds takeover_wait{30};
 
 }   // namespace

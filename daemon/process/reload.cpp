@@ -112,14 +112,27 @@ void SizeRefresh::start() {
                              dev->name(), format_size(before));
                 continue;
             }
+            {
+                std::lock_guard lock(in_pool_mutex_);
+                in_pool_.insert(dev->name());
+            }
             // Beside the device's requests: blocking backends keep their size atomic (backend.hpp).
             boost::asio::post(pool_, [this, dev, before] {
                 const int err = dev->backend().refresh_size();
+                {
+                    std::lock_guard lock(in_pool_mutex_);
+                    in_pool_.erase(dev->name());
+                }
                 boost::asio::post(loop0_, [this, dev, before, err] { finish(dev, before, err); });
             });
         }
         fit_exports(state_);
     });
+}
+
+std::vector<std::string> SizeRefresh::reading() const {
+    std::lock_guard lock(in_pool_mutex_);
+    return {in_pool_.begin(), in_pool_.end()};
 }
 
 void SizeRefresh::finish(Device* dev, std::uint64_t before, int err) {

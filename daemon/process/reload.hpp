@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <functional>
 #include <set>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "daemon/control/state.hpp"
@@ -42,13 +44,16 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
 // that waits for osd_op_timeout, forever without one. On a loop (a reload
 // runs with every loop paused) that stalled every device. Each result is
 // applied on loop 0 when it comes; a device still being read from an
-// earlier reload is not asked again. The pool is joined before devices go.
+// earlier reload is not asked again. The pool is joined before devices go,
+// within drain_timeout (Server::wait_for_storage names what did not end).
 class SizeRefresh {
 public:
     SizeRefresh(boost::asio::io_context& loop0, boost::asio::thread_pool& pool, control::DaemonState& state)
         : loop0_(loop0), pool_(pool), state_(state) {}
     // Loop 0's thread, outside exclusive().
     void start();
+    // Devices whose size a pool thread is reading now (any thread).
+    std::vector<std::string> reading() const;
 
 private:
     void finish(Device* device, std::uint64_t before, int err);
@@ -56,7 +61,9 @@ private:
     boost::asio::io_context& loop0_;
     boost::asio::thread_pool& pool_;
     control::DaemonState& state_;
-    std::set<Device*> reading_;   // devices whose size a pool thread is reading
+    std::set<Device*> reading_;   // devices whose size a pool thread is reading, until loop 0 hears
+    mutable std::mutex in_pool_mutex_;
+    std::set<std::string> in_pool_;   // until the pool thread is back: what a stuck exit names
 };
 
 }   // namespace nbdsched::daemon

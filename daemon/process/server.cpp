@@ -200,8 +200,7 @@ int Server::run() {
     LoopStats loop;
     run_event_loop(io_, config_.limits.busy_poll, loop);
     loops_.stop();
-    // Requests still on the pool (a forced shutdown) finish before we go.
-    pool_.join();
+    wait_for_storage();
     if (config_.limits.busy_poll.count() != 0) {
         auto others = loops_.stats();
         spdlog::info("event loop: busy_poll {}us: {} sleeps avoided, {} sleeps{}", config_.limits.busy_poll.count(),
@@ -291,7 +290,7 @@ void Server::finish_shutdown() {
     drain_timer_.cancel();
     auto open = connections_;
     for (auto& [id, c] : open) c->close("server stopping");
-    auto flushed = flush_devices(devices_, options_.drain_timeout);
+    auto flushed = flushes_.wait(flushes_.start(devices_), options_.drain_timeout);
     for (const auto& failure : flushed.failed) {
         spdlog::error("device {}: flush at shutdown failed: {}", failure.device,
                       std::system_category().message(failure.error));
@@ -307,6 +306,48 @@ void Server::finish_shutdown() {
     boost::system::error_code ignored;
     signals_.cancel(ignored);
     io_.stop();
+}
+
+// What may still wait for a storage that does not answer when the loops
+// have stopped: the I/O pool's tasks (a reload's size read, a forced
+// shutdown's requests on a blocking device) and a flush a failed hand-over
+// left behind. Each is bounded (drain_timeout) or known to be stuck: then
+// the exit goes without closing the devices (storage_stuck), as after a
+// final flush that did not finish.
+void Server::wait_for_storage() {
+    const auto ms = options_.drain_timeout.count();
+    const bool flush_stuck = storage_stuck_;   // the exit is _Exit anyway: no second wait
+    if (!flush_stuck && !join_within(pool_, options_.drain_timeout)) {
+        storage_stuck_ = true;
+        exit_code_ = 1;
+        bool named = false;
+        for (const auto& d : devices_) {
+            if (!d->backend().blocking() || d->outstanding() == 0) continue;
+            named = true;
+            spdlog::error("device {}: {} request(s) still waiting for the storage {} ms after the stop (storage not "
+                          "answering); exiting without them",
+                          d->name(), d->outstanding(), ms);
+        }
+        for (const auto& name : sizes_.reading()) {
+            named = true;
+            spdlog::error("device {}: the size read of a reload did not finish in {} ms (storage not answering); "
+                          "exiting without it",
+                          name, ms);
+        }
+        if (!named)
+            spdlog::error("the I/O thread pool still waits for the storage {} ms after the stop; exiting without it",
+                          ms);
+    } else if (flush_stuck) {
+        for (const auto& name : sizes_.reading())
+            spdlog::error("device {}: the size read of a reload has not finished either; exiting without it", name);
+    }
+    if (flush_stuck) return;   // the final flush's report names these devices
+    for (const auto& name : flushes_.running()) {
+        spdlog::error("device {}: the flush of a failed hand-over still waits for the storage; exiting without it",
+                      name);
+        storage_stuck_ = true;
+        exit_code_ = 1;
+    }
 }
 
 sched::QueueId Server::open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,

@@ -7,7 +7,10 @@
 //
 // Shutdown (SIGTERM/SIGINT or stop()): stop accepting, let every connection
 // answer what it has read (bounded by drain_timeout), flush every device
-// (bounded by drain_timeout too: final_flush.hpp), return 0 from run(). SIGHUP reloads the config file (reload.hpp).
+// (bounded by drain_timeout too: storage_waits.hpp), wait for what is left
+// on the I/O thread pool (a reload's size read, a forced shutdown's
+// requests; bounded the same way), return 0 from run(). SIGHUP reloads the
+// config file (reload.hpp).
 //
 // Planned restart (server_handover.cpp, docs/restart.md): with a hand-over
 // socket, a new process can ask for the listeners and live connections;
@@ -40,9 +43,9 @@
 #include "daemon/session/listener.hpp"
 #include "daemon/metrics/endpoint.hpp"
 #include "daemon/process/event_loops.hpp"
-#include "daemon/process/final_flush.hpp"
 #include "daemon/process/handover_server.hpp"
 #include "daemon/process/reload.hpp"
+#include "daemon/process/storage_waits.hpp"
 #include "daemon/process/takeover.hpp"
 
 namespace nbdsched::daemon {
@@ -75,8 +78,10 @@ public:
     bool take_over(const HandedOver& handed, std::string& error);
     // Runs the event loop on the calling thread until shut down; the exit code.
     int run();
-    // After run(): a device's storage did not answer the final flush, so
-    // destroying this server (closing that storage) would wait for it too.
+    // After run(): a device's storage did not answer (the final flush, a
+    // size read or request still on the I/O pool, a hand-over's flush left
+    // behind), so destroying this server (closing that storage) would wait
+    // for it too.
     bool storage_stuck() const { return storage_stuck_; }
     // Begins the graceful shutdown; callable from any thread.
     void stop();
@@ -100,6 +105,7 @@ private:
     void check_drained();
     void connection_finished(std::uint64_t id);
     void finish_shutdown();
+    void wait_for_storage();   // end of run(): the pool and flushes left behind, bounded
     sched::QueueId open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
                               const ExportBinding& binding, std::optional<sched::GroupId> keep_group);
     bool open_sockets(std::string& error);
@@ -112,6 +118,8 @@ private:
     std::string begin_handover(bool force);
     void stop_by_handover();
     void check_handover();
+    void handover_flushed(std::uint64_t round);
+    void pass_handover();
     void fail_handover(const std::string& why);   // tells the new process, then abort_handover
     void abort_handover(const std::string& why);
     void reopen_endpoints(int attempt);
@@ -125,6 +133,8 @@ private:
     boost::asio::io_context io_;
     EventLoops loops_;   // loop 0 is io_; the others' io_contexts outlive the devices on them
     boost::asio::thread_pool pool_;
+    // After io_: destroyed first, so a flush finishing later never posts to a gone io_.
+    FlushThreads flushes_;
     boost::asio::signal_set signals_;
     boost::asio::steady_timer drain_timer_;
     std::vector<std::unique_ptr<Device>> devices_;
@@ -139,7 +149,9 @@ private:
     std::unique_ptr<control::ControlServer> control_;
     std::unique_ptr<metrics::Endpoint> metrics_;
     std::unique_ptr<HandoverServer> handover_;
-    boost::asio::steady_timer handover_timer_;   // parking must end within drain_timeout
+    boost::asio::steady_timer handover_timer_;              // parking, then the flush, each within drain_timeout
+    std::shared_ptr<FlushThreads::Round> handover_flush_;   // the hand-over's flush, while it runs
+    std::uint64_t handover_round_ = 0;                      // which flush an answer belongs to
     bool handing_over_ = false;
     bool handover_sent_ = false;
     bool to_store_ = false;   // this hand-over goes to the fd store (SIGTERM), not a --takeover process

@@ -3,7 +3,10 @@
 // (TLS ones and those still in the handshake are closed after answering
 // what they read), check_handover passes listeners and connections once all
 // are parked and the devices are flushed, finish_handover exits without
-// touching the sockets; abort_handover serves on. The new process:
+// touching the sockets; abort_handover serves on. The flush runs off the
+// loops (storage_waits.hpp), bounded by drain_timeout like the parking: a
+// device whose storage does not answer fails the hand-over, it does not
+// freeze loop 0. The new process:
 // adopt_listeners and adopt_connections take what was passed.
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -102,7 +105,7 @@ std::string Server::begin_handover(bool force) {
     }
     handover_timer_.expires_after(options_.drain_timeout);
     handover_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec || !handing_over_ || handover_sent_) return;
+        if (ec || !handing_over_ || handover_sent_ || handover_flush_) return;   // flushing: its own timeout
         exclusive([this] {
             fail_handover("connections not at a request boundary within " +
                           std::to_string(options_.drain_timeout.count()) + " ms");
@@ -113,16 +116,49 @@ std::string Server::begin_handover(bool force) {
 }
 
 void Server::check_handover() {
-    if (!handing_over_ || handover_sent_) return;
+    if (!handing_over_ || handover_sent_ || handover_flush_) return;
     for (const auto& [id, c] : connections_)
         if (!c->parked()) return;
-    for (auto& d : devices_) {
-        if (int err = d->flush_now(); err != 0) {
-            return fail_handover("device " + d->name() + ": flush failed: " + std::system_category().message(err));
-        }
-        // The new process takes it before it serves: one writer at a time.
-        if (auto why = d->backend().release_exclusive(); !why.empty()) return fail_handover(why);
+    // A flush an earlier hand-over left behind still runs on that device:
+    // it must not go to the new process while this one still flushes it.
+    if (auto busy = flushes_.running(); !busy.empty())
+        return fail_handover("device " + busy.front() +
+                             ": the flush of an earlier hand-over has not finished (storage not answering)");
+    // Off the loops: a flush waits as long as the storage does, and loop 0
+    // must stay free to give up after drain_timeout and serve on.
+    const auto round = ++handover_round_;
+    handover_flush_ = flushes_.start(devices_, [this, round] {
+        boost::asio::post(io_, [this, round] { exclusive([this, round] { handover_flushed(round); }); });
+    });
+    handover_timer_.expires_after(options_.drain_timeout);
+    handover_timer_.async_wait([this, round](const boost::system::error_code& ec) {
+        if (ec) return;
+        exclusive([this, round] {
+            if (round != handover_round_ || !handover_flush_) return;
+            auto unfinished = flushes_.outcome(handover_flush_).unfinished;
+            if (unfinished.empty()) return handover_flushed(round);   // its answer is on the way
+            fail_handover("device " + unfinished.front() + ": flush did not finish within " +
+                          std::to_string(options_.drain_timeout.count()) + " ms (storage not answering)");
+        });
+    });
+}
+
+// Every device's flush is back (loop 0, exclusive).
+void Server::handover_flushed(std::uint64_t round) {
+    if (round != handover_round_ || !handover_flush_ || !handing_over_ || handover_sent_) return;
+    const auto outcome = flushes_.outcome(std::exchange(handover_flush_, nullptr));
+    if (!outcome.failed.empty()) {
+        const auto& failure = outcome.failed.front();
+        return fail_handover("device " + failure.device + ": flush failed: " +
+                             std::system_category().message(failure.error));
     }
+    // The new process takes them before it serves: one writer at a time.
+    for (auto& d : devices_)
+        if (auto why = d->backend().release_exclusive(); !why.empty()) return fail_handover(why);
+    pass_handover();
+}
+
+void Server::pass_handover() {
     HandoverState state;
     std::vector<int> fds;
     // Activated listeners are systemd's already: the next process gets them again.
@@ -172,6 +208,7 @@ void Server::abort_handover(const std::string& why) {
     if (!handing_over_) return;
     handing_over_ = false;
     handover_sent_ = false;
+    handover_flush_.reset();   // a flush still running is flushes_'s: a later hand-over waits for it
     handover_timer_.cancel();
     spdlog::warn("hand-over failed: {}; serving on", why);
     if (std::string error; !acquire_exclusive(error))   // its writes fail (EROFS) until a restart

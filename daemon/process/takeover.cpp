@@ -37,7 +37,8 @@ std::unique_ptr<Takeover> Takeover::request(const std::string& path, bool force,
     if (!reply) return nullptr;
     if (reply->text.rfind("state ", 0) != 0) {
         close_fds(reply->fds);
-        error = "the running daemon refused the hand-over: " + reply->text;
+        const bool refused = reply->text.rfind("refused ", 0) == 0;   // the wire's word, not the reason's
+        error = "the running daemon refused the hand-over: " + (refused ? reply->text.substr(8) : reply->text);
         return nullptr;
     }
     auto state = handover_from_json(reply->text.substr(6), reply->fds.size(), error);

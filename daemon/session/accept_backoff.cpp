@@ -8,10 +8,18 @@ namespace nbdsched::daemon {
 
 namespace {
 
-bool out_of_resources(const boost::system::error_code& ec) {
+// Errors that leave the connection in the backlog, or are about the
+// listening socket itself, so that the next accept fails the same way at
+// once: out of descriptors or memory; a security module refusing this
+// socket's accepts (EACCES/EPERM: checked before a connection is taken off
+// the queue); a socket that is no longer a listening one (EBADF, ENOTSOCK,
+// EINVAL). Errors about one connection (ECONNABORTED, EPROTO, a network
+// error passed on by TCP) are gone with it: accepting again at once is right.
+bool repeats(const boost::system::error_code& ec) {
     if (ec.category() != boost::system::system_category()) return false;
     const int e = ec.value();
-    return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+    return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM || e == EACCES || e == EPERM || e == EBADF ||
+           e == ENOTSOCK || e == EINVAL;
 }
 
 }   // namespace
@@ -19,7 +27,7 @@ bool out_of_resources(const boost::system::error_code& ec) {
 AcceptBackoff::AcceptBackoff(boost::asio::io_context& io, std::string what) : timer_(io), what_(std::move(what)) {}
 
 bool AcceptBackoff::wait_after(const boost::system::error_code& ec, std::function<void()> retry) {
-    if (!out_of_resources(ec)) return false;
+    if (!repeats(ec)) return false;
     ++failures_;
     if (delay_.count() == 0) {
         delay_ = first_delay;

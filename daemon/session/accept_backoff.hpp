@@ -1,5 +1,7 @@
 // What an accept loop does when accept() fails for want of descriptors or
-// memory (EMFILE, ENFILE, ENOBUFS, ENOMEM). The connection stays in the
+// memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), or with another error that
+// comes again at once (a security module refusing the accept, a socket that
+// stopped listening: accept_backoff.cpp). The connection stays in the
 // listening socket's backlog, so the socket stays readable and accepting
 // again at once fails again at once: a loop at 100 % CPU writing a warning
 // per try. Instead the loop stops accepting for a while (10 ms, doubling up

@@ -5,22 +5,31 @@
     none completed between two looks 2 s apart;
   - on a device with osd_op_timeout: 3, a FUA write issued during the pause
     fails with EIO after about the timeout, before the OSD is back;
+  - a planned restart (`--takeover`) while a flush needs the paused OSD
+    fails after the drain timeout instead of freezing the daemon: the new
+    process exits 1 naming the device, ctl answers while the OSD is still
+    paused, and the client goes on once it is back;
   - stopped while the OSD is paused again, the daemon exits after its
     bounded final flush (status 1, naming the device), never hangs.
 """
+import os
 import signal
 import subprocess
 import sys
 import time
 
+import nbd
+
 from nbdsched_test import fio
 from nbdsched_test.ceph import Cluster, rbd_config
 from nbdsched_test.daemon import Daemon
+from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
 
 PAUSE = 10
 TIMEOUT = 3
+DRAIN_S = 10   # the daemon's drain timeout: it bounds a hand-over's flush too
 WRITE_ONE = """import nbd, sys
 h = nbd.NBD()
 h.connect_uri(sys.argv[1])
@@ -40,6 +49,41 @@ def config(conf):
 
 def counters(d):
     return d.device(d.stats(), "waits")["counters"]
+
+
+def handover_with_osd_paused(c, d, cluster, tmp):
+    """`rbd resize` makes librbd refresh the image before its next flush,
+    and that refresh waits for the OSD: the hand-over's flush hangs while the
+    OSD is paused. The new process has a file device of its own (opening an
+    image would wait for the OSD before it even asks)."""
+    h = nbd.NBD()
+    h.connect_uri(d.uri("waits"))
+    h.pwrite(b"a" * 4096, 0, nbd.CMD_FLAG_FUA)
+    new_config = tmp.file("new.yaml")
+    with open(new_config, "w") as f:
+        f.write(f"listen: [{{unix: {tmp.file('new.sock')}}}]\n"
+                f"devices: [{{name: waits, backend: file, path: {tmp.file('new.img')}, size: 64MiB}}]\n"
+                "exports: [{name: waits, device: waits}]\n")
+    cluster.rbd("resize", "--size", "96M", "rbd/img1")
+    cluster.signal_osd(signal.SIGSTOP)
+    try:
+        asked = time.monotonic()
+        r = subprocess.run([d.binary, "--config", new_config, "--takeover", tmp.file("handover.sock")],
+                           capture_output=True, text=True, timeout=DRAIN_S * 3 + 30)
+        took = time.monotonic() - asked
+        c.check("--takeover with the OSD paused: the new process exits 1, the flush named",
+                r.returncode == 1 and f"device waits: flush did not finish within {DRAIN_S * 1000} ms" in r.stderr,
+                f"after {took:.1f} s: {r.stderr.strip()[-200:]}")
+        c.check("the old daemon logs the failed hand-over and serves on",
+                d.alive() and d.wait_log("hand-over failed: device waits: flush did not finish", 5))
+        c.check("ctl answers while the OSD is still paused",
+                wait_for(lambda: os.path.exists(d.control), 5) and len(d.stats()["devices"]) == 2)
+    finally:
+        cluster.signal_osd(signal.SIGCONT)
+    h.pwrite(b"b" * 4096, 4096, nbd.CMD_FLAG_FUA)
+    c.check("once the OSD is back, the old daemon serves the client on",
+            h.pread(8192, 0) == b"a" * 4096 + b"b" * 4096)
+    h.shutdown()
 
 
 def stop_with_osd_paused(c, d, cluster):
@@ -76,7 +120,8 @@ def main():
     tmp = TempDir("rbd-faults")
     try:
         with Cluster(tmp.path, ["img1:64M", "img2:64M"]) as cluster, \
-                Daemon(config(cluster.conf), "faults", workdir=tmp.path) as d:
+                Daemon(config(cluster.conf), "faults", workdir=tmp.path,
+                       args=["--handover-socket", tmp.file("handover.sock")]) as d:
             job = {"ioengine": "nbd", "uri": d.uri("waits"), "rw": "randwrite", "bs": "4k", "iodepth": 8,
                    "size": "32M", "time_based": True, "runtime": PAUSE + 4}
             with fio.start(job, [("writer", {})]) as running:
@@ -109,6 +154,7 @@ def main():
             c.check("writes went on after the pause", after["requests"] > s2["requests"] and after["errors"] == 0,
                     f"completed {s2['requests']} -> {after['requests']}, errors {after['errors']}")
             print(f"fio: {write['iops']:.0f} IOPS over the run; device completed {before['requests']} before the pause")
+            handover_with_osd_paused(c, d, cluster, tmp)
             stop_with_osd_paused(c, d, cluster)
             if c.failed:
                 d.print_log_tail()

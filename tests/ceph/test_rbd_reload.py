@@ -11,9 +11,14 @@ The reload must not wait for it:
   - once the OSD goes on, the new size is applied: a new connection sees it.
 Before, the reload read the size on the event loop with every loop paused:
 every device waited until the OSD answered or the timeout.
+Then a device without osd_op_timeout, whose size read waits for the paused
+OSD for ever: SIGTERM must not wait for it longer than the drain timeout
+(the final flush waits for the same refresh): exit 1, the size read named.
 """
 import signal
+import subprocess
 import sys
+import time
 
 import nbd
 
@@ -24,6 +29,7 @@ from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
 
 MiB = 1 << 20
+DRAIN_S = 10   # the daemon's drain timeout: the final flush and the wait for the size read are bounded by it
 
 
 def config(conf):
@@ -43,6 +49,7 @@ def main():
     with Cluster(tmp.path, images=("img1:64M",)) as cluster:
         with Daemon(config(cluster.conf), "reload", workdir=tmp.path) as d:
             checks(c, cluster, d)
+        stop_during_size_read(c, cluster, tmp)
     tmp.remove()
     return c.finish()
 
@@ -79,6 +86,33 @@ def checks(c, cluster, d):
     c.check("clean stop", d.stop() == 0)
     if c.failed:
         d.print_log_tail(40)
+
+
+def stop_during_size_read(c, cluster, tmp):
+    waits = f"devices:\n  - {rbd_config('vol', 'img1', cluster.conf, rotational='false')}\n" \
+            "exports:\n  - {name: vol1, device: vol}\n"
+    with Daemon(waits, "stuck", workdir=tmp.path) as d:
+        cluster.rbd("resize", "--size", "128M", "rbd/img1")
+        cluster.signal_osd(signal.SIGSTOP)
+        try:
+            d.hup()
+            c.check("(stuck) the reload is done, the size read waits for the OSD",
+                    d.wait_log("reload: done", 30) and "device vol: size" not in d.log())
+            asked = time.monotonic()
+            d.send(signal.SIGTERM)
+            try:
+                status = d.proc.wait(timeout=DRAIN_S * 3 + 30)
+            except subprocess.TimeoutExpired:
+                status = "still running"
+            took = time.monotonic() - asked
+            c.check("SIGTERM during the stuck size read: exit 1 within the drain timeouts, not when the OSD is back",
+                    status == 1 and took < DRAIN_S * 2 + 15, f"status {status} after {took:.1f} s")
+            c.check("the log names the device whose size read did not finish",
+                    "device vol: the size read of a reload" in d.log())
+        finally:
+            cluster.signal_osd(signal.SIGCONT)
+        if c.failed:
+            d.print_log_tail(40)
 
 
 if __name__ == "__main__":

@@ -2,15 +2,19 @@
 // daemon, libnbd clients, and the daemon's own counters through ctl stats.
 // A client gets the configured NBD error for requests touching the faulty
 // range, everything else on the same connection keeps working, and another
-// client of the same device is not disturbed.
+// client of the same device is not disturbed. A request whose storage does
+// not answer (a long delay) holds up a forced shutdown only for the drain
+// timeout: then the daemon exits 1, naming the device.
 #include <doctest/doctest.h>
 
 #include <libnbd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon.hpp"
@@ -118,4 +122,27 @@ TEST_CASE("a device without faults reports none") {
     const auto dev = device_stats(control, "d0");
     CHECK_FALSE(dev.contains("faults"));
     CHECK(d.stop(SIGTERM) == 0);
+}
+
+TEST_CASE("a forced shutdown waits for a write its storage does not answer at most the drain timeout") {
+    // The write sleeps 60 s on an I/O thread; the daemon's drain timeout is 10 s.
+    constexpr auto drain = std::chrono::seconds(10);
+    Daemon d(yaml_spec("devices:\n  - {name: d0, size: 16MiB, faults: [{op: write, delay: 60s}]}\n"
+                       "exports:\n  - {name: default, device: d0}\n"));
+    Nbd client = connect(d.uri());
+    std::vector<char> buf(4096, 'w');
+    REQUIRE(nbd_aio_pwrite(client.get(), buf.data(), buf.size(), 0, NBD_NULL_COMPLETION, 0) > 0);
+    REQUIRE(nbd_poll(client.get(), 100) >= 0);   // sent
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto asked = std::chrono::steady_clock::now();
+    REQUIRE(kill(d.pid(), SIGTERM) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const int rc = d.stop(SIGTERM);   // again: without waiting for the request
+    const auto took = std::chrono::steady_clock::now() - asked;
+    INFO(d.log());
+    CHECK(rc == 1);
+    CHECK(d.log().find("device d0: 1 request(s) still waiting for the storage 10000 ms after the stop") !=
+          std::string::npos);
+    // Generous: the stop waited for the pool (drain) and maybe the flush (drain), not for the 60 s write.
+    CHECK(took < 2 * drain + std::chrono::seconds(15));
 }

@@ -7,6 +7,11 @@ each old daemon exits 0; a TLS connection and one in the handshake are
 closed at the first hand-over, not passed. Also: a new process that fails after it received
 everything leaves the old one serving; a RAM device refuses without --force;
 a new configuration without the connection's export closes it with an error.
+A device whose flush does not answer (a 60 s flush delay switched on with
+`ctl faults`) fails the hand-over after the drain timeout: the new process
+exits 1 naming the device, the old one serves on (ctl, both devices) while
+that flush still hangs, refuses a second hand-over until it ends, and exits 1
+when stopped with it still running.
 Then the systemd way, with the test playing systemd's part: SIGTERM with
 --fdstore-handover pushes everything into the fd store (FDSTORE=1 on
 $NOTIFY_SOCKET), the next process gets it as LISTEN_FDS with names, goes
@@ -299,8 +304,72 @@ def main():
                        capture_output=True, text=True, timeout=30)
     check(r.returncode == 1 and "RAM" in r.stderr and ram.alive(), "a RAM device refuses without --force")
     check(ram.stop() == 0, "and the RAM daemon serves on")
+    stuck_flush(tmp)
     tmp.remove()
     return 0
+
+
+DRAIN_S = 10   # the daemon's drain timeout, which bounds the hand-over's flush
+STUCK_CONFIG = """
+devices:
+  - {name: slow, backend: file, path: {dir}/slow.img, size: 16MiB, faults: [{op: flush, delay: 60s}]}
+  - {name: fast, backend: file, path: {dir}/fast.img, size: 16MiB}
+exports:
+  - {name: slow, device: slow}
+  - {name: fast, device: fast}
+"""
+
+
+def error_lines(text):
+    return " / ".join(line for line in text.splitlines() if "[error]" in line)[-300:]
+
+
+def stuck_flush(tmp):
+    """The hand-over's flush runs off the event loop, bounded by the drain
+    timeout: a storage that does not answer fails the hand-over instead of
+    freezing the old daemon."""
+    sock = tmp.file("stuck-handover.sock")
+    d = Daemon(STUCK_CONFIG, "stuck", workdir=tmp.path, args=["--handover-socket", sock])
+    try:
+        d.ctl("faults", "slow", "off")
+        slow, fast = nbd.NBD(), nbd.NBD()
+        slow.connect_uri(d.uri("slow"))
+        fast.connect_uri(d.uri("fast"))
+        slow.pwrite(b"s" * BLOCK, 0)
+        d.ctl("faults", "slow", "on")   # from now on a flush of `slow` sleeps 60 s
+        asked = time.monotonic()
+        r = subprocess.run([d.binary, "--config", d.config_path, "--takeover", sock], capture_output=True, text=True,
+                           timeout=DRAIN_S * 3 + 30)
+        took = time.monotonic() - asked
+        check(r.returncode == 1 and "device slow: flush did not finish within 10000 ms" in r.stderr,
+              f"flush stuck: the new process exits 1 naming the device after {took:.1f} s: {error_lines(r.stderr)}")
+        check(took < 60 - 5, f"... long before the stuck flush ends ({took:.1f} s of its 60 s)")
+        check(d.alive() and d.wait_log("hand-over failed: device slow: flush did not finish", 5),
+              "the old daemon logs the failed hand-over and serves on")
+        # The flush still hangs (about 60 s from `asked`): the old daemon's loops are free.
+        check(wait_for(lambda: os.path.exists(d.control), 5) and len(d.stats()["devices"]) == 2,
+              "ctl answers while the flush still hangs")
+        fast.pwrite(b"f" * BLOCK, 0)
+        check(fast.pread(BLOCK, 0) == b"f" * BLOCK, "the other device serves its client meanwhile")
+        check(slow.pread(BLOCK, 0) == b"s" * BLOCK, "the stuck device's client reads meanwhile")
+        r = subprocess.run([d.binary, "--config", d.config_path, "--takeover", sock], capture_output=True, text=True,
+                           timeout=DRAIN_S * 3 + 30)
+        check(r.returncode == 1 and "device slow: the flush of an earlier hand-over has not finished" in r.stderr,
+              f"a second hand-over is refused while that flush runs: {error_lines(r.stderr)}")
+        check(time.monotonic() - asked < 60, "(the stuck flush was still running then)")
+        d.ctl("faults", "slow", "off")   # the storage answers again, for new requests
+        slow.pwrite(b"t" * BLOCK, BLOCK)
+        slow.flush()
+        check(slow.pread(BLOCK, BLOCK) == b"t" * BLOCK, "the stuck device's client writes and flushes again")
+        for h in (slow, fast):
+            h.shutdown()
+        status = d.stop(timeout=DRAIN_S * 3 + 20)
+        check(status == 1 and "device slow: the flush of a failed hand-over still waits for the storage" in d.log(),
+              f"stopped while the abandoned flush still sleeps: exit 1 naming it ({status})")
+    finally:
+        if d.alive():
+            d.proc.kill()
+            d.proc.wait()
 
 
 if __name__ == "__main__":

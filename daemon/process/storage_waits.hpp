@@ -1,0 +1,70 @@
+// Waits on storage that may not answer, bounded in time. rbd_flush, fsync,
+// librbd's size read and a blocking request wait as long as the storage
+// does (the Ceph cluster gone, a hung mount), so none of them may hold up
+// an event loop or the exit. Each flush runs on a thread of its own;
+// whoever waits for it gives up at a deadline and leaves the thread behind.
+// Such a thread keeps its Device in use: that device must then be neither
+// handed to another process (release_exclusive) nor destroyed, and a
+// process with one left exits with _Exit (closing the device would wait for
+// the same storage). Nothing promised is lost by giving up: NBD promises
+// only the writes acknowledged before a completed FLUSH, or with FUA, and
+// those are on the storage already.
+//
+// Users: the shutdown's final flush (waits on the loop thread, which has
+// nothing else to do by then), the flush before a planned restart's
+// hand-over (loop 0 goes on serving; an answer comes back on it), and the
+// end of run() for what is still on the I/O thread pool (join_within).
+#pragma once
+
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/device/device.hpp"
+
+namespace nbdsched::daemon {
+
+struct FlushOutcome {
+    struct Failure {
+        std::string device;
+        int error;   // errno
+    };
+    std::vector<Failure> failed;           // one per flush that failed
+    std::vector<std::string> unfinished;   // devices still flushing
+};
+
+class FlushThreads {
+public:
+    struct Round;   // the flushes one start() began
+
+    FlushThreads();
+    // A flush finishing later calls no `then` any more.
+    ~FlushThreads();
+    FlushThreads(const FlushThreads&) = delete;
+    FlushThreads& operator=(const FlushThreads&) = delete;
+
+    // Flushes every device, each on a detached thread. `then` runs on the
+    // thread of the round's last flush to finish (post from it, nothing
+    // more), never after this object is gone.
+    std::shared_ptr<Round> start(const std::vector<std::unique_ptr<Device>>& devices, std::function<void()> then = {});
+    // Blocks until every flush of `round` has finished or `deadline` passed.
+    FlushOutcome wait(const std::shared_ptr<Round>& round, std::chrono::milliseconds deadline);
+    // Where `round` stands now: a flush not finished yet is unfinished.
+    FlushOutcome outcome(const std::shared_ptr<Round>& round) const;
+    // Devices with a flush still running, of any round.
+    std::vector<std::string> running() const;
+
+    struct Shared;
+
+private:
+    std::shared_ptr<Shared> shared_;
+};
+
+// pool.join(), given up after `deadline`: false when something still runs
+// on the pool then (the pool must then never be joined nor destroyed).
+bool join_within(boost::asio::thread_pool& pool, std::chrono::milliseconds deadline);
+
+}   // namespace nbdsched::daemon
