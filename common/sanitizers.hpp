@@ -11,6 +11,14 @@
 #endif
 #endif
 
+#if defined(__SANITIZE_THREAD__)
+#define NBDSCHED_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NBDSCHED_TSAN 1
+#endif
+#endif
+
 // Poisons memory a pool keeps for reuse, so ASan reports a use after free
 // of it although it was never freed; no-ops without ASan.
 #ifdef NBDSCHED_ASAN
