@@ -316,8 +316,12 @@ void Server::finish_shutdown() {
 // final flush that did not finish.
 void Server::wait_for_storage() {
     const auto ms = options_.drain_timeout.count();
-    const bool flush_stuck = storage_stuck_;   // the exit is _Exit anyway: no second wait
-    if (!flush_stuck && !join_within(pool_, options_.drain_timeout)) {
+    if (storage_stuck_) {   // the final flush did not finish: the exit is _Exit anyway, no second wait
+        for (const auto& name : sizes_.reading())
+            spdlog::error("device {}: the size read of a reload has not finished either; exiting without it", name);
+        return;   // the final flush's report names the devices it left
+    }
+    if (!join_within(pool_, options_.drain_timeout)) {
         storage_stuck_ = true;
         exit_code_ = 1;
         bool named = false;
@@ -337,11 +341,7 @@ void Server::wait_for_storage() {
         if (!named)
             spdlog::error("the I/O thread pool still waits for the storage {} ms after the stop; exiting without it",
                           ms);
-    } else if (flush_stuck) {
-        for (const auto& name : sizes_.reading())
-            spdlog::error("device {}: the size read of a reload has not finished either; exiting without it", name);
     }
-    if (flush_stuck) return;   // the final flush's report names these devices
     for (const auto& name : flushes_.running()) {
         spdlog::error("device {}: the flush of a failed hand-over still waits for the storage; exiting without it",
                       name);
