@@ -22,14 +22,13 @@ import nbd
 
 from nbdsched_test import fio
 from nbdsched_test.ceph import Cluster, rbd_config
-from nbdsched_test.daemon import Daemon
+from nbdsched_test.daemon import DRAIN_TIMEOUT_S, Daemon
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
 
 PAUSE = 10
 TIMEOUT = 3
-DRAIN_S = 10   # the daemon's drain timeout: it bounds a hand-over's flush too
 WRITE_ONE = """import nbd, sys
 h = nbd.NBD()
 h.connect_uri(sys.argv[1])
@@ -69,10 +68,10 @@ def handover_with_osd_paused(c, d, cluster, tmp):
     try:
         asked = time.monotonic()
         r = subprocess.run([d.binary, "--config", new_config, "--takeover", tmp.file("handover.sock")],
-                           capture_output=True, text=True, timeout=DRAIN_S * 3 + 30)
+                           capture_output=True, text=True, timeout=DRAIN_TIMEOUT_S * 3 + 30)
         took = time.monotonic() - asked
         c.check("--takeover with the OSD paused: the new process exits 1, the flush named",
-                r.returncode == 1 and f"device waits: flush did not finish within {DRAIN_S * 1000} ms" in r.stderr,
+                r.returncode == 1 and f"device waits: flush did not finish within {DRAIN_TIMEOUT_S * 1000} ms" in r.stderr,
                 f"after {took:.1f} s: {r.stderr.strip()[-200:]}")
         c.check("the old daemon logs the failed hand-over and serves on",
                 d.alive() and d.wait_log("hand-over failed: device waits: flush did not finish", 5))

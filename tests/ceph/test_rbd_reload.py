@@ -23,13 +23,12 @@ import time
 import nbd
 
 from nbdsched_test.ceph import Cluster, rbd_config
-from nbdsched_test.daemon import Daemon
+from nbdsched_test.daemon import DRAIN_TIMEOUT_S, Daemon
 from nbdsched_test.patterns import pattern
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
 
 MiB = 1 << 20
-DRAIN_S = 10   # the daemon's drain timeout: the final flush and the wait for the size read are bounded by it
 
 
 def config(conf):
@@ -101,12 +100,12 @@ def stop_during_size_read(c, cluster, tmp):
             asked = time.monotonic()
             d.send(signal.SIGTERM)
             try:
-                status = d.proc.wait(timeout=DRAIN_S * 3 + 30)
+                status = d.proc.wait(timeout=DRAIN_TIMEOUT_S * 3 + 30)
             except subprocess.TimeoutExpired:
                 status = "still running"
             took = time.monotonic() - asked
             c.check("SIGTERM during the stuck size read: exit 1 within the drain timeouts, not when the OSD is back",
-                    status == 1 and took < DRAIN_S * 2 + 15, f"status {status} after {took:.1f} s")
+                    status == 1 and took < DRAIN_TIMEOUT_S * 2 + 15, f"status {status} after {took:.1f} s")
             c.check("the log names the device whose size read did not finish",
                     "device vol: the size read of a reload" in d.log())
         finally:

@@ -31,7 +31,7 @@ import time
 
 import nbd
 
-from nbdsched_test.daemon import Daemon, nbdsched_binary, one_ram_export
+from nbdsched_test.daemon import DRAIN_TIMEOUT_S, Daemon, nbdsched_binary, one_ram_export
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import check, skip
@@ -309,7 +309,6 @@ def main():
     return 0
 
 
-DRAIN_S = 10   # the daemon's drain timeout, which bounds the hand-over's flush
 STUCK_CONFIG = """
 devices:
   - {name: slow, backend: file, path: {dir}/slow.img, size: 16MiB, faults: [{op: flush, delay: 60s}]}
@@ -339,9 +338,9 @@ def stuck_flush(tmp):
         d.ctl("faults", "slow", "on")   # from now on a flush of `slow` sleeps 60 s
         asked = time.monotonic()
         r = subprocess.run([d.binary, "--config", d.config_path, "--takeover", sock], capture_output=True, text=True,
-                           timeout=DRAIN_S * 3 + 30)
+                           timeout=DRAIN_TIMEOUT_S * 3 + 30)
         took = time.monotonic() - asked
-        check(r.returncode == 1 and "device slow: flush did not finish within 10000 ms" in r.stderr,
+        check(r.returncode == 1 and f"device slow: flush did not finish within {DRAIN_TIMEOUT_S * 1000} ms" in r.stderr,
               f"flush stuck: the new process exits 1 naming the device after {took:.1f} s: {error_lines(r.stderr)}")
         check(took < 60 - 5, f"... long before the stuck flush ends ({took:.1f} s of its 60 s)")
         check(d.alive() and d.wait_log("hand-over failed: device slow: flush did not finish", 5),
@@ -353,7 +352,7 @@ def stuck_flush(tmp):
         check(fast.pread(BLOCK, 0) == b"f" * BLOCK, "the other device serves its client meanwhile")
         check(slow.pread(BLOCK, 0) == b"s" * BLOCK, "the stuck device's client reads meanwhile")
         r = subprocess.run([d.binary, "--config", d.config_path, "--takeover", sock], capture_output=True, text=True,
-                           timeout=DRAIN_S * 3 + 30)
+                           timeout=DRAIN_TIMEOUT_S * 3 + 30)
         check(r.returncode == 1 and "device slow: the flush of an earlier hand-over has not finished" in r.stderr,
               f"a second hand-over is refused while that flush runs: {error_lines(r.stderr)}")
         check(time.monotonic() - asked < 60, "(the stuck flush was still running then)")
@@ -363,7 +362,7 @@ def stuck_flush(tmp):
         check(slow.pread(BLOCK, BLOCK) == b"t" * BLOCK, "the stuck device's client writes and flushes again")
         for h in (slow, fast):
             h.shutdown()
-        status = d.stop(timeout=DRAIN_S * 3 + 20)
+        status = d.stop(timeout=DRAIN_TIMEOUT_S * 3 + 20)
         check(status == 1 and "device slow: the flush of a failed hand-over still waits for the storage" in d.log(),
               f"stopped while the abandoned flush still sleeps: exit 1 naming it ({status})")
     finally:

@@ -18,6 +18,11 @@ from .process import Server, free_port
 from .tempdir import TempDir
 from .verdict import skip
 
+# The daemon's drain timeout (ServerOptions::drain_timeout, not a setting):
+# draining connections, a hand-over's flush, the final flush and the wait
+# for the I/O pool at exit are each bounded by it.
+DRAIN_TIMEOUT_S = 10
+
 
 def nbdsched_binary():
     """$NBDSCHED as an absolute path; a test without it skips."""
