@@ -285,7 +285,12 @@ bool Device::pin_write(IoRequest& r, std::uint64_t offset, std::uint64_t length)
 
 void Device::data_done(IoRequest& r) {
     // A refused fast zero is an answer the client asked for, not a failure.
-    if (r.backend_errno != 0 && !(r.fast_zero && r.backend_errno == ENOTSUP)) {
+    std::uint64_t held_back = 0;
+    if (r.backend_errno != 0 && !(r.fast_zero && r.backend_errno == ENOTSUP) &&
+        failure_log_.allow(steady_now(), held_back)) {
+        if (held_back != 0)
+            spdlog::warn("device {}: {} more failed request(s) not logged (at most 10 lines per 5 s)", name_,
+                         held_back);
         spdlog::warn("device {}: {} offset {} length {} failed: {}", name_, sched::to_string(r.op), r.offset,
                      r.length, std::system_category().message(r.backend_errno));
     }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "common/rate_limit.hpp"
 #include "timing/capacity.hpp"
 #include "timing/device_model.hpp"
 #include "daemon/device/async_completions.hpp"
@@ -189,6 +190,7 @@ private:
     std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
     std::unique_ptr<ReadAheadPath> read_ahead_;   // null: off (declared last: its requests go first)
     stats::DeviceStats stats_;
+    RateLimit failure_log_{std::chrono::seconds(5), 10};   // failed requests logged (all counted in stats_)
 };
 
 }   // namespace nbdsched::daemon

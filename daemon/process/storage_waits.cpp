@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <spdlog/spdlog.h>
+#include <system_error>
 #include <thread>
 
 namespace nbdsched::daemon {
@@ -28,14 +30,17 @@ using Shared = FlushThreads::Shared;
 using Round = FlushThreads::Round;
 
 // Job `i` of `round` on a detached thread: one that never returns must
-// hold up neither its waiter nor the exit.
+// hold up neither its waiter nor the exit. Where no thread can be had (out
+// of memory for its stack, or the process's thread limit), the job runs
+// here, unbounded: a flush waits as long as before this bound existed, and
+// the daemon does not die of std::terminate in the middle of a shutdown.
 void launch(const std::shared_ptr<Shared>& shared, const std::shared_ptr<Round>& round, std::size_t i,
             std::function<int()> job) {
     {
         std::lock_guard lock(shared->mutex);
         ++shared->running[round->names[i]];
     }
-    std::thread([shared, round, i, job = std::move(job)] {
+    auto run = [shared, round, i, job = std::move(job)] {
         const int result = job();
         std::lock_guard lock(shared->mutex);
         round->results[i] = result;
@@ -43,7 +48,14 @@ void launch(const std::shared_ptr<Shared>& shared, const std::shared_ptr<Round>&
             shared->running.erase(it);
         if (--round->left == 0 && round->then && !shared->owner_gone) round->then();
         shared->done.notify_all();
-    }).detach();
+    };
+    try {
+        std::thread(run).detach();
+    } catch (const std::system_error& e) {
+        spdlog::warn("no thread for the storage wait of {} ({}): waiting on this thread, without a time bound",
+                     round->names[i], e.what());
+        run();
+    }
 }
 
 std::shared_ptr<Round> new_round(std::vector<std::string> names, std::function<void()> then) {
