@@ -19,6 +19,7 @@
 #include <string>
 #include <sys/resource.h>
 
+#include "case_report.hpp"
 #include "common/sanitizers.hpp"
 #include "daemon.hpp"
 #include "nbd_handle.hpp"
