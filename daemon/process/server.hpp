@@ -6,7 +6,7 @@
 // pool runs blocking backends.
 //
 // Shutdown (SIGTERM/SIGINT or stop()): stop accepting, let every connection
-// answer what it has read (bounded by drain_timeout), flush every device
+// answer what it has read (bounded by limits.drain_timeout), flush every device
 // (bounded by drain_timeout too: storage_waits.hpp), wait for what is left
 // on the I/O thread pool (a reload's size read, a forced shutdown's
 // requests; bounded the same way), return 0 from run(). SIGHUP reloads the
@@ -51,7 +51,6 @@
 namespace nbdsched::daemon {
 
 struct ServerOptions {
-    std::chrono::milliseconds drain_timeout{10000};   // shutdown: wait for in-flight requests
     bool handle_signals = true;
     std::vector<int> activated_fds;            // systemd socket activation: listen on these instead
     std::function<void()> on_ready;            // after listening (sd_notify READY=1)

@@ -103,12 +103,12 @@ std::string Server::begin_handover(bool force) {
         else
             c->park();
     }
-    handover_timer_.expires_after(options_.drain_timeout);
+    handover_timer_.expires_after(config_.limits.drain_timeout);
     handover_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec || !handing_over_ || handover_sent_ || handover_flush_) return;   // flushing: its own timeout
         exclusive([this] {
             fail_handover("connections not at a request boundary within " +
-                          std::to_string(options_.drain_timeout.count()) + " ms");
+                          std::to_string(config_.limits.drain_timeout.count()) + " ms");
         });
     });
     boost::asio::post(io_, [this] { exclusive([this] { check_handover(); }); });
@@ -130,7 +130,7 @@ void Server::check_handover() {
     handover_flush_ = flushes_.start(devices_, [this, round] {
         boost::asio::post(io_, [this, round] { exclusive([this, round] { handover_flushed(round); }); });
     });
-    handover_timer_.expires_after(options_.drain_timeout);
+    handover_timer_.expires_after(config_.limits.drain_timeout);
     handover_timer_.async_wait([this, round](const boost::system::error_code& ec) {
         if (ec) return;
         exclusive([this, round] {
@@ -138,7 +138,7 @@ void Server::check_handover() {
             auto unfinished = flushes_.outcome(handover_flush_).unfinished;
             if (unfinished.empty()) return handover_flushed(round);   // its answer is on the way
             fail_handover("device " + unfinished.front() + ": flush did not finish within " +
-                          std::to_string(options_.drain_timeout.count()) + " ms (storage not answering)");
+                          std::to_string(config_.limits.drain_timeout.count()) + " ms (storage not answering)");
         });
     });
 }

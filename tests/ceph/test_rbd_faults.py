@@ -22,7 +22,7 @@ import nbd
 
 from nbdsched_test import fio
 from nbdsched_test.ceph import Cluster, rbd_config
-from nbdsched_test.daemon import DRAIN_TIMEOUT_S, Daemon
+from nbdsched_test.daemon import DRAIN_LIMITS, DRAIN_TIMEOUT_S, Daemon
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
@@ -40,7 +40,7 @@ except nbd.Error as e:
 
 
 def config(conf):
-    return ("devices:\n"
+    return (DRAIN_LIMITS + "devices:\n"
             f"  - {rbd_config('waits', 'img1', conf, scheduler='bfq', rotational='false')}\n"
             f"  - {rbd_config('fails', 'img2', conf, rotational='false', osd_op_timeout=TIMEOUT)}\n"
             "exports:\n  - {name: waits, device: waits}\n  - {name: fails, device: fails}\n")
@@ -88,7 +88,7 @@ def handover_with_osd_paused(c, d, cluster, tmp):
 def stop_with_osd_paused(c, d, cluster):
     """SIGTERM twice (stop without waiting for requests) while a write waits
     for the paused OSD: the final flush waits for that write, and must give
-    up after drain_timeout (10 s) instead of keeping the daemon alive."""
+    up after the drain timeout (DRAIN_TIMEOUT_S) instead of keeping the daemon alive."""
     cluster.signal_osd(signal.SIGSTOP)
     try:
         child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("waits")],
@@ -104,9 +104,9 @@ def stop_with_osd_paused(c, d, cluster):
             status = None
         took = time.monotonic() - sent
         c.check("SIGTERM with the OSD paused: the daemon exits with status 1 once the final flush gives up",
-                status == 1 and took < 30, f"status {status} after {took:.1f} s")
-        c.check("it says which device's flush did not finish", "device waits: the flush at shutdown did not finish"
-                in d.log())
+                status == 1 and took < DRAIN_TIMEOUT_S * 3 + 15, f"status {status} after {took:.1f} s")
+        c.check("it says which device's flush did not finish, and after the configured timeout",
+                f"device waits: the flush at shutdown did not finish in {DRAIN_TIMEOUT_S * 1000} ms" in d.log())
         child.kill()
         child.wait()
     finally:
