@@ -138,6 +138,36 @@ TEST_CASE("FlushThreads: a flush blocked past the bound is named, the wait retur
     CHECK(flushes.running().empty());
 }
 
+TEST_CASE("FlushThreads::start_each: a job of its own per device, its errno reported, its device busy meanwhile") {
+    boost::asio::io_context io;
+    std::vector<std::unique_ptr<Device>> devices;
+    for (const char* name : {"a", "b"}) devices.push_back(ram_device(io, name));
+    FlushThreads flushes;
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    std::atomic<int> then_calls = 0;
+    auto round = flushes.start_each(
+        devices,
+        [released](Device& d) {
+            if (d.name() == "b") released.wait();   // b's job waits like a lock release on a lost cluster
+            return d.name() == "b" ? EROFS : 0;
+        },
+        [&] { ++then_calls; });
+    auto out = flushes.wait(round, 200ms);
+    CHECK(out.unfinished == std::vector<std::string>{"b"});
+    CHECK(flushes.running() == std::vector<std::string>{"b"});
+    CHECK(then_calls == 0);
+    release.set_value();
+    out = flushes.wait(round, 60s);
+    CHECK(out.unfinished.empty());
+    REQUIRE(out.failed.size() == 1);
+    CHECK(out.failed[0].device == "b");
+    CHECK(out.failed[0].error == EROFS);
+    CHECK(then_calls == 1);
+    for (int i = 0; i < 600 && !flushes.running().empty(); ++i) std::this_thread::sleep_for(100ms);
+    CHECK(flushes.running().empty());
+}
+
 TEST_CASE("join_within: a pool whose job finishes is joined") {
     boost::asio::thread_pool pool(2);
     std::atomic<int> done = 0;
