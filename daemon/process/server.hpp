@@ -154,6 +154,7 @@ private:
     boost::asio::steady_timer handover_timer_;              // parking, then the flush, each within drain_timeout
     std::shared_ptr<FlushThreads::Round> handover_flush_;   // the hand-over's flush, then its lock release, while it runs
     bool handover_releasing_ = false;                       // handover_flush_ is the release of the locks
+    std::uint64_t abandoned_release_ = 0;                   // a failed hand-over's release round still running
     // Each device's release_exclusive() answer (pre-filled: a thread writes only its own entry).
     std::shared_ptr<std::map<std::string, std::string>> release_errors_;
     std::uint64_t handover_round_ = 0;   // which flush an answer belongs to

@@ -154,6 +154,15 @@ void Server::wait_handover_round(std::uint64_t round, const std::string& what) {
 
 // Every device's flush, then every device's lock release, is back (loop 0, exclusive).
 void Server::handover_flushed(std::uint64_t round) {
+    if (round == abandoned_release_ && !handing_over_) {
+        // The cluster answered the release after all: take the locks back
+        // (only now, so that no acquire runs beside a release on a device).
+        abandoned_release_ = 0;
+        std::string error;
+        if (!acquire_exclusive(error, flushes_.running()))
+            return spdlog::error("after the failed hand-over's late lock release: {}", error);
+        return spdlog::info("hand-over: the lock release given up on has ended; the locks are taken back");
+    }
     if (round != handover_round_ || !handover_flush_ || !handing_over_ || handover_sent_) return;
     const bool released = std::exchange(handover_releasing_, false);
     const auto outcome = flushes_.outcome(std::exchange(handover_flush_, nullptr));
@@ -240,11 +249,12 @@ void Server::abort_handover(const std::string& why) {
     handing_over_ = false;
     handover_sent_ = false;
     // A device whose lock release still runs cannot take it back now (its
-    // writes fail, EROFS, until a restart); the others do.
+    // writes fail, EROFS, until that release ends); the others do.
     std::vector<std::string> releasing;
     if (std::exchange(handover_releasing_, false) && handover_flush_)
         releasing = flushes_.outcome(handover_flush_).unfinished;
-    handover_flush_.reset();   // a flush still running is flushes_'s: a later hand-over waits for it
+    if (!releasing.empty()) abandoned_release_ = handover_round_;   // handover_flushed takes them back once it ends
+    handover_flush_.reset();                                        // a flush still running is flushes_'s: a later hand-over waits for it
     handover_timer_.cancel();
     spdlog::warn("hand-over failed: {}; serving on", why);
     if (std::string error; !acquire_exclusive(error, releasing))   // its writes fail (EROFS) until a restart
@@ -282,8 +292,9 @@ bool Server::acquire_exclusive(std::string& error, const std::vector<std::string
     std::string errors;
     for (auto& d : devices_) {
         if (std::find(skip.begin(), skip.end(), d->name()) != skip.end()) {
-            errors += (errors.empty() ? "" : "; ") + ("device " + d->name() +
-                                                      ": its lock release still waits for the storage: not taken back");
+            errors += (errors.empty() ? "" : "; ") +
+                      ("device " + d->name() +
+                       ": its lock release still waits for the storage: taken back once it ends (writes fail until then)");
             continue;
         }
         std::string broke;   // only after our own release: the failed new process, which never served
