@@ -150,6 +150,11 @@ struct Limits {
     // long, or after this many options, is dropped.
     std::chrono::milliseconds handshake_timeout{10000};
     unsigned max_handshake_options = 1024;
+    // How long a shutdown or a planned restart waits for each thing that may
+    // not end (connections answering what they read, the final flush, the
+    // I/O pool at exit, a hand-over's parking and its flush) before giving up
+    // on it (daemon/process/storage_waits.hpp).
+    std::chrono::milliseconds drain_timeout{10000};
     // The event loop polls this long for more work before it sleeps in
     // epoll_wait (docs/busy-poll.md); 0 = never: sleep at once.
     std::chrono::microseconds busy_poll{0};

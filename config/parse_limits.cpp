@@ -9,6 +9,30 @@ namespace {
 constexpr std::uint64_t min_request = 512;
 constexpr std::uint64_t max_request = 32u << 20;
 
+// limits.drain_timeout: a shutdown with 0 would drop every in-flight
+// request and skip the final flush, so 0 and below get a message of their own.
+std::optional<std::chrono::milliseconds> drain_timeout(Reader& r, const Field& f) {
+    auto text = r.string(f);
+    if (!text) return std::nullopt;
+    std::string_view value = *text;
+    const bool negative = value.starts_with('-');
+    auto d = parse_duration(negative ? value.substr(1) : value);
+    if (!d) {
+        r.error(f, "expected a duration from 1ms to 1h, e.g. 10s or 2500ms");
+        return std::nullopt;
+    }
+    if (negative || *d < std::chrono::milliseconds(1)) {
+        r.error(f, "must be at least 1ms (got " + *text +
+                       "): a shutdown would give in-flight requests and the final flush no time at all");
+        return std::nullopt;
+    }
+    if (*d > std::chrono::hours(1)) {
+        r.error(f, "too long: at most 1h (systemd's TimeoutStopSec must exceed it, docs/systemd.md)");
+        return std::nullopt;
+    }
+    return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+}
+
 }   // namespace
 
 void parse_limits(Reader& r, const Field& field, Limits& limits) {
@@ -16,8 +40,8 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
     r.read_map(field,
                {"max_connections", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
                 "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads",
-                "inflight_fair_share", "handshake_timeout", "max_handshake_options", "busy_poll",
-                "threads"},
+                "inflight_fair_share", "handshake_timeout", "drain_timeout", "max_handshake_options",
+                "busy_poll", "threads"},
                [&](const Field& f) {
                    if (f.key == "max_connections") {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
@@ -33,6 +57,9 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        if (text && (!d || *d < std::chrono::milliseconds(1) || *d > std::chrono::hours(1)))
                            return r.error(f, "expected a duration from 1ms to 1h, e.g. 10s");
                        if (d) limits.handshake_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+                   } else if (f.key == "drain_timeout") {
+                       if (auto d = drain_timeout(r, f)) limits.drain_timeout = *d;
+                       else return;
                    } else if (f.key == "busy_poll") {
                        auto text = r.string(f);
                        auto d = text ? parse_duration(*text, std::chrono::microseconds(1)) : std::nullopt;

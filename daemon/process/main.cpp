@@ -1,4 +1,5 @@
 // nbdsched: parse the command line, load the configuration, run the server.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -75,8 +76,12 @@ void keep_large_buffers_mapped() {
 }
 
 // The old daemon parks its connections, then flushes, each for up to its
-// drain timeout (10 s), before it answers.
-constexpr std::chrono::seconds takeover_wait{30};
+// limits.drain_timeout, before it answers. Its config is normally ours (the
+// same file); never below 30 s so that an old daemon with the default 10 s
+// gets its time even when this config has a shorter one.
+std::chrono::milliseconds takeover_wait(std::chrono::milliseconds drain_timeout) {
+    return std::max<std::chrono::milliseconds>(std::chrono::seconds(30), 2 * drain_timeout + std::chrono::seconds(10));
+}
 
 }   // namespace
 
@@ -162,7 +167,7 @@ int main(int argc, char** argv) {
     if (taking_over) {
         // Only now does the old daemon stop reading: the pause is the
         // exchange, not this process's start.
-        takeover = daemon::Takeover::request(cli.takeover, cli.force, takeover_wait, error);
+        takeover = daemon::Takeover::request(cli.takeover, cli.force, takeover_wait(config.limits.drain_timeout), error);
         if (!takeover) {
             spdlog::error("{}", error);
             return 1;

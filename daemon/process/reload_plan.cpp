@@ -28,6 +28,7 @@ bool same_limits(const config::Limits& a, const config::Limits& b) {
            a.max_inflight_bytes_per_device == b.max_inflight_bytes_per_device && a.io_threads == b.io_threads &&
            a.inflight_fair_share == b.inflight_fair_share && a.handshake_timeout == b.handshake_timeout &&
            a.max_handshake_options == b.max_handshake_options && a.busy_poll == b.busy_poll &&
+           a.drain_timeout == b.drain_timeout &&
            a.threads == b.threads;
 }
 

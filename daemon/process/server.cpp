@@ -257,11 +257,11 @@ void Server::begin_shutdown(const std::string& why) {
     // Copy: a connection may finish (and leave the map) inside shutdown().
     auto open = connections_;
     for (auto& [id, c] : open) c->shutdown();
-    drain_timer_.expires_after(options_.drain_timeout);
+    drain_timer_.expires_after(config_.limits.drain_timeout);
     drain_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec) return;
         spdlog::warn("{} connection(s) still busy after {} ms; closing them", connections_.size(),
-                     options_.drain_timeout.count());
+                     config_.limits.drain_timeout.count());
         exclusive([this] { finish_shutdown(); });
     });
     check_drained();
@@ -290,7 +290,7 @@ void Server::finish_shutdown() {
     drain_timer_.cancel();
     auto open = connections_;
     for (auto& [id, c] : open) c->close("server stopping");
-    auto flushed = flushes_.wait(flushes_.start(devices_), options_.drain_timeout);
+    auto flushed = flushes_.wait(flushes_.start(devices_), config_.limits.drain_timeout);
     for (const auto& failure : flushed.failed) {
         spdlog::error("device {}: flush at shutdown failed: {}", failure.device,
                       std::system_category().message(failure.error));
@@ -299,7 +299,7 @@ void Server::finish_shutdown() {
     for (const auto& name : flushed.unfinished) {
         spdlog::error("device {}: the flush at shutdown did not finish in {} ms (storage not answering); exiting "
                       "without it: writes acknowledged since its last FLUSH, without FUA, may be lost, as in a crash",
-                      name, options_.drain_timeout.count());
+                      name, config_.limits.drain_timeout.count());
         exit_code_ = 1;
         storage_stuck_ = true;
     }
@@ -315,13 +315,13 @@ void Server::finish_shutdown() {
 // the exit goes without closing the devices (storage_stuck), as after a
 // final flush that did not finish.
 void Server::wait_for_storage() {
-    const auto ms = options_.drain_timeout.count();
+    const auto ms = config_.limits.drain_timeout.count();
     if (storage_stuck_) {   // the final flush did not finish: the exit is _Exit anyway, no second wait
         for (const auto& name : sizes_.reading())
             spdlog::error("device {}: the size read of a reload has not finished either; exiting without it", name);
         return;   // the final flush's report names the devices it left
     }
-    if (!join_within(pool_, options_.drain_timeout)) {
+    if (!join_within(pool_, config_.limits.drain_timeout)) {
         storage_stuck_ = true;
         exit_code_ = 1;
         bool named = false;

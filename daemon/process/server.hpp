@@ -6,7 +6,7 @@
 // pool runs blocking backends.
 //
 // Shutdown (SIGTERM/SIGINT or stop()): stop accepting, let every connection
-// answer what it has read (bounded by drain_timeout), flush every device
+// answer what it has read (bounded by limits.drain_timeout), flush every device
 // (bounded by drain_timeout too: storage_waits.hpp), wait for what is left
 // on the I/O thread pool (a reload's size read, a forced shutdown's
 // requests; bounded the same way), return 0 from run(). SIGHUP reloads the
@@ -51,7 +51,6 @@
 namespace nbdsched::daemon {
 
 struct ServerOptions {
-    std::chrono::milliseconds drain_timeout{10000};   // shutdown: wait for in-flight requests
     bool handle_signals = true;
     std::vector<int> activated_fds;            // systemd socket activation: listen on these instead
     std::function<void()> on_ready;            // after listening (sd_notify READY=1)
@@ -118,13 +117,16 @@ private:
     std::string begin_handover(bool force);
     void stop_by_handover();
     void check_handover();
+    void wait_handover_round(std::uint64_t round, const std::string& what);   // bounded by drain_timeout
     void handover_flushed(std::uint64_t round);
+    void release_locks();
     void pass_handover();
     void fail_handover(const std::string& why);   // tells the new process, then abort_handover
     void abort_handover(const std::string& why);
     void reopen_endpoints(int attempt);
     void finish_handover();
-    bool acquire_exclusive(std::string& error);   // e.g. RBD images' locks (backend.hpp)
+    // e.g. RBD images' locks (backend.hpp); `skip`: devices whose release still runs.
+    bool acquire_exclusive(std::string& error, const std::vector<std::string>& skip = {});
 
     config::Config config_;
     ServerOptions options_;
@@ -150,8 +152,12 @@ private:
     std::unique_ptr<metrics::Endpoint> metrics_;
     std::unique_ptr<HandoverServer> handover_;
     boost::asio::steady_timer handover_timer_;              // parking, then the flush, each within drain_timeout
-    std::shared_ptr<FlushThreads::Round> handover_flush_;   // the hand-over's flush, while it runs
-    std::uint64_t handover_round_ = 0;                      // which flush an answer belongs to
+    std::shared_ptr<FlushThreads::Round> handover_flush_;   // the hand-over's flush, then its lock release, while it runs
+    bool handover_releasing_ = false;                       // handover_flush_ is the release of the locks
+    std::uint64_t abandoned_release_ = 0;                   // a failed hand-over's release round still running
+    // Each device's release_exclusive() answer (pre-filled: a thread writes only its own entry).
+    std::shared_ptr<std::map<std::string, std::string>> release_errors_;
+    std::uint64_t handover_round_ = 0;   // which flush an answer belongs to
     bool handing_over_ = false;
     bool handover_sent_ = false;
     bool to_store_ = false;   // this hand-over goes to the fd store (SIGTERM), not a --takeover process

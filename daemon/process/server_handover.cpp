@@ -3,12 +3,14 @@
 // (TLS ones and those still in the handshake are closed after answering
 // what they read), check_handover passes listeners and connections once all
 // are parked and the devices are flushed, finish_handover exits without
-// touching the sockets; abort_handover serves on. The flush runs off the
-// loops (storage_waits.hpp), bounded by drain_timeout like the parking: a
-// device whose storage does not answer fails the hand-over, it does not
-// freeze loop 0. The new process:
+// touching the sockets; abort_handover serves on. The flush, then the
+// release of the devices' locks, run off the loops (storage_waits.hpp),
+// each bounded by drain_timeout like the parking: a device whose storage
+// does not answer fails the hand-over, it does not freeze loop 0. The new process:
 // adopt_listeners and adopt_connections take what was passed.
+#include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cerrno>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <system_error>
@@ -103,12 +105,12 @@ std::string Server::begin_handover(bool force) {
         else
             c->park();
     }
-    handover_timer_.expires_after(options_.drain_timeout);
+    handover_timer_.expires_after(config_.limits.drain_timeout);
     handover_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec || !handing_over_ || handover_sent_ || handover_flush_) return;   // flushing: its own timeout
         exclusive([this] {
             fail_handover("connections not at a request boundary within " +
-                          std::to_string(options_.drain_timeout.count()) + " ms");
+                          std::to_string(config_.limits.drain_timeout.count()) + " ms");
         });
     });
     boost::asio::post(io_, [this] { exclusive([this] { check_handover(); }); });
@@ -127,35 +129,73 @@ void Server::check_handover() {
     // Off the loops: a flush waits as long as the storage does, and loop 0
     // must stay free to give up after drain_timeout and serve on.
     const auto round = ++handover_round_;
+    handover_releasing_ = false;
     handover_flush_ = flushes_.start(devices_, [this, round] {
         boost::asio::post(io_, [this, round] { exclusive([this, round] { handover_flushed(round); }); });
     });
-    handover_timer_.expires_after(options_.drain_timeout);
-    handover_timer_.async_wait([this, round](const boost::system::error_code& ec) {
+    wait_handover_round(round, "flush");
+}
+
+// The round of flushes or lock releases `round` fails the hand-over when a
+// device has not answered within drain_timeout.
+void Server::wait_handover_round(std::uint64_t round, const std::string& what) {
+    handover_timer_.expires_after(config_.limits.drain_timeout);
+    handover_timer_.async_wait([this, round, what](const boost::system::error_code& ec) {
         if (ec) return;
-        exclusive([this, round] {
+        exclusive([this, round, what] {
             if (round != handover_round_ || !handover_flush_) return;
             auto unfinished = flushes_.outcome(handover_flush_).unfinished;
             if (unfinished.empty()) return handover_flushed(round);   // its answer is on the way
-            fail_handover("device " + unfinished.front() + ": flush did not finish within " +
-                          std::to_string(options_.drain_timeout.count()) + " ms (storage not answering)");
+            fail_handover("device " + unfinished.front() + ": " + what + " did not finish within " +
+                          std::to_string(config_.limits.drain_timeout.count()) + " ms (storage not answering)");
         });
     });
 }
 
-// Every device's flush is back (loop 0, exclusive).
+// Every device's flush, then every device's lock release, is back (loop 0, exclusive).
 void Server::handover_flushed(std::uint64_t round) {
+    if (round == abandoned_release_ && !handing_over_) {
+        // The cluster answered the release after all: take the locks back
+        // (only now, so that no acquire runs beside a release on a device).
+        abandoned_release_ = 0;
+        std::string error;
+        if (!acquire_exclusive(error, flushes_.running()))
+            return spdlog::error("after the failed hand-over's late lock release: {}", error);
+        return spdlog::info("hand-over: the lock release given up on has ended; the locks are taken back");
+    }
     if (round != handover_round_ || !handover_flush_ || !handing_over_ || handover_sent_) return;
+    const bool released = std::exchange(handover_releasing_, false);
     const auto outcome = flushes_.outcome(std::exchange(handover_flush_, nullptr));
     if (!outcome.failed.empty()) {
         const auto& failure = outcome.failed.front();
+        if (released) return fail_handover(release_errors_->at(failure.device));
         return fail_handover("device " + failure.device + ": flush failed: " +
                              std::system_category().message(failure.error));
     }
-    // The new process takes them before it serves: one writer at a time.
-    for (auto& d : devices_)
-        if (auto why = d->backend().release_exclusive(); !why.empty()) return fail_handover(why);
-    pass_handover();
+    if (released) return pass_handover();
+    release_locks();
+}
+
+// The new process takes the devices' locks before it serves: one writer at
+// a time. Off the loops too: rbd_lock_release waits for the cluster as a
+// flush does (a cluster lost right after the flushes came back).
+void Server::release_locks() {
+    auto errors = std::make_shared<std::map<std::string, std::string>>();
+    for (const auto& d : devices_) (*errors)[d->name()];
+    release_errors_ = errors;
+    const auto round = ++handover_round_;
+    handover_releasing_ = true;
+    handover_flush_ = flushes_.start_each(
+        devices_,
+        [errors](Device& d) {
+            auto& why = errors->at(d.name());   // the map's shape never changes: each thread writes its own value
+            why = d.backend().release_exclusive();
+            return why.empty() ? 0 : EIO;
+        },
+        [this, round] {
+            boost::asio::post(io_, [this, round] { exclusive([this, round] { handover_flushed(round); }); });
+        });
+    wait_handover_round(round, "lock release");
 }
 
 void Server::pass_handover() {
@@ -208,10 +248,16 @@ void Server::abort_handover(const std::string& why) {
     if (!handing_over_) return;
     handing_over_ = false;
     handover_sent_ = false;
-    handover_flush_.reset();   // a flush still running is flushes_'s: a later hand-over waits for it
+    // A device whose lock release still runs cannot take it back now (its
+    // writes fail, EROFS, until that release ends); the others do.
+    std::vector<std::string> releasing;
+    if (std::exchange(handover_releasing_, false) && handover_flush_)
+        releasing = flushes_.outcome(handover_flush_).unfinished;
+    if (!releasing.empty()) abandoned_release_ = handover_round_;   // handover_flushed takes them back once it ends
+    handover_flush_.reset();                                        // a flush still running is flushes_'s: a later hand-over waits for it
     handover_timer_.cancel();
     spdlog::warn("hand-over failed: {}; serving on", why);
-    if (std::string error; !acquire_exclusive(error))   // its writes fail (EROFS) until a restart
+    if (std::string error; !acquire_exclusive(error, releasing))   // its writes fail (EROFS) until a restart
         spdlog::error("after the failed hand-over: {}", error);
     for (auto& l : listeners_) l->resume_accepting();
     if (!stopping_ && !to_store_) reopen_endpoints(0);
@@ -242,9 +288,15 @@ void Server::reopen_endpoints(int attempt) {
 
 // Every device, even after one failed (the old process serving on wants
 // all it can get); false and the errors when any failed.
-bool Server::acquire_exclusive(std::string& error) {
+bool Server::acquire_exclusive(std::string& error, const std::vector<std::string>& skip) {
     std::string errors;
     for (auto& d : devices_) {
+        if (std::find(skip.begin(), skip.end(), d->name()) != skip.end()) {
+            errors += (errors.empty() ? "" : "; ") +
+                      ("device " + d->name() +
+                       ": its lock release still waits for the storage: taken back once it ends (writes fail until then)");
+            continue;
+        }
         std::string broke;   // only after our own release: the failed new process, which never served
         if (auto why = d->backend().acquire_exclusive(broke); !why.empty())
             errors += (errors.empty() ? "" : "; ") + ("device " + d->name() + ": " + why);

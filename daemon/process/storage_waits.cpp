@@ -97,12 +97,18 @@ FlushThreads::~FlushThreads() {
 
 std::shared_ptr<Round> FlushThreads::start(const std::vector<std::unique_ptr<Device>>& devices,
                                            std::function<void()> then) {
+    return start_each(
+        devices, [](Device& d) { return d.flush_now(); }, std::move(then));
+}
+
+std::shared_ptr<Round> FlushThreads::start_each(const std::vector<std::unique_ptr<Device>>& devices,
+                                                std::function<int(Device&)> job, std::function<void()> then) {
     std::vector<std::string> names;
     for (const auto& d : devices) names.push_back(d->name());
     auto round = new_round(std::move(names), std::move(then));
     if (devices.empty() && round->then) round->then();
     for (std::size_t i = 0; i < devices.size(); ++i)
-        launch(shared_, round, i, [device = devices[i].get()] { return device->flush_now(); });
+        launch(shared_, round, i, [device = devices[i].get(), job] { return job(*device); });
     return round;
 }
 

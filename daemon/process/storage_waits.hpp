@@ -12,8 +12,10 @@
 //
 // Users: the shutdown's final flush (waits on the loop thread, which has
 // nothing else to do by then), the flush before a planned restart's
-// hand-over (loop 0 goes on serving; an answer comes back on it), and the
-// end of run() for what is still on the I/O thread pool (join_within).
+// hand-over and then the release of the devices' locks (rbd_lock_release
+// waits for the cluster as a flush does; loop 0 goes on serving, an answer
+// comes back on it), and the end of run() for what is still on the I/O
+// thread pool (join_within).
 #pragma once
 
 #include <boost/asio/thread_pool.hpp>
@@ -50,11 +52,14 @@ public:
     // thread of the round's last flush to finish (post from it, nothing
     // more), never after this object is gone.
     std::shared_ptr<Round> start(const std::vector<std::unique_ptr<Device>>& devices, std::function<void()> then = {});
+    // As start(), with `job` (0 or an errno) run for each device in place of its flush.
+    std::shared_ptr<Round> start_each(const std::vector<std::unique_ptr<Device>>& devices,
+                                      std::function<int(Device&)> job, std::function<void()> then = {});
     // Blocks until every flush of `round` has finished or `deadline` passed.
     FlushOutcome wait(const std::shared_ptr<Round>& round, std::chrono::milliseconds deadline);
     // Where `round` stands now: a flush not finished yet is unfinished.
     FlushOutcome outcome(const std::shared_ptr<Round>& round) const;
-    // Devices with a flush still running, of any round.
+    // Devices with a flush (or a start_each job) still running, of any round.
     std::vector<std::string> running() const;
 
     struct Shared;

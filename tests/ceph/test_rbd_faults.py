@@ -5,6 +5,9 @@
     none completed between two looks 2 s apart;
   - on a device with osd_op_timeout: 3, a FUA write issued during the pause
     fails with EIO after about the timeout, before the OSD is back;
+  - a planned restart while the lock release (after the flushes) needs
+    the paused OSD fails after the drain timeout, ctl answers meanwhile, and
+    once the OSD is back the old daemon takes its lock again and writes on;
   - a planned restart (`--takeover`) while a flush needs the paused OSD
     fails after the drain timeout instead of freezing the daemon: the new
     process exits 1 naming the device, ctl answers while the OSD is still
@@ -22,7 +25,7 @@ import nbd
 
 from nbdsched_test import fio
 from nbdsched_test.ceph import Cluster, rbd_config
-from nbdsched_test.daemon import DRAIN_TIMEOUT_S, Daemon
+from nbdsched_test.daemon import DRAIN_LIMITS, DRAIN_TIMEOUT_S, Daemon
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
@@ -40,7 +43,7 @@ except nbd.Error as e:
 
 
 def config(conf):
-    return ("devices:\n"
+    return (DRAIN_LIMITS + "devices:\n"
             f"  - {rbd_config('waits', 'img1', conf, scheduler='bfq', rotational='false')}\n"
             f"  - {rbd_config('fails', 'img2', conf, rotational='false', osd_op_timeout=TIMEOUT)}\n"
             "exports:\n  - {name: waits, device: waits}\n  - {name: fails, device: fails}\n")
@@ -48,6 +51,57 @@ def config(conf):
 
 def counters(d):
     return d.device(d.stats(), "waits")["counters"]
+
+
+def new_process_config(tmp, name):
+    """The new process has a file device of its own: opening an image would
+    wait for the paused OSD before it even asks for the hand-over."""
+    path = tmp.file(f"{name}.yaml")
+    with open(path, "w") as f:
+        f.write(f"listen: [{{unix: {tmp.file(name + '.sock')}}}]\n"
+                f"devices: [{{name: waits, backend: file, path: {tmp.file(name + '.img')}, size: 64MiB}}]\n"
+                "exports: [{name: waits, device: waits}]\n")
+    return path
+
+
+def takeover_fails(c, d, tmp, name, what):
+    """`--takeover` with the OSD paused: the new process exits 1 naming the
+    device and `what` (flush, lock release) that did not finish within the
+    drain timeout; the old daemon serves on and ctl answers meanwhile (the
+    wait is off its event loop)."""
+    asked = time.monotonic()
+    r = subprocess.run([d.binary, "--config", new_process_config(tmp, name), "--takeover", tmp.file("handover.sock")],
+                       capture_output=True, text=True, timeout=DRAIN_TIMEOUT_S * 3 + 30)
+    took = time.monotonic() - asked
+    c.check(f"--takeover with the OSD paused: the new process exits 1, the {what} named",
+            r.returncode == 1 and f"device waits: {what} did not finish within {DRAIN_TIMEOUT_S * 1000} ms" in r.stderr,
+            f"after {took:.1f} s: {r.stderr.strip()[-200:]}")
+    c.check(f"the old daemon logs the failed hand-over ({what}) and serves on",
+            d.alive() and d.wait_log(f"hand-over failed: device waits: {what} did not finish", 5))
+    c.check(f"ctl answers while the OSD is still paused ({what})",
+            wait_for(lambda: os.path.exists(d.control), 5) and len(d.stats()["devices"]) == 2)
+
+
+def handover_release_with_osd_paused(c, d, cluster, tmp):
+    """Nothing dirty: the hand-over's flushes come back without the OSD, then
+    rbd_lock_release needs it. The release runs off the event loop, bounded
+    like the flush: the hand-over fails after the drain timeout, the old
+    daemon answers ctl meanwhile, and once the OSD is back it takes its lock
+    again and its client writes on."""
+    h = nbd.NBD()
+    h.connect_uri(d.uri("waits"))
+    h.pwrite(b"r" * 4096, 8192, nbd.CMD_FLAG_FUA)
+    h.flush()
+    cluster.signal_osd(signal.SIGSTOP)
+    try:
+        takeover_fails(c, d, tmp, "new-release", "lock release")
+    finally:
+        cluster.signal_osd(signal.SIGCONT)
+    c.check("once the OSD is back, the release ends and the old daemon takes its locks back",
+            d.wait_log("the locks are taken back", 60))
+    h.pwrite(b"s" * 4096, 12288, nbd.CMD_FLAG_FUA)
+    c.check("... and its client writes on", h.pread(8192, 8192) == b"r" * 4096 + b"s" * 4096)
+    h.shutdown()
 
 
 def handover_with_osd_paused(c, d, cluster, tmp):
@@ -58,25 +112,10 @@ def handover_with_osd_paused(c, d, cluster, tmp):
     h = nbd.NBD()
     h.connect_uri(d.uri("waits"))
     h.pwrite(b"a" * 4096, 0, nbd.CMD_FLAG_FUA)
-    new_config = tmp.file("new.yaml")
-    with open(new_config, "w") as f:
-        f.write(f"listen: [{{unix: {tmp.file('new.sock')}}}]\n"
-                f"devices: [{{name: waits, backend: file, path: {tmp.file('new.img')}, size: 64MiB}}]\n"
-                "exports: [{name: waits, device: waits}]\n")
     cluster.rbd("resize", "--size", "96M", "rbd/img1")
     cluster.signal_osd(signal.SIGSTOP)
     try:
-        asked = time.monotonic()
-        r = subprocess.run([d.binary, "--config", new_config, "--takeover", tmp.file("handover.sock")],
-                           capture_output=True, text=True, timeout=DRAIN_TIMEOUT_S * 3 + 30)
-        took = time.monotonic() - asked
-        c.check("--takeover with the OSD paused: the new process exits 1, the flush named",
-                r.returncode == 1 and f"device waits: flush did not finish within {DRAIN_TIMEOUT_S * 1000} ms" in r.stderr,
-                f"after {took:.1f} s: {r.stderr.strip()[-200:]}")
-        c.check("the old daemon logs the failed hand-over and serves on",
-                d.alive() and d.wait_log("hand-over failed: device waits: flush did not finish", 5))
-        c.check("ctl answers while the OSD is still paused",
-                wait_for(lambda: os.path.exists(d.control), 5) and len(d.stats()["devices"]) == 2)
+        takeover_fails(c, d, tmp, "new", "flush")
     finally:
         cluster.signal_osd(signal.SIGCONT)
     h.pwrite(b"b" * 4096, 4096, nbd.CMD_FLAG_FUA)
@@ -88,7 +127,7 @@ def handover_with_osd_paused(c, d, cluster, tmp):
 def stop_with_osd_paused(c, d, cluster):
     """SIGTERM twice (stop without waiting for requests) while a write waits
     for the paused OSD: the final flush waits for that write, and must give
-    up after drain_timeout (10 s) instead of keeping the daemon alive."""
+    up after the drain timeout (DRAIN_TIMEOUT_S) instead of keeping the daemon alive."""
     cluster.signal_osd(signal.SIGSTOP)
     try:
         child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("waits")],
@@ -104,9 +143,9 @@ def stop_with_osd_paused(c, d, cluster):
             status = None
         took = time.monotonic() - sent
         c.check("SIGTERM with the OSD paused: the daemon exits with status 1 once the final flush gives up",
-                status == 1 and took < 30, f"status {status} after {took:.1f} s")
-        c.check("it says which device's flush did not finish", "device waits: the flush at shutdown did not finish"
-                in d.log())
+                status == 1 and took < DRAIN_TIMEOUT_S * 3 + 15, f"status {status} after {took:.1f} s")
+        c.check("it says which device's flush did not finish, and after the configured timeout",
+                f"device waits: the flush at shutdown did not finish in {DRAIN_TIMEOUT_S * 1000} ms" in d.log())
         child.kill()
         child.wait()
     finally:
@@ -153,6 +192,7 @@ def main():
             c.check("writes went on after the pause", after["requests"] > s2["requests"] and after["errors"] == 0,
                     f"completed {s2['requests']} -> {after['requests']}, errors {after['errors']}")
             print(f"fio: {write['iops']:.0f} IOPS over the run; device completed {before['requests']} before the pause")
+            handover_release_with_osd_paused(c, d, cluster, tmp)
             handover_with_osd_paused(c, d, cluster, tmp)
             stop_with_osd_paused(c, d, cluster)
             if c.failed:

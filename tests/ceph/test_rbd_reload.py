@@ -23,7 +23,7 @@ import time
 import nbd
 
 from nbdsched_test.ceph import Cluster, rbd_config
-from nbdsched_test.daemon import DRAIN_TIMEOUT_S, Daemon
+from nbdsched_test.daemon import DRAIN_LIMITS, DRAIN_TIMEOUT_S, Daemon
 from nbdsched_test.patterns import pattern
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
@@ -88,7 +88,7 @@ def checks(c, cluster, d):
 
 
 def stop_during_size_read(c, cluster, tmp):
-    waits = f"devices:\n  - {rbd_config('vol', 'img1', cluster.conf, rotational='false')}\n" \
+    waits = DRAIN_LIMITS + f"devices:\n  - {rbd_config('vol', 'img1', cluster.conf, rotational='false')}\n" \
             "exports:\n  - {name: vol1, device: vol}\n"
     with Daemon(waits, "stuck", workdir=tmp.path) as d:
         cluster.rbd("resize", "--size", "128M", "rbd/img1")
@@ -108,6 +108,8 @@ def stop_during_size_read(c, cluster, tmp):
                     status == 1 and took < DRAIN_TIMEOUT_S * 2 + 15, f"status {status} after {took:.1f} s")
             c.check("the log names the device whose size read did not finish",
                     "device vol: the size read of a reload" in d.log())
+            c.check("... after the final flush gave up at the configured drain timeout",
+                    f"device vol: the flush at shutdown did not finish in {DRAIN_TIMEOUT_S * 1000} ms" in d.log())
         finally:
             cluster.signal_osd(signal.SIGCONT)
         if c.failed:

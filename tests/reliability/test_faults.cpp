@@ -125,9 +125,10 @@ TEST_CASE("a device without faults reports none") {
 }
 
 TEST_CASE("a forced shutdown waits for a write its storage does not answer at most the drain timeout") {
-    // The write sleeps 60 s on an I/O thread; the daemon's drain timeout is 10 s.
-    constexpr auto drain = std::chrono::seconds(10);
-    Daemon d(yaml_spec("devices:\n  - {name: d0, size: 16MiB, faults: [{op: write, delay: 60s}]}\n"
+    // The write sleeps 60 s on an I/O thread; the drain timeout is set to 2 s.
+    constexpr auto drain = std::chrono::seconds(2);
+    Daemon d(yaml_spec("limits: {drain_timeout: 2s}\n"
+                       "devices:\n  - {name: d0, size: 16MiB, faults: [{op: write, delay: 60s}]}\n"
                        "exports:\n  - {name: default, device: d0}\n"));
     Nbd client = connect(d.uri());
     std::vector<char> buf(4096, 'w');
@@ -141,7 +142,7 @@ TEST_CASE("a forced shutdown waits for a write its storage does not answer at mo
     const auto took = std::chrono::steady_clock::now() - asked;
     INFO(d.log());
     CHECK(rc == 1);
-    CHECK(d.log().find("device d0: 1 request(s) still waiting for the storage 10000 ms after the stop") !=
+    CHECK(d.log().find("device d0: 1 request(s) still waiting for the storage 2000 ms after the stop") !=
           std::string::npos);
     // Generous: the stop waited for the pool (drain) and maybe the flush (drain), not for the 60 s write.
     CHECK(took < 2 * drain + std::chrono::seconds(15));

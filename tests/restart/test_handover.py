@@ -31,7 +31,7 @@ import time
 
 import nbd
 
-from nbdsched_test.daemon import DRAIN_TIMEOUT_S, Daemon, nbdsched_binary, one_ram_export
+from nbdsched_test.daemon import DRAIN_LIMITS, DRAIN_TIMEOUT_S, Daemon, nbdsched_binary, one_ram_export
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import check, skip
@@ -309,7 +309,7 @@ def main():
     return 0
 
 
-STUCK_CONFIG = """
+STUCK_CONFIG = DRAIN_LIMITS + """
 devices:
   - {name: slow, backend: file, path: {dir}/slow.img, size: 16MiB, faults: [{op: flush, delay: 60s}]}
   - {name: fast, backend: file, path: {dir}/fast.img, size: 16MiB}

@@ -128,6 +128,24 @@ TEST_CASE("limits: handshake_timeout and max_handshake_options") {
     expect_error(r, "limits.max_handshake_options", 3, 26, "out of range: 0");
 }
 
+TEST_CASE("limits: drain_timeout bounds a shutdown's and a hand-over's waits") {
+    CHECK(with("").config->limits.drain_timeout == std::chrono::seconds(10));   // default
+    CHECK(with("limits: {drain_timeout: 2s}\n").config->limits.drain_timeout == std::chrono::seconds(2));
+    CHECK(with("limits: {drain_timeout: 2500ms}\n").config->limits.drain_timeout == std::chrono::milliseconds(2500));
+    CHECK(with("limits: {drain_timeout: 1min}\n").config->limits.drain_timeout == std::chrono::minutes(1));
+    CHECK(with("limits: {drain_timeout: 750}\n").config->limits.drain_timeout == std::chrono::milliseconds(750));   // bare: ms
+    auto r = with("limits:\n  drain_timeout: 0s\n  max_connections: 4\n");
+    expect_error(r, "limits.drain_timeout", 2, 18, "must be at least 1ms (got 0s)");
+    expect_error(with("limits:\n  drain_timeout: -5s\n"), "limits.drain_timeout", 2, 18, "must be at least 1ms (got -5s)");
+    expect_error(with("limits:\n  drain_timeout: 0\n"), "limits.drain_timeout", 2, 18, "must be at least 1ms");
+    expect_error(with("limits:\n  drain_timeout: soon\n"), "limits.drain_timeout", 2, 18,
+                 "expected a duration from 1ms to 1h, e.g. 10s or 2500ms");
+    expect_error(with("limits:\n  drain_timeout: 10parsecs\n"), "limits.drain_timeout", 2, 18, "expected a duration");
+    expect_error(with("limits:\n  drain_timeout: 90min\n"), "limits.drain_timeout", 2, 18, "too long: at most 1h");
+    expect_error(with("limits:\n  drain_timeout: [1s]\n"), "limits.drain_timeout", 2, 18, "");
+    expect_error(with("limits:\n  drain_timout: 1s\n"), "limits.drain_timout", 2, 3, "did you mean 'drain_timeout'?");
+}
+
 TEST_CASE("limits: busy_poll") {
     auto ok = with("limits: {busy_poll: 50us}\n");
     REQUIRE(ok.errors.empty());

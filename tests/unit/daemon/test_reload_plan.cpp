@@ -78,6 +78,7 @@ TEST_CASE("backend, size, listen, scheduler and export changes are refused") {
     check_refused([](config::Config& c) { c.tls.psk_file = "/other.psk"; }, "tls:");
     check_refused([](config::Config& c) { c.listen.at(0).tls = config::Listen::Tls::require; }, "listen:");
     check_refused([](config::Config& c) { c.limits.handshake_timeout = std::chrono::seconds(1); }, "limits:");
+    check_refused([](config::Config& c) { c.limits.drain_timeout = std::chrono::seconds(2); }, "limits:");
     check_refused([](config::Config& c) { c.devices[0].size = 128u << 20; }, "size");
     check_refused([](config::Config& c) { c.devices[0].backend = config::BackendKind::file; c.devices[0].path = "/tmp/f"; }, "backend");
     check_refused([](config::Config& c) { c.devices[0].scheduler = "bfq"; }, "scheduler");
