@@ -6,7 +6,7 @@ medians of IOPS, MB/s and server CPU per I/O. Not part of run-all.
 
   bench/peers_probe.py --server new=build-rel/daemon/nbdsched \
       --server ra128=build-rel/daemon/nbdsched:read_ahead_kb=128 \
-      --workload read,1m,8 --transport unix --reps 3 --runtime 3"""
+      --workload read,1m,8 --transport unix --reps 3 --runtime 3 --ref new"""
 
 import argparse
 import os
@@ -47,6 +47,7 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--runtime", type=float, default=3)
     p.add_argument("--prefill", action="store_true", help="write every export once first (reads hit data, not holes)")
+    p.add_argument("--ref", help="server label to compare the others with, repetition by repetition (a second table)")
     a = p.parse_args()
     transports = a.transport or ["unix", "tcp"]
     samples = {}
@@ -89,6 +90,26 @@ def main():
     for (w, tr, label), v in sorted(samples.items()):
         med = [statistics.median(x[i] for x in v if x[i] is not None) for i in range(3)]
         print(f"| {w} | {tr} | {label} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.1f} |")
+    if a.ref:
+        print_paired(samples, a.ref)
+
+
+def print_paired(samples, ref):
+    """IOPS of each server over `ref`'s in the same repetition (the two ran
+    back to back, so a slow stretch of a busy host hits both): the median
+    ratio and the range. The ratio of two medians hides how far the
+    repetitions spread; a range wider than the difference looked for
+    decides nothing."""
+    print(f"\n| workload | transport | server | IOPS / {ref} (median of the repetitions) | min | max | reps |")
+    print("|---|---|---|---|---|---|---|")
+    for (w, tr, label), v in sorted(samples.items()):
+        base = samples.get((w, tr, ref))
+        if label == ref or not base:
+            continue
+        ratios = [x[0] / b[0] for x, b in zip(v, base) if b[0]]
+        if ratios:
+            print(f"| {w} | {tr} | {label} | {statistics.median(ratios):.2f} | {min(ratios):.2f} | {max(ratios):.2f} "
+                  f"| {len(ratios)} |")
 
 
 if __name__ == "__main__":
