@@ -6,12 +6,14 @@ medians of IOPS, MB/s and server CPU per I/O. Not part of run-all.
 
   bench/peers_probe.py --server new=build-rel/daemon/nbdsched \
       --server ra128=build-rel/daemon/nbdsched:read_ahead_kb=128 \
-      --workload read,1m,8 --transport unix --reps 3 --runtime 3"""
+      --workload read,1m,8 --transport unix --reps 3 --runtime 3 --ref new"""
 
 import argparse
 import os
+import resource
 import statistics
 import sys
+import time
 
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
@@ -38,6 +40,49 @@ def parse_server(text):
     return label, path, dev, top
 
 
+def host_busy_seconds():
+    """CPU time the whole host has spent busy since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")   # all but idle and iowait
+
+
+def children_cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def wait_quiet(limit, give_up_s=300):
+    """Waits until the rest of the host uses under `limit` of its CPUs
+    (between runs nothing of ours runs); False when it never got quiet."""
+    ncpu = os.cpu_count() or 1
+    end = time.monotonic() + give_up_s
+    while time.monotonic() < end:
+        b0 = host_busy_seconds()
+        time.sleep(0.5)
+        if (host_busy_seconds() - b0) / (0.5 * ncpu) < limit:
+            return True
+    return False
+
+
+def quiet_run(limit, tries, g, jobs, servers):
+    """fio.run, redone while other processes used more than `limit` of the
+    CPUs during it (busy host time less fio's and the servers'): on a
+    shared host a compile in the middle of a run moves it by tens of %.
+    Returns the run and whether it stayed quiet."""
+    ncpu = os.cpu_count() or 1
+    for attempt in range(tries):
+        wait_quiet(limit)
+        b0, c0 = host_busy_seconds(), children_cpu_seconds()
+        r = fio.run(g, jobs, servers)
+        other = host_busy_seconds() - b0 - (children_cpu_seconds() - c0) - sum(r.server_cpu)
+        if other / (r.wall * ncpu) < limit:
+            return r, True
+        print(f"  run disturbed (other processes {other / (r.wall * ncpu):.0%} of the CPUs), "
+              f"{'again' if attempt + 1 < tries else 'kept'}", file=sys.stderr, flush=True)
+    return r, False
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--server", action="append", default=[], help="label=path[:key=value...] (device keys; top.a.b=v: daemon-wide a: {b: v})")
@@ -47,9 +92,14 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--runtime", type=float, default=3)
     p.add_argument("--prefill", action="store_true", help="write every export once first (reads hit data, not holes)")
+    p.add_argument("--ref", help="server label to compare the others with, repetition by repetition (a second table)")
+    p.add_argument("--quiet", type=float, default=0,
+                   help="wait before each run until other processes use under this share of the CPUs (0.1: 10 %%), "
+                        "and redo a run they used more of (up to 3 times); 0: off")
     a = p.parse_args()
     transports = a.transport or ["unix", "tcp"]
     samples = {}
+    disturbed = 0
     with TempDir("probe") as tmp, servers.Fleet() as srv:
         for tr in transports:
             for text in a.server:
@@ -78,17 +128,43 @@ def main():
                 g = {"thread": True, "time_based": True, "runtime": f"{int(a.runtime * 1000)}ms",
                      "ramp_time": "300ms", "randrepeat": 0, "norandommap": True, "rw": rw, "bs": bs,
                      "iodepth": int(qd)}
-                r = fio.run(g, jobs, [srv[k] for k in order])
+                if a.quiet:
+                    r, calm = quiet_run(a.quiet, 3, g, jobs, [srv[k] for k in order])
+                    disturbed += not calm
+                else:
+                    r = fio.run(g, jobs, [srv[k] for k in order])
                 for i, k in enumerate(order):
                     sm = r.summary(r.job(f"{k[0]}@{k[1]}"))
                     per = r.server_cpu[i] / sm["ios"] * 1e6 if sm["ios"] else None
                     samples.setdefault((wtext, k[1], k[0]), []).append((sm["iops"], sm["bw_mib"] * 1.048576, per))
             print(f"rep {rep + 1}/{a.reps} done", file=sys.stderr, flush=True)
+    if a.quiet:
+        print(f"runs kept although disturbed: {disturbed}")
     print("| workload | transport | server | IOPS | MB/s | server CPU µs/IO (approx, whole run) |")
     print("|---|---|---|---|---|---|")
     for (w, tr, label), v in sorted(samples.items()):
         med = [statistics.median(x[i] for x in v if x[i] is not None) for i in range(3)]
         print(f"| {w} | {tr} | {label} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.1f} |")
+    if a.ref:
+        print_paired(samples, a.ref)
+
+
+def print_paired(samples, ref):
+    """IOPS of each server over `ref`'s in the same repetition (the two ran
+    back to back, so a slow stretch of a busy host hits both): the median
+    ratio and the range. The ratio of two medians hides how far the
+    repetitions spread; a range wider than the difference looked for
+    decides nothing."""
+    print(f"\n| workload | transport | server | IOPS / {ref} (median of the repetitions) | min | max | reps |")
+    print("|---|---|---|---|---|---|---|")
+    for (w, tr, label), v in sorted(samples.items()):
+        base = samples.get((w, tr, ref))
+        if label == ref or not base:
+            continue
+        ratios = [x[0] / b[0] for x, b in zip(v, base) if b[0]]
+        if ratios:
+            print(f"| {w} | {tr} | {label} | {statistics.median(ratios):.2f} | {min(ratios):.2f} | {max(ratios):.2f} "
+                  f"| {len(ratios)} |")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,75 @@
+// One writer alone on a non-rotational device (the RAM device of bench
+// target 4): cfq and bfq must not cost it anything next to `none`. No
+// request waits in the scheduler, the writer's whole queue depth reaches
+// the device, and in virtual time it completes exactly as many requests as
+// under `none` -- an idle or group-idle timer armed on the way may never
+// hold one of its requests back.
+#include "test_cfq_rig.hpp"
+
+using namespace cfqtest;
+
+namespace {
+
+constexpr unsigned depth = 64;   // the daemon's depth for a device without a timing profile
+
+struct Case {
+    const char* name;
+    std::uint64_t block;
+    bool sequential;
+    int iodepth;
+    Nanos latency;    // the device's service time (0: done at once, as RAM)
+    Nanos think;      // client time between a reply and its next request
+    Nanos duration;   // virtual time the writer runs
+};
+
+struct Outcome {
+    JobResult result;
+    unsigned max_depth = 0;
+};
+
+Outcome run(std::string_view policy, const Case& c) {
+    std::string error;
+    auto s = make_scheduler(policy, DeviceTraits{false, depth}, {}, error);
+    REQUIRE_MESSAGE(s, error);
+    Rig rig(std::move(s), fixed_latency(c.latency, depth), depth);
+    JobSpec job;
+    job.queue = 1;
+    job.op = Op::write;
+    job.sync = true;   // writes_sync, the daemon's default
+    job.block = c.block;
+    job.sequential = c.sequential;
+    job.iodepth = c.iodepth;
+    job.think = c.think;
+    const std::size_t j = rig.add_job(job);
+    rig.run_until(Time(c.duration));
+    rig.finish();
+    return {rig.result(j), rig.max_seen_depth()};
+}
+
+}   // namespace
+
+TEST_CASE("a lone writer on flash or RAM: cfq and bfq dispatch every request at once, to full depth, as none") {
+    const Case cases[] = {
+        {"1 MiB sequential qd8, RAM", 1u << 20, true, 8, Nanos{}, 150us, 300ms},
+        {"1 MiB sequential qd8, 200us flash", 1u << 20, true, 8, 200us, 20us, 300ms},
+        {"4 KiB random qd64, RAM", 4096, false, 64, Nanos{}, 100us, 100ms},
+        {"4 KiB random qd64, 50us flash", 4096, false, 64, 50us, 5us, 100ms},
+        // A client slower than group_idle (8 ms) between requests: the timer fires.
+        {"1 MiB sequential qd1, RAM, 10 ms think time", 1u << 20, true, 1, Nanos{}, 10ms, 2s},
+    };
+    for (const Case& c : cases) {
+        const std::string name = c.name;
+        CAPTURE(name);
+        const Outcome none = run("none", c);
+        REQUIRE(none.result.completed > 0);
+        for (const std::string policy : {"cfq", "bfq"}) {
+            CAPTURE(policy);
+            const Outcome o = run(policy, c);
+            CHECK(o.result.max_wait == Nanos{});
+            CHECK(o.result.completed == none.result.completed);
+            // With a service time the whole client depth is at the device
+            // (cfq: the only busy sync queue has no dispatch quantum).
+            if (c.latency > Nanos{}) CHECK(o.max_depth == unsigned(c.iodepth));
+        }
+    }
+}
