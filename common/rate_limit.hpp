@@ -18,6 +18,10 @@ public:
     // `held_back`, how many were not logged in the one before; otherwise 0.
     bool allow(std::chrono::nanoseconds now, std::uint64_t& held_back);
 
+    // For messages that name the limit, so its numbers are written once.
+    std::chrono::nanoseconds interval() const { return interval_; }
+    unsigned burst() const { return burst_; }
+
 private:
     std::chrono::nanoseconds interval_;
     unsigned burst_;

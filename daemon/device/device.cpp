@@ -289,8 +289,9 @@ void Device::data_done(IoRequest& r) {
     if (r.backend_errno != 0 && !(r.fast_zero && r.backend_errno == ENOTSUP) &&
         failure_log_.allow(steady_now(), held_back)) {
         if (held_back != 0)
-            spdlog::warn("device {}: {} more failed request(s) not logged (at most 10 lines per 5 s)", name_,
-                         held_back);
+            spdlog::warn("device {}: {} more failed request(s) not logged (at most {} lines per {} ms)", name_,
+                         held_back, failure_log_.burst(),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(failure_log_.interval()).count());
         spdlog::warn("device {}: {} offset {} length {} failed: {}", name_, sched::to_string(r.op), r.offset,
                      r.length, std::system_category().message(r.backend_errno));
     }
