@@ -20,6 +20,9 @@ namespace nbdsched::backend {
 
 class AsyncBackend;
 
+// Names one read_pinned() or write_pinned() for its unpin().
+using PinId = std::uint64_t;
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -48,30 +51,32 @@ public:
     // A read without a copy, for a backend whose data sits in its own memory
     // (RAM): appends the pieces of [offset, offset+length) to `out` as spans
     // of that memory (holes: spans of zeros) and pins it. Pinned memory is
-    // not freed or reused until the matching unpin() (pages a TRIM frees
-    // meanwhile wait for it), but a later write may change it in place: a
-    // reply sent from it shows old or new bytes, as NBD allows for
+    // not freed or reused until unpin() of the pin returned (pages a TRIM
+    // frees meanwhile wait for it), but a later write may change it in
+    // place: a reply sent from it shows old or new bytes, as NBD allows for
     // overlapping requests; everything written before the call is in it.
-    // false: no such memory (nothing pinned; use read()).
-    virtual bool read_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<const std::byte>>& out) {
+    // nullopt: no such memory (nothing pinned; use read()).
+    virtual std::optional<PinId> read_pinned(std::uint64_t offset, std::uint64_t length,
+                                             std::vector<std::span<const std::byte>>& out) {
         (void)offset, (void)length, (void)out;
-        return false;
+        return std::nullopt;
     }
     // The other way: a client's WRITE payload received straight into the
     // backend's memory. Appends [offset, offset+length) to `out` as spans of
     // that memory, allocated as needed, and pins it as read_pinned() does;
-    // the caller puts the data there and calls unpin(). Bytes put there are
+    // the caller puts the data there and calls unpin(pin). Bytes put there are
     // the device's data at once (readers may see them before the write is
     // acknowledged, as NBD allows for requests in flight together), so only
     // a backend whose writes cannot fail once memory is found may offer it:
     // a wrapper that must see or fail writes (fault injection) does not.
-    // false: no such memory, or none left (nothing pinned; use write()).
-    virtual bool write_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<std::byte>>& out) {
+    // nullopt: no such memory, or none left (nothing pinned; use write()).
+    virtual std::optional<PinId> write_pinned(std::uint64_t offset, std::uint64_t length,
+                                              std::vector<std::span<std::byte>>& out) {
         (void)offset, (void)length, (void)out;
-        return false;
+        return std::nullopt;
     }
-    // Ends one read_pinned() or write_pinned() that returned true.
-    virtual void unpin() {}
+    // Ends the read_pinned() or write_pinned() that returned `pin`.
+    virtual void unpin(PinId pin) { (void)pin; }
     virtual int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) = 0;
     virtual int flush() = 0;
     virtual int trim(std::uint64_t offset, std::uint64_t length, bool fua) = 0;

@@ -97,11 +97,6 @@ std::uint64_t RamBackend::metadata_bytes() const {
     return leaf_count_ * sizeof(std::atomic<Leaf*>) + allocated_leaves_.load(std::memory_order_relaxed) * sizeof(Leaf);
 }
 
-std::size_t RamBackend::retired_pages() const {
-    std::lock_guard lock(retired_mutex_);
-    return retired_.size();
-}
-
 bool RamBackend::in_range(std::uint64_t offset, std::uint64_t length) const {
     return offset <= size_ && length <= size_ - offset;
 }
@@ -161,10 +156,11 @@ int RamBackend::read(std::uint64_t offset, std::span<std::byte> out) {
 
 // The pin comes first: a page freed after it (under the stripe held
 // exclusively, so after or before our look at its table) sees it and retires.
-bool RamBackend::read_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<const std::byte>>& out) {
+std::optional<PinId> RamBackend::read_pinned(std::uint64_t offset, std::uint64_t length,
+                                             std::vector<std::span<const std::byte>>& out) {
     if (!in_range(offset, length))
-        return false;
-    pins_.fetch_add(1, std::memory_order_seq_cst);
+        return std::nullopt;
+    const PinId pin = pins_.pin();
     for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
         std::shared_lock lock(stripe_of(li).mutex);
         const Leaf* leaf = leaf_or_null(li);
@@ -177,17 +173,18 @@ bool RamBackend::read_pinned(std::uint64_t offset, std::uint64_t length, std::ve
             return true;
         });
     });
-    return true;
+    return pin;
 }
 
 // As read_pinned(), the pin first; then every page is allocated (shared
 // stripe, like write()). A page a TRIM takes out of its table after we let go
 // of the stripe retires while we hold the pin: what is received into it is
 // lost, which NBD allows as the TRIM and the WRITE were in flight together.
-bool RamBackend::write_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<std::byte>>& out) {
+std::optional<PinId> RamBackend::write_pinned(std::uint64_t offset, std::uint64_t length,
+                                              std::vector<std::span<std::byte>>& out) {
     if (!in_range(offset, length))
-        return false;
-    pins_.fetch_add(1, std::memory_order_seq_cst);
+        return std::nullopt;
+    const PinId pin = pins_.pin();
     const bool ok = for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
         std::shared_lock lock(stripe_of(li).mutex);
         Leaf* leaf = leaf_or_create(li);
@@ -202,38 +199,15 @@ bool RamBackend::write_pinned(std::uint64_t offset, std::uint64_t length, std::v
         });
     });
     if (ok)
-        return true;
+        return pin;
     out.clear();   // the pages taken so far stay allocated (zero), as after a failed write()
-    unpin();
-    return false;
-}
-
-// At the last unpin the retired pages go, unless a new pin came meanwhile
-// (it cannot see them, but pages retired after it may be in its reply).
-void RamBackend::unpin() {
-    if (pins_.fetch_sub(1, std::memory_order_seq_cst) != 1)
-        return;
-    std::vector<std::byte*> dead;
-    {
-        std::lock_guard lock(retired_mutex_);
-        if (pins_.load(std::memory_order_seq_cst) != 0)
-            return;
-        dead.swap(retired_);
-    }
-    for (auto* page : dead)
-        arena_.give(page);
+    pins_.unpin(pin);
+    return std::nullopt;
 }
 
 void RamBackend::free_page(std::byte* page) {
     allocated_pages_.fetch_sub(1, std::memory_order_relaxed);
-    {
-        std::lock_guard lock(retired_mutex_);
-        if (pins_.load(std::memory_order_seq_cst) != 0) {
-            retired_.push_back(page);
-            return;
-        }
-    }
-    arena_.give(page);
+    pins_.free_page(page);
 }
 
 int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool /*fua*/) {

@@ -9,10 +9,10 @@
 // to leaf tables of 4096 atomic page pointers, both allocated lazily with a
 // CAS. Reads and writes hold a striped shared lock on their leaf (one atomic
 // RMW, uncontended in practice); freeing pages takes the stripe exclusively,
-// so a page is never freed under a reader's memcpy. While any read_pinned()
-// is outstanding, freed pages are retired instead and freed at the last
-// unpin(): a reply being sent from them never reads freed memory, and a
-// payload being received into them (write_pinned) never writes freed memory.
+// so a page is never freed under a reader's memcpy. A page freed while a
+// read_pinned() or write_pinned() that may reach it is outstanding waits for
+// its unpin() (PagePins): a reply being sent from it never reads freed
+// memory, and a payload being received into it never writes freed memory.
 #pragma once
 
 #include <array>
@@ -26,6 +26,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/page_arena.hpp"
+#include "backend/page_pins.hpp"
 
 namespace nbdsched::backend {
 
@@ -47,11 +48,13 @@ public:
     std::string describe() const override;
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
-    bool read_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<const std::byte>>& out) override;
+    std::optional<PinId> read_pinned(std::uint64_t offset, std::uint64_t length,
+                                     std::vector<std::span<const std::byte>>& out) override;
     // Allocates every page of the range (zeros written this way are not a
-    // hole); false and nothing pinned when memory runs out.
-    bool write_pinned(std::uint64_t offset, std::uint64_t length, std::vector<std::span<std::byte>>& out) override;
-    void unpin() override;
+    // hole); nullopt and nothing pinned when memory runs out.
+    std::optional<PinId> write_pinned(std::uint64_t offset, std::uint64_t length,
+                                      std::vector<std::span<std::byte>>& out) override;
+    void unpin(PinId pin) override { pins_.unpin(pin); }
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
     int flush() override { return 0; }
     int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
@@ -65,8 +68,8 @@ public:
 
     // Bytes of data pages currently allocated (page tables not included).
     std::uint64_t allocated_bytes() const { return allocated_pages_.load(std::memory_order_relaxed) * page_bytes; }
-    // Pages freed while pinned, waiting for the last unpin().
-    std::size_t retired_pages() const;
+    // Pages freed while pinned, waiting for the pins that may reach them.
+    std::size_t retired_pages() const { return pins_.retired(); }
     // Bytes of the page tables (top table plus allocated leaves).
     std::uint64_t metadata_bytes() const;
 
@@ -78,7 +81,7 @@ private:
     static constexpr std::size_t stripe_count = 64;
 
     bool in_range(std::uint64_t offset, std::uint64_t length) const;
-    // A page taken out of its table: freed now, or at the last unpin().
+    // A page taken out of its table: freed now, or once no pin can reach it.
     void free_page(std::byte* page);
     Stripe& stripe_of(std::uint64_t leaf_index) { return stripes_[leaf_index % stripe_count]; }
     Leaf* leaf_or_null(std::uint64_t leaf_index) const;
@@ -97,9 +100,7 @@ private:
     std::atomic<std::uint64_t> allocated_pages_{0};
     std::atomic<std::uint64_t> allocated_leaves_{0};
     std::array<Stripe, stripe_count> stripes_;
-    std::atomic<std::uint64_t> pins_{0};
-    mutable std::mutex retired_mutex_;
-    std::vector<std::byte*> retired_;
+    PagePins pins_{arena_};
 };
 
 }   // namespace nbdsched::backend

@@ -260,8 +260,10 @@ void Device::start_async(IoRequest& r) {
 bool Device::pin_read(IoRequest& r) {
     if (!r.may_pin || r.op != sched::Op::read || r.length < min_pinned_read || model_ || read_ahead_) return false;
     r.pieces.clear();
-    if (!backend_->read_pinned(r.offset, r.length, r.pieces)) return false;
+    const auto pin = backend_->read_pinned(r.offset, r.length, r.pieces);
+    if (!pin) return false;
     r.pinned = backend_.get();
+    r.pin = *pin;
     r.backend_errno = 0;
     return true;
 }
@@ -277,8 +279,10 @@ bool Device::pin_write(IoRequest& r, std::uint64_t offset, std::uint64_t length)
     r.in_place = false;
     if (read_ahead_) return false;
     r.targets.clear();
-    if (!backend_->write_pinned(offset, length, r.targets)) return false;
+    const auto pin = backend_->write_pinned(offset, length, r.targets);
+    if (!pin) return false;
     r.pinned = backend_.get();
+    r.pin = *pin;
     r.in_place = true;
     return true;
 }

@@ -88,9 +88,11 @@ struct IoRequest {
     sched::Time release_at{};     // timing model: reply not before this
     int backend_errno = 0;        // 0 or the backend's errno
     // A READ answered from pinned backend memory (buffer unused): the reply
-    // sends `pieces`, and whoever releases the request calls pinned->unpin()
-    // (an in-place WRITE's pin, see `in_place`, is let go as its payload ends).
+    // sends `pieces`, and whoever releases the request calls
+    // pinned->unpin(pin) (an in-place WRITE's pin, see `in_place`, is let go
+    // as its payload ends).
     backend::Backend* pinned = nullptr;
+    backend::PinId pin = 0;
     std::vector<std::span<const std::byte>> pieces;   // reused: no allocation per request
 
     // --- the reply, encoded by the connection

@@ -252,7 +252,7 @@ void Connection::payload_done() {
 // device's and the pin goes.
 void Connection::payload_received(IoRequest& r) {
     if (r.in_place && r.pinned) {
-        r.pinned->unpin();
+        r.pinned->unpin(r.pin);
         r.pinned = nullptr;
     }
     submit(r);

@@ -42,7 +42,7 @@ IoRequest& Connection::acquire() {
 
 void Connection::release(IoRequest& r) {
     if (r.pinned) {
-        r.pinned->unpin();
+        r.pinned->unpin(r.pin);
         r.pinned = nullptr;
     }
     --inflight_;

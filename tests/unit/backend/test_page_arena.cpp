@@ -61,8 +61,9 @@ TEST_CASE("ram: a range written in order is one piece when read pinned") {
     const auto data = byte_pattern(8 << 20, 1 << 20);
     REQUIRE(ram.write(8 << 20, data, false) == 0);
     std::vector<std::span<const std::byte>> pieces;
-    REQUIRE(ram.read_pinned(8 << 20, 1 << 20, pieces));
+    const auto pin = ram.read_pinned(8 << 20, 1 << 20, pieces);
+    REQUIRE(pin);
     REQUIRE(pieces.size() == 1);
     CHECK(std::memcmp(pieces[0].data(), data.data(), data.size()) == 0);
-    ram.unpin();
+    ram.unpin(*pin);
 }

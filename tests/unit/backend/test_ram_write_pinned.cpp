@@ -43,11 +43,12 @@ TEST_CASE("ram: bytes put into a pinned write's pieces are the device's data, ev
     RamBackend ram(64 << 20);
     std::vector<std::span<std::byte>> pieces;
     const std::uint64_t offset = (8 << 20) + 1000, length = 3 * 4096 + 500;   // 4 pages, unaligned at both ends
-    REQUIRE(ram.write_pinned(offset, length, pieces));
+    const auto pin = ram.write_pinned(offset, length, pieces);
+    REQUIRE(pin);
     CHECK(total(pieces) == length);
     CHECK(ram.allocated_bytes() == 4 * 4096);
     put(pieces, byte_pattern(offset, length));
-    ram.unpin();
+    ram.unpin(*pin);
     std::vector<std::byte> back(length + 2000);
     REQUIRE(ram.read(offset - 1000, back) == 0);
     CHECK(all_zero(std::span(back).first(1000)));
@@ -56,14 +57,16 @@ TEST_CASE("ram: bytes put into a pinned write's pieces are the device's data, ev
 
     // Zeros written this way allocate too (the caller keeps holes by not asking).
     pieces.clear();
-    REQUIRE(ram.write_pinned(32 << 20, 8192, pieces));
-    ram.unpin();
+    const auto zeros_pin = ram.write_pinned(32 << 20, 8192, pieces);
+    REQUIRE(zeros_pin);
+    ram.unpin(*zeros_pin);
     CHECK(ram.allocated_bytes() == 6 * 4096);
     // Pages taken in order from the arena join into one piece.
     pieces.clear();
-    REQUIRE(ram.write_pinned(40 << 20, 1 << 20, pieces));
+    const auto joined_pin = ram.write_pinned(40 << 20, 1 << 20, pieces);
+    REQUIRE(joined_pin);
     CHECK(pieces.size() <= 2);
-    ram.unpin();
+    ram.unpin(*joined_pin);
     CHECK(ram.retired_pages() == 0);
 }
 
@@ -84,12 +87,13 @@ TEST_CASE("ram: a pinned write out of range pins and allocates nothing") {
 TEST_CASE("ram: pages trimmed under a pinned write wait for unpin; later bytes are lost, not written to freed memory") {
     RamBackend ram(16 << 20);
     std::vector<std::span<std::byte>> pieces;
-    REQUIRE(ram.write_pinned(0, 64 << 10, pieces));
+    const auto pin = ram.write_pinned(0, 64 << 10, pieces);
+    REQUIRE(pin);
     REQUIRE(ram.trim(0, 64 << 10, false) == 0);
     CHECK(ram.allocated_bytes() == 0);
     CHECK(ram.retired_pages() == 16);
     put(pieces, byte_pattern(0, 64 << 10));   // ASan: poisoned (freed) pages would be reported here
-    ram.unpin();
+    ram.unpin(*pin);
     CHECK(ram.retired_pages() == 0);
     std::vector<std::byte> back(64 << 10);
     REQUIRE(ram.read(0, back) == 0);
@@ -115,12 +119,13 @@ TEST_CASE("ram: writers in place racing trims never write freed pages") {
             std::vector<std::span<std::byte>> pieces;
             while (!stop) {
                 pieces.clear();
-                if (!ram.write_pinned(t * region, region, pieces)) {
+                const auto pin = ram.write_pinned(t * region, region, pieces);
+                if (!pin) {
                     ++bad;
                     continue;
                 }
                 put(pieces, data);
-                ram.unpin();
+                ram.unpin(*pin);
             }
         });
     for (int i = 0; i < 200; ++i) {
