@@ -183,6 +183,10 @@ private:
     void send_batch();
     void batch_sent();
     void advance_iov(std::size_t n);
+    void watch_stall();
+    void end_stall();
+    void unpin_stalled(std::uint64_t round);
+    void copy_out(IoRequest& r);
     void on_written(const boost::system::error_code& ec);
     void after_write();
     void maybe_finish();
@@ -251,6 +255,14 @@ private:
     // TLS: the batch copied into one buffer, as an ssl::stream write takes
     // one buffer at a time (a TLS record per 16-byte reply header otherwise).
     std::vector<std::uint8_t> tls_out_;
+    // A batch the client has not taken for a while is copied here and lets
+    // go of the device's pages (RAM replies are sent from them): a paused or
+    // stalled client must not keep every page trimmed meanwhile.
+    std::optional<boost::asio::steady_timer> stall_timer_;   // made on the device's loop, at the first stall
+    std::vector<std::byte> stall_copy_;
+    std::uint64_t stall_round_ = 0;   // tells a late timer from the current batch's
+    bool stall_watched_ = false;      // this batch waited for room: the timer runs
+    bool stalled_ = false;            // ...and fired: replies queued now are copied too
     bool writing_ = false;
     bool flush_posted_ = false;   // a flush_replies() is posted for replies queued outside a parse
 

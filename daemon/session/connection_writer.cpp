@@ -5,7 +5,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
+#include <chrono>
 #include <climits>
+#include <cstring>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <utility>
@@ -16,8 +18,12 @@
 namespace nbdsched::daemon {
 
 namespace {
-// A TLS copy bigger than this goes back to the allocator after its write.
+// A TLS or stall copy bigger than this goes back to the allocator after its write.
 constexpr std::size_t keep_buffer = 1u << 20;
+// How long a batch may wait for the client to make room before what is left
+// of it is copied and its pins go. Much longer than a 1 MiB reply takes on a
+// client that reads (the copy is then never made), short next to a paused VM.
+constexpr auto stall_copy_after = std::chrono::milliseconds(100);
 }   // namespace
 
 IoRequest& Connection::acquire() {
@@ -72,6 +78,7 @@ void Connection::queue_reply(IoRequest& r) {
         r.send_data = ok && r.header.type == static_cast<std::uint16_t>(nbd::Command::read) && r.header.length > 0;
         r.data_bytes = r.send_data ? r.header.length : 0;
     }
+    if (stalled_ && r.send_data) copy_out(r);
     pending_.push_back(&r);
     // While parsing, replies wait for the end of the parse: one write for
     // the whole batch instead of one per request. A reply from outside a
@@ -108,6 +115,11 @@ void Connection::flush_replies() {
         const auto* p = static_cast<const std::uint8_t*>(b.iov_base);
         tls_out_.insert(tls_out_.end(), p, p + b.iov_len);
     }
+    for (auto* r : batch_)   // the copy is what goes out: the device's pages are free again
+        if (r->pinned) {
+            r->pinned->unpin(r->pin);
+            r->pinned = nullptr;
+        }
     auto done = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); };
     boost::asio::async_write(*tls_, boost::asio::buffer(tls_out_), std::move(done));
 }
@@ -129,6 +141,7 @@ void Connection::send_batch() {
         }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            watch_stall();
             socket_.async_wait(Socket::wait_write, [self = shared_from_this()](const boost::system::error_code& e) {
                 if (e) return self->on_written(e);
                 self->send_batch();
@@ -151,6 +164,7 @@ void Connection::batch_sent() {
     writing_ = false;
     for (auto* r : batch_) release(*r);
     batch_.clear();
+    end_stall();
     if (!paused_ && !stop_reading_ && !parking_ && pending_.empty()) return;
     boost::asio::post(socket_.get_executor(), [self = shared_from_this()] { self->after_write(); });
 }
@@ -168,10 +182,75 @@ void Connection::advance_iov(std::size_t n) {
     }
 }
 
+// The first wait of a batch for room starts the stall timer; the batch
+// leaving (batch_sent, on_written) stops it.
+void Connection::watch_stall() {
+    if (stall_watched_) return;
+    stall_watched_ = true;
+    if (!stall_timer_) stall_timer_.emplace(socket_.get_executor());
+    stall_timer_->expires_after(stall_copy_after);
+    stall_timer_->async_wait([self = shared_from_this(), round = ++stall_round_](const boost::system::error_code& ec) {
+        if (!ec) self->unpin_stalled(round);
+    });
+}
+
+void Connection::end_stall() {
+    if (!stall_watched_) return;
+    stall_watched_ = false;
+    stalled_ = false;
+    stall_timer_->cancel();
+    if (stall_copy_.capacity() > keep_buffer) stall_copy_ = {};
+}
+
+// What is left of the batch is copied into one buffer, which the next
+// sendmsg continues from, and the batch's pins go; so do those of replies
+// already queued behind it, and of those queued until the batch leaves.
+void Connection::unpin_stalled(std::uint64_t round) {
+    if (round != stall_round_ || !stall_watched_ || !writing_ || closed_) return;
+    stalled_ = true;
+    bool pinned = false;
+    for (auto* r : batch_) pinned = pinned || r->pinned != nullptr;
+    if (pinned) {
+        std::size_t left = 0;
+        for (std::size_t i = iov_at_; i < iov_.size(); ++i) left += iov_[i].iov_len;
+        stall_copy_.resize(left);
+        std::size_t at = 0;
+        for (std::size_t i = iov_at_; i < iov_.size(); ++i) {
+            std::memcpy(stall_copy_.data() + at, iov_[i].iov_base, iov_[i].iov_len);
+            at += iov_[i].iov_len;
+        }
+        iov_.assign(1, iovec{stall_copy_.data(), left});
+        iov_at_ = 0;
+        for (auto* r : batch_)
+            if (r->pinned) {
+                r->pinned->unpin(r->pin);
+                r->pinned = nullptr;
+            }
+    }
+    for (auto* r : pending_)
+        if (r->send_data) copy_out(*r);
+    spdlog::debug("{}: client not reading for {} ms: {} replies copied out of the device's pages", tag(),
+                  stall_copy_after.count(), batch_.size() + pending_.size());
+}
+
+// A queued pinned reply moves to the request's own buffer.
+void Connection::copy_out(IoRequest& r) {
+    if (!r.pinned) return;
+    r.buffer.reserve(r.data_bytes);
+    std::size_t at = 0;
+    for (auto piece : r.pieces) {
+        std::memcpy(r.buffer.data() + at, piece.data(), piece.size());
+        at += piece.size();
+    }
+    r.pinned->unpin(r.pin);
+    r.pinned = nullptr;
+}
+
 void Connection::on_written(const boost::system::error_code& ec) {
     writing_ = false;
     for (auto* r : batch_) release(*r);
     batch_.clear();
+    end_stall();
     if (tls_out_.capacity() > keep_buffer) tls_out_ = {};   // one large reply must not pin its copy
     if (ec) {
         if (!closed_) close("write: " + ec.message());
