@@ -343,8 +343,8 @@ void Server::wait_for_storage() {
                           ms);
     }
     for (const auto& name : flushes_.running()) {
-        spdlog::error("device {}: the flush of a failed hand-over still waits for the storage; exiting without it",
-                      name);
+        spdlog::error("device {}: {} of a failed hand-over still waits for the storage; exiting without it", name,
+                      left_behind(name));
         storage_stuck_ = true;
         exit_code_ = 1;
     }
