@@ -136,6 +136,10 @@ private:
     // release does), the outcome logged on loop 0 by locks_taken_back.
     void take_back_locks(const std::vector<std::string>& names);
     void locks_taken_back(const std::vector<std::string>& names, const std::map<std::string, TakeBack>& outcome);
+    // After a failed hand-over, a connection to a device whose lock is being
+    // taken back stays parked until it is back (its writes would fail), or
+    // drain_timeout passed (`timed_out`); the others serve on at once.
+    void unpark_held(bool timed_out);
     // What of a failed hand-over a thread of flushes_ still runs on `device`.
     std::string left_behind(const std::string& device) const;
 
@@ -169,6 +173,7 @@ private:
     std::vector<std::string> abandoned_devices_;            // ... its devices not released yet: taken back after it
     bool locks_released_ = false;                           // this hand-over has begun releasing the locks
     std::vector<std::string> taking_back_;                  // devices whose lock is being taken back (threads)
+    boost::asio::steady_timer takeback_timer_;              // how long their connections stay parked
     // Each device's release_exclusive() answer (pre-filled: a thread writes only its own entry).
     std::shared_ptr<std::map<std::string, std::string>> release_errors_;
     std::uint64_t handover_round_ = 0;   // which flush an answer belongs to

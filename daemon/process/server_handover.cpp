@@ -285,8 +285,13 @@ void Server::abort_handover(const std::string& why) {
     }
     for (auto& l : listeners_) l->resume_accepting();
     if (!stopping_ && !to_store_) reopen_endpoints(0);
-    auto open = connections_;
-    for (auto& [id, c] : open) c->unpark();
+    if (!taking_back_.empty()) {
+        takeback_timer_.expires_after(config_.limits.drain_timeout);
+        takeback_timer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) exclusive([this] { unpark_held(true); });
+        });
+    }
+    unpark_held(false);
     if (std::exchange(to_store_, false)) begin_shutdown("SIGTERM");   // it was asked to stop: the ordinary way
 }
 
@@ -356,11 +361,32 @@ void Server::locks_taken_back(const std::vector<std::string>& names, const std::
             spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", name, result.broke);
         if (!result.error.empty()) errors += (errors.empty() ? "" : "; ") + ("device " + name + ": " + result.error);
     }
+    unpark_held(false);
     if (!errors.empty())
         return spdlog::error("after the failed hand-over, taking the locks back failed: {} (its writes fail, EROFS, "
                              "until a restart)",
                              errors);
     spdlog::info("hand-over: the locks are taken back ({} device(s))", names.size());
+}
+
+void Server::unpark_held(bool timed_out) {
+    if (handing_over_) return;
+    if (taking_back_.empty() || stopping_) timed_out = true;
+    if (timed_out) takeback_timer_.cancel();
+    auto open = connections_;   // a connection may finish inside unpark()
+    for (auto& [id, c] : open) {
+        const auto export_name = c->handover_state().export_name;
+        const Device* device = nullptr;
+        for (std::size_t i = 0; i < exports_.infos.size(); ++i)
+            if (exports_.infos[i].name == export_name) device = exports_.bindings[i].device;
+        const bool held = device && std::find(taking_back_.begin(), taking_back_.end(), device->name()) != taking_back_.end();
+        if (held && !timed_out) continue;
+        if (held && !stopping_)
+            spdlog::warn("conn {}: the lock of device {} is not back after {} ms (storage not answering): serving on, "
+                         "its writes fail (EROFS) until it is",
+                         id, device->name(), config_.limits.drain_timeout.count());
+        c->unpark();
+    }
 }
 
 // flushes_.running() lists devices; what runs on them is one of these.

@@ -197,7 +197,9 @@ def take_back_with_osd_paused(c, cluster, tmp):
     the OSD up), then the OSD is paused and the new process fails: the old
     daemon takes its lock back off its event loops. Meanwhile ctl answers, a
     RAM device serves, and a next hand-over is refused naming the take-back;
-    after SIGCONT the lock is back and a FUA write reads back."""
+    the image's connection stays parked for the drain timeout (its writes
+    would fail), then serves on; after SIGCONT the lock is back and a FUA
+    write reads back."""
     with Daemon(retake_config(cluster.conf), "retake", workdir=tmp.path,
                 args=["--handover-socket", tmp.file("retake-handover.sock")]) as d:
         rbd = nbd.NBD()
@@ -233,6 +235,9 @@ def take_back_with_osd_paused(c, cluster, tmp):
                                        "has not finished"), refusal[:160])
             c.check("take-back: the lock is not back while the OSD is paused",
                     "the locks are taken back" not in d.log())
+            c.check("take-back: the image's connection, held parked meanwhile, serves on after the drain timeout",
+                    d.wait_log(f"the lock of device retake is not back after {DRAIN_TIMEOUT_S * 1000} ms",
+                               DRAIN_TIMEOUT_S + 5))
         finally:
             cluster.signal_osd(signal.SIGCONT)
         c.check("take-back: once the OSD is back, the old daemon logs its locks taken back",
