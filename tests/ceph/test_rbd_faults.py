@@ -12,6 +12,7 @@
     the old daemon takes its lock back: ctl, a RAM device and the hand-over
     socket (refusing a next hand-over) answer meanwhile; once the OSD is
     back the lock is back and a FUA write reads back (a daemon of its own);
+    stopped while a take-back waits, it exits 1 within its drain timeouts;
   - a planned restart (`--takeover`) while a flush needs the paused OSD
     fails after the drain timeout instead of freezing the daemon: the new
     process exits 1 naming the device, ctl answers while the OSD is still
@@ -19,11 +20,9 @@
   - stopped while the OSD is paused again, the daemon exits after its
     bounded final flush (status 1, naming the device), never hangs.
 """
-import array
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ import nbd
 from nbdsched_test import fio
 from nbdsched_test.ceph import Cluster, rbd_config
 from nbdsched_test.daemon import DRAIN_LIMITS, DRAIN_TIMEOUT_S, Daemon
+from nbdsched_test.handover import connect_handover, handover_message, handover_reply
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
@@ -111,48 +111,6 @@ def handover_release_with_osd_paused(c, d, cluster, tmp):
     h.shutdown()
 
 
-class NewProcess:
-    """The new process's side of the hand-over protocol (handover_wire.hpp:
-    [u32 text length][u32 descriptor count], a byte per batch of up to 250
-    descriptors, the text), played by the test so that it fails exactly
-    when the test says: after the old daemon released its locks."""
-
-    def __init__(self, path, timeout=30):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
-
-    def send(self, text):
-        data = text.encode()
-        self.sock.sendall(struct.pack("=II", len(data), 0) + data)
-
-    def _exactly(self, n):
-        data = b""
-        while len(data) < n:
-            part = self.sock.recv(n - len(data))
-            if not part:
-                raise EOFError("the old daemon closed the hand-over connection")
-            data += part
-        return data
-
-    def receive(self):
-        """The old daemon's next message; the descriptors it passed are closed
-        (it keeps its own)."""
-        length, count = struct.unpack("=II", self._exactly(8))
-        fds = array.array("i")
-        while len(fds) < count:
-            _, anc, _, _ = self.sock.recvmsg(1, socket.CMSG_SPACE(250 * fds.itemsize))
-            for level, kind, data in anc:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
-        for fd in fds:
-            os.close(fd)
-        return self._exactly(length).decode()
-
-    def close(self):
-        self.sock.close()
-
-
 def answer_within(ask, seconds):
     """ask()'s answer, or None when it did not come within `seconds` (a
     socket timeout, a process killed after its timeout)."""
@@ -199,7 +157,7 @@ def take_back_with_osd_paused(c, cluster, tmp):
     RAM device serves, and a next hand-over is refused naming the take-back;
     the image's connection stays parked for the drain timeout (its writes
     would fail), then serves on; after SIGCONT the lock is back and a FUA
-    write reads back."""
+    write reads back. Then a stop while taking back."""
     with Daemon(retake_config(cluster.conf), "retake", workdir=tmp.path,
                 args=["--handover-socket", tmp.file("retake-handover.sock")]) as d:
         rbd = nbd.NBD()
@@ -208,14 +166,14 @@ def take_back_with_osd_paused(c, cluster, tmp):
         mem = nbd.NBD()
         mem.connect_uri(d.uri("mem"))
         mem.pwrite(b"m" * 4096, 0)
-        new = NewProcess(tmp.file("retake-handover.sock"))
-        new.send("takeover force")   # force: the RAM device
-        state = answer_within(lambda s: new.receive(), DRAIN_TIMEOUT_S * 3 + 10)
+        new = connect_handover(tmp.file("retake-handover.sock"))
+        handover_message(new, "takeover force")   # force: the RAM device
+        state = answer_within(lambda s: handover_reply(new), DRAIN_TIMEOUT_S * 3 + 10)
         c.check("take-back: the old daemon flushed, released its lock and passed its state",
                 state is not None and state.startswith("state "), (state or "no answer")[:120])
         cluster.signal_osd(signal.SIGSTOP)
         try:
-            new.send("failed the test's new process gives up after the lock release")
+            handover_message(new, "failed the test's new process gives up after the lock release")
             new.close()
             c.check("take-back: the old daemon logs the failed hand-over",
                     d.wait_log("hand-over failed: the test's new process gives up", 10))
@@ -223,10 +181,10 @@ def take_back_with_osd_paused(c, cluster, tmp):
                     wait_for(lambda: os.path.exists(d.control), 5) and answer_within(lambda s: ctl_stats(d, s), 5))
             c.check("take-back: the RAM device serves meanwhile", answer_within(lambda s: nbd_reads(mem, s), 5)
                     == b"m" * 4096)
-            second = answer_within(lambda s: NewProcess(tmp.file("retake-handover.sock"), s), 5)
+            second = answer_within(lambda s: connect_handover(tmp.file("retake-handover.sock"), s), 5)
             if second:
-                second.send("takeover force")
-                refusal = answer_within(lambda s: second.receive(), 5) or "no answer"
+                handover_message(second, "takeover force")
+                refusal = answer_within(lambda s: handover_reply(second), 5) or "no answer"
                 second.close()
             else:
                 refusal = "no connection"
@@ -249,10 +207,41 @@ def take_back_with_osd_paused(c, cluster, tmp):
         if c.failed:
             d.print_log_tail(40)
             return   # the daemon may be stuck: Daemon's exit kills it
-        for h in (rbd, mem):
-            h.shutdown()
-        status = d.stop(timeout=DRAIN_TIMEOUT_S * 3 + 20)
-        c.check("take-back: the daemon stops cleanly after", status == 0, f"status {status}")
+        mem.shutdown()
+        stop_while_taking_back(c, d, cluster, tmp)
+
+
+def stop_while_taking_back(c, d, cluster, tmp):
+    """The same failed hand-over, then SIGTERM while the lock is still being
+    taken back: the daemon exits 1 within its drain timeouts, naming what
+    it left (the take-back, or the final flush when that waits too)."""
+    new = connect_handover(tmp.file("retake-handover.sock"))
+    handover_message(new, "takeover force")
+    state = answer_within(lambda s: handover_reply(new), DRAIN_TIMEOUT_S * 3 + 10)
+    c.check("stop while taking back: a second hand-over passes its state", (state or "").startswith("state "),
+            (state or "no answer")[:120])
+    cluster.signal_osd(signal.SIGSTOP)
+    try:
+        handover_message(new, "failed the test's new process gives up again")
+        new.close()
+        c.check("stop while taking back: the old daemon logs the failed hand-over",
+                d.wait_log("hand-over failed: the test's new process gives up again", 10))
+        d.send(signal.SIGTERM)
+        sent = time.monotonic()
+        try:
+            status = d.proc.wait(timeout=DRAIN_TIMEOUT_S * 3 + 15)
+        except subprocess.TimeoutExpired:
+            status = None
+        took = time.monotonic() - sent
+        log = d.log()
+        c.check("stop while taking back: the daemon exits 1 within its drain timeouts",
+                status == 1 and took < DRAIN_TIMEOUT_S * 3 + 15, f"status {status} after {took:.1f} s")
+        c.check("... naming what still waits for the storage",
+                "device retake: the take-back of the lock of a failed hand-over still waits for the storage" in log
+                or "device retake: the flush at shutdown did not finish" in log,
+                next((line for line in log.splitlines() if "device retake: the" in line), "nothing named")[-160:])
+    finally:
+        cluster.signal_osd(signal.SIGCONT)
 
 
 def handover_with_osd_paused(c, d, cluster, tmp):
