@@ -150,6 +150,21 @@ def retake_config(conf):
             "exports:\n  - {name: retake, device: retake}\n  - {name: mem, device: mem}\n")
 
 
+def fail_after_release(c, d, cluster, tmp, what, why):
+    """A hand-over with the OSD up (the flushes and lock release done), then
+    the OSD paused (the caller resumes it) and the new process failing: the
+    old daemon takes its lock back while the OSD does not answer."""
+    new = connect_handover(tmp.file("retake-handover.sock"))
+    handover_message(new, "takeover force")   # force: the RAM device
+    state = answer_within(lambda s: handover_reply(new), DRAIN_TIMEOUT_S * 3 + 10) or "no answer"
+    c.check(f"{what}: the old daemon flushed, released its lock and passed its state", state.startswith("state "),
+            state[:120])
+    cluster.signal_osd(signal.SIGSTOP)
+    handover_message(new, "failed " + why)
+    new.close()
+    c.check(f"{what}: the old daemon logs the failed hand-over", d.wait_log("hand-over failed: " + why, 10))
+
+
 def take_back_with_osd_paused(c, cluster, tmp):
     """The hand-over passes everything (flushes and lock release done with
     the OSD up), then the OSD is paused and the new process fails: the old
@@ -166,17 +181,8 @@ def take_back_with_osd_paused(c, cluster, tmp):
         mem = nbd.NBD()
         mem.connect_uri(d.uri("mem"))
         mem.pwrite(b"m" * 4096, 0)
-        new = connect_handover(tmp.file("retake-handover.sock"))
-        handover_message(new, "takeover force")   # force: the RAM device
-        state = answer_within(lambda s: handover_reply(new), DRAIN_TIMEOUT_S * 3 + 10)
-        c.check("take-back: the old daemon flushed, released its lock and passed its state",
-                state is not None and state.startswith("state "), (state or "no answer")[:120])
-        cluster.signal_osd(signal.SIGSTOP)
         try:
-            handover_message(new, "failed the test's new process gives up after the lock release")
-            new.close()
-            c.check("take-back: the old daemon logs the failed hand-over",
-                    d.wait_log("hand-over failed: the test's new process gives up", 10))
+            fail_after_release(c, d, cluster, tmp, "take-back", "the test's new process gives up after the release")
             c.check("take-back: ctl answers while the OSD is paused",
                     wait_for(lambda: os.path.exists(d.control), 5) and answer_within(lambda s: ctl_stats(d, s), 5))
             c.check("take-back: the RAM device serves meanwhile", answer_within(lambda s: nbd_reads(mem, s), 5)
@@ -215,17 +221,8 @@ def stop_while_taking_back(c, d, cluster, tmp):
     """The same failed hand-over, then SIGTERM while the lock is still being
     taken back: the daemon exits 1 within its drain timeouts, naming what
     it left (the take-back, or the final flush when that waits too)."""
-    new = connect_handover(tmp.file("retake-handover.sock"))
-    handover_message(new, "takeover force")
-    state = answer_within(lambda s: handover_reply(new), DRAIN_TIMEOUT_S * 3 + 10)
-    c.check("stop while taking back: a second hand-over passes its state", (state or "").startswith("state "),
-            (state or "no answer")[:120])
-    cluster.signal_osd(signal.SIGSTOP)
     try:
-        handover_message(new, "failed the test's new process gives up again")
-        new.close()
-        c.check("stop while taking back: the old daemon logs the failed hand-over",
-                d.wait_log("hand-over failed: the test's new process gives up again", 10))
+        fail_after_release(c, d, cluster, tmp, "stop while taking back", "the test's new process gives up again")
         d.send(signal.SIGTERM)
         sent = time.monotonic()
         try:
