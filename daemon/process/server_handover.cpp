@@ -328,9 +328,9 @@ bool Server::acquire_exclusive(std::string& error) {
 }
 
 // One thread per device (a device not in `names` has nothing to do): loop 0
-// serves on meanwhile, and a device's writes fail (EROFS) until its lock is
-// back. Every device, even after one failed: the old process serving on
-// wants all it can get.
+// serves on meanwhile; a device's connections wait until its lock is back
+// (unpark_held), since its writes fail (EROFS) until then. Every device,
+// even after one failed: the old process serving on wants all it can get.
 void Server::take_back_locks(const std::vector<std::string>& names) {
     if (names.empty()) return;
     auto outcome = std::make_shared<std::map<std::string, TakeBack>>();
@@ -381,7 +381,7 @@ void Server::unpark_held(bool timed_out) {
             if (exports_.infos[i].name == export_name) device = exports_.bindings[i].device;
         const bool held = device && std::find(taking_back_.begin(), taking_back_.end(), device->name()) != taking_back_.end();
         if (held && !timed_out) continue;
-        if (held && !stopping_)
+        if (held && !stopping_ && c->parked())
             spdlog::warn("conn {}: the lock of device {} is not back after {} ms (storage not answering): serving on, "
                          "its writes fail (EROFS) until it is",
                          id, device->name(), config_.limits.drain_timeout.count());
