@@ -37,7 +37,8 @@ Server::Server(const config::Config& config, ServerOptions options)
       pool_(config_.limits.io_threads ? config_.limits.io_threads : 1),
       signals_(io_),
       drain_timer_(io_),
-      handover_timer_(io_) {}
+      handover_timer_(io_),
+      takeback_timer_(io_) {}
 
 Server::~Server() {
     // Pool tasks refer to devices and requests: let them end first.
@@ -248,6 +249,7 @@ void Server::begin_shutdown(const std::string& why) {
     if (stopping_) return;
     if (handing_over_) abort_handover("shutting down");
     stopping_ = true;
+    unpark_held(false);   // held for a take-back of locks: they finish as the others do
     spdlog::info("{}: shutting down ({} connection(s) open)", why, connections_.size());
     if (options_.on_stopping) options_.on_stopping();
     for (auto& l : listeners_) l->close();
@@ -343,8 +345,8 @@ void Server::wait_for_storage() {
                           ms);
     }
     for (const auto& name : flushes_.running()) {
-        spdlog::error("device {}: the flush of a failed hand-over still waits for the storage; exiting without it",
-                      name);
+        spdlog::error("device {}: {} of a failed hand-over still waits for the storage; exiting without it", name,
+                      left_behind(name));
         storage_stuck_ = true;
         exit_code_ = 1;
     }

@@ -125,8 +125,23 @@ private:
     void abort_handover(const std::string& why);
     void reopen_endpoints(int attempt);
     void finish_handover();
-    // e.g. RBD images' locks (backend.hpp); `skip`: devices whose release still runs.
-    bool acquire_exclusive(std::string& error, const std::vector<std::string>& skip = {});
+    struct TakeBack {
+        std::string error;   // acquire_exclusive's answer
+        std::string broke;   // the lock holder it broke: the failed new process
+    };
+    // e.g. RBD images' locks (backend.hpp): the new process, before it serves.
+    bool acquire_exclusive(std::string& error);
+    // The old process after a failed hand-over: the locks of `names` taken
+    // back off the loops (rbd_lock_acquire waits for the cluster as a
+    // release does), the outcome logged on loop 0 by locks_taken_back.
+    void take_back_locks(const std::vector<std::string>& names);
+    void locks_taken_back(const std::vector<std::string>& names, const std::map<std::string, TakeBack>& outcome);
+    // After a failed hand-over, a connection to a device whose lock is being
+    // taken back stays parked until it is back (its writes would fail), or
+    // drain_timeout passed (`timed_out`); the others serve on at once.
+    void unpark_held(bool timed_out);
+    // What of a failed hand-over a thread of flushes_ still runs on `device`.
+    std::string left_behind(const std::string& device) const;
 
     config::Config config_;
     ServerOptions options_;
@@ -155,6 +170,10 @@ private:
     std::shared_ptr<FlushThreads::Round> handover_flush_;   // the hand-over's flush, then its lock release, while it runs
     bool handover_releasing_ = false;                       // handover_flush_ is the release of the locks
     std::uint64_t abandoned_release_ = 0;                   // a failed hand-over's release round still running
+    std::vector<std::string> abandoned_devices_;            // ... its devices not released yet: taken back after it
+    bool locks_released_ = false;                           // this hand-over has begun releasing the locks
+    std::vector<std::string> taking_back_;                  // devices whose lock is being taken back (threads)
+    boost::asio::steady_timer takeback_timer_;              // how long their connections stay parked
     // Each device's release_exclusive() answer (pre-filled: a thread writes only its own entry).
     std::shared_ptr<std::map<std::string, std::string>> release_errors_;
     std::uint64_t handover_round_ = 0;   // which flush an answer belongs to

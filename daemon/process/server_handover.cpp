@@ -6,7 +6,10 @@
 // touching the sockets; abort_handover serves on. The flush, then the
 // release of the devices' locks, run off the loops (storage_waits.hpp),
 // each bounded by drain_timeout like the parking: a device whose storage
-// does not answer fails the hand-over, it does not freeze loop 0. The new process:
+// does not answer fails the hand-over, it does not freeze loop 0. After a
+// failed hand-over the locks are taken back off the loops too, unbounded
+// (a lock comes back when the cluster answers) but leaving loop 0 free;
+// no next hand-over begins before they are back. The new process:
 // adopt_listeners and adopt_connections take what was passed.
 #include <algorithm>
 #include <boost/asio/post.hpp>
@@ -79,6 +82,13 @@ void Server::open_handover() {
 std::string Server::begin_handover(bool force) {
     if (stopping_) return "the daemon is shutting down";
     if (handing_over_) return "a hand-over is already in progress";
+    // Its release would run beside a take-back (or a late one) on the same device.
+    if (!taking_back_.empty())
+        return "device " + taking_back_.front() +
+               ": taking back its lock after an earlier hand-over has not finished (storage not answering)";
+    if (abandoned_release_ != 0 && !abandoned_devices_.empty())
+        return "device " + abandoned_devices_.front() +
+               ": the lock release of an earlier hand-over has not finished (storage not answering)";
     for (const auto& dev : config_.devices) {
         if (dev.backend != config::BackendKind::ram) continue;
         if (!force)
@@ -89,6 +99,7 @@ std::string Server::begin_handover(bool force) {
     handing_over_ = true;
     handover_sent_ = false;
     to_store_ = false;
+    locks_released_ = false;
     spdlog::info("hand-over: parking {} connection(s) at request boundaries", connections_.size());
     for (auto& l : listeners_) l->pause();
     // The new process binds these itself.
@@ -124,8 +135,8 @@ void Server::check_handover() {
     // A flush an earlier hand-over left behind still runs on that device:
     // it must not go to the new process while this one still flushes it.
     if (auto busy = flushes_.running(); !busy.empty())
-        return fail_handover("device " + busy.front() +
-                             ": the flush of an earlier hand-over has not finished (storage not answering)");
+        return fail_handover("device " + busy.front() + ": " + left_behind(busy.front()) +
+                             " of an earlier hand-over has not finished (storage not answering)");
     // Off the loops: a flush waits as long as the storage does, and loop 0
     // must stay free to give up after drain_timeout and serve on.
     const auto round = ++handover_round_;
@@ -158,10 +169,10 @@ void Server::handover_flushed(std::uint64_t round) {
         // The cluster answered the release after all: take the locks back
         // (only now, so that no acquire runs beside a release on a device).
         abandoned_release_ = 0;
-        std::string error;
-        if (!acquire_exclusive(error, flushes_.running()))
-            return spdlog::error("after the failed hand-over's late lock release: {}", error);
-        return spdlog::info("hand-over: the lock release given up on has ended; the locks are taken back");
+        const auto names = std::exchange(abandoned_devices_, {});
+        if (stopping_) return;   // the images close: no lock to take back
+        spdlog::info("hand-over: the lock release given up on has ended; taking the locks back");
+        return take_back_locks(names);
     }
     if (round != handover_round_ || !handover_flush_ || !handing_over_ || handover_sent_) return;
     const bool released = std::exchange(handover_releasing_, false);
@@ -185,6 +196,7 @@ void Server::release_locks() {
     release_errors_ = errors;
     const auto round = ++handover_round_;
     handover_releasing_ = true;
+    locks_released_ = true;
     handover_flush_ = flushes_.start_each(
         devices_,
         [errors](Device& d) {
@@ -253,16 +265,33 @@ void Server::abort_handover(const std::string& why) {
     std::vector<std::string> releasing;
     if (std::exchange(handover_releasing_, false) && handover_flush_)
         releasing = flushes_.outcome(handover_flush_).unfinished;
-    if (!releasing.empty()) abandoned_release_ = handover_round_;   // handover_flushed takes them back once it ends
-    handover_flush_.reset();                                        // a flush still running is flushes_'s: a later hand-over waits for it
+    if (!releasing.empty()) {   // handover_flushed takes them back once it ends
+        abandoned_release_ = handover_round_;
+        abandoned_devices_ = releasing;
+    }
+    handover_flush_.reset();   // a flush still running is flushes_'s: a later hand-over waits for it
     handover_timer_.cancel();
     spdlog::warn("hand-over failed: {}; serving on", why);
-    if (std::string error; !acquire_exclusive(error, releasing))   // its writes fail (EROFS) until a restart
-        spdlog::error("after the failed hand-over: {}", error);
+    for (const auto& name : releasing)
+        spdlog::warn("device {}: its lock release still waits for the storage: taken back once it ends (writes fail "
+                     "until then)",
+                     name);
+    if (std::exchange(locks_released_, false)) {
+        std::vector<std::string> names;
+        for (const auto& d : devices_)
+            if (std::find(releasing.begin(), releasing.end(), d->name()) == releasing.end())
+                names.push_back(d->name());
+        take_back_locks(names);
+    }
     for (auto& l : listeners_) l->resume_accepting();
     if (!stopping_ && !to_store_) reopen_endpoints(0);
-    auto open = connections_;
-    for (auto& [id, c] : open) c->unpark();
+    if (!taking_back_.empty()) {
+        takeback_timer_.expires_after(config_.limits.drain_timeout);
+        takeback_timer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) exclusive([this] { unpark_held(true); });
+        });
+    }
+    unpark_held(false);
     if (std::exchange(to_store_, false)) begin_shutdown("SIGTERM");   // it was asked to stop: the ordinary way
 }
 
@@ -286,25 +315,87 @@ void Server::reopen_endpoints(int attempt) {
     });
 }
 
-// Every device, even after one failed (the old process serving on wants
-// all it can get); false and the errors when any failed.
-bool Server::acquire_exclusive(std::string& error, const std::vector<std::string>& skip) {
+// Every device, even after one failed; false and the errors when any failed.
+bool Server::acquire_exclusive(std::string& error) {
     std::string errors;
     for (auto& d : devices_) {
-        if (std::find(skip.begin(), skip.end(), d->name()) != skip.end()) {
-            errors += (errors.empty() ? "" : "; ") +
-                      ("device " + d->name() +
-                       ": its lock release still waits for the storage: taken back once it ends (writes fail until then)");
-            continue;
-        }
-        std::string broke;   // only after our own release: the failed new process, which never served
+        std::string broke;   // only after our own release
         if (auto why = d->backend().acquire_exclusive(broke); !why.empty())
             errors += (errors.empty() ? "" : "; ") + ("device " + d->name() + ": " + why);
-        if (!broke.empty())
-            spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", d->name(), broke);
     }
     if (!errors.empty()) error = errors;
     return errors.empty();
+}
+
+// One thread per device (a device not in `names` has nothing to do): loop 0
+// serves on meanwhile; a device's connections wait until its lock is back
+// (unpark_held), since its writes fail (EROFS) until then. Every device,
+// even after one failed: the old process serving on wants all it can get.
+void Server::take_back_locks(const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    auto outcome = std::make_shared<std::map<std::string, TakeBack>>();
+    for (const auto& name : names) (*outcome)[name];
+    taking_back_.insert(taking_back_.end(), names.begin(), names.end());
+    flushes_.start_each(
+        devices_,
+        [outcome](Device& d) {
+            auto it = outcome->find(d.name());   // the map's shape never changes: each thread writes its own value
+            if (it == outcome->end()) return 0;
+            it->second.error = d.backend().acquire_exclusive(it->second.broke);
+            return it->second.error.empty() ? 0 : EIO;
+        },
+        [this, names, outcome] {
+            boost::asio::post(io_, [this, names, outcome] {
+                exclusive([this, &names, &outcome] { locks_taken_back(names, *outcome); });
+            });
+        });
+}
+
+void Server::locks_taken_back(const std::vector<std::string>& names, const std::map<std::string, TakeBack>& outcome) {
+    for (const auto& name : names)
+        if (auto it = std::find(taking_back_.begin(), taking_back_.end(), name); it != taking_back_.end())
+            taking_back_.erase(it);
+    std::string errors;
+    for (const auto& [name, result] : outcome) {
+        if (!result.broke.empty())   // the failed new process, which never served
+            spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", name, result.broke);
+        if (!result.error.empty()) errors += (errors.empty() ? "" : "; ") + ("device " + name + ": " + result.error);
+    }
+    unpark_held(false);
+    if (!errors.empty())
+        return spdlog::error("after the failed hand-over, taking the locks back failed: {} (its writes fail, EROFS, "
+                             "until a restart)",
+                             errors);
+    spdlog::info("hand-over: the locks are taken back ({} device(s))", names.size());
+}
+
+void Server::unpark_held(bool timed_out) {
+    if (handing_over_) return;
+    if (taking_back_.empty() || stopping_) timed_out = true;
+    if (timed_out) takeback_timer_.cancel();
+    auto open = connections_;   // a connection may finish inside unpark()
+    for (auto& [id, c] : open) {
+        const auto export_name = c->handover_state().export_name;
+        const Device* device = nullptr;
+        for (std::size_t i = 0; i < exports_.infos.size(); ++i)
+            if (exports_.infos[i].name == export_name) device = exports_.bindings[i].device;
+        const bool held = device && std::find(taking_back_.begin(), taking_back_.end(), device->name()) != taking_back_.end();
+        if (held && !timed_out) continue;
+        if (held && !stopping_ && c->parked())
+            spdlog::warn("conn {}: the lock of device {} is not back after {} ms (storage not answering): serving on, "
+                         "its writes fail (EROFS) until it is",
+                         id, device->name(), config_.limits.drain_timeout.count());
+        c->unpark();
+    }
+}
+
+// flushes_.running() lists devices; what runs on them is one of these.
+std::string Server::left_behind(const std::string& device) const {
+    if (std::find(taking_back_.begin(), taking_back_.end(), device) != taking_back_.end())
+        return "the take-back of the lock";
+    if (std::find(abandoned_devices_.begin(), abandoned_devices_.end(), device) != abandoned_devices_.end())
+        return "the lock release";
+    return "the flush";
 }
 
 void Server::finish_handover() {

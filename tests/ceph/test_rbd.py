@@ -28,12 +28,9 @@ cluster for the whole file:
     the device's osd_op_timeout instead of hanging, the daemon's RAM device keeps
     serving meanwhile, and the daemon still stops on SIGTERM.
 """
-import array
 import errno
 import os
 import random
-import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -43,6 +40,7 @@ import nbd
 
 from nbdsched_test.ceph import Cluster, rbd_config
 from nbdsched_test.daemon import Daemon
+from nbdsched_test.handover import connect_handover, handover_message, handover_reply
 from nbdsched_test.patterns import pattern
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
@@ -263,22 +261,6 @@ class Writer(threading.Thread):
         return wait_for(lambda: self.batches >= before + batches or self.error, 15) and not self.error
 
 
-def handover_message(sock, text):
-    """One hand-over frame without descriptors (daemon/process/handover_wire.hpp)."""
-    sock.sendall(struct.pack("=II", len(text), 0) + text.encode())
-
-
-def handover_reply(sock):
-    """The text of one frame; the descriptors that come with it are closed."""
-    length, count = struct.unpack("=II", sock.recv(8, socket.MSG_WAITALL))
-    for _ in range((count + 249) // 250):
-        _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(250 * 4))
-        for _, _, data in ancillary:
-            for fd in array.array("i", data[:len(data) - len(data) % 4]):
-                os.close(fd)
-    return sock.recv(length, socket.MSG_WAITALL).decode()
-
-
 def lock_thief_checks(c, cluster, tmp, d, writer):
     """A new process that took the image's lock and failed without letting
     go of it, played by hand: ask for the hand-over, take the lock with
@@ -287,8 +269,7 @@ def lock_thief_checks(c, cluster, tmp, d, writer):
     write any more."""
     import rados
     import rbd
-    sock = socket.socket(socket.AF_UNIX)
-    sock.connect(tmp.file("handover.sock"))
+    sock = connect_handover(tmp.file("handover.sock"))
     handover_message(sock, "takeover force")
     c.check("lock thief: the old daemon hands over", handover_reply(sock).startswith("state "))
     thief = rados.Rados(conffile=cluster.conf)

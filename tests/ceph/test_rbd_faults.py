@@ -8,6 +8,11 @@
   - a planned restart while the lock release (after the flushes) needs
     the paused OSD fails after the drain timeout, ctl answers meanwhile, and
     once the OSD is back the old daemon takes its lock again and writes on;
+  - a hand-over that fails after the release, with the OSD paused while
+    the old daemon takes its lock back: ctl, a RAM device and the hand-over
+    socket (refusing a next hand-over) answer meanwhile; once the OSD is
+    back the lock is back and a FUA write reads back (a daemon of its own);
+    stopped while a take-back waits, it exits 1 within its drain timeouts;
   - a planned restart (`--takeover`) while a flush needs the paused OSD
     fails after the drain timeout instead of freezing the daemon: the new
     process exits 1 naming the device, ctl answers while the OSD is still
@@ -17,6 +22,7 @@
 """
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -26,6 +32,7 @@ import nbd
 from nbdsched_test import fio
 from nbdsched_test.ceph import Cluster, rbd_config
 from nbdsched_test.daemon import DRAIN_LIMITS, DRAIN_TIMEOUT_S, Daemon
+from nbdsched_test.handover import connect_handover, handover_message, handover_reply
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks
@@ -104,6 +111,136 @@ def handover_release_with_osd_paused(c, d, cluster, tmp):
     h.shutdown()
 
 
+def answer_within(ask, seconds):
+    """ask()'s answer, or None when it did not come within `seconds` (a
+    socket timeout, a process killed after its timeout)."""
+    try:
+        return ask(seconds)
+    except (socket.timeout, subprocess.TimeoutExpired, EOFError, ConnectionError):
+        return None
+
+
+def ctl_stats(d, seconds):
+    r = subprocess.run([d.binary, "ctl", "--socket", d.control, "stats"], capture_output=True, text=True,
+                       timeout=seconds)
+    return r.returncode == 0 and "retake" in r.stdout
+
+
+def completed_within(h, cookie, seconds):
+    """True once `cookie`'s command on `h` completed (raises on an error
+    reply), False after `seconds`: a daemon that does not answer must not
+    hang the test."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        h.poll(100)
+        if h.aio_command_completed(cookie):
+            return True
+    return False
+
+
+def nbd_reads(h, seconds):
+    buf = nbd.Buffer(4096)
+    return buf.to_bytearray() if completed_within(h, h.aio_pread(buf, 0), seconds) else None
+
+
+def retake_config(conf):
+    return (DRAIN_LIMITS + "devices:\n"
+            f"  - {rbd_config('retake', 'img3', conf, rotational='false')}\n"
+            "  - {name: mem, backend: ram, size: 16MiB}\n"
+            "exports:\n  - {name: retake, device: retake}\n  - {name: mem, device: mem}\n")
+
+
+def fail_after_release(c, d, cluster, tmp, what, why):
+    """A hand-over with the OSD up (the flushes and lock release done), then
+    the OSD paused (the caller resumes it) and the new process failing: the
+    old daemon takes its lock back while the OSD does not answer."""
+    new = connect_handover(tmp.file("retake-handover.sock"))
+    handover_message(new, "takeover force")   # force: the RAM device
+    state = answer_within(lambda s: handover_reply(new), DRAIN_TIMEOUT_S * 3 + 10) or "no answer"
+    c.check(f"{what}: the old daemon flushed, released its lock and passed its state", state.startswith("state "),
+            state[:120])
+    cluster.signal_osd(signal.SIGSTOP)
+    handover_message(new, "failed " + why)
+    new.close()
+    c.check(f"{what}: the old daemon logs the failed hand-over", d.wait_log("hand-over failed: " + why, 10))
+
+
+def take_back_with_osd_paused(c, cluster, tmp):
+    """The hand-over passes everything (flushes and lock release done with
+    the OSD up), then the OSD is paused and the new process fails: the old
+    daemon takes its lock back off its event loops. Meanwhile ctl answers, a
+    RAM device serves, and a next hand-over is refused naming the take-back;
+    the image's connection stays parked for the drain timeout (its writes
+    would fail), then serves on; after SIGCONT the lock is back and a FUA
+    write reads back. Then a stop while taking back."""
+    with Daemon(retake_config(cluster.conf), "retake", workdir=tmp.path,
+                args=["--handover-socket", tmp.file("retake-handover.sock")]) as d:
+        rbd = nbd.NBD()
+        rbd.connect_uri(d.uri("retake"))
+        rbd.pwrite(b"k" * 4096, 0, nbd.CMD_FLAG_FUA)
+        mem = nbd.NBD()
+        mem.connect_uri(d.uri("mem"))
+        mem.pwrite(b"m" * 4096, 0)
+        try:
+            fail_after_release(c, d, cluster, tmp, "take-back", "the test's new process gives up after the release")
+            c.check("take-back: ctl answers while the OSD is paused",
+                    wait_for(lambda: os.path.exists(d.control), 5) and answer_within(lambda s: ctl_stats(d, s), 5))
+            c.check("take-back: the RAM device serves meanwhile", answer_within(lambda s: nbd_reads(mem, s), 5)
+                    == b"m" * 4096)
+            second = answer_within(lambda s: connect_handover(tmp.file("retake-handover.sock"), s), 5)
+            if second:
+                handover_message(second, "takeover force")
+                refusal = answer_within(lambda s: handover_reply(second), 5) or "no answer"
+                second.close()
+            else:
+                refusal = "no connection"
+            c.check("take-back: a next hand-over is refused, naming the lock still being taken back",
+                    refusal.startswith("refused device retake: taking back its lock after an earlier hand-over "
+                                       "has not finished"), refusal[:160])
+            c.check("take-back: the lock is not back while the OSD is paused",
+                    "the locks are taken back" not in d.log())
+            c.check("take-back: the image's connection, held parked meanwhile, serves on after the drain timeout",
+                    d.wait_log(f"the lock of device retake is not back after {DRAIN_TIMEOUT_S * 1000} ms",
+                               DRAIN_TIMEOUT_S + 5))
+        finally:
+            cluster.signal_osd(signal.SIGCONT)
+        c.check("take-back: once the OSD is back, the old daemon logs its locks taken back",
+                d.wait_log("hand-over: the locks are taken back", 60))
+        wrote = completed_within(rbd, rbd.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(b"l" * 4096)), 4096,
+                                                     flags=nbd.CMD_FLAG_FUA), 30)
+        c.check("take-back: ... and a FUA write reads back",
+                wrote and nbd_reads(rbd, 10) == b"k" * 4096 and rbd.pread(4096, 4096) == b"l" * 4096)
+        if c.failed:
+            d.print_log_tail(40)
+            return   # the daemon may be stuck: Daemon's exit kills it
+        mem.shutdown()
+        stop_while_taking_back(c, d, cluster, tmp)
+
+
+def stop_while_taking_back(c, d, cluster, tmp):
+    """The same failed hand-over, then SIGTERM while the lock is still being
+    taken back: the daemon exits 1 within its drain timeouts, naming what
+    it left (the take-back, or the final flush when that waits too)."""
+    try:
+        fail_after_release(c, d, cluster, tmp, "stop while taking back", "the test's new process gives up again")
+        d.send(signal.SIGTERM)
+        sent = time.monotonic()
+        try:
+            status = d.proc.wait(timeout=DRAIN_TIMEOUT_S * 3 + 15)
+        except subprocess.TimeoutExpired:
+            status = None
+        took = time.monotonic() - sent
+        log = d.log()
+        c.check("stop while taking back: the daemon exits 1 within its drain timeouts",
+                status == 1 and took < DRAIN_TIMEOUT_S * 3 + 15, f"status {status} after {took:.1f} s")
+        c.check("... naming what still waits for the storage",
+                "device retake: the take-back of the lock of a failed hand-over still waits for the storage" in log
+                or "device retake: the flush at shutdown did not finish" in log,
+                next((line for line in log.splitlines() if "device retake: the" in line), "nothing named")[-160:])
+    finally:
+        cluster.signal_osd(signal.SIGCONT)
+
+
 def handover_with_osd_paused(c, d, cluster, tmp):
     """`rbd resize` makes librbd refresh the image before its next flush,
     and that refresh waits for the OSD: the hand-over's flush hangs while the
@@ -157,49 +294,55 @@ def main():
     c = Checks()
     tmp = TempDir("rbd-faults")
     try:
-        with Cluster(tmp.path, ["img1:64M", "img2:64M"]) as cluster, \
-                Daemon(config(cluster.conf), "faults", workdir=tmp.path,
-                       args=["--handover-socket", tmp.file("handover.sock")]) as d:
-            job = {"ioengine": "nbd", "uri": d.uri("waits"), "rw": "randwrite", "bs": "4k", "iodepth": 8,
-                   "size": "32M", "time_based": True, "runtime": PAUSE + 4}
-            with fio.start(job, [("writer", {})]) as running:
-                time.sleep(2)
-                before = counters(d)
-                cluster.signal_osd(signal.SIGSTOP)
-                paused = time.monotonic()
-                child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("fails")],
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                time.sleep(1.5)
-                s1 = counters(d)
-                time.sleep(2)
-                s2 = counters(d)
-                c.check("the stall shows in ctl stats: requests in flight, none completed in 2 s",
-                        s2["in_flight"] > 0 and s2["requests"] == s1["requests"],
-                        f"in_flight {s2['in_flight']}, completed {s1['requests']} -> {s2['requests']}")
-                out = child.communicate(timeout=PAUSE + 20)[0]
-                failed_after = time.monotonic() - paused
-                c.check(f"osd_op_timeout {TIMEOUT}: the FUA write fails with EIO before the OSD is back",
-                        child.returncode != 0 and "EIO" in out and failed_after < PAUSE,
-                        f"{failed_after:.1f} s: {out.strip()[-120:]}")
-                time.sleep(max(0.0, PAUSE - (time.monotonic() - paused)))
-                cluster.signal_osd(signal.SIGCONT)
-                result = running.finish(timeout=60)
-            after = counters(d)
-            write = result.jobs[0]["write"]
-            worst = write["lat_ns"]["max"] / 1e9
-            c.check("fio: no error through the pause", result.jobs[0]["error"] == 0)
-            c.check("fio's worst latency shows the pause", worst > PAUSE - 2, f"{worst:.1f} s")
-            c.check("writes went on after the pause", after["requests"] > s2["requests"] and after["errors"] == 0,
-                    f"completed {s2['requests']} -> {after['requests']}, errors {after['errors']}")
-            print(f"fio: {write['iops']:.0f} IOPS over the run; device completed {before['requests']} before the pause")
-            handover_release_with_osd_paused(c, d, cluster, tmp)
-            handover_with_osd_paused(c, d, cluster, tmp)
-            stop_with_osd_paused(c, d, cluster)
-            if c.failed:
-                d.print_log_tail()
+        with Cluster(tmp.path, ["img1:64M", "img2:64M", "img3:64M"]) as cluster:
+            faults_daemon(c, cluster, tmp)
+            take_back_with_osd_paused(c, cluster, tmp)
     finally:
         tmp.remove()
     c.finish()
+
+
+def faults_daemon(c, cluster, tmp):
+    """The first daemon: fio through a pause, then the hand-over and stop phases on its devices."""
+    with Daemon(config(cluster.conf), "faults", workdir=tmp.path,
+                args=["--handover-socket", tmp.file("handover.sock")]) as d:
+        job = {"ioengine": "nbd", "uri": d.uri("waits"), "rw": "randwrite", "bs": "4k", "iodepth": 8,
+               "size": "32M", "time_based": True, "runtime": PAUSE + 4}
+        with fio.start(job, [("writer", {})]) as running:
+            time.sleep(2)
+            before = counters(d)
+            cluster.signal_osd(signal.SIGSTOP)
+            paused = time.monotonic()
+            child = subprocess.Popen([sys.executable, "-c", WRITE_ONE, d.uri("fails")],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            time.sleep(1.5)
+            s1 = counters(d)
+            time.sleep(2)
+            s2 = counters(d)
+            c.check("the stall shows in ctl stats: requests in flight, none completed in 2 s",
+                    s2["in_flight"] > 0 and s2["requests"] == s1["requests"],
+                    f"in_flight {s2['in_flight']}, completed {s1['requests']} -> {s2['requests']}")
+            out = child.communicate(timeout=PAUSE + 20)[0]
+            failed_after = time.monotonic() - paused
+            c.check(f"osd_op_timeout {TIMEOUT}: the FUA write fails with EIO before the OSD is back",
+                    child.returncode != 0 and "EIO" in out and failed_after < PAUSE,
+                    f"{failed_after:.1f} s: {out.strip()[-120:]}")
+            time.sleep(max(0.0, PAUSE - (time.monotonic() - paused)))
+            cluster.signal_osd(signal.SIGCONT)
+            result = running.finish(timeout=60)
+        after = counters(d)
+        write = result.jobs[0]["write"]
+        worst = write["lat_ns"]["max"] / 1e9
+        c.check("fio: no error through the pause", result.jobs[0]["error"] == 0)
+        c.check("fio's worst latency shows the pause", worst > PAUSE - 2, f"{worst:.1f} s")
+        c.check("writes went on after the pause", after["requests"] > s2["requests"] and after["errors"] == 0,
+                f"completed {s2['requests']} -> {after['requests']}, errors {after['errors']}")
+        print(f"fio: {write['iops']:.0f} IOPS over the run; device completed {before['requests']} before the pause")
+        handover_release_with_osd_paused(c, d, cluster, tmp)
+        handover_with_osd_paused(c, d, cluster, tmp)
+        stop_with_osd_paused(c, d, cluster)
+        if c.failed:
+            d.print_log_tail()
 
 
 if __name__ == "__main__":
