@@ -295,7 +295,10 @@ void Server::finish_shutdown() {
     drain_timer_.cancel();
     auto open = connections_;
     for (auto& [id, c] : open) c->close("server stopping");
-    auto flushed = flushes_.wait(flushes_.start(devices_), config_.limits.drain_timeout);
+    for (const auto& [name, attempts] : locks_lost_)
+        spdlog::warn("device {}: stopping without its lock (taking it back failed {} time(s)): nothing to flush", name,
+                     attempts);
+    auto flushed = flushes_.wait(flushes_.start_each(devices_, flush_job()), config_.limits.drain_timeout);
     for (const auto& failure : flushed.failed) {
         spdlog::error("device {}: flush at shutdown failed: {}", failure.device,
                       std::system_category().message(failure.error));

@@ -145,6 +145,8 @@ private:
     // during a hand-over (pause_retakes) nor the shutdown.
     void retake_later();
     void pause_retakes();
+    // Each device's flush for a hand-over or the shutdown: none where the lock is lost.
+    std::function<int(Device&)> flush_job() const;
     // After a failed hand-over, a connection to a device whose lock is being
     // taken back stays parked until it is back (its writes would fail), or
     // drain_timeout passed (`timed_out`); the others serve on at once.

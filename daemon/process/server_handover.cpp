@@ -151,13 +151,9 @@ void Server::check_handover() {
     // must stay free to give up after drain_timeout and serve on.
     const auto round = ++handover_round_;
     handover_releasing_ = false;
-    // A device whose lock is lost has nothing to flush: the hand-over that
-    // released its lock flushed it first, and every write since failed.
-    handover_flush_ = flushes_.start_each(
-        devices_, [lost = locks_lost_](Device& d) { return lost.count(d.name()) ? 0 : d.flush_now(); },
-        [this, round] {
-            boost::asio::post(io_, [this, round] { exclusive([this, round] { handover_flushed(round); }); });
-        });
+    handover_flush_ = flushes_.start_each(devices_, flush_job(), [this, round] {
+        boost::asio::post(io_, [this, round] { exclusive([this, round] { handover_flushed(round); }); });
+    });
     wait_handover_round(round, "flush");
 }
 

@@ -133,6 +133,13 @@ void Server::pause_retakes() {
     retake_timer_.cancel();
 }
 
+// A device whose lock is lost has nothing to flush: the hand-over that
+// released its lock flushed it first, and every write since failed. Its
+// flush would fail too (EROFS: librbd wants the lock for it).
+std::function<int(Device&)> Server::flush_job() const {
+    return [lost = locks_lost_](Device& d) { return lost.count(d.name()) ? 0 : d.flush_now(); };
+}
+
 void Server::unpark_held(bool timed_out) {
     if (handing_over_) return;
     if (taking_back_.empty() || stopping_) timed_out = true;

@@ -16,7 +16,8 @@
   - a take-back that fails (osd_op_timeout with the OSD paused) is tried
     again with a backoff, `ctl stats` shows the lock lost meanwhile, a next
     hand-over may begin between two tries; once the OSD is back a retry
-    takes the lock and a FUA write reads back;
+    takes the lock and a FUA write reads back; stopped while its lock is
+    lost again, it exits 0 without flushing it;
   - a planned restart (`--takeover`) while a flush needs the paused OSD
     fails after the drain timeout instead of freezing the daemon: the new
     process exits 1 naming the device, ctl answers while the OSD is still
@@ -316,7 +317,42 @@ def take_back_retried(c, cluster, tmp):
         c.check("retried take-back: ... and ctl stats shows the lock held again", lock_lost(d, "retry") is False)
         if c.failed:
             d.print_log_tail(40)
+            return
         h.shutdown()
+        stop_with_lock_lost(c, d, cluster, tmp, sock)
+
+
+def stop_with_lock_lost(c, d, cluster, tmp, sock):
+    """SIGTERM between two tries of taking a lock back: nothing to flush on
+    that device (its flush would fail, EROFS), the daemon exits 0. A try
+    running at that moment makes it exit 1 naming the take-back instead.
+    The OSD is resumed once the loops have stopped: the image's close waits
+    for it."""
+    lost = "taking the locks back failed: device retry"
+    before = d.log().count(lost)
+    try:
+        fail_after_release(c, d, cluster, tmp, "stop with the lock lost", "the test's new process gives up", sock)
+        c.check("stop with the lock lost: the take-back failed",
+                wait_for(lambda: d.log().count(lost) > before, TIMEOUT * 4 + 10))
+        d.send(signal.SIGTERM)   # the first try is 1 s later
+        # Closing the image (after the loops stopped) may wait for the
+        # paused OSD longer than its op timeout (librbd's watch): not
+        # what is tested here.
+        d.wait_log("nbdsched: stopped", DRAIN_TIMEOUT_S * 3 + 5)
+        cluster.signal_osd(signal.SIGCONT)
+        try:
+            status = d.proc.wait(timeout=DRAIN_TIMEOUT_S * 3 + 15)
+        except subprocess.TimeoutExpired:
+            status = None
+        log = d.log()
+        between = status == 0 and "device retry: stopping without its lock" in log
+        during = status == 1 and "device retry: the take-back of the lock of a failed hand-over still waits" in log
+        c.check("stop with the lock lost: it exits 0 without flushing that device (or 1 naming a try running)",
+                between or during, f"status {status}" + (", a try was running" if during else ""))
+        if not (between or during):
+            d.print_log_tail(30)
+    finally:
+        cluster.signal_osd(signal.SIGCONT)
 
 
 def handover_with_osd_paused(c, d, cluster, tmp):
