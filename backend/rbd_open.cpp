@@ -61,7 +61,9 @@ bool take_lock(rbd_image_t image, bool break_lock, std::string& error, std::stri
         holders = lock_holders(image);
         int r = break_holders(image);
         if (r < 0) {
-            error = "--break-lock: cannot break the lock of " + holders + ": " + errno_text(r);
+            // `broke` asked for: a take-back after our own release, not --break-lock.
+            error = std::string(broke ? "" : "--break-lock: ") + "cannot break the lock of " + holders + ": " +
+                    errno_text(r);
             return false;
         }
         if (r > 0 && broke) *broke = holders;

@@ -169,7 +169,8 @@ std::string render_stats(const Json& reply) {
     std::string out;
     for (const auto& d : at(reply, "devices")) {
         out += "device " + num(at(d, "name")) + " (" + num(at(d, "scheduler")) +
-               (flag(at(d, "hw_tag")) ? ", queueing" : "") + "):\n";
+               (flag(at(d, "hw_tag")) ? ", queueing" : "") +
+               (flag(at(d, "lock_lost")) ? ", lock lost: writes fail until it is back" : "") + "):\n";
         Table t(header(""));
         t.add(row("device", counter_cells(at(d, "counters"), at(d, "sched"))));
         for (const auto& e : at(d, "exports")) t.add(row("export " + num(at(e, "name")), counter_cells(e, Json())));

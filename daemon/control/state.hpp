@@ -5,7 +5,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config/config.hpp"
@@ -22,6 +24,9 @@ struct DaemonState {
     GroupTable* groups = nullptr;
     // Runs `f` with every other event loop paused (daemon/process/event_loops.hpp); unset: directly.
     std::function<void(const std::function<void()>&)> run_exclusive{};
+    // Device -> failed tries of taking back its lock after a failed
+    // hand-over: its writes fail (EROFS) until one succeeds. Unset: none.
+    const std::map<std::string, unsigned>* locks_lost = nullptr;
 
     void exclusive(const std::function<void()>& f) const {
         if (run_exclusive)

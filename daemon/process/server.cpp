@@ -38,7 +38,8 @@ Server::Server(const config::Config& config, ServerOptions options)
       signals_(io_),
       drain_timer_(io_),
       handover_timer_(io_),
-      takeback_timer_(io_) {}
+      takeback_timer_(io_),
+      retake_timer_(io_) {}
 
 Server::~Server() {
     // Pool tasks refer to devices and requests: let them end first.
@@ -64,6 +65,7 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
         for (const auto& w : control::qos_warnings(*dev, s->groups_)) spdlog::warn("{}", w);
     auto exclusive = [raw = s.get()](const std::function<void()>& f) { raw->loops_.exclusive(f); };
     s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_, exclusive};
+    s->state_.locks_lost = &s->locks_lost_;
     s->context_.exclusive = exclusive;
     s->context_.open_queue = [raw = s.get()](std::uint64_t id, const PeerInfo& peer, const std::string& name,
                                              const ExportBinding& b, std::optional<sched::GroupId> keep) {
@@ -250,6 +252,7 @@ void Server::begin_shutdown(const std::string& why) {
     if (handing_over_) abort_handover("shutting down");
     stopping_ = true;
     unpark_held(false);   // held for a take-back of locks: they finish as the others do
+    pause_retakes();
     spdlog::info("{}: shutting down ({} connection(s) open)", why, connections_.size());
     if (options_.on_stopping) options_.on_stopping();
     for (auto& l : listeners_) l->close();
@@ -292,7 +295,10 @@ void Server::finish_shutdown() {
     drain_timer_.cancel();
     auto open = connections_;
     for (auto& [id, c] : open) c->close("server stopping");
-    auto flushed = flushes_.wait(flushes_.start(devices_), config_.limits.drain_timeout);
+    for (const auto& [name, attempts] : locks_lost_)
+        spdlog::warn("device {}: stopping without its lock (taking it back failed {} time(s)): nothing to flush", name,
+                     attempts);
+    auto flushed = flushes_.wait(flushes_.start_each(devices_, flush_job()), config_.limits.drain_timeout);
     for (const auto& failure : flushed.failed) {
         spdlog::error("device {}: flush at shutdown failed: {}", failure.device,
                       std::system_category().message(failure.error));

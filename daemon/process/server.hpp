@@ -15,6 +15,8 @@
 // Planned restart (server_handover.cpp, docs/restart.md): with a hand-over
 // socket, a new process can ask for the listeners and live connections;
 // this one parks them at request boundaries, passes them, and exits.
+// After one that failed, it takes its locks back, and tries again those
+// it could not get (server_takeback.cpp).
 //
 // Scheduling: connections are classified at accept
 // (placement.hpp), a control socket and a Prometheus endpoint run when the
@@ -32,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rate_limit.hpp"
 #include "config/config.hpp"
 #include "daemon/tenancy/classify.hpp"
 #include "daemon/session/connection.hpp"
@@ -131,11 +134,19 @@ private:
     };
     // e.g. RBD images' locks (backend.hpp): the new process, before it serves.
     bool acquire_exclusive(std::string& error);
-    // The old process after a failed hand-over: the locks of `names` taken
-    // back off the loops (rbd_lock_acquire waits for the cluster as a
-    // release does), the outcome logged on loop 0 by locks_taken_back.
-    void take_back_locks(const std::vector<std::string>& names);
-    void locks_taken_back(const std::vector<std::string>& names, const std::map<std::string, TakeBack>& outcome);
+    // server_takeback.cpp. The old process after a failed hand-over: the
+    // locks of `names` taken back off the loops (rbd_lock_acquire waits for
+    // the cluster as a release does), the outcome logged on loop 0 by
+    // locks_taken_back; `retry`: a try for devices whose lock is lost.
+    void take_back_locks(const std::vector<std::string>& names, bool retry = false);
+    void locks_taken_back(const std::vector<std::string>& names, const std::map<std::string, TakeBack>& outcome,
+                          bool retry);
+    // Lost locks (locks_lost_) are tried again after a backoff, but not
+    // during a hand-over (pause_retakes) nor the shutdown.
+    void retake_later();
+    void pause_retakes();
+    // Each device's flush for a hand-over or the shutdown: none where the lock is lost.
+    std::function<int(Device&)> flush_job() const;
     // After a failed hand-over, a connection to a device whose lock is being
     // taken back stays parked until it is back (its writes would fail), or
     // drain_timeout passed (`timed_out`); the others serve on at once.
@@ -174,6 +185,13 @@ private:
     bool locks_released_ = false;                           // this hand-over has begun releasing the locks
     std::vector<std::string> taking_back_;                  // devices whose lock is being taken back (threads)
     boost::asio::steady_timer takeback_timer_;              // how long their connections stay parked
+    // Device -> failed tries, for each whose take-back failed: its writes
+    // fail (EROFS) until a retry gets the lock back (`ctl stats`: lock_lost).
+    std::map<std::string, unsigned> locks_lost_;
+    boost::asio::steady_timer retake_timer_;
+    bool retake_pending_ = false;                        // retake_timer_ is armed
+    std::chrono::milliseconds retake_delay_{};           // the last backoff; 0: none yet
+    RateLimit retake_log_{std::chrono::minutes(5), 5};   // failed retries logged
     // Each device's release_exclusive() answer (pre-filled: a thread writes only its own entry).
     std::shared_ptr<std::map<std::string, std::string>> release_errors_;
     std::uint64_t handover_round_ = 0;   // which flush an answer belongs to

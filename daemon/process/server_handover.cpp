@@ -9,7 +9,8 @@
 // does not answer fails the hand-over, it does not freeze loop 0. After a
 // failed hand-over the locks are taken back off the loops too, unbounded
 // (a lock comes back when the cluster answers) but leaving loop 0 free;
-// no next hand-over begins before they are back. The new process:
+// no next hand-over begins while one is being taken back, and one that
+// failed is tried again until it is back (server_takeback.cpp). The new process:
 // adopt_listeners and adopt_connections take what was passed.
 #include <algorithm>
 #include <boost/asio/post.hpp>
@@ -96,6 +97,15 @@ std::string Server::begin_handover(bool force) {
                    "--takeover with --force replaces it anyway";
         spdlog::warn("hand-over: device '{}' is RAM: its contents are lost (--force)", dev.name);
     }
+    // Between two tries to take a lost lock back no thread touches the
+    // device and it holds no lock: nothing to release, and the new process
+    // (a cluster connection of its own) may get the lock where this one
+    // cannot. The tries pause meanwhile (server_takeback.cpp).
+    for (const auto& [name, attempts] : locks_lost_)
+        spdlog::info("hand-over: device {} has no lock to hand over (taking it back failed {} time(s)); the new "
+                     "process takes it",
+                     name, attempts);
+    pause_retakes();
     handing_over_ = true;
     handover_sent_ = false;
     to_store_ = false;
@@ -141,7 +151,7 @@ void Server::check_handover() {
     // must stay free to give up after drain_timeout and serve on.
     const auto round = ++handover_round_;
     handover_releasing_ = false;
-    handover_flush_ = flushes_.start(devices_, [this, round] {
+    handover_flush_ = flushes_.start_each(devices_, flush_job(), [this, round] {
         boost::asio::post(io_, [this, round] { exclusive([this, round] { handover_flushed(round); }); });
     });
     wait_handover_round(round, "flush");
@@ -283,6 +293,7 @@ void Server::abort_handover(const std::string& why) {
                 names.push_back(d->name());
         take_back_locks(names);
     }
+    retake_later();   // the locks lost before it (those being taken back now are left to that try)
     for (auto& l : listeners_) l->resume_accepting();
     if (!stopping_ && !to_store_) reopen_endpoints(0);
     if (!taking_back_.empty()) {
@@ -325,68 +336,6 @@ bool Server::acquire_exclusive(std::string& error) {
     }
     if (!errors.empty()) error = errors;
     return errors.empty();
-}
-
-// One thread per device (a device not in `names` has nothing to do): loop 0
-// serves on meanwhile; a device's connections wait until its lock is back
-// (unpark_held), since its writes fail (EROFS) until then. Every device,
-// even after one failed: the old process serving on wants all it can get.
-void Server::take_back_locks(const std::vector<std::string>& names) {
-    if (names.empty()) return;
-    auto outcome = std::make_shared<std::map<std::string, TakeBack>>();
-    for (const auto& name : names) (*outcome)[name];
-    taking_back_.insert(taking_back_.end(), names.begin(), names.end());
-    flushes_.start_each(
-        devices_,
-        [outcome](Device& d) {
-            auto it = outcome->find(d.name());   // the map's shape never changes: each thread writes its own value
-            if (it == outcome->end()) return 0;
-            it->second.error = d.backend().acquire_exclusive(it->second.broke);
-            return it->second.error.empty() ? 0 : EIO;
-        },
-        [this, names, outcome] {
-            boost::asio::post(io_, [this, names, outcome] {
-                exclusive([this, &names, &outcome] { locks_taken_back(names, *outcome); });
-            });
-        });
-}
-
-void Server::locks_taken_back(const std::vector<std::string>& names, const std::map<std::string, TakeBack>& outcome) {
-    for (const auto& name : names)
-        if (auto it = std::find(taking_back_.begin(), taking_back_.end(), name); it != taking_back_.end())
-            taking_back_.erase(it);
-    std::string errors;
-    for (const auto& [name, result] : outcome) {
-        if (!result.broke.empty())   // the failed new process, which never served
-            spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", name, result.broke);
-        if (!result.error.empty()) errors += (errors.empty() ? "" : "; ") + ("device " + name + ": " + result.error);
-    }
-    unpark_held(false);
-    if (!errors.empty())
-        return spdlog::error("after the failed hand-over, taking the locks back failed: {} (its writes fail, EROFS, "
-                             "until a restart)",
-                             errors);
-    spdlog::info("hand-over: the locks are taken back ({} device(s))", names.size());
-}
-
-void Server::unpark_held(bool timed_out) {
-    if (handing_over_) return;
-    if (taking_back_.empty() || stopping_) timed_out = true;
-    if (timed_out) takeback_timer_.cancel();
-    auto open = connections_;   // a connection may finish inside unpark()
-    for (auto& [id, c] : open) {
-        const auto export_name = c->handover_state().export_name;
-        const Device* device = nullptr;
-        for (std::size_t i = 0; i < exports_.infos.size(); ++i)
-            if (exports_.infos[i].name == export_name) device = exports_.bindings[i].device;
-        const bool held = device && std::find(taking_back_.begin(), taking_back_.end(), device->name()) != taking_back_.end();
-        if (held && !timed_out) continue;
-        if (held && !stopping_ && c->parked())
-            spdlog::warn("conn {}: the lock of device {} is not back after {} ms (storage not answering): serving on, "
-                         "its writes fail (EROFS) until it is",
-                         id, device->name(), config_.limits.drain_timeout.count());
-        c->unpark();
-    }
 }
 
 // flushes_.running() lists devices; what runs on them is one of these.

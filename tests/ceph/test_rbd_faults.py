@@ -13,6 +13,11 @@
     socket (refusing a next hand-over) answer meanwhile; once the OSD is
     back the lock is back and a FUA write reads back (a daemon of its own);
     stopped while a take-back waits, it exits 1 within its drain timeouts;
+  - a take-back that fails (osd_op_timeout with the OSD paused) is tried
+    again with a backoff, `ctl stats` shows the lock lost meanwhile, a next
+    hand-over may begin between two tries; once the OSD is back a retry
+    takes the lock and a FUA write reads back; stopped while its lock is
+    lost again, it exits 0 without flushing it;
   - a planned restart (`--takeover`) while a flush needs the paused OSD
     fails after the drain timeout instead of freezing the daemon: the new
     process exits 1 naming the device, ctl answers while the OSD is still
@@ -150,11 +155,11 @@ def retake_config(conf):
             "exports:\n  - {name: retake, device: retake}\n  - {name: mem, device: mem}\n")
 
 
-def fail_after_release(c, d, cluster, tmp, what, why):
+def fail_after_release(c, d, cluster, tmp, what, why, handover_socket="retake-handover.sock"):
     """A hand-over with the OSD up (the flushes and lock release done), then
     the OSD paused (the caller resumes it) and the new process failing: the
     old daemon takes its lock back while the OSD does not answer."""
-    new = connect_handover(tmp.file("retake-handover.sock"))
+    new = connect_handover(tmp.file(handover_socket))
     handover_message(new, "takeover force")   # force: the RAM device
     state = answer_within(lambda s: handover_reply(new), DRAIN_TIMEOUT_S * 3 + 10) or "no answer"
     c.check(f"{what}: the old daemon flushed, released its lock and passed its state", state.startswith("state "),
@@ -241,6 +246,115 @@ def stop_while_taking_back(c, d, cluster, tmp):
         cluster.signal_osd(signal.SIGCONT)
 
 
+def lock_lost(d, name):
+    """`ctl stats` says the device's writes fail because its lock is not back."""
+    return d.device(d.stats(), name).get("lock_lost")
+
+
+def handover_between_tries(path):
+    """A hand-over asked for (and failed by the test's new process) while
+    the old daemon retries taking a lock back; refused during a try, so
+    asked again until it falls between two. Its last reply."""
+    deadline = time.monotonic() + 40
+    reply = "no answer"
+    while time.monotonic() < deadline:
+        new = answer_within(lambda s: connect_handover(path, s), 5)
+        if not new:
+            return "no connection"
+        handover_message(new, "takeover")
+        reply = answer_within(lambda s: handover_reply(new), DRAIN_TIMEOUT_S * 3 + 10) or "no answer"
+        if reply.startswith("state "):
+            handover_message(new, "failed the test's new process gives up again")
+        new.close()
+        if "taking back its lock" not in reply:
+            return reply
+        time.sleep(0.2)
+    return reply
+
+
+def take_back_retried(c, cluster, tmp):
+    """A take-back that fails, then succeeds: with osd_op_timeout the OSD
+    paused makes each attempt fail (a timeout) instead of waiting. The old
+    daemon tries again with a backoff, `ctl stats` shows the lock lost
+    meanwhile, and a next hand-over may begin between two tries (the device
+    has no lock to release); once the OSD is back a retry takes the lock,
+    and a FUA write through the old daemon reads back."""
+    sock = "retry-handover.sock"
+    cfg = (DRAIN_LIMITS + "devices:\n"
+           f"  - {rbd_config('retry', 'img4', cluster.conf, rotational='false', osd_op_timeout=TIMEOUT)}\n"
+           "exports:\n  - {name: retry, device: retry}\n")
+    with Daemon(cfg, "retry", workdir=tmp.path, args=["--handover-socket", tmp.file(sock)]) as d:
+        h = nbd.NBD()
+        h.connect_uri(d.uri("retry"))
+        h.pwrite(b"p" * 4096, 0, nbd.CMD_FLAG_FUA)
+        c.check("retried take-back: before the hand-over, the device's lock is not lost", lock_lost(d, "retry") is False)
+        try:
+            fail_after_release(c, d, cluster, tmp, "retried take-back", "the test's new process gives up", sock)
+            c.check("retried take-back: with the OSD paused, taking the lock back fails (osd_op_timeout)",
+                    d.wait_log("taking the locks back failed: device retry", TIMEOUT * 4 + 10))
+            c.check("retried take-back: ctl stats shows the device's lock lost",
+                    wait_for(lambda: os.path.exists(d.control), 5) and lock_lost(d, "retry") is True)
+            c.check("retried take-back: it is tried again, and fails again while the OSD is paused",
+                    d.wait_log("device retry: taking its lock back failed again", TIMEOUT * 4 + 10))
+            reply = handover_between_tries(tmp.file(sock))
+            c.check("retried take-back: between two tries, a next hand-over begins (no lock to release)",
+                    reply.startswith("state ") and d.wait_log("hand-over: device retry has no lock to hand over", 5),
+                    reply[:160])
+            c.check("retried take-back: once that one fails too, the lock is still lost and tried again",
+                    d.wait_log("hand-over failed: the test's new process gives up again", 10)
+                    and lock_lost(d, "retry") is True)
+        finally:
+            cluster.signal_osd(signal.SIGCONT)
+        c.check("retried take-back: once the OSD is back, a retry takes the lock back",
+                d.wait_log("device retry: its lock is back after", 60))
+        try:
+            wrote = completed_within(h, h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(b"q" * 4096)), 4096,
+                                                     flags=nbd.CMD_FLAG_FUA), 30)
+            wrote = wrote and h.pread(8192, 0) == b"p" * 4096 + b"q" * 4096
+        except nbd.Error as e:   # EROFS from librbd reaches the client as EPERM
+            wrote = e
+        c.check("retried take-back: ... a FUA write through the old daemon reads back", wrote is True, str(wrote))
+        c.check("retried take-back: ... and ctl stats shows the lock held again", lock_lost(d, "retry") is False)
+        if c.failed:
+            d.print_log_tail(40)
+            return
+        h.shutdown()
+        stop_with_lock_lost(c, d, cluster, tmp, sock)
+
+
+def stop_with_lock_lost(c, d, cluster, tmp, sock):
+    """SIGTERM between two tries of taking a lock back: nothing to flush on
+    that device (its flush would fail, EROFS), the daemon exits 0. A try
+    running at that moment makes it exit 1 naming the take-back instead.
+    The OSD is resumed once the loops have stopped: the image's close waits
+    for it."""
+    lost = "taking the locks back failed: device retry"
+    before = d.log().count(lost)
+    try:
+        fail_after_release(c, d, cluster, tmp, "stop with the lock lost", "the test's new process gives up", sock)
+        c.check("stop with the lock lost: the take-back failed",
+                wait_for(lambda: d.log().count(lost) > before, TIMEOUT * 4 + 10))
+        d.send(signal.SIGTERM)   # the first try is 1 s later
+        # Closing the image (after the loops stopped) may wait for the
+        # paused OSD longer than its op timeout (librbd's watch): not
+        # what is tested here.
+        d.wait_log("nbdsched: stopped", DRAIN_TIMEOUT_S * 3 + 5)
+        cluster.signal_osd(signal.SIGCONT)
+        try:
+            status = d.proc.wait(timeout=DRAIN_TIMEOUT_S * 3 + 15)
+        except subprocess.TimeoutExpired:
+            status = None
+        log = d.log()
+        between = status == 0 and "device retry: stopping without its lock" in log
+        during = status == 1 and "device retry: the take-back of the lock of a failed hand-over still waits" in log
+        c.check("stop with the lock lost: it exits 0 without flushing that device (or 1 naming a try running)",
+                between or during, f"status {status}" + (", a try was running" if during else ""))
+        if not (between or during):
+            d.print_log_tail(30)
+    finally:
+        cluster.signal_osd(signal.SIGCONT)
+
+
 def handover_with_osd_paused(c, d, cluster, tmp):
     """`rbd resize` makes librbd refresh the image before its next flush,
     and that refresh waits for the OSD: the hand-over's flush hangs while the
@@ -294,9 +408,10 @@ def main():
     c = Checks()
     tmp = TempDir("rbd-faults")
     try:
-        with Cluster(tmp.path, ["img1:64M", "img2:64M", "img3:64M"]) as cluster:
+        with Cluster(tmp.path, ["img1:64M", "img2:64M", "img3:64M", "img4:64M"]) as cluster:
             faults_daemon(c, cluster, tmp)
             take_back_with_osd_paused(c, cluster, tmp)
+            take_back_retried(c, cluster, tmp)
     finally:
         tmp.remove()
     c.finish()

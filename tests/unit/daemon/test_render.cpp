@@ -37,6 +37,14 @@ TEST_CASE("stats and list render from their JSON") {
     CHECK_NOTHROW(render_stats(Json::parse(R"({"devices":[{"name":"x"}]})")));
 }
 
+TEST_CASE("ctl stats names a device whose lock is lost, and only that one") {
+    auto stats = Json::parse(R"({"ok":true,"devices":[{"name":"img","scheduler":"none","hw_tag":false,
+        "lock_lost":true},{"name":"ram","scheduler":"none","hw_tag":false,"lock_lost":false}]})");
+    auto text = render_stats(stats);
+    CHECK(text.find("device img (none, lock lost: writes fail until it is back):") == 0);
+    CHECK(text.find("device ram (none):") != std::string::npos);
+}
+
 TEST_CASE("ctl faults renders the switch, the rule count and the counts") {
     auto reply = Json::parse(R"({"ok":true,"device":"d0","enabled":false,"rules":1,
         "faults":{"errors":2,"read_errors":0,"write_errors":2,"enospc":0,"delayed":0}})");
