@@ -6,9 +6,16 @@ medians of IOPS, MB/s and server CPU per I/O. Not part of run-all.
 
   bench/peers_probe.py --server new=build-rel/daemon/nbdsched \
       --server ra128=build-rel/daemon/nbdsched:read_ahead_kb=128 \
-      --workload read,1m,8 --transport unix --reps 3 --runtime 3 --ref new"""
+      --workload read,1m,8 --transport unix --reps 3 --runtime 3 --ref new
+
+A file device instead of RAM: device keys, e.g.
+  --server file=build-rel/daemon/nbdsched:backend=file:path=/var/tmp/img:direct=true:io_engine=io_uring
+with --file /var/tmp/img for fio's own io_uring engine on that file (direct=1,
+no protocol: the ceiling) and --qemu-nbd for qemu-nbd --aio=io_uring
+--cache=none on it. The table also gives fio's own CPU per I/O (usr + sys)."""
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -28,7 +35,7 @@ def parse_server(text):
     dev, top = {}, {}
     for o in opts:
         k, v = o.split("=", 1)
-        v = int(v) if v.isdigit() else v
+        v = int(v) if v.isdigit() else {"true": True, "false": False}.get(v, v)
         if k.startswith("top."):   # top.limits.busy_poll=50us
             *keys, last = k[4:].split(".")
             at = top
@@ -65,14 +72,14 @@ def wait_quiet(limit, give_up_s=300):
     return False
 
 
-def quiet_run(limit, tries, g, jobs, servers):
+def quiet_run(limit, tries, g, jobs, servers, wait_s=300):
     """fio.run, redone while other processes used more than `limit` of the
     CPUs during it (busy host time less fio's and the servers'): on a
     shared host a compile in the middle of a run moves it by tens of %.
     Returns the run and whether it stayed quiet."""
     ncpu = os.cpu_count() or 1
     for attempt in range(tries):
-        wait_quiet(limit)
+        wait_quiet(limit, wait_s)
         b0, c0 = host_busy_seconds(), children_cpu_seconds()
         r = fio.run(g, jobs, servers)
         other = host_busy_seconds() - b0 - (children_cpu_seconds() - c0) - sum(r.server_cpu)
@@ -92,11 +99,19 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--runtime", type=float, default=3)
     p.add_argument("--prefill", action="store_true", help="write every export once first (reads hit data, not holes)")
-    p.add_argument("--ref", help="server label to compare the others with, repetition by repetition (a second table)")
+    p.add_argument("--ref", action="append", default=[],
+                   help="server label to compare the others with, repetition by repetition (a table each; "
+                        "fio-io_uring: fio on --file)")
     p.add_argument("--quiet", type=float, default=0,
                    help="wait before each run until other processes use under this share of the CPUs (0.1: 10 %%), "
                         "and redo a run they used more of (up to 3 times); 0: off")
+    p.add_argument("--file", help="an image: add fio io_uring direct=1 on it (no protocol) to every run")
+    p.add_argument("--qemu-nbd", action="store_true", help="add qemu-nbd --aio=io_uring --cache=none on --file")
+    p.add_argument("--json", help="also write every repetition's numbers to this file")
+    p.add_argument("--quiet-wait", type=float, default=300, help="seconds to wait for --quiet before each run")
     a = p.parse_args()
+    if a.qemu_nbd and not a.file:
+        p.error("--qemu-nbd serves --file")
     transports = a.transport or ["unix", "tcp"]
     samples = {}
     disturbed = 0
@@ -113,6 +128,9 @@ def main():
                                   f"k{t}-{tr}", tr, lambda x: ["-U", x],
                                   lambda port: ["-i", "127.0.0.1", "-p", str(port)], ["memory", "1G"])
                 srv[(f"nbdkit-t{t}", tr)] = s
+            if a.qemu_nbd:
+                srv[("qemu-nbd-uring", tr)] = servers.start_qemu_nbd(tmp, f"q-{tr}", a.file, tr,
+                                                                     extra=["--aio=io_uring", "--cache=none"])
         keys = list(srv.keys())
         if a.prefill:
             fio.run({"thread": True, "rw": "write", "bs": "1m", "iodepth": 8, "size": "1g"},
@@ -125,28 +143,48 @@ def main():
                 order = keys[rep % len(keys):] + keys[:rep % len(keys)]
                 jobs = [(f"{k[0]}@{k[1]}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]), "numjobs": nj,
                                             "stonewall": True}) for k in order]
+                if a.file:   # no server: its CPU is fio's own
+                    raw = ("fio-io_uring", "none")
+                    jobs.insert(rep % (len(jobs) + 1), (f"{raw[0]}@{raw[1]}", {
+                        "ioengine": "io_uring", "filename": a.file, "direct": 1, "invalidate": 0, "size": "1g",
+                        "numjobs": nj, "stonewall": True}))
                 g = {"thread": True, "time_based": True, "runtime": f"{int(a.runtime * 1000)}ms",
                      "ramp_time": "300ms", "randrepeat": 0, "norandommap": True, "rw": rw, "bs": bs,
                      "iodepth": int(qd)}
                 if a.quiet:
-                    r, calm = quiet_run(a.quiet, 3, g, jobs, [srv[k] for k in order])
+                    r, calm = quiet_run(a.quiet, 3, g, jobs, [srv[k] for k in order], a.quiet_wait)
                     disturbed += not calm
                 else:
                     r = fio.run(g, jobs, [srv[k] for k in order])
-                for i, k in enumerate(order):
-                    sm = r.summary(r.job(f"{k[0]}@{k[1]}"))
-                    per = r.server_cpu[i] / sm["ios"] * 1e6 if sm["ios"] else None
-                    samples.setdefault((wtext, k[1], k[0]), []).append((sm["iops"], sm["bw_mib"] * 1.048576, per))
-            print(f"rep {rep + 1}/{a.reps} done", file=sys.stderr, flush=True)
+                for i, k in enumerate(order + ([raw] if a.file else [])):
+                    js = r.job(f"{k[0]}@{k[1]}")
+                    sm = r.summary(js)
+                    per = r.server_cpu[i] / sm["ios"] * 1e6 if sm["ios"] and i < len(order) else None
+                    samples.setdefault((wtext, k[1], k[0]), []).append(
+                        (sm["iops"], sm["bw_mib"] * 1.048576, per, fio_cpu_us_per_io(js, sm["ios"])))
+            print(f"rep {rep + 1}/{a.reps} done, load average {os.getloadavg()[0]:.2f}", file=sys.stderr,
+                  flush=True)
     if a.quiet:
         print(f"runs kept although disturbed: {disturbed}")
-    print("| workload | transport | server | IOPS | MB/s | server CPU µs/IO (approx, whole run) |")
-    print("|---|---|---|---|---|---|")
+    print("| workload | transport | server | IOPS | MB/s | server CPU µs/IO (approx, whole run) | fio CPU µs/IO |")
+    print("|---|---|---|---|---|---|---|")
     for (w, tr, label), v in sorted(samples.items()):
-        med = [statistics.median(x[i] for x in v if x[i] is not None) for i in range(3)]
-        print(f"| {w} | {tr} | {label} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.1f} |")
-    if a.ref:
-        print_paired(samples, a.ref)
+        med = [statistics.median([x[i] for x in v if x[i] is not None] or [0]) for i in range(4)]
+        server_cpu = f"{med[2]:.1f}" if med[2] else "-"   # fio on the file: no server
+        print(f"| {w} | {tr} | {label} | {med[0]:.0f} | {med[1]:.0f} | {server_cpu} | {med[3]:.1f} |")
+    for ref in a.ref:
+        print_paired(samples, ref)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump([{"workload": w, "transport": tr, "server": label, "reps": v}
+                       for (w, tr, label), v in sorted(samples.items())], f, indent=1)
+
+
+def fio_cpu_us_per_io(jobs, ios):
+    """fio's own CPU time (usr + sys, its per-job percentages of the job's
+    runtime) per I/O: the client's side of the cost."""
+    cpu_s = sum((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] / 1000 for j in jobs)
+    return cpu_s / ios * 1e6 if ios else None
 
 
 def print_paired(samples, ref):
@@ -158,7 +196,7 @@ def print_paired(samples, ref):
     print(f"\n| workload | transport | server | IOPS / {ref} (median of the repetitions) | min | max | reps |")
     print("|---|---|---|---|---|---|---|")
     for (w, tr, label), v in sorted(samples.items()):
-        base = samples.get((w, tr, ref))
+        base = samples.get((w, tr, ref)) or samples.get((w, "none", ref))   # "none": fio on the file
         if label == ref or not base:
             continue
         ratios = [x[0] / b[0] for x, b in zip(v, base) if b[0]]
