@@ -16,6 +16,7 @@
 #include "daemon/process/fdstore_handover.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/process/server.hpp"
+#include "daemon/process/storage_waits.hpp"
 #include "daemon/process/systemd_notify.hpp"
 #include "daemon/process/takeover.hpp"
 
@@ -191,6 +192,18 @@ int main(int argc, char** argv) {
         // Closing that storage (rbd_close, joining the I/O threads) would wait for it as the flush did.
         spdlog::shutdown();
         std::_Exit(code);
+    }
+    // Even flushed, an image's close waits for the cluster (rbd_close
+    // flushes librbd's cache, ends its watch, releases the lock): bounded
+    // like the flush, the exit goes without it. Everything acknowledged as
+    // durable is on the storage already.
+    const auto bound = config.limits.drain_timeout;
+    auto close_devices = [s = server.release()] { delete s; };
+    if (!daemon::run_within("closing the devices", close_devices, bound)) {
+        spdlog::error("closing the devices did not finish in {} ms (storage not answering); exiting without it",
+                      bound.count());
+        spdlog::shutdown();
+        std::_Exit(1);
     }
     return code;
 }

@@ -128,14 +128,19 @@ std::vector<std::string> FlushThreads::running() const {
     return out;
 }
 
-bool join_within(boost::asio::thread_pool& pool, std::chrono::milliseconds deadline) {
+bool run_within(const std::string& what, std::function<void()> job, std::chrono::milliseconds deadline) {
     auto shared = std::make_shared<Shared>();
-    auto round = new_round({"the I/O thread pool"}, {});
-    launch(shared, round, 0, [&pool] {
-        pool.join();
+    auto round = new_round({what}, {});
+    launch(shared, round, 0, [job = std::move(job)] {
+        job();
         return 0;
     });
     return wait_for(*shared, *round, deadline).unfinished.empty();
+}
+
+bool join_within(boost::asio::thread_pool& pool, std::chrono::milliseconds deadline) {
+    return run_within(
+        "the I/O thread pool", [&pool] { pool.join(); }, deadline);
 }
 
 }   // namespace nbdsched::daemon

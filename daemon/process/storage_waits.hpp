@@ -14,8 +14,9 @@
 // nothing else to do by then), the flush before a planned restart's
 // hand-over and then the release of the devices' locks (rbd_lock_release
 // waits for the cluster as a flush does; loop 0 goes on serving, an answer
-// comes back on it), and the end of run() for what is still on the I/O
-// thread pool (join_within).
+// comes back on it), the end of run() for what is still on the I/O
+// thread pool (join_within), and closing the devices at the exit
+// (run_within: rbd_close flushes librbd's cache and waits for the cluster).
 #pragma once
 
 #include <boost/asio/thread_pool.hpp>
@@ -67,6 +68,11 @@ public:
 private:
     std::shared_ptr<Shared> shared_;
 };
+
+// job() on a thread of its own (`what` names it in a log line if no thread
+// can be had), given up after `deadline`: false when it still runs then
+// (what it uses must then never be touched again: the caller exits with _Exit).
+bool run_within(const std::string& what, std::function<void()> job, std::chrono::milliseconds deadline);
 
 // pool.join(), given up after `deadline`: false when something still runs
 // on the pool then (the pool must then never be joined nor destroyed).

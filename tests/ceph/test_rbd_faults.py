@@ -222,19 +222,25 @@ def take_back_with_osd_paused(c, cluster, tmp):
         stop_while_taking_back(c, d, cluster, tmp)
 
 
+def sigterm_and_wait(d, timeout):
+    """SIGTERM, then the daemon's exit status (None if it still runs after
+    `timeout` s) and how long it took."""
+    d.send(signal.SIGTERM)
+    sent = time.monotonic()
+    try:
+        status = d.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        status = None
+    return status, time.monotonic() - sent
+
+
 def stop_while_taking_back(c, d, cluster, tmp):
     """The same failed hand-over, then SIGTERM while the lock is still being
     taken back: the daemon exits 1 within its drain timeouts, naming what
     it left (the take-back, or the final flush when that waits too)."""
     try:
         fail_after_release(c, d, cluster, tmp, "stop while taking back", "the test's new process gives up again")
-        d.send(signal.SIGTERM)
-        sent = time.monotonic()
-        try:
-            status = d.proc.wait(timeout=DRAIN_TIMEOUT_S * 3 + 15)
-        except subprocess.TimeoutExpired:
-            status = None
-        took = time.monotonic() - sent
+        status, took = sigterm_and_wait(d, DRAIN_TIMEOUT_S * 3 + 15)
         log = d.log()
         c.check("stop while taking back: the daemon exits 1 within its drain timeouts",
                 status == 1 and took < DRAIN_TIMEOUT_S * 3 + 15, f"status {status} after {took:.1f} s")
@@ -323,33 +329,28 @@ def take_back_retried(c, cluster, tmp):
 
 
 def stop_with_lock_lost(c, d, cluster, tmp, sock):
-    """SIGTERM between two tries of taking a lock back: nothing to flush on
-    that device (its flush would fail, EROFS), the daemon exits 0. A try
-    running at that moment makes it exit 1 naming the take-back instead.
-    The OSD is resumed once the loops have stopped: the image's close waits
-    for it."""
+    """SIGTERM between two tries of taking a lock back, the OSD still
+    paused: nothing to flush on that device (its flush would fail, EROFS),
+    the daemon exits 0. A try running at that moment makes it exit 1 naming
+    the take-back instead; an image close waiting for the OSD (librbd's
+    watch) makes it exit 1 after the drain timeout, naming the close. It
+    never waits for the OSD to come back."""
     lost = "taking the locks back failed: device retry"
     before = d.log().count(lost)
     try:
         fail_after_release(c, d, cluster, tmp, "stop with the lock lost", "the test's new process gives up", sock)
         c.check("stop with the lock lost: the take-back failed",
                 wait_for(lambda: d.log().count(lost) > before, TIMEOUT * 4 + 10))
-        d.send(signal.SIGTERM)   # the first try is 1 s later
-        # Closing the image (after the loops stopped) may wait for the
-        # paused OSD longer than its op timeout (librbd's watch): not
-        # what is tested here.
-        d.wait_log("nbdsched: stopped", DRAIN_TIMEOUT_S * 3 + 5)
-        cluster.signal_osd(signal.SIGCONT)
-        try:
-            status = d.proc.wait(timeout=DRAIN_TIMEOUT_S * 3 + 15)
-        except subprocess.TimeoutExpired:
-            status = None
+        status, took = sigterm_and_wait(d, DRAIN_TIMEOUT_S * 3 + 15)   # the first try is 1 s later
         log = d.log()
         between = status == 0 and "device retry: stopping without its lock" in log
         during = status == 1 and "device retry: the take-back of the lock of a failed hand-over still waits" in log
-        c.check("stop with the lock lost: it exits 0 without flushing that device (or 1 naming a try running)",
-                between or during, f"status {status}" + (", a try was running" if during else ""))
-        if not (between or during):
+        closing = status == 1 and "closing the devices did not finish" in log
+        c.check("stop with the lock lost, the OSD paused: it exits 0 without flushing that device (or 1 naming a "
+                "try running, or the close)", between or during or closing,
+                f"status {status} after {took:.1f} s" + (", a try was running" if during else "") +
+                (", the close was given up" if closing else ""))
+        if not (between or during or closing):
             d.print_log_tail(30)
     finally:
         cluster.signal_osd(signal.SIGCONT)
@@ -408,13 +409,49 @@ def main():
     c = Checks()
     tmp = TempDir("rbd-faults")
     try:
-        with Cluster(tmp.path, ["img1:64M", "img2:64M", "img3:64M", "img4:64M"]) as cluster:
+        with Cluster(tmp.path, ["img1:64M", "img2:64M", "img3:64M", "img4:64M", "img5:64M"]) as cluster:
             faults_daemon(c, cluster, tmp)
             take_back_with_osd_paused(c, cluster, tmp)
             take_back_retried(c, cluster, tmp)
+            stop_idle_with_osd_paused(c, cluster, tmp)
     finally:
         tmp.remove()
     c.finish()
+
+
+def stop_idle_with_osd_paused(c, cluster, tmp):
+    """SIGTERM with nothing in flight and nothing to flush, the OSD paused,
+    no osd_op_timeout: closing the image (librbd ends its watch and releases
+    the lock) waits for the OSD, for ever without a bound. The daemon exits
+    1 after the drain timeout, naming the close; once the OSD is back a plain
+    restart gets the lock (the cluster drops the dead client's watch) and
+    the FUA write reads back."""
+    cfg = (DRAIN_LIMITS + "devices:\n"
+           f"  - {rbd_config('idle', 'img5', cluster.conf, rotational='false')}\n"
+           "exports:\n  - {name: idle, device: idle}\n")
+    with Daemon(cfg, "idle", workdir=tmp.path) as d:
+        h = nbd.NBD()
+        h.connect_uri(d.uri("idle"))
+        h.pwrite(b"i" * 4096, 0, nbd.CMD_FLAG_FUA)
+        h.shutdown()
+        cluster.signal_osd(signal.SIGSTOP)
+        try:
+            status, took = sigterm_and_wait(d, DRAIN_TIMEOUT_S * 3 + 10)
+            c.check("stop with the OSD paused, nothing to flush: exits 1 after the drain timeout, not waiting for the "
+                    "image's close", status == 1 and took < DRAIN_TIMEOUT_S * 3 + 5,
+                    f"status {status} after {took:.1f} s")
+            c.check("... naming the close",
+                    "closing the devices did not finish in 2000 ms (storage not answering)" in d.log())
+        finally:
+            cluster.signal_osd(signal.SIGCONT)
+    # The dead client's lock goes with its watch (about 30 s on this cluster).
+    with Daemon(cfg, "idle-again", workdir=tmp.path, ready_timeout=90) as d:
+        h = nbd.NBD()
+        h.connect_uri(d.uri("idle"))
+        c.check("a plain restart once the OSD is back: the FUA write reads back", h.pread(4096, 0) == b"i" * 4096)
+        h.pwrite(b"j" * 4096, 0, nbd.CMD_FLAG_FUA)
+        c.check("... and it writes", h.pread(4096, 0) == b"j" * 4096)
+        h.shutdown()
 
 
 def faults_daemon(c, cluster, tmp):

@@ -200,3 +200,24 @@ TEST_CASE("join_within: a pool whose job does not finish is given up at the boun
     CHECK(took < 10 * bound);
     release.set_value();   // the job ends; the thread join_within left behind joins the pool
 }
+
+TEST_CASE("run_within: a job that finishes in time has run") {
+    std::atomic<bool> ran = false;
+    CHECK(run_within(
+        "a quick job", [&ran] { ran = true; }, 30s));
+    CHECK(ran);
+}
+
+TEST_CASE("run_within: a job that does not finish is given up at the bound") {
+    constexpr auto bound = 300ms;
+    // Shared with the thread left behind, which outlives this test case.
+    auto release = std::make_shared<std::promise<void>>();
+    auto released = release->get_future().share();
+    const auto began = Clock::now();
+    CHECK_FALSE(run_within(
+        "a stuck close", [released] { released.wait(); }, bound));
+    const auto took = Clock::now() - began;
+    CHECK(took >= bound);
+    CHECK(took < 10 * bound);
+    release->set_value();
+}

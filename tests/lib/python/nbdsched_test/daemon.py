@@ -56,7 +56,7 @@ class Daemon(Server):
     arguments (e.g. ["--break-lock"])."""
 
     def __init__(self, config, tag="nbdsched", workdir=None, tcp=False, control=True, env=None,
-                 binary=None, wrapper=(), wait=True, listen_options=None, args=()):
+                 binary=None, wrapper=(), wait=True, listen_options=None, args=(), ready_timeout=30):
         self.binary = os.path.abspath(binary) if binary else nbdsched_binary()
         self._own_tmp = TempDir(tag) if workdir is None else None
         self.dir = workdir or self._own_tmp.path
@@ -71,7 +71,7 @@ class Daemon(Server):
         try:
             super().__init__("nbdsched", argv, self.dir, self.file(f"{tag}.log"), sock=self.sock,
                              tcp_port=self.tcp_port, listens=[self.sock, self.control], env=env,
-                             wait=wait)
+                             wait=wait, timeout=ready_timeout)
         except BaseException:
             self._remove_tmp()
             raise
