@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <map>
 #include <set>
 
 #include "backend/ram_backend.hpp"
@@ -117,7 +118,7 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     auto families = metrics::collect(state);
     std::set<std::string> names;
     for (const auto& f : families) names.insert(f.name);
-    std::set<std::string> want{"nbdsched_device_queues", "nbdsched_device_inflight_requests",
+    std::set<std::string> want{"nbdsched_device_queues", "nbdsched_device_lock_lost", "nbdsched_device_inflight_requests",
                                "nbdsched_device_inflight_bytes", "nbdsched_device_inflight_waits_total",
                                "nbdsched_group_weight"};
     for (std::string level : {"device", "export", "group"}) {
@@ -129,6 +130,19 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
             want.insert("nbdsched_" + level + "_" + name);
     }
     CHECK(names == want);
+
+    auto* lock_lost = find_metric(families, "nbdsched_device_lock_lost", {{"device", "d0"}});
+    REQUIRE(lock_lost);
+    CHECK(lock_lost->gauge.value == 0);
+    CHECK_FALSE(dev["lock_lost"].get<bool>());
+    const std::map<std::string, unsigned> lost{{"d0", 2}};   // two failed take-backs
+    state.locks_lost = &lost;
+    CHECK(control::stats_json(state)["devices"][0]["lock_lost"].get<bool>());
+    const auto with_lost = metrics::collect(state);
+    lock_lost = find_metric(with_lost, "nbdsched_device_lock_lost", {{"device", "d0"}});
+    REQUIRE(lock_lost);
+    CHECK(lock_lost->gauge.value == 1);
+    state.locks_lost = nullptr;
 
     auto* reads = find_metric(families, "nbdsched_device_requests_total", {{"device", "d0"}, {"op", "read"}});
     REQUIRE(reads);
