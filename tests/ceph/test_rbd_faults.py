@@ -311,6 +311,9 @@ def take_back_retried(c, cluster, tmp):
                     and lock_lost(d, "retry") is True)
         finally:
             cluster.signal_osd(signal.SIGCONT)
+        answered = cluster.wait_answering("img4")
+        c.check("retried take-back: the cluster answers again after the pause", answered is not None,
+                f"after {answered:.1f} s" if answered is not None else "no answer")
         c.check("retried take-back: once the OSD is back, a retry takes the lock back",
                 d.wait_log("device retry: its lock is back after", 60))
         try:
@@ -444,6 +447,9 @@ def stop_idle_with_osd_paused(c, cluster, tmp):
                     "closing the devices did not finish in 2000 ms (storage not answering)" in d.log())
         finally:
             cluster.signal_osd(signal.SIGCONT)
+    answered = cluster.wait_answering("img5")
+    c.check("the cluster answers again after the pause", answered is not None,
+            f"after {answered:.1f} s" if answered is not None else "no answer")
     # The dead client's lock goes with its watch (about 30 s on this cluster).
     with Daemon(cfg, "idle-again", workdir=tmp.path, ready_timeout=90) as d:
         h = nbd.NBD()

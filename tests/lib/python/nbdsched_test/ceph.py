@@ -6,6 +6,7 @@ a monitor that does not come up) the test SKIPs with the reason."""
 import os
 import signal
 import subprocess
+import time
 
 from .verdict import skip
 
@@ -68,6 +69,28 @@ class Cluster:
 
     def signal_osd(self, sig=signal.SIGSTOP):
         os.kill(self.pids()["osd.0"], sig)
+
+    def osd_alive(self):
+        try:
+            os.kill(self.pids()["osd.0"], 0)
+            return True
+        except OSError:
+            return False
+
+    def wait_answering(self, image, timeout=120):
+        """Seconds until `rbd info` on `image` answers again (an OSD resumed
+        after a long pause may take a while on a loaded host), or None: then
+        the OSD's log tail is printed."""
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            try:
+                self.rbd("info", f"rbd/{image}", timeout=10)
+                return time.monotonic() - start
+            except (AssertionError, subprocess.TimeoutExpired):
+                time.sleep(0.5)
+        print(f"the cluster did not answer within {timeout} s (OSD process alive: {self.osd_alive()})\n"
+              + self._log_tail())
+        return None
 
     def stop(self):
         reaper = getattr(self, "_reaper", None)
