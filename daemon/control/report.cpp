@@ -132,7 +132,7 @@ Json stats_json(const DaemonState& state) {
         d["scheduler"] = std::string(dev->scheduler().policy());
         d["hw_tag"] = ss.hw_tag;
         d["idling"] = ss.idling;
-        d["lock_lost"] = state.locks_lost && state.locks_lost->count(dev->name()) != 0;
+        d["lock_lost"] = state.lock_lost(dev->name());
         d["counters"] = counters_json(st.device());
         d["sched"] = sched_json(ss.device);
         d["inflight"] = inflight_json(dev->inflight_budget().stats(), state.config->limits);

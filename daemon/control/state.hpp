@@ -28,6 +28,8 @@ struct DaemonState {
     // hand-over: its writes fail (EROFS) until one succeeds. Unset: none.
     const std::map<std::string, unsigned>* locks_lost = nullptr;
 
+    bool lock_lost(const std::string& device) const { return locks_lost && locks_lost->count(device) != 0; }
+
     void exclusive(const std::function<void()>& f) const {
         if (run_exclusive)
             run_exclusive(f);

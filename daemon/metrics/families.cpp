@@ -149,10 +149,9 @@ std::vector<MetricFamily> collect(const control::DaemonState& state) {
             if (auto q = ss.qos.find(gid); q != ss.qos.end()) add_qos(b, labels, q->second);
         }
         b.gauge("nbdsched_device_queues", "open client queues", d, static_cast<double>(st.queues().size()));
-        const bool lock_lost = state.locks_lost && state.locks_lost->count(dev->name()) != 0;
         b.gauge("nbdsched_device_lock_lost",
                 "1 while the device's lock, given up in a failed hand-over, is not back (writes fail, EROFS)", d,
-                lock_lost ? 1.0 : 0.0);
+                state.lock_lost(dev->name()) ? 1.0 : 0.0);
         add_inflight(b, d, dev->inflight_budget().stats());
         if (auto f = backend::fault_stats(dev->backend())) add_faults(b, d, *f);
     }

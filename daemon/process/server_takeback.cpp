@@ -146,10 +146,7 @@ void Server::unpark_held(bool timed_out) {
     if (timed_out) takeback_timer_.cancel();
     auto open = connections_;   // a connection may finish inside unpark()
     for (auto& [id, c] : open) {
-        const auto export_name = c->handover_state().export_name;
-        const Device* device = nullptr;
-        for (std::size_t i = 0; i < exports_.infos.size(); ++i)
-            if (exports_.infos[i].name == export_name) device = exports_.bindings[i].device;
+        const Device* device = c->device();
         const bool held = device && listed(taking_back_, device->name());
         if (held && !timed_out) continue;
         if (held && !stopping_ && c->parked())

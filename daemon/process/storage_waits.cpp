@@ -139,8 +139,8 @@ bool run_within(const std::string& what, std::function<void()> job, std::chrono:
 }
 
 bool join_within(boost::asio::thread_pool& pool, std::chrono::milliseconds deadline) {
-    return run_within(
-        "the I/O thread pool", [&pool] { pool.join(); }, deadline);
+    auto join = [&pool] { pool.join(); };
+    return run_within("the I/O thread pool", join, deadline);
 }
 
 }   // namespace nbdsched::daemon

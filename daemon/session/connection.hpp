@@ -90,6 +90,8 @@ public:
 
     std::uint64_t id() const { return id_; }
     bool in_transmission() const { return device_ != nullptr; }
+    // The device its export is on; null before transmission.
+    const Device* device() const { return device_; }
     bool tls_active() const { return tls_ != nullptr && negotiation_.tls_active; }
     // Who the peer proved to be over TLS: the PSK identity or the client
     // certificate's subject CN; empty without TLS or without a client certificate.
