@@ -27,6 +27,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -34,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/spec.hpp"
 #include "common/rate_limit.hpp"
 #include "config/config.hpp"
 #include "daemon/tenancy/classify.hpp"
@@ -55,9 +57,13 @@ namespace nbdsched::daemon {
 
 struct ServerOptions {
     bool handle_signals = true;
-    std::vector<int> activated_fds;            // systemd socket activation: listen on these instead
-    std::function<void()> on_ready;            // after listening (sd_notify READY=1)
-    std::function<void()> on_stopping;         // shutdown begins (sd_notify STOPPING=1)
+    std::vector<int> activated_fds;      // systemd socket activation: listen on these instead
+    std::function<void()> on_ready;      // after listening (sd_notify READY=1)
+    std::function<void()> on_stopping;   // shutdown begins (sd_notify STOPPING=1)
+    // Start-up waits for something outside the daemon (an image's lock):
+    // at least `more` from now, `status` says what (sd_notify
+    // EXTEND_TIMEOUT_USEC, so that systemd's start timeout does not end it).
+    std::function<void(std::chrono::seconds more, const std::string& status)> on_start_wait;
     ConfigAdjust reload_adjust;                // SIGHUP: applied to the re-read config
     std::string handover_path;                 // serve planned-restart hand-overs on this unix socket
     const HandedOver* handed_over = nullptr;   // a hand-over: listen and serve on these instead
@@ -111,6 +117,9 @@ private:
     sched::QueueId open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
                               const ExportBinding& binding, std::optional<sched::GroupId> keep_group);
     bool open_sockets(std::string& error);
+    // A device's wait for its image's lock (backend::LockWait), on the
+    // waiting thread: the open, a take-back, a --takeover's acquire.
+    void lock_waited(const std::string& device, const backend::LockWait& wait);
     bool open_endpoints(std::string& error);   // control socket, metrics
 
     // server_handover.cpp
@@ -201,6 +210,7 @@ private:
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
     bool stopped_ = false;
+    std::atomic<bool> ready_ = false;   // serving: a wait is no longer the start's (lock_waited)
     int exit_code_ = 0;
     bool storage_stuck_ = false;
 };
