@@ -7,7 +7,10 @@
 // open with an error naming the holder; with break_lock the holder is
 // broken (and blocklisted by the cluster) first: fail-over after its host
 // died. The size is the image's, read again by refresh_size() (a reload
-// after `rbd resize`). With lock_later (a --takeover) the image is opened
+// after `rbd resize`). A lock whose holder does not refuse at once (a dead
+// process, until the cluster drops its watch) is waited for, and the wait
+// told through RbdSpec::on_lock_wait (the daemon logs it: this floor has no
+// log). With lock_later (a --takeover) the image is opened
 // without the lock; acquire_exclusive() takes it once the old process
 // released it (release_exclusive(): a planned restart, docs/rbd.md).
 //

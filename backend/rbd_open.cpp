@@ -1,7 +1,10 @@
 // Opening an RBD image: the cluster connection, the image and its exclusive
 // lock (rbd_backend.hpp has the rules).
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <future>
 #include <rbd/librbd.h>
 #include <vector>
 
@@ -15,17 +18,20 @@ namespace {
 
 std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
 
-// "client.4235 at 127.0.0.1:0/3123" for each owner of the image's lock: the
-// owner (librbd names it by address) with the client id of its watch.
-std::string lock_holders(rbd_image_t image) {
+// "client.4235 at 127.0.0.1:0/3123" for each owner of the image's lock (the
+// owner, which librbd names by address, with the client id of its watch) in
+// `out`; how many owners (0: the lock is free), or -errno.
+int holders_of(rbd_image_t image, std::string& out) {
     rbd_lock_mode_t mode;
     std::vector<char*> owners(8);
     std::size_t count = owners.size();
-    if (rbd_lock_get_owners(image, &mode, owners.data(), &count) < 0 || count == 0) return "an unknown client";
+    int r = rbd_lock_get_owners(image, &mode, owners.data(), &count);
+    if (r == -ENOENT) return 0;
+    if (r < 0) return r;
     std::vector<rbd_image_watcher_t> watchers(64);
     std::size_t watcher_count = watchers.size();
     if (rbd_watchers_list(image, watchers.data(), &watcher_count) < 0) watcher_count = 0;
-    std::string out;
+    out.clear();
     for (std::size_t i = 0; i < count; ++i) {
         std::string owner = owners[i];
         for (std::size_t w = 0; w < watcher_count; ++w)
@@ -34,7 +40,53 @@ std::string lock_holders(rbd_image_t image) {
     }
     if (watcher_count) rbd_watchers_list_cleanup(watchers.data(), watcher_count);
     rbd_lock_get_owners_cleanup(owners.data(), count);
-    return out;
+    return static_cast<int>(count);
+}
+
+std::string lock_holders(rbd_image_t image) {
+    std::string out;
+    return holders_of(image, out) > 0 ? out : "an unknown client";
+}
+
+// How long a holder that answers takes to refuse the lock: a few round
+// trips to the cluster (milliseconds; seconds on a loaded host). An acquire
+// still running after this waits for a holder that does not answer.
+constexpr std::chrono::seconds k_refusal_time{2};
+
+std::string seconds_text(std::chrono::milliseconds t) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(t.count()) / 1000.0);
+    return text;
+}
+
+// rbd_lock_acquire, telling h.on_lock_wait when it waits for a holder.
+// librbd's wait cannot be given up (the image stays busy inside it), so it
+// is not bounded here: a dead holder's lock comes once the cluster drops
+// its watch; a holder whose watch lives but that does not answer keeps
+// librbd asking (docs/rbd.md: a bound at start is systemd's start timeout).
+int acquire_told(RbdBackend::Handles& h, const std::string& name) {
+    std::string holder;
+    if (!h.on_lock_wait || holders_of(h.image, holder) <= 0)   // free (or unknown): nobody to wait for
+        return rbd_lock_acquire(h.image, RBD_LOCK_MODE_EXCLUSIVE);
+    const auto began = std::chrono::steady_clock::now();
+    auto acquiring = std::async(std::launch::async, [image = h.image] {
+        return rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
+    });
+    if (acquiring.wait_for(k_refusal_time) == std::future_status::ready) return acquiring.get();
+    LockWait wait;
+    wait.holder = holder;
+    wait.message = "rbd " + name + ": its lock is held by " + holder +
+                   ", which does not answer: waiting for it (a dead holder's lock is taken once the cluster drops "
+                   "its watch, about 30 s: osd_client_watch_timeout); if that host is dead, --break-lock takes it "
+                   "at once";
+    h.on_lock_wait(wait);
+    const int r = acquiring.get();
+    if (r != 0) return r;
+    wait.event = LockWait::Event::taken;
+    wait.waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+    wait.message = "rbd " + name + ": got its lock after " + seconds_text(wait.waited) + " (held by " + holder + ")";
+    h.on_lock_wait(wait);
+    return 0;
 }
 
 // Breaks every holder of the image's lock (librbd blocklists each, so a
@@ -53,9 +105,11 @@ int break_holders(rbd_image_t image) {
 
 // Takes the exclusive lock, or says who has it. A live holder refuses at
 // once; a dead one's lock is taken over by librbd once the cluster has
-// dropped its watch (~30 s), unless break_lock breaks it first (`broke`:
-// whose lock that was, if anybody's).
-bool take_lock(rbd_image_t image, bool break_lock, std::string& error, std::string* broke = nullptr) {
+// dropped its watch (~30 s; acquire_told says so meanwhile), unless
+// break_lock breaks it first (`broke`: whose lock that was, if anybody's).
+bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock, std::string& error,
+               std::string* broke = nullptr) {
+    rbd_image_t image = h.image;
     std::string holders;
     if (break_lock) {
         holders = lock_holders(image);
@@ -68,7 +122,7 @@ bool take_lock(rbd_image_t image, bool break_lock, std::string& error, std::stri
         }
         if (r > 0 && broke) *broke = holders;
     }
-    int r = rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
+    int r = acquire_told(h, name);
     if (r == 0) return true;
     if (r != -EROFS && r != -EBUSY) {
         error = "cannot take the image's exclusive lock: " + errno_text(r);
@@ -148,7 +202,8 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
-    if (!spec.lock_later && !take_lock(h->image, spec.break_lock, error)) return fail(error);
+    h->on_lock_wait = spec.on_lock_wait;
+    if (!spec.lock_later && !take_lock(*h, name, spec.break_lock, error)) return fail(error);
     h->locked = !spec.lock_later;
     std::uint64_t size = 0;
     if ((r = rbd_get_size(h->image, &size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
@@ -179,7 +234,7 @@ std::string RbdBackend::release_exclusive() {
 std::string RbdBackend::acquire_exclusive(std::string& broke) {
     if (h_->locked) return "";
     std::string error;
-    if (!take_lock(h_->image, h_->released, error, &broke)) return "rbd " + name_ + ": " + error;
+    if (!take_lock(*h_, name_, h_->released, error, &broke)) return "rbd " + name_ + ": " + error;
     h_->locked = true;
     h_->released = false;
     return "";

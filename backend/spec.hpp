@@ -3,7 +3,9 @@
 // not need to know the YAML schema.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +17,20 @@ namespace nbdsched::backend {
 enum class Kind { ram,
                   file,
                   rbd };
+
+// A wait for an RBD image's exclusive lock, told to the daemon (the backend
+// has no log): `waiting` once, when the lock has a holder and the acquire
+// did not answer at once (a live holder refuses within a few round trips;
+// a dead one keeps it until the cluster drops its watch), then `taken`
+// when the lock came after such a wait. Never for a free lock or a refusal.
+struct LockWait {
+    enum class Event { waiting,
+                       taken };
+    Event event = Event::waiting;
+    std::string message;                  // "rbd pool/image: ...", for the log
+    std::string holder;                   // "client.4235 at 127.0.0.1:0/3123"
+    std::chrono::milliseconds waited{};   // taken: since the acquire began
+};
 
 // An RBD image (backend: rbd); docs/rbd.md.
 struct RbdSpec {
@@ -29,6 +45,8 @@ struct RbdSpec {
     // --takeover: the running daemon holds the lock until it hands over;
     // open without it (acquire_exclusive() takes it then).
     bool lock_later = false;
+    // Set by the daemon; called on the thread that waits (the open, a take-back).
+    std::function<void(const LockWait&)> on_lock_wait;
 };
 
 // How a file device runs its reads, writes and flushes: the daemon's I/O

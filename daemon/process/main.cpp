@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
         daemon::notify_ready("serving " + std::to_string(config.exports.size()) + " export(s)");
     };
     options.on_stopping = [] { daemon::notify_stopping(); };
+    options.on_start_wait = [](std::chrono::seconds more, const std::string& status) {
+        daemon::notify_start_wait(more, status);
+    };
     options.reload_adjust = [cli](config::Config& c, std::string& e) { return daemon::apply_listen_overrides(cli, c, e); };
     std::unique_ptr<daemon::Takeover> takeover;   // outlives the server, which uses what it brought
     auto server = daemon::Server::create(config, options, error);

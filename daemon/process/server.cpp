@@ -54,6 +54,7 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     for (std::size_t i = 0; i < s->config_.devices.size(); ++i) {
         auto& dev = s->config_.devices[i];
         dev.rbd.lock_later = s->options_.takeover_pending;   // the old process holds it until take_over
+        dev.rbd.on_lock_wait = [raw = s.get(), name = dev.name](const backend::LockWait& w) { raw->lock_waited(name, w); };
         auto device = build_device(s->loops_.at(i % s->loops_.size()), s->pool_, dev, s->config_, error);
         if (!device) return nullptr;
         s->devices_.push_back(std::move(device));
@@ -98,6 +99,23 @@ bool Server::take_over(const HandedOver& handed, std::string& error) {
     options_.handed_over = &handed;
     if (!acquire_exclusive(error)) return false;   // the old process let go before it sent
     return open_sockets(error);
+}
+
+// A dead holder's lock comes once the cluster drops its watch
+// (osd_client_watch_timeout, 30 s by default): twice that, for a start that
+// waits for it under systemd, whose start timeout would end it otherwise
+// (90 s by default, from the start: several images, a slow cluster).
+constexpr std::chrono::seconds k_lock_wait_allowance{60};
+
+void Server::lock_waited(const std::string& device, const backend::LockWait& wait) {
+    const bool waiting = wait.event == backend::LockWait::Event::waiting;
+    if (waiting)
+        spdlog::warn("device {}: {}", device, wait.message);
+    else
+        spdlog::info("device {}: {}", device, wait.message);
+    if (waiting && !ready_ && options_.on_start_wait)
+        options_.on_start_wait(k_lock_wait_allowance,
+                               "device " + device + ": waiting for its image's lock, held by " + wait.holder);
 }
 
 // The listeners (bound, activated or handed over), then the control socket
@@ -198,6 +216,7 @@ int Server::run() {
     if (metrics_) metrics_->start();
     open_handover();
     spdlog::info("nbdsched: ready");
+    ready_ = true;
     if (options_.on_ready) options_.on_ready();
     loops_.start(config_.limits.busy_poll);
     LoopStats loop;

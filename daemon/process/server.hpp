@@ -27,6 +27,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -34,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/spec.hpp"
 #include "common/rate_limit.hpp"
 #include "config/config.hpp"
 #include "daemon/tenancy/classify.hpp"
@@ -48,6 +50,7 @@
 #include "daemon/process/event_loops.hpp"
 #include "daemon/process/handover_server.hpp"
 #include "daemon/process/reload.hpp"
+#include "daemon/process/retake_schedule.hpp"
 #include "daemon/process/storage_waits.hpp"
 #include "daemon/process/takeover.hpp"
 
@@ -55,9 +58,13 @@ namespace nbdsched::daemon {
 
 struct ServerOptions {
     bool handle_signals = true;
-    std::vector<int> activated_fds;            // systemd socket activation: listen on these instead
-    std::function<void()> on_ready;            // after listening (sd_notify READY=1)
-    std::function<void()> on_stopping;         // shutdown begins (sd_notify STOPPING=1)
+    std::vector<int> activated_fds;      // systemd socket activation: listen on these instead
+    std::function<void()> on_ready;      // after listening (sd_notify READY=1)
+    std::function<void()> on_stopping;   // shutdown begins (sd_notify STOPPING=1)
+    // Start-up waits for something outside the daemon (an image's lock):
+    // at least `more` from now, `status` says what (sd_notify
+    // EXTEND_TIMEOUT_USEC, so that systemd's start timeout does not end it).
+    std::function<void(std::chrono::seconds more, const std::string& status)> on_start_wait;
     ConfigAdjust reload_adjust;                // SIGHUP: applied to the re-read config
     std::string handover_path;                 // serve planned-restart hand-overs on this unix socket
     const HandedOver* handed_over = nullptr;   // a hand-over: listen and serve on these instead
@@ -111,6 +118,9 @@ private:
     sched::QueueId open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
                               const ExportBinding& binding, std::optional<sched::GroupId> keep_group);
     bool open_sockets(std::string& error);
+    // A device's wait for its image's lock (backend::LockWait), on the
+    // waiting thread: the open, a take-back, a --takeover's acquire.
+    void lock_waited(const std::string& device, const backend::LockWait& wait);
     bool open_endpoints(std::string& error);   // control socket, metrics
 
     // server_handover.cpp
@@ -141,8 +151,9 @@ private:
     void take_back_locks(const std::vector<std::string>& names, bool retry = false);
     void locks_taken_back(const std::vector<std::string>& names, const std::map<std::string, TakeBack>& outcome,
                           bool retry);
-    // Lost locks (locks_lost_) are tried again after a backoff, but not
-    // during a hand-over (pause_retakes) nor the shutdown.
+    // Lost locks (locks_lost_) are tried again after a backoff of each
+    // device's own (retakes_), but not during a hand-over (pause_retakes)
+    // nor the shutdown.
     void retake_later();
     void pause_retakes();
     // Each device's flush for a hand-over or the shutdown: none where the lock is lost.
@@ -151,6 +162,8 @@ private:
     // taken back stays parked until it is back (its writes would fail), or
     // drain_timeout passed (`timed_out`); the others serve on at once.
     void unpark_held(bool timed_out);
+    // Whether `name` is one of `names` (devices: taking_back_, ...).
+    static bool listed(const std::vector<std::string>& names, const std::string& name);
     // What of a failed hand-over a thread of flushes_ still runs on `device`.
     std::string left_behind(const std::string& device) const;
 
@@ -188,9 +201,13 @@ private:
     // Device -> failed tries, for each whose take-back failed: its writes
     // fail (EROFS) until a retry gets the lock back (`ctl stats`: lock_lost).
     std::map<std::string, unsigned> locks_lost_;
-    boost::asio::steady_timer retake_timer_;
-    bool retake_pending_ = false;                        // retake_timer_ is armed
-    std::chrono::milliseconds retake_delay_{};           // the last backoff; 0: none yet
+    boost::asio::steady_timer retake_timer_;   // until the first device in retakes_ is due
+    // A cluster that answers again is noticed within a second or so; one
+    // that stays away costs a try (and a log line, rate-limited) every half
+    // minute: per device, a newly lost one starts at 1 s.
+    static constexpr std::chrono::milliseconds k_retake_first{1000};
+    static constexpr std::chrono::milliseconds k_retake_longest{30000};
+    RetakeSchedule retakes_{k_retake_first, k_retake_longest};
     RateLimit retake_log_{std::chrono::minutes(5), 5};   // failed retries logged
     // Each device's release_exclusive() answer (pre-filled: a thread writes only its own entry).
     std::shared_ptr<std::map<std::string, std::string>> release_errors_;
@@ -201,6 +218,7 @@ private:
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
     bool stopped_ = false;
+    std::atomic<bool> ready_ = false;   // serving: a wait is no longer the start's (lock_waited)
     int exit_code_ = 0;
     bool storage_stuck_ = false;
 };

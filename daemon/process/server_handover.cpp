@@ -289,8 +289,7 @@ void Server::abort_handover(const std::string& why) {
     if (std::exchange(locks_released_, false)) {
         std::vector<std::string> names;
         for (const auto& d : devices_)
-            if (std::find(releasing.begin(), releasing.end(), d->name()) == releasing.end())
-                names.push_back(d->name());
+            if (!listed(releasing, d->name())) names.push_back(d->name());
         take_back_locks(names);
     }
     retake_later();   // the locks lost before it (those being taken back now are left to that try)
@@ -340,10 +339,8 @@ bool Server::acquire_exclusive(std::string& error) {
 
 // flushes_.running() lists devices; what runs on them is one of these.
 std::string Server::left_behind(const std::string& device) const {
-    if (std::find(taking_back_.begin(), taking_back_.end(), device) != taking_back_.end())
-        return "the take-back of the lock";
-    if (std::find(abandoned_devices_.begin(), abandoned_devices_.end(), device) != abandoned_devices_.end())
-        return "the lock release";
+    if (listed(taking_back_, device)) return "the take-back of the lock";
+    if (listed(abandoned_devices_, device)) return "the lock release";
     return "the flush";
 }
 

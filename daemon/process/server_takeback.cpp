@@ -2,7 +2,8 @@
 // back on a thread per device (rbd_lock_acquire waits for the cluster as a
 // release does), loop 0 serving on. A device whose take-back failed has
 // lost its lock: its writes fail (EROFS) while it is retried with a
-// backoff, until the lock is back or the daemon stops. Between two tries no
+// backoff of its own (retake_schedule.hpp), until the lock is back or the
+// daemon stops. Between two tries no
 // thread touches the device and it holds no lock, so a next hand-over may
 // begin (the new process takes the lock itself: the remedy when this
 // process's cluster connection cannot get it back, e.g. blocklisted); during
@@ -17,18 +18,9 @@
 
 namespace nbdsched::daemon {
 
-namespace {
-
-// A cluster that answers again is noticed within a second or so; one that
-// stays away costs a try (and a log line, rate-limited) every half minute.
-constexpr std::chrono::milliseconds k_retake_first{1000};
-constexpr std::chrono::milliseconds k_retake_longest{30000};
-
-bool listed(const std::vector<std::string>& names, const std::string& name) {
+bool Server::listed(const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
-
-}   // namespace
 
 // One thread per device (a device not in `names` has nothing to do): loop 0
 // serves on meanwhile; a device's connections wait until its lock is back
@@ -39,6 +31,7 @@ void Server::take_back_locks(const std::vector<std::string>& names, bool retry) 
     auto outcome = std::make_shared<std::map<std::string, TakeBack>>();
     for (const auto& name : names) (*outcome)[name];
     taking_back_.insert(taking_back_.end(), names.begin(), names.end());
+    for (const auto& name : names) retakes_.started(name);   // its answer sets its next try
     flushes_.start_each(
         devices_,
         [outcome](Device& d) {
@@ -61,17 +54,20 @@ void Server::locks_taken_back(const std::vector<std::string>& names, const std::
             taking_back_.erase(it);
     std::string errors;   // devices that lost their lock now
     bool all_back = true;
+    const auto now = std::chrono::steady_clock::now();
     for (const auto& [name, result] : outcome) {
         if (!result.broke.empty())   // the failed new process, which never served
             spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", name, result.broke);
         auto lost = locks_lost_.find(name);
         if (result.error.empty()) {
+            retakes_.back(name);
             if (lost == locks_lost_.end()) continue;
             spdlog::info("device {}: its lock is back after {} attempt(s): writable again", name, lost->second + 1);
             locks_lost_.erase(lost);
             continue;
         }
         all_back = false;
+        const auto delay = retakes_.failed(name, now);
         if (lost == locks_lost_.end()) {
             locks_lost_[name] = 1;
             errors += (errors.empty() ? "" : "; ") + ("device " + name + ": " + result.error);
@@ -85,13 +81,11 @@ void Server::locks_taken_back(const std::vector<std::string>& names, const std::
                          retake_log_.burst(),
                          std::chrono::duration_cast<std::chrono::seconds>(retake_log_.interval()).count());
         spdlog::warn("device {}: taking its lock back failed again (attempt {}): {}; its writes fail (EROFS) until "
-                     "it is back",
-                     name, lost->second, result.error);
+                     "it is back (next try in {} ms)",
+                     name, lost->second, result.error, delay.count());
     }
     unpark_held(false);
     if (!errors.empty()) {
-        pause_retakes();   // a device newly lost: tried again soon, whatever the others' backoff
-        retake_delay_ = {};
         spdlog::error("after the failed hand-over, taking the locks back failed: {} (its writes fail, EROFS, until "
                       "it is back: tried again after {} ms, then at most every {} ms)",
                       errors, k_retake_first.count(), k_retake_longest.count());
@@ -101,37 +95,27 @@ void Server::locks_taken_back(const std::vector<std::string>& names, const std::
     retake_later();
 }
 
-// The next try for every device whose lock is lost, after a delay that
-// doubles from k_retake_first to k_retake_longest while tries fail.
+// The next try of each device whose lock is lost, when its own delay
+// (retakes_) has passed: the timer waits for the first one due.
 void Server::retake_later() {
-    if (locks_lost_.empty()) {
-        retake_delay_ = {};
-        retake_timer_.cancel();
-        return;
-    }
-    if (stopping_ || handing_over_ || retake_pending_) return;
-    retake_delay_ = retake_delay_.count() == 0 ? k_retake_first : std::min(retake_delay_ * 2, k_retake_longest);
-    retake_pending_ = true;
-    retake_timer_.expires_after(retake_delay_);
+    retake_timer_.cancel();   // a device newly lost may be due before the one it waited for
+    if (stopping_ || handing_over_) return;
+    const auto next = retakes_.next();
+    if (!next) return;
+    retake_timer_.expires_at(*next);
     retake_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec) return;
         exclusive([this] {
-            retake_pending_ = false;
             if (stopping_ || handing_over_) return;
-            std::vector<std::string> names;
-            for (const auto& [name, attempts] : locks_lost_)
-                if (!listed(taking_back_, name)) names.push_back(name);   // one already running answers for it
-            take_back_locks(names, true);
+            take_back_locks(retakes_.due(std::chrono::steady_clock::now()), true);
+            retake_later();   // those not due yet
         });
     });
 }
 
 // A hand-over begins while locks are lost: no try during it (its release
 // would run beside the acquire). Once it fails, retake_later goes on.
-void Server::pause_retakes() {
-    retake_pending_ = false;
-    retake_timer_.cancel();
-}
+void Server::pause_retakes() { retake_timer_.cancel(); }
 
 // A device whose lock is lost has nothing to flush: the hand-over that
 // released its lock flushed it first, and every write since failed. Its

@@ -89,6 +89,10 @@ void notify_reloading() {
     send("RELOADING=1\nSTATUS=reloading the configuration\nMONOTONIC_USEC=" + std::to_string(usec));
 }
 
+void notify_start_wait(std::chrono::microseconds more, std::string_view status) {
+    send("EXTEND_TIMEOUT_USEC=" + std::to_string(more.count()) + "\nSTATUS=" + one_line(status));
+}
+
 void notify_stopping() {
     send("STOPPING=1\nSTATUS=stopping");
 }

@@ -8,6 +8,7 @@
 // and inherited_sockets() is empty, so main can call them unconditionally.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,9 @@ void notify_status(std::string_view status);
 // for Type=notify): call on SIGHUP before re-reading the configuration, and
 // notify_ready() when done.
 void notify_reloading();
+// EXTEND_TIMEOUT_USEC=<more> plus STATUS=<status>: the start goes on for
+// `more` at least (past TimeoutStartSec= if need be); send again to go on longer.
+void notify_start_wait(std::chrono::microseconds more, std::string_view status);
 // STOPPING=1: call when the orderly shutdown begins.
 void notify_stopping();
 

@@ -22,7 +22,8 @@ cluster for the whole file:
     reads a request): no request fails, every block reads back, the old
     daemon exits 0; the connections opened before go on with the new one;
   - one writer per image: a second daemon on the image does not start and
-    names the lock's holder; with --break-lock it starts, serves the data,
+    names the lock's holder, at once (the live holder refuses: no line
+    about waiting for the lock); with --break-lock it starts, serves the data,
     and the first daemon's writes fail (its client is blocklisted);
   - the cluster gone: a FUA write and a block status fail with EIO after
     the device's osd_op_timeout instead of hanging, the daemon's RAM device keeps
@@ -348,6 +349,10 @@ def lock_checks(c, cluster, tmp, first_handle):
         c.check("a second daemon on the image does not start", "exited with status" in text, text[-400:])
         c.check("its error names the holder and says --break-lock",
                 "locked by client." in text and "--break-lock" in text, text[-400:])
+        with open(os.path.join(second, "second.log")) as f:
+            log = f.read()
+        c.check("... at once: the live holder refused, no line about waiting for the lock",
+                "locked by client." in log and "which does not answer: waiting for it" not in log, log[-400:])
     breaker = Daemon(config(cluster.conf, osd_op_timeout=TIMEOUT), "breaker", workdir=second, args=["--break-lock"])
     h = connect(breaker, "vol1")
     c.check("--break-lock: the new daemon serves the image's data", h.pread(1 * MiB, 0) == pattern(0, 1 * MiB, seed=3))

@@ -23,9 +23,15 @@
     process exits 1 naming the device, ctl answers while the OSD is still
     paused, and the client goes on once it is back;
   - stopped while the OSD is paused again, the daemon exits after its
-    bounded final flush (status 1, naming the device), never hangs.
+    bounded final flush (status 1, naming the device), never hangs;
+  - stopped idle with the OSD paused, it exits 1 naming the close of the
+    image; a plain restart waits ~30 s for the dead process's lock and says
+    so: a warning before (the holder, the cluster dropping its watch,
+    --break-lock), how long it took after, and systemd's start timeout
+    extended meanwhile (EXTEND_TIMEOUT_USEC on $NOTIFY_SOCKET).
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -427,8 +433,8 @@ def stop_idle_with_osd_paused(c, cluster, tmp):
     no osd_op_timeout: closing the image (librbd ends its watch and releases
     the lock) waits for the OSD, for ever without a bound. The daemon exits
     1 after the drain timeout, naming the close; once the OSD is back a plain
-    restart gets the lock (the cluster drops the dead client's watch) and
-    the FUA write reads back."""
+    restart gets the lock (the cluster drops the dead client's watch), says
+    so while it waits (lock_wait_told), and the FUA write reads back."""
     cfg = (DRAIN_LIMITS + "devices:\n"
            f"  - {rbd_config('idle', 'img5', cluster.conf, rotational='false')}\n"
            "exports:\n  - {name: idle, device: idle}\n")
@@ -451,13 +457,62 @@ def stop_idle_with_osd_paused(c, cluster, tmp):
     c.check("the cluster answers again after the pause", answered is not None,
             f"after {answered:.1f} s" if answered is not None else "no answer")
     # The dead client's lock goes with its watch (about 30 s on this cluster).
-    with Daemon(cfg, "idle-again", workdir=tmp.path, ready_timeout=90) as d:
-        h = nbd.NBD()
-        h.connect_uri(d.uri("idle"))
-        c.check("a plain restart once the OSD is back: the FUA write reads back", h.pread(4096, 0) == b"i" * 4096)
-        h.pwrite(b"j" * 4096, 0, nbd.CMD_FLAG_FUA)
-        c.check("... and it writes", h.pread(4096, 0) == b"j" * 4096)
-        h.shutdown()
+    # The test plays systemd's NOTIFY_SOCKET: the wait extends the start.
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(tmp.file("idle-notify.sock"))
+    notify.setblocking(False)
+    env = dict(os.environ, NOTIFY_SOCKET=tmp.file("idle-notify.sock"))
+    try:
+        with Daemon(cfg, "idle-again", workdir=tmp.path, ready_timeout=90, env=env) as d:
+            h = nbd.NBD()
+            h.connect_uri(d.uri("idle"))
+            c.check("a plain restart once the OSD is back: the FUA write reads back", h.pread(4096, 0) == b"i" * 4096)
+            h.pwrite(b"j" * 4096, 0, nbd.CMD_FLAG_FUA)
+            c.check("... and it writes", h.pread(4096, 0) == b"j" * 4096)
+            h.shutdown()
+            lock_wait_told(c, d.log(), notify_messages(notify))
+    finally:
+        notify.close()
+
+
+def notify_messages(sock):
+    out = []
+    while True:
+        try:
+            out.append(sock.recv(4096).decode())
+        except BlockingIOError:
+            return out
+
+
+def lock_wait_told(c, log, messages):
+    """The restart's wait for the dead client's lock: a warning before it
+    (the holder named, the ~30 s and --break-lock said), the time it took
+    once the lock came, both before the daemon is ready; systemd's start
+    timeout extended meanwhile, its status naming the wait."""
+    lines = log.splitlines()
+    waiting = [i for i, line in enumerate(lines)
+               if "[warning] device idle: rbd " in line and "img5: its lock is held by client." in line]
+    c.check("the restart logs once, as a warning, that it waits for the dead client's lock",
+            len(waiting) == 1, f"{len(waiting)} line(s)")
+    line = lines[waiting[0]] if waiting else ""
+    holder = re.search(r"held by (client\.\d+ at \S+?),", line)
+    c.check("... naming the holder, the cluster dropping its watch (~30 s) and --break-lock",
+            holder is not None and "drops its watch, about 30 s" in line and "--break-lock takes it at once" in line,
+            line)
+    got = [(i, re.search(r"got its lock after (\d+\.\d) s \(held by (.*)\)", line)) for i, line in enumerate(lines)
+           if "[info] device idle: rbd " in line and "got its lock after" in line]
+    ready = [i for i, line in enumerate(lines) if "nbdsched: ready" in line]
+    c.check("once the lock comes: an info line with how long it took, after the warning and before ready",
+            len(got) == 1 and got[0][1] is not None and bool(waiting) and waiting[0] < got[0][0] < (ready or [0])[0] and
+            holder is not None and got[0][1].group(2) == holder.group(1),
+            "; ".join(lines[i] for i, _ in got) or "no such line")
+    if got and got[0][1]:
+        print(f"restart: the dead client's lock came after {got[0][1].group(1)} s")
+    extended = [i for i, m in enumerate(messages)
+                if "EXTEND_TIMEOUT_USEC=60000000" in m.split("\n") and "waiting for its image's lock" in m]
+    first_ready = next((i for i, m in enumerate(messages) if "READY=1" in m.split("\n")), len(messages))
+    c.check("under systemd: the start timeout extended for the wait (EXTEND_TIMEOUT_USEC, STATUS) before READY=1",
+            len(extended) == 1 and extended[0] < first_ready, repr(messages)[:300])
 
 
 def faults_daemon(c, cluster, tmp):

@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -82,10 +83,18 @@ TEST_CASE("notify: READY, STATUS, RELOADING, STOPPING reach NOTIFY_SOCKET in ord
     CHECK(sd.next().rfind("STOPPING=1", 0) == 0);
 }
 
+TEST_CASE("notify: a start that waits extends the start timeout, in microseconds, and says why") {
+    NotifyListener sd;
+    notify_start_wait(std::chrono::seconds(60), "device vol1: waiting for its image's lock\nheld by client.4115");
+    CHECK(sd.next() == "EXTEND_TIMEOUT_USEC=60000000\nSTATUS=device vol1: waiting for its image's lock held by "
+                       "client.4115");
+}
+
 TEST_CASE("notify: without NOTIFY_SOCKET every call is a harmless no-op") {
     unsetenv("NOTIFY_SOCKET");
     notify_ready("x");
     notify_reloading();
+    notify_start_wait(std::chrono::seconds(1), "x");
     notify_stopping();
     CHECK(true);
 }
