@@ -15,10 +15,12 @@ bool matches(std::string_view query, bool listing) {
     return listing && query == "base:";
 }
 
-void append_meta_context(std::vector<std::uint8_t>& out, std::uint32_t option) {
+// LIST's replies carry id 0: the spec reserves it there ("clients MUST
+// disregard it"); SET's carry the id BLOCK_STATUS chunks will name.
+void append_meta_context(std::vector<std::uint8_t>& out, std::uint32_t option, bool listing) {
     append_reply_header(out, option, rep_meta_context, static_cast<std::uint32_t>(4 + base_allocation.size()));
     Writer w(out);
-    w.u32(base_allocation_id);
+    w.u32(listing ? 0 : base_allocation_id);
     w.bytes(base_allocation);
 }
 
@@ -61,6 +63,12 @@ std::vector<std::uint8_t> encode_meta_context_request(std::string_view export_na
 OptionResult handle_meta_context(Negotiation& state, std::uint32_t option, std::span<const std::uint8_t> data,
                                  std::span<const ExportInfo> exports, std::vector<std::uint8_t>& out) {
     const bool listing = option == static_cast<std::uint32_t>(Option::list_meta_context);
+    // SET replaces every earlier selection "including when this command
+    // fails": clear it before any error reply.
+    if (!listing) {
+        state.base_allocation = false;
+        state.meta_export.clear();
+    }
     if (!state.structured_replies) {
         append_error(out, option, rep_err_invalid, "metadata contexts need NBD_OPT_STRUCTURED_REPLY first");
         return {};
@@ -81,11 +89,11 @@ OptionResult handle_meta_context(Negotiation& state, std::uint32_t option, std::
     }
     bool selected = listing && request->queries.empty();   // LIST without queries: everything
     for (auto q : request->queries) selected = selected || matches(q, listing);
-    if (!listing) {   // SET replaces the previous selection, even with nothing
-        state.base_allocation = selected;
-        state.meta_export = selected ? e->name : std::string();
+    if (!listing && selected) {
+        state.base_allocation = true;
+        state.meta_export = e->name;
     }
-    if (selected) append_meta_context(out, option);
+    if (selected) append_meta_context(out, option, listing);
     append_ack(out, option);
     return {};
 }

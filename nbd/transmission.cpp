@@ -113,7 +113,10 @@ std::uint32_t validate_request(const RequestHeader& r, const ExportLimits& limit
     if (r.flags & ~allowed) return err_inval;
     if (writes && limits.read_only) return err_perm;
     const bool payload = r.type == static_cast<std::uint16_t>(Command::read) || has_payload(r);
-    if (payload && r.length > limits.max_payload) return limits.structured ? err_overflow : err_inval;
+    // EOVERFLOW only for a READ (no request payload) and only with structured
+    // replies, as the spec asks; an oversize WRITE is EINVAL.
+    if (payload && r.length > limits.max_payload)
+        return limits.structured && !has_payload(r) ? err_overflow : err_inval;
     if (!has_range) return 0;
     const bool past_end = r.offset > limits.size || r.length > limits.size - r.offset;
     if (past_end) {

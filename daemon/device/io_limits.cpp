@@ -1,5 +1,6 @@
 #include "daemon/device/io_limits.hpp"
 
+#include <algorithm>
 #include <bit>
 
 #include "backend/faulty.hpp"
@@ -47,7 +48,9 @@ readahead::Options read_ahead_options(const config::Device& device, bool rotatio
 std::uint32_t preferred_block(const IoLimits& limits, std::uint32_t max_block) {
     auto opt = limits.optimal_io_bytes;
     if (opt >= 512 && std::has_single_bit(opt) && opt <= max_block) return opt;
-    return 4096;
+    // The spec wants preferred <= maximum: a max_request_bytes under 4 KiB
+    // (512 is allowed) lowers it; libnbd drops the whole size info otherwise.
+    return std::bit_floor(std::clamp<std::uint32_t>(max_block, 512, 4096));
 }
 
 }   // namespace nbdsched::daemon

@@ -27,7 +27,8 @@ readahead::Options read_ahead_options(const config::Device& device, bool rotatio
                                       std::uint64_t device_size, bool latency_to_hide);
 
 // NBD_INFO_BLOCK_SIZE preferred size: the optimal I/O size when there is a
-// usable one (a power of two in [512, max_block]), else 4096.
+// usable one (a power of two in [512, max_block]), else 4096, or the largest
+// power of two not above max_block when that is smaller (never under 512).
 std::uint32_t preferred_block(const IoLimits& limits, std::uint32_t max_block);
 
 }   // namespace nbdsched::daemon

@@ -167,10 +167,13 @@ bool build_exports(const config::Config& config, const std::vector<std::unique_p
         info.size = exp.size.value_or(device_size - exp.offset);
         bool read_only = exp.readonly || backend_read_only(device->backend());
         if (read_only && !exp.readonly) spdlog::warn("export {}: backing file is read-only; serving read-only", exp.name);
-        info.flags = nbd::tflag_has_flags | nbd::tflag_send_flush | nbd::tflag_send_fua |
-                     nbd::tflag_send_trim | nbd::tflag_send_write_zeroes | nbd::tflag_can_multi_conn |
-                     nbd::tflag_send_cache | nbd::tflag_send_fast_zero;
-        if (read_only) info.flags |= nbd::tflag_read_only;
+        info.flags = nbd::tflag_has_flags | nbd::tflag_send_flush | nbd::tflag_can_multi_conn | nbd::tflag_send_cache;
+        // A read-only export does not offer what it would refuse (EPERM), as nbdkit does.
+        if (read_only)
+            info.flags |= nbd::tflag_read_only;
+        else
+            info.flags |= nbd::tflag_send_fua | nbd::tflag_send_trim | nbd::tflag_send_write_zeroes |
+                          nbd::tflag_send_fast_zero;
         if (device->rotational()) info.flags |= nbd::tflag_rotational;
         info.min_block = 1;
         info.max_block = config.limits.max_request_bytes;

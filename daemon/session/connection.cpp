@@ -62,10 +62,14 @@ void Connection::shutdown() {
         return;
     }
     stop_reading_ = true;
-    boost::system::error_code ignored;
     // Wakes the pending read (it completes with EOF) without cancelling the
-    // replies being written.
-    socket_.shutdown(Socket::shutdown_receive, ignored);
+    // replies being written. Not under TLS: an EOF there is a fatal TLS
+    // error that leaves no close_notify to send; maybe_finish() cancels that
+    // read once the replies are out.
+    if (!tls_active()) {
+        boost::system::error_code ignored;
+        socket_.shutdown(Socket::shutdown_receive, ignored);
+    }
     maybe_finish();
 }
 

@@ -137,10 +137,15 @@ private:
     void bind_export(const nbd::ExportInfo& info, std::uint16_t flags, bool block_status,
                      std::optional<sched::GroupId> keep_group);
 
+    void start_tls();
+    // Ends the TLS session with close_notify before the TCP connection closes
+    // (the spec asks for it after NBD_CMD_DISC and NBD_OPT_ABORT), then runs
+    // `then`; the peer's own close_notify is waited for only briefly.
+    void end_tls(std::function<void()> then);
+
     // connection_handover.cpp
     void maybe_park();
     void on_parking_read(const boost::system::error_code& ec, std::size_t n);
-    void start_tls();
 
     // Runs `f` with the stream the bytes go through: the socket, or the TLS
     // stream over it once STARTTLS succeeded. One test per I/O call, not per byte.
@@ -208,6 +213,8 @@ private:
     std::vector<std::uint8_t> hs_in_;
     std::vector<std::uint8_t> hs_out_;
     std::unique_ptr<TlsStream> tls_;
+    bool tls_ending_ = false;   // close_notify on its way
+    bool tls_ended_ = false;
     TlsPeer tls_peer_;
     std::vector<const nbd::ExportInfo*> refused_;   // exports its allow: rules refused, counted once
 

@@ -16,7 +16,10 @@ namespace nbdsched::daemon {
 
 namespace {
 constexpr std::uint16_t offered_flags = nbd::flag_fixed_newstyle | nbd::flag_no_zeroes;
-}
+// How long a TLS goodbye waits for the peer's close_notify: ours is sent at
+// once, and a peer that already hung up answers with an error at once.
+constexpr auto tls_goodbye_wait = std::chrono::milliseconds(500);
+}   // namespace
 
 void Connection::send_greeting() {
     auto greeting = nbd::encode_greeting(offered_flags);
@@ -95,6 +98,7 @@ void Connection::answer_option(const nbd::OptionHeader& header) {
             // ABORT is a normal way to end; anything else is worth a line.
             if (result.graceful) {
                 spdlog::debug("{}: {}", self->tag(), result.reason);
+                if (self->tls_active()) return self->end_tls([self] { self->close(""); });
                 return self->close("");
             }
             return self->close(result.reason, spdlog::level::warn);
@@ -132,6 +136,21 @@ void Connection::start_tls() {
         spdlog::info("{}: TLS up ({}, {}{})", self->tag(), SSL_get_version(ssl), SSL_get_cipher_name(ssl),
                      self->tls_peer_.identity.empty() ? "" : ", identity '" + self->tls_peer_.identity + "'");
         self->read_option_header();
+    });
+}
+
+void Connection::end_tls(std::function<void()> then) {
+    tls_ending_ = true;
+    handshake_timer_.expires_after(tls_goodbye_wait);
+    handshake_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec) return;   // the shutdown ended first
+        boost::system::error_code ignored;
+        self->socket_.cancel(ignored);   // a peer that never answers ours
+    });
+    tls_->async_shutdown([self = shared_from_this(), then = std::move(then)](const boost::system::error_code&) {
+        self->handshake_timer_.cancel();
+        self->tls_ended_ = true;
+        then();
     });
 }
 

@@ -271,6 +271,14 @@ void Connection::maybe_finish() {
     if (parking_) maybe_park();
     if (finished_ || !stop_reading_) return;
     if (inflight_ != 0 || writing_ || !pending_.empty()) return;
+    if (!closed_ && tls_active() && !tls_ended_) {
+        // close_notify first, once no read is pending on the TLS stream
+        // (a cancelled one comes back here through on_read).
+        boost::system::error_code ignored;
+        if (reading_) socket_.cancel(ignored);
+        else if (!tls_ending_) end_tls([self = shared_from_this()] { self->maybe_finish(); });
+        return;
+    }
     if (!closed_) {
         closed_ = true;
         boost::system::error_code ignored;

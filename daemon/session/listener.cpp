@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -68,6 +70,18 @@ bool set_permissions(const config::Listen& where, std::string& error) {
 void widen_send_buffer(int fd) {
     constexpr int send_buffer = 4 << 20;
     ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
+}
+
+// A TCP client whose host dies while idle is written nothing, so nothing
+// would notice: keepalive probes after 60 s of silence, 6 of them 10 s apart,
+// drop it within about 2 minutes and free its slot and queue (nbdkit turns
+// SO_KEEPALIVE on as well, with the kernel's 2-hour default).
+void keep_alive(int fd) {
+    constexpr int on = 1, idle_s = 60, interval_s = 10, probes = 6;
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
 }
 
 std::string peer_of(const Socket& s) {
@@ -253,6 +267,7 @@ void Listener::accept_next() {
             }
             boost::system::error_code ignored;
             s.set_option(tcp::no_delay(true), ignored);
+            keep_alive(s.native_handle());
             auto family = s.local_endpoint(ignored).protocol().family();
             deliver(s, asio::generic::stream_protocol(family, IPPROTO_TCP));
             accept_next();

@@ -57,7 +57,8 @@ void check_option_replies(const std::vector<std::uint8_t>& out, const OptionHead
             FUZZ_CHECK(h.option == static_cast<std::uint32_t>(Option::list_meta_context) ||
                        h.option == static_cast<std::uint32_t>(Option::set_meta_context));
             FUZZ_CHECK(reply.data.size() == 4 + base_allocation.size());
-            FUZZ_CHECK(load_u32(reply.data.data()) == base_allocation_id);
+            const bool listing = h.option == static_cast<std::uint32_t>(Option::list_meta_context);
+            FUZZ_CHECK(load_u32(reply.data.data()) == (listing ? 0 : base_allocation_id));   // LIST: reserved 0
         }
         if (reply.type == rep_info) {
             FUZZ_CHECK(reply.data.size() >= 2);

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "daemon.hpp"
 #include "nbd_handle.hpp"
@@ -88,6 +89,11 @@ TEST_CASE("export info: size, description and transmission flags") {
         Nbd h = connect(d.uri("ro"));
         CHECK(nbd_is_read_only(h) == 1);
         CHECK(nbd_get_size(h) == (64ll << 20));
+        // Nothing offered that a read-only export would refuse.
+        CHECK(nbd_can_trim(h) == 0);
+        CHECK(nbd_can_zero(h) == 0);
+        CHECK(nbd_can_fast_zero(h) == 0);
+        CHECK(nbd_can_fua(h) == 0);
     }
     CHECK(d.stop() == 0);
 }
@@ -179,4 +185,23 @@ TEST_CASE("SIGINT stops the daemon cleanly too") {
         REQUIRE(write_pattern(h, 4096, 0, 6) == 0);
     }
     CHECK(d.stop(SIGINT) == 0);
+}
+
+TEST_CASE("a maximum payload under 4 KiB lowers the preferred block size, so clients keep the constraints") {
+    if (nbdkit_mode()) {
+        MESSAGE("SKIP: limits.max_request_bytes is nbdsched's own setting");
+        return;
+    }
+    Daemon d(yaml_spec("devices:\n  - {name: d0, size: 64MiB}\n"
+                       "exports:\n  - {name: default, device: d0}\n"
+                       "limits:\n  max_request_bytes: 1KiB\n"));
+    {
+        auto h = connect(d.uri());
+        // libnbd drops the whole NBD_INFO_BLOCK_SIZE (0 0 0) when preferred > maximum.
+        CHECK(nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED) == 1024);
+        CHECK(nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM) == 1024);
+        std::vector<char> data(1024, 'x');
+        CHECK(nbd_pwrite(h, data.data(), data.size(), 4096, 0) == 0);
+    }
+    CHECK(d.stop() == 0);
 }

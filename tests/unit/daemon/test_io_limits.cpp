@@ -1,5 +1,6 @@
 // daemon/device/io_limits: `read_ahead_kb: auto` for a device with and
-// without latency to hide (a timing model or a blocking backend).
+// without latency to hide (a timing model or a blocking backend), and the
+// preferred block size NBD_INFO_BLOCK_SIZE advertises.
 #include <doctest/doctest.h>
 
 #include "daemon/device/io_limits.hpp"
@@ -30,4 +31,13 @@ TEST_CASE("an explicit read_ahead_kb holds on RAM too") {
     CHECK(read_ahead_options(dev, false, {}, 1 << 30, false).window_bytes == 128u << 10);
     dev.read_ahead_kb = 0;
     CHECK(read_ahead_options(dev, true, {}, 1 << 30, true).window_bytes == 0);
+}
+
+TEST_CASE("the preferred block size is a power of two in [512, max_block]") {
+    CHECK(preferred_block({}, 32u << 20) == 4096);
+    CHECK(preferred_block({.max_io_bytes = 1u << 20, .optimal_io_bytes = 65536}, 32u << 20) == 65536);
+    CHECK(preferred_block({.max_io_bytes = 1u << 20, .optimal_io_bytes = 65536}, 16384) == 4096);
+    CHECK(preferred_block({}, 1024) == 1024);   // max_request_bytes: 1KiB
+    CHECK(preferred_block({}, 3000) == 2048);
+    CHECK(preferred_block({}, 512) == 512);
 }

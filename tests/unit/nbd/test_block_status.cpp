@@ -47,10 +47,11 @@ std::vector<std::uint8_t> query(std::string_view name, std::vector<std::string_v
     return encode_meta_context_request(name, qs);
 }
 
-void check_context_reply(const OptionReply& r) {
+// LIST's replies carry the reserved id 0, SET's the id BLOCK_STATUS will use.
+void check_context_reply(const OptionReply& r, std::uint32_t id = base_allocation_id) {
     CHECK(r.type == rep_meta_context);
     REQUIRE(r.data.size() == 4 + base_allocation.size());
-    CHECK(load_u32(r.data.data()) == base_allocation_id);
+    CHECK(load_u32(r.data.data()) == id);
     CHECK(std::string(r.data.begin() + 4, r.data.end()) == base_allocation);
 }
 
@@ -108,7 +109,7 @@ TEST_CASE("LIST: no query or the namespace lists base:allocation; unknown contex
     for (auto qs : {std::vector<std::string_view>{}, {"base:"}, {"base:allocation"}, {"nope:x", "base:allocation"}}) {
         auto r = ask(st, Option::list_meta_context, query("disk0", qs));
         REQUIRE(r.size() == 2);
-        check_context_reply(r[0]);
+        check_context_reply(r[0], 0);
         CHECK(r[1].type == rep_ack);
     }
     auto r = ask(st, Option::list_meta_context, query("disk0", {"qemu:dirty-bitmap:x", "base:alloc"}));
@@ -136,12 +137,18 @@ TEST_CASE("SET selects base:allocation for its export only; a later SET replaces
     REQUIRE(r.size() == 2);
     CHECK(block_status_negotiated(st, exports[1]));
 
+    // A SET that fails replaces the selection too (with nothing).
     r = ask(st, Option::set_meta_context, query("missing", {"base:allocation"}));
     REQUIRE(r.size() == 1);
     CHECK(r[0].type == rep_err_unknown);
+    CHECK_FALSE(block_status_negotiated(st, exports[1]));
+
+    ask(st, Option::set_meta_context, query("", {"base:allocation"}));
+    REQUIRE(block_status_negotiated(st, exports[1]));
     r = ask(st, Option::set_meta_context, {1, 2, 3});
     REQUIRE(r.size() == 1);
     CHECK(r[0].type == rep_err_invalid);
+    CHECK_FALSE(block_status_negotiated(st, exports[1]));
 }
 
 TEST_CASE("GO reports block status only for the export SET was for") {

@@ -105,7 +105,7 @@ TEST_CASE("read-only exports refuse writes with EPERM") {
     CHECK(validate_request(req(Command::flush, 0, 0), l) == 0);
 }
 
-TEST_CASE("payloads over the maximum: EOVERFLOW with structured replies, else EINVAL") {
+TEST_CASE("payloads over the maximum: EOVERFLOW for a READ with structured replies, else EINVAL") {
     ExportLimits l;
     l.size = 1ull << 40;
     CHECK(validate_request(req(Command::read, 0, 32 * MiB), l) == 0);
@@ -113,6 +113,7 @@ TEST_CASE("payloads over the maximum: EOVERFLOW with structured replies, else EI
     CHECK(validate_request(req(Command::write, 0, 64 * MiB), l) == err_inval);
     l.structured = true;
     CHECK(validate_request(req(Command::read, 0, 32 * MiB + 1), l) == err_overflow);
+    CHECK(validate_request(req(Command::write, 0, 32 * MiB + 1), l) == err_inval);
     // No payload: a large trim or zero is fine.
     CHECK(validate_request(req(Command::trim, 0, 0xffffffffu), l) == 0);
     CHECK(validate_request(req(Command::write_zeroes, 0, 0xffffffffu), l) == 0);
