@@ -77,6 +77,16 @@ public:
     }
     // Ends the read_pinned() or write_pinned() that returned `pin`.
     virtual void unpin(PinId pin) { (void)pin; }
+    // Ends the write_pinned() of [offset, offset+length) that returned `pin`
+    // once its payload is in, or given up on (the connection closed in the
+    // middle of it): in place of unpin(pin). A backend that allocated memory
+    // for the range may take back what the payload left all zeros, so that
+    // zeros received in place cost what zeros given to write() cost. The
+    // default: unpin(pin).
+    virtual void unpin_written(PinId pin, std::uint64_t offset, std::uint64_t length) {
+        (void)offset, (void)length;
+        unpin(pin);
+    }
     virtual int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) = 0;
     virtual int flush() = 0;
     virtual int trim(std::uint64_t offset, std::uint64_t length, bool fua) = 0;
