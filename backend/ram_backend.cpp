@@ -242,6 +242,8 @@ void RamBackend::unpin_written(PinId pin, std::uint64_t offset, std::uint64_t le
 // shared stripe, beside reads and writes; the pages found all zero are
 // tested again under the exclusive stripe and freed if their slot still
 // holds them (a TRIM and a new write in place may have been there between).
+// A table left with no page goes too, so that zeros over a leaf never
+// written cost nothing, not even the table (33 KiB per 16 MiB).
 void RamBackend::settle_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length) {
     const std::uint64_t base = li * pages_per_leaf;   // the leaf's first page
     const std::uint64_t first = offset / page_bytes - base;
@@ -255,6 +257,7 @@ void RamBackend::settle_in_leaf(std::uint64_t li, std::uint64_t offset, std::uin
         const std::uint64_t n = hi - lo;
         return (n == Leaf::word_pages ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << (lo % Leaf::word_pages);
     };
+    bool freed = false;
     for (std::uint64_t w = first / Leaf::word_pages; w * Leaf::word_pages < end; ++w) {
         const std::uint64_t touched = bits(first, end, w), whole = bits(whole_first, whole_end, w);
         std::array<std::byte*, Leaf::word_pages> seen;
@@ -296,9 +299,25 @@ void RamBackend::settle_in_leaf(std::uint64_t li, std::uint64_t offset, std::uin
             if (all_zero(seen[b], page_bytes)) {
                 leaf->pages[slot].store(nullptr, std::memory_order_release);
                 free_page(seen[b]);
+                freed = true;
             }
         }
     }
+    if (!freed)
+        return;
+    std::unique_lock lock(stripe_of(li).mutex);
+    Leaf* leaf = leaf_or_null(li);
+    if (leaf != nullptr && std::none_of(std::begin(leaf->pages), std::end(leaf->pages), [](const auto& p) {
+            return p.load(std::memory_order_relaxed) != nullptr;
+        }))
+        drop_leaf(li, leaf);
+}
+
+// With the stripe held exclusively and no page left in the table.
+void RamBackend::drop_leaf(std::uint64_t li, Leaf* leaf) {
+    leaves_[li].store(nullptr, std::memory_order_release);
+    delete leaf;
+    allocated_leaves_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void RamBackend::free_page(std::byte* page) {
@@ -346,11 +365,8 @@ void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint6
         }
         return true;
     });
-    if (length == leaf_bytes) {   // the whole leaf is now empty: drop its table too
-        leaves_[li].store(nullptr, std::memory_order_release);
-        delete leaf;
-        allocated_leaves_.fetch_sub(1, std::memory_order_relaxed);
-    }
+    if (length == leaf_bytes)   // the whole leaf is now empty: drop its table too
+        drop_leaf(li, leaf);
 }
 
 int RamBackend::trim(std::uint64_t offset, std::uint64_t length, bool /*fua*/) {

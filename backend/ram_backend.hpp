@@ -26,7 +26,8 @@
 // stripe (the first non-zero byte ends a page's test: data costs a load per
 // page) and frees the all-zero ones under the exclusive stripe, testing them
 // again and only if their slot still holds the page it saw; a pin that may
-// reach one retires it as a TRIM's would. Only pages the range covers whole
+// reach one retires it as a TRIM's would. A leaf table it leaves with no
+// page is dropped, as a TRIM of the whole leaf drops it. Only pages the range covers whole
 // are freed: a write in flight to another part of a page keeps it. A write
 // in flight to the same page may lose its bytes to the free (its pages were
 // found before), which NBD allows for overlapping writes in flight together:
@@ -113,6 +114,7 @@ private:
     // Frees the fresh pages of [offset, offset+length) inside one leaf that
     // hold only zeros and clears the fresh marks of the range.
     void settle_in_leaf(std::uint64_t leaf_index, std::uint64_t offset, std::uint64_t length);
+    void drop_leaf(std::uint64_t leaf_index, Leaf* leaf);
     // Zeroes [offset, offset+length) inside one leaf, freeing whole pages.
     void zero_in_leaf(std::uint64_t leaf_index, std::uint64_t offset, std::uint64_t length);
     // Zeroes [offset, offset+length) inside one leaf, allocating every page it

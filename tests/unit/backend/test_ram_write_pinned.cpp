@@ -7,11 +7,11 @@
 //
 // Zeros received in place cost nothing: after unpin_written(), the pages a
 // write_pinned() created and left all zeros are holes again (memory and
-// block status), while pages holding any non-zero byte, pages there before
-// the write, pages a range covers only in part and pages NO_HOLE zeroes
-// provisioned meanwhile stay; a pin that may reach a freed page holds it
-// (retired); a payload given up on before anything arrived gives back its
-// pages.
+// block status; a leaf table left empty goes too), while pages holding any
+// non-zero byte, pages there before the write, pages a range covers only in
+// part and pages NO_HOLE zeroes provisioned meanwhile stay; a pin that may
+// reach a freed page holds it (retired); a payload given up on gives back
+// the pages nothing came into.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -198,7 +198,7 @@ TEST_CASE("ram: writers in place racing trims and pinned reads never write freed
     CHECK(ram.allocated_bytes() == allocated);
 }
 
-TEST_CASE("ram: zeros received in place over holes are holes again; data, old pages and a last non-zero byte stay") {
+TEST_CASE("ram: zeros received in place over holes are holes again (tables too); data, old pages, a last non-zero byte stay") {
     RamBackend ram(64 << 20);
     const std::uint64_t base = 8 << 20;
     // Page 10 was there before (written, then zeros written over it with write(): still allocated).
@@ -238,6 +238,16 @@ TEST_CASE("ram: zeros received in place over holes are holes again; data, old pa
     CHECK(ram.allocated_bytes() == 3 * page);
     REQUIRE(ram.read(base, back) == 0);
     CHECK(all_zero(back));
+
+    // Zeros over leaves never written (two, 16 MiB each): their tables go too.
+    pieces.clear();
+    const auto fresh_leaves = ram.write_pinned(40 << 20, 2 << 20, pieces);
+    REQUIRE(fresh_leaves);
+    CHECK(ram.metadata_bytes() > metadata);
+    put(pieces, std::vector<std::byte>(2 << 20));
+    ram.unpin_written(*fresh_leaves, 40 << 20, 2 << 20);
+    CHECK(ram.metadata_bytes() == metadata);
+    CHECK(ram.allocated_bytes() == 3 * page);
 }
 
 TEST_CASE("ram: only pages a range covers whole are given back; a range across two leaves settles both") {
