@@ -64,7 +64,8 @@ public:
     // The other way: a client's WRITE payload received straight into the
     // backend's memory. Appends [offset, offset+length) to `out` as spans of
     // that memory, allocated as needed, and pins it as read_pinned() does;
-    // the caller puts the data there and calls unpin(pin). Bytes put there are
+    // the caller puts the data there and calls unpin_written() (or unpin(pin),
+    // which keeps whatever was allocated). Bytes put there are
     // the device's data at once (readers may see them before the write is
     // acknowledged, as NBD allows for requests in flight together), so only
     // a backend whose writes cannot fail once memory is found may offer it:

@@ -69,8 +69,9 @@ public:
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     std::optional<PinId> read_pinned(std::uint64_t offset, std::uint64_t length,
                                      std::vector<std::span<const std::byte>>& out) override;
-    // Allocates every page of the range (zeros written this way are not a
-    // hole); nullopt and nothing pinned when memory runs out.
+    // Allocates every page of the range (unpin_written() gives back those
+    // it created that the payload left all zeros); nullopt, nothing pinned
+    // and nothing left allocated when memory runs out.
     std::optional<PinId> write_pinned(std::uint64_t offset, std::uint64_t length,
                                       std::vector<std::span<std::byte>>& out) override;
     void unpin(PinId pin) override { pins_.unpin(pin); }
