@@ -64,7 +64,8 @@ public:
     // The other way: a client's WRITE payload received straight into the
     // backend's memory. Appends [offset, offset+length) to `out` as spans of
     // that memory, allocated as needed, and pins it as read_pinned() does;
-    // the caller puts the data there and calls unpin(pin). Bytes put there are
+    // the caller puts the data there and calls unpin_written() (or unpin(pin),
+    // which keeps whatever was allocated). Bytes put there are
     // the device's data at once (readers may see them before the write is
     // acknowledged, as NBD allows for requests in flight together), so only
     // a backend whose writes cannot fail once memory is found may offer it:
@@ -77,6 +78,16 @@ public:
     }
     // Ends the read_pinned() or write_pinned() that returned `pin`.
     virtual void unpin(PinId pin) { (void)pin; }
+    // Ends the write_pinned() of [offset, offset+length) that returned `pin`
+    // once its payload is in, or given up on (the connection closed in the
+    // middle of it): in place of unpin(pin). A backend that allocated memory
+    // for the range may take back what the payload left all zeros, so that
+    // zeros received in place cost what zeros given to write() cost. The
+    // default: unpin(pin).
+    virtual void unpin_written(PinId pin, std::uint64_t offset, std::uint64_t length) {
+        (void)offset, (void)length;
+        unpin(pin);
+    }
     virtual int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) = 0;
     virtual int flush() = 0;
     virtual int trim(std::uint64_t offset, std::uint64_t length, bool fua) = 0;

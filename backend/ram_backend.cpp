@@ -1,6 +1,7 @@
 #include "backend/ram_backend.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -71,7 +72,19 @@ void append_zeros(std::vector<std::span<const std::byte>>& out, std::size_t n) {
 }   // namespace
 
 struct RamBackend::Leaf {
+    static constexpr std::uint64_t word_pages = 64;
+
     std::atomic<std::byte*> pages[RamBackend::pages_per_leaf] = {};
+    // The pages write_pinned() created and no unpin_written() has looked at:
+    // bit slot % 64 of word slot / 64 (see ram_backend.hpp).
+    std::atomic<std::uint64_t> fresh[RamBackend::pages_per_leaf / word_pages] = {};
+
+    static std::uint64_t bit(std::uint64_t slot) { return std::uint64_t{1} << (slot % word_pages); }
+    void mark(std::uint64_t slot) { fresh[slot / word_pages].fetch_or(bit(slot), std::memory_order_relaxed); }
+    void unmark(std::uint64_t slot) {
+        auto& word = fresh[slot / word_pages];
+        if (word.load(std::memory_order_relaxed) & bit(slot)) word.fetch_and(~bit(slot), std::memory_order_relaxed);
+    }
 };
 
 RamBackend::RamBackend(std::uint64_t size)
@@ -120,18 +133,26 @@ RamBackend::Leaf* RamBackend::leaf_or_create(std::uint64_t leaf_index) {
     return leaf;
 }
 
-std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot) {
+// A fresh mark goes on before the page is in its slot, so that NO_HOLE
+// zeroes finding the page clear it after. Losing the race for the slot takes
+// the mark off again: whoever won (a write in place too, maybe) keeps its
+// page, which is never wrong, only not given back.
+std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot, bool fresh) {
     std::byte* page = leaf.pages[slot].load(std::memory_order_acquire);
     if (page != nullptr)
         return page;
-    auto* fresh = arena_.take();
-    if (fresh == nullptr)
+    auto* taken = arena_.take();
+    if (taken == nullptr)
         return nullptr;
-    if (leaf.pages[slot].compare_exchange_strong(page, fresh, std::memory_order_acq_rel)) {
+    if (fresh)
+        leaf.mark(slot);
+    if (leaf.pages[slot].compare_exchange_strong(page, taken, std::memory_order_acq_rel)) {
         allocated_pages_.fetch_add(1, std::memory_order_relaxed);
-        return fresh;
+        return taken;
     }
-    arena_.give(fresh);
+    if (fresh)
+        leaf.unmark(slot);
+    arena_.give(taken);
     return page;
 }
 
@@ -191,7 +212,7 @@ std::optional<PinId> RamBackend::write_pinned(std::uint64_t offset, std::uint64_
         if (leaf == nullptr)
             return false;
         return for_each_page(pos, chunk, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t) {
-            std::byte* page = page_or_create(*leaf, slot);
+            std::byte* page = page_or_create(*leaf, slot, true);
             if (page == nullptr)
                 return false;
             append_piece(out, page + in_page, n);
@@ -200,9 +221,103 @@ std::optional<PinId> RamBackend::write_pinned(std::uint64_t offset, std::uint64_
     });
     if (ok)
         return pin;
-    out.clear();   // the pages taken so far stay allocated (zero), as after a failed write()
-    pins_.unpin(pin);
+    out.clear();
+    unpin_written(pin, offset, length);   // the pages taken so far are zero: holes again
     return std::nullopt;
+}
+
+// Ours is done with the pages, so our pin goes first: a page freed below
+// retires only for the pins of others.
+void RamBackend::unpin_written(PinId pin, std::uint64_t offset, std::uint64_t length) {
+    pins_.unpin(pin);
+    if (length == 0 || !in_range(offset, length))
+        return;
+    for_each_leaf(offset, length, [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
+        settle_in_leaf(li, pos, chunk);
+        return true;
+    });
+}
+
+// One word of fresh marks (64 pages) at a time: the zero test runs under the
+// shared stripe, beside reads and writes; the pages found all zero are
+// tested again under the exclusive stripe and freed if their slot still
+// holds them (a TRIM and a new write in place may have been there between).
+// A table left with no page goes too, so that zeros over a leaf never
+// written cost nothing, not even the table (33 KiB per 16 MiB).
+void RamBackend::settle_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint64_t length) {
+    const std::uint64_t base = li * pages_per_leaf;   // the leaf's first page
+    const std::uint64_t first = offset / page_bytes - base;
+    const std::uint64_t end = (offset + length + page_bytes - 1) / page_bytes - base;   // pages touched
+    const std::uint64_t whole_first = (offset + page_bytes - 1) / page_bytes - base;
+    const std::uint64_t whole_end = (offset + length) / page_bytes - base;   // pages covered whole
+    auto bits = [](std::uint64_t from, std::uint64_t to, std::uint64_t word) -> std::uint64_t {
+        const std::uint64_t lo = std::max(from, word * Leaf::word_pages), hi = std::min(to, (word + 1) * Leaf::word_pages);
+        if (lo >= hi)
+            return 0;
+        const std::uint64_t n = hi - lo;
+        return (n == Leaf::word_pages ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1) << (lo % Leaf::word_pages);
+    };
+    bool freed = false;
+    for (std::uint64_t w = first / Leaf::word_pages; w * Leaf::word_pages < end; ++w) {
+        const std::uint64_t touched = bits(first, end, w), whole = bits(whole_first, whole_end, w);
+        std::array<std::byte*, Leaf::word_pages> seen;
+        std::uint64_t zero = 0;
+        const Leaf* seen_leaf = nullptr;
+        {
+            std::shared_lock lock(stripe_of(li).mutex);
+            Leaf* leaf = leaf_or_null(li);
+            if (leaf == nullptr)
+                return;   // trimmed whole meanwhile: nothing of ours left
+            seen_leaf = leaf;
+            std::uint64_t kept = 0;
+            for (std::uint64_t m = leaf->fresh[w].load(std::memory_order_relaxed) & touched; m != 0; m &= m - 1) {
+                const int b = std::countr_zero(m);
+                std::byte* page = leaf->pages[w * Leaf::word_pages + b].load(std::memory_order_acquire);
+                if (page == nullptr)
+                    continue;   // being created by another write in place: its mark
+                seen[b] = page;
+                if ((whole >> b & 1) != 0 && all_zero(page, page_bytes))
+                    zero |= std::uint64_t{1} << b;
+                else
+                    kept |= std::uint64_t{1} << b;
+            }
+            if (kept != 0)
+                leaf->fresh[w].fetch_and(~kept, std::memory_order_relaxed);
+        }
+        if (zero == 0)
+            continue;
+        std::unique_lock lock(stripe_of(li).mutex);
+        Leaf* leaf = leaf_or_null(li);
+        if (leaf != seen_leaf)
+            return;   // the table was dropped (and maybe made again): its pages are not the ones we saw
+        for (std::uint64_t m = zero & leaf->fresh[w].load(std::memory_order_relaxed); m != 0; m &= m - 1) {
+            const int b = std::countr_zero(m);
+            const std::uint64_t slot = w * Leaf::word_pages + b;
+            if (leaf->pages[slot].load(std::memory_order_relaxed) != seen[b])
+                continue;   // another page now: another write's
+            leaf->unmark(slot);
+            if (all_zero(seen[b], page_bytes)) {
+                leaf->pages[slot].store(nullptr, std::memory_order_release);
+                free_page(seen[b]);
+                freed = true;
+            }
+        }
+    }
+    if (!freed)
+        return;
+    std::unique_lock lock(stripe_of(li).mutex);
+    Leaf* leaf = leaf_or_null(li);
+    if (leaf != nullptr && std::none_of(std::begin(leaf->pages), std::end(leaf->pages), [](const auto& p) {
+            return p.load(std::memory_order_relaxed) != nullptr;
+        }))
+        drop_leaf(li, leaf);
+}
+
+// With the stripe held exclusively and no page left in the table.
+void RamBackend::drop_leaf(std::uint64_t li, Leaf* leaf) {
+    leaves_[li].store(nullptr, std::memory_order_release);
+    delete leaf;
+    allocated_leaves_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void RamBackend::free_page(std::byte* page) {
@@ -241,18 +356,17 @@ void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint6
         return;
     for_each_page(offset, length, [&](std::uint64_t slot, std::uint64_t in_page, std::uint64_t n, std::uint64_t) {
         if (n == page_bytes) {
-            if (std::byte* page = leaf->pages[slot].exchange(nullptr, std::memory_order_acq_rel))
+            if (std::byte* page = leaf->pages[slot].exchange(nullptr, std::memory_order_acq_rel)) {
+                leaf->unmark(slot);
                 free_page(page);
+            }
         } else if (std::byte* page = leaf->pages[slot].load(std::memory_order_acquire)) {
             std::memset(page + in_page, 0, n);
         }
         return true;
     });
-    if (length == leaf_bytes) {   // the whole leaf is now empty: drop its table too
-        leaves_[li].store(nullptr, std::memory_order_release);
-        delete leaf;
-        allocated_leaves_.fetch_sub(1, std::memory_order_relaxed);
-    }
+    if (length == leaf_bytes)   // the whole leaf is now empty: drop its table too
+        drop_leaf(li, leaf);
 }
 
 int RamBackend::trim(std::uint64_t offset, std::uint64_t length, bool /*fua*/) {
@@ -270,6 +384,7 @@ bool RamBackend::provision_in_leaf(std::uint64_t li, std::uint64_t offset, std::
         if (page == nullptr)
             return false;
         std::memset(page + in_page, 0, n);
+        leaf->unmark(slot);   // provisioned: a write in place of zeros in flight must not free it
         return true;
     });
 }

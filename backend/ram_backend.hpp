@@ -1,6 +1,10 @@
 // Sparse, thread-safe RAM backend. Memory is taken a 4 KiB page at a time
 // (from a PageArena: huge pages) on the first write that is not all zeros;
-// never-written pages read as zeros and cost nothing. TRIM and WRITE_ZEROES free the whole pages they cover and
+// never-written pages read as zeros and cost nothing. A payload received in
+// place (write_pinned) gets every page of its range before anyone has seen
+// it; unpin_written() then gives back the pages that write created and left
+// all zeros, so zeros cost nothing whichever way they are written (pages
+// that were there before stay, as with write()). TRIM and WRITE_ZEROES free the whole pages they cover and
 // zero the partial ones; WRITE_ZEROES with NBD_CMD_FLAG_NO_HOLE (may_trim
 // false) instead allocates zero-filled pages for the whole range, as the spec
 // asks. Volatile by design: FLUSH and FUA are no-ops.
@@ -13,6 +17,21 @@
 // read_pinned() or write_pinned() that may reach it is outstanding waits for
 // its unpin() (PagePins): a reply being sent from it never reads freed
 // memory, and a payload being received into it never writes freed memory.
+//
+// Which pages a write in place created: a bit per page in its leaf
+// (`fresh`), set by write_pinned() as it allocates the page (under the
+// shared stripe, before the page is in its slot) and cleared by the
+// unpin_written() whose range covers it, by a free, and by NO_HOLE zeroes.
+// unpin_written() looks at the fresh pages of its range under the shared
+// stripe (the first non-zero byte ends a page's test: data costs a load per
+// page) and frees the all-zero ones under the exclusive stripe, testing them
+// again and only if their slot still holds the page it saw; a pin that may
+// reach one retires it as a TRIM's would. A leaf table it leaves with no
+// page is dropped, as a TRIM of the whole leaf drops it. Only pages the range covers whole
+// are freed: a write in flight to another part of a page keeps it. A write
+// in flight to the same page may lose its bytes to the free (its pages were
+// found before), which NBD allows for overlapping writes in flight together:
+// the freeing write's zeros came last.
 #pragma once
 
 #include <array>
@@ -50,11 +69,16 @@ public:
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     std::optional<PinId> read_pinned(std::uint64_t offset, std::uint64_t length,
                                      std::vector<std::span<const std::byte>>& out) override;
-    // Allocates every page of the range (zeros written this way are not a
-    // hole); nullopt and nothing pinned when memory runs out.
+    // Allocates every page of the range (unpin_written() gives back those
+    // it created that the payload left all zeros); nullopt, nothing pinned
+    // and nothing left allocated when memory runs out.
     std::optional<PinId> write_pinned(std::uint64_t offset, std::uint64_t length,
                                       std::vector<std::span<std::byte>>& out) override;
     void unpin(PinId pin) override { pins_.unpin(pin); }
+    // unpin(pin), then the pages write_pinned() created in the range that are
+    // all zeros go back to being holes (a connection closed mid-payload too:
+    // pages nothing was received into are given back).
+    void unpin_written(PinId pin, std::uint64_t offset, std::uint64_t length) override;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;
     int flush() override { return 0; }
     int trim(std::uint64_t offset, std::uint64_t length, bool fua) override;
@@ -86,7 +110,12 @@ private:
     Stripe& stripe_of(std::uint64_t leaf_index) { return stripes_[leaf_index % stripe_count]; }
     Leaf* leaf_or_null(std::uint64_t leaf_index) const;
     Leaf* leaf_or_create(std::uint64_t leaf_index);
-    std::byte* page_or_create(Leaf& leaf, std::uint64_t slot);
+    // fresh: mark a page this call creates as write_pinned()'s (see above).
+    std::byte* page_or_create(Leaf& leaf, std::uint64_t slot, bool fresh = false);
+    // Frees the fresh pages of [offset, offset+length) inside one leaf that
+    // hold only zeros and clears the fresh marks of the range.
+    void settle_in_leaf(std::uint64_t leaf_index, std::uint64_t offset, std::uint64_t length);
+    void drop_leaf(std::uint64_t leaf_index, Leaf* leaf);
     // Zeroes [offset, offset+length) inside one leaf, freeing whole pages.
     void zero_in_leaf(std::uint64_t leaf_index, std::uint64_t offset, std::uint64_t length);
     // Zeroes [offset, offset+length) inside one leaf, allocating every page it

@@ -109,6 +109,8 @@ def main():
     p.add_argument("--qemu-nbd", action="store_true", help="add qemu-nbd --aio=io_uring --cache=none on --file")
     p.add_argument("--json", help="also write every repetition's numbers to this file")
     p.add_argument("--quiet-wait", type=float, default=300, help="seconds to wait for --quiet before each run")
+    p.add_argument("--fio", action="append", default=[],
+                   help="a fio option for every run, key=value or a bare flag (zero_buffers: payloads of zeros)")
     a = p.parse_args()
     if a.qemu_nbd and not a.file:
         p.error("--qemu-nbd serves --file")
@@ -151,6 +153,9 @@ def main():
                 g = {"thread": True, "time_based": True, "runtime": f"{int(a.runtime * 1000)}ms",
                      "ramp_time": "300ms", "randrepeat": 0, "norandommap": True, "rw": rw, "bs": bs,
                      "iodepth": int(qd)}
+                for o in a.fio:
+                    k, _, v = o.partition("=")
+                    g[k] = v if v else True
                 if a.quiet:
                     r, calm = quiet_run(a.quiet, 3, g, jobs, [srv[k] for k in order], a.quiet_wait)
                     disturbed += not calm

@@ -284,6 +284,8 @@ bool Device::pin_write(IoRequest& r, std::uint64_t offset, std::uint64_t length)
     r.pinned = backend_.get();
     r.pin = *pin;
     r.in_place = true;
+    r.offset = offset;   // what unpin_written() settles, should the connection close before submit()
+    r.length = length;
     return true;
 }
 

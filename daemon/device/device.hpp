@@ -101,8 +101,10 @@ public:
 
     // A client WRITE's payload received straight into the backend's memory
     // (RAM): its destination [offset, offset+length) as spans into
-    // r.targets, pinned (r.pinned set, unpin when the payload is in), and
-    // r.in_place set, so that dispatch copies nothing. false (nothing
+    // r.targets, pinned (r.pinned set; r.pinned->unpin_written(r.pin,
+    // r.offset, r.length) when the payload is in or given up on: zeros
+    // received over a hole go back to being one), and r.in_place set, so
+    // that dispatch copies nothing. false (nothing
     // pinned): the payload goes to r.buffer and is written at dispatch, as
     // for any backend that does not offer it, with read-ahead on (its cache
     // is invalidated as a write is submitted), or when memory runs out.

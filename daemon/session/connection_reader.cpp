@@ -249,10 +249,11 @@ void Connection::payload_done() {
 
 // An in-place payload's pin lasts while it is received (a connection closed
 // meanwhile lets go of it in release()); once it is in, the data is the
-// device's and the pin goes.
+// device's and the pin goes, and the backend takes back the pages it
+// allocated for the payload that hold only zeros.
 void Connection::payload_received(IoRequest& r) {
     if (r.in_place && r.pinned) {
-        r.pinned->unpin(r.pin);
+        r.pinned->unpin_written(r.pin, r.offset, r.length);
         r.pinned = nullptr;
     }
     submit(r);
@@ -261,11 +262,11 @@ void Connection::payload_received(IoRequest& r) {
 // A WRITE's payload goes straight into the device's memory where the device
 // offers it (Device::pin_write): one copy (the kernel's, or a memcpy out of
 // the read buffer) instead of two. Not over TLS (read_payload_tls reads into
-// the buffer). Zeros written over a hole stay a hole only through the
-// backend's write(), which sees the data first: a payload that is all here
-// and all zeros takes the buffer path, and so does a small one not all here
-// yet (it may be zeros); a large one (read from the socket straight into
-// the pages) allocates them whatever it holds.
+// the buffer). Zeros written over a hole stay a hole either way: the
+// backend's write() sees the data before it allocates, and a payload received
+// in place gives back the pages it left all zeros (unpin_written). A payload
+// that is all here and all zeros still takes the buffer path (nothing is
+// allocated at all), and so does a small one not all here yet.
 bool Connection::place_payload(IoRequest& r) {
     const auto& h = r.header;
     if (tls_) return false;

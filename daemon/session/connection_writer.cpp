@@ -46,8 +46,15 @@ IoRequest& Connection::acquire() {
     return *r;
 }
 
+// A payload still being received in place when its connection closes is
+// settled like one received whole: the pages nothing was put into (or only
+// zeros) are given back, so a client cannot take memory by sending the
+// header of a large WRITE and hanging up.
 void Connection::release(IoRequest& r) {
-    if (r.pinned) {
+    if (r.pinned && r.in_place) {
+        r.pinned->unpin_written(r.pin, r.offset, r.length);
+        r.pinned = nullptr;
+    } else if (r.pinned) {
         r.pinned->unpin(r.pin);
         r.pinned = nullptr;
     }
