@@ -33,6 +33,11 @@ public:
     // block device); nullopt when there is nothing to detect (RAM).
     virtual std::optional<bool> detected_rotational() const = 0;
     virtual std::string describe() const = 0;   // for logs: "ram 1GiB", "file /x (O_DIRECT)"
+    // Bytes of the daemon's own memory that hold the device's data now (RAM:
+    // its pages and page tables; a TRIM lowers it), for `ctl stats` and the
+    // metrics; nullopt where the data lives elsewhere (files, RBD). Safe
+    // from any thread beside requests.
+    virtual std::optional<std::uint64_t> memory_bytes() const { return std::nullopt; }
     // The asynchronous path for data requests (async_backend.hpp), or nullptr.
     virtual AsyncBackend* async() { return nullptr; }
 

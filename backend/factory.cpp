@@ -73,14 +73,6 @@ bool resolve_rotational(const Spec& spec, const Backend& backend,
     return backend.detected_rotational().value_or(false);
 }
 
-std::optional<std::uint64_t> allocated_bytes(const Backend& backend) {
-    if (const auto* ram = dynamic_cast<const RamBackend*>(&backend))
-        return ram->allocated_bytes();
-    if (const auto* faulty = dynamic_cast<const FaultyBackend*>(&backend))
-        return allocated_bytes(faulty->inner());
-    return std::nullopt;
-}
-
 std::optional<FaultStats> fault_stats(const Backend& backend) {
     if (const auto* faulty = dynamic_cast<const FaultyBackend*>(&backend))
         return faulty->stats();

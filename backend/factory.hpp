@@ -26,11 +26,6 @@ std::unique_ptr<Backend> make_backend(const Spec& spec, std::string& error);
 bool resolve_rotational(const Spec& spec, const Backend& backend,
                         std::optional<bool> profile_rotational);
 
-// Bytes of memory holding data, for stats: a RamBackend's allocated pages
-// (looking through a FaultyBackend); nullopt for backends without such a
-// notion (files).
-std::optional<std::uint64_t> allocated_bytes(const Backend& backend);
-
 // What fault injection did, for stats; nullopt when the device has no faults.
 std::optional<FaultStats> fault_stats(const Backend& backend);
 

@@ -52,6 +52,7 @@ public:
     bool blocking() const override;
     std::optional<bool> detected_rotational() const override { return inner_->detected_rotational(); }
     std::string describe() const override;
+    std::optional<std::uint64_t> memory_bytes() const override { return inner_->memory_bytes(); }
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;

@@ -110,6 +110,10 @@ std::uint64_t RamBackend::metadata_bytes() const {
     return leaf_count_ * sizeof(std::atomic<Leaf*>) + allocated_leaves_.load(std::memory_order_relaxed) * sizeof(Leaf);
 }
 
+std::optional<std::uint64_t> RamBackend::memory_bytes() const {
+    return allocated_bytes() + retired_pages() * page_bytes + metadata_bytes();
+}
+
 bool RamBackend::in_range(std::uint64_t offset, std::uint64_t length) const {
     return offset <= size_ && length <= size_ - offset;
 }

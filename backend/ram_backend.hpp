@@ -65,6 +65,10 @@ public:
     bool blocking() const override { return false; }
     std::optional<bool> detected_rotational() const override { return std::nullopt; }
     std::string describe() const override;
+    // Allocated pages, pages freed while pinned (until their pins end) and
+    // the page tables. The arena's free pages are not counted: it keeps them
+    // mapped for the next writes, so a TRIM lowers this, not the RSS.
+    std::optional<std::uint64_t> memory_bytes() const override;
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     std::optional<PinId> read_pinned(std::uint64_t offset, std::uint64_t length,

@@ -22,12 +22,8 @@ std::string num(const Json& j) {
     return "-";
 }
 
-// Exact when it is a whole number of units ("64MiB"), else one decimal ("1.3GiB").
-std::string bytes(const Json& j) {
-    if (!j.is_number_unsigned()) return num(j);
-    auto v = j.get<std::uint64_t>();
-    auto exact = format_size(v);
-    if (exact.size() <= 8) return exact;
+// One decimal in the largest unit that leaves at least 1 ("1.3GiB").
+std::string one_decimal(std::uint64_t v) {
     static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double d = static_cast<double>(v);
     int unit = 0;
@@ -38,6 +34,23 @@ std::string bytes(const Json& j) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f%s", d, names[unit]);
     return buf;
+}
+
+// Exact when it is a whole number of units ("64MiB"), else one decimal ("1.3GiB").
+std::string bytes(const Json& j) {
+    if (!j.is_number_unsigned()) return num(j);
+    auto v = j.get<std::uint64_t>();
+    auto exact = format_size(v);
+    return exact.size() <= 8 ? exact : one_decimal(v);
+}
+
+// Memory held is rarely a whole number of KiB (page tables): exact only below
+// 1024 of its unit ("64KiB", "512B"), else one decimal ("8.0MiB", not "8224KiB").
+std::string memory(const Json& j) {
+    if (!j.is_number_unsigned()) return num(j);
+    auto v = j.get<std::uint64_t>();
+    auto exact = format_size(v);
+    return v < 1024 || exact.find_first_not_of("0123456789") <= 3 ? exact : one_decimal(v);
 }
 
 const Json& at(const Json& j, std::string_view key) {
@@ -170,6 +183,7 @@ std::string render_stats(const Json& reply) {
     for (const auto& d : at(reply, "devices")) {
         out += "device " + num(at(d, "name")) + " (" + num(at(d, "scheduler")) +
                (flag(at(d, "hw_tag")) ? ", queueing" : "") +
+               (d.contains("memory_bytes") ? ", memory " + memory(at(d, "memory_bytes")) : "") +
                (flag(at(d, "lock_lost")) ? ", lock lost: writes fail until it is back" : "") + "):\n";
         Table t(header(""));
         t.add(row("device", counter_cells(at(d, "counters"), at(d, "sched"))));

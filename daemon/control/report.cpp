@@ -137,6 +137,7 @@ Json stats_json(const DaemonState& state) {
         d["sched"] = sched_json(ss.device);
         d["inflight"] = inflight_json(dev->inflight_budget().stats(), state.config->limits);
         if (auto f = backend::fault_stats(dev->backend())) d["faults"] = faults_json(*f);
+        if (auto m = dev->backend().memory_bytes()) d["memory_bytes"] = *m;
         d["queues_opened"] = st.queues_opened();
         d["exports"] = Json::array();
         for (const auto& [name, c] : st.exports()) {

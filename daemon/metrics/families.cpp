@@ -153,6 +153,9 @@ std::vector<MetricFamily> collect(const control::DaemonState& state) {
                 "1 while the device's lock, given up in a failed hand-over, is not back (writes fail, EROFS)", d,
                 state.lock_lost(dev->name()) ? 1.0 : 0.0);
         add_inflight(b, d, dev->inflight_budget().stats());
+        if (auto m = dev->backend().memory_bytes())
+            b.gauge("nbdsched_device_memory_bytes", "bytes of the daemon's memory holding the device's data (RAM)", d,
+                    static_cast<double>(*m));
         if (auto f = backend::fault_stats(dev->backend())) add_faults(b, d, *f);
     }
     return b.take();

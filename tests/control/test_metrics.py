@@ -1,5 +1,7 @@
 """The Prometheus endpoint (metrics: HOST:PORT) serves the same counters as
-`ctl stats`, per device, export and group."""
+`ctl stats`, per device, export and group, and a RAM device's memory: up
+with the data a client writes, down again when it TRIMs it."""
+import re
 import sys
 import urllib.request
 
@@ -23,6 +25,52 @@ def scrape_until(port, want, timeout=10):
     return text
 
 
+def gauge(port, name, device):
+    """A device's gauge as the endpoint shows it now, or None."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    m = re.search(rf'^{name}{{device="{device}"}} (\S+)$', text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def memory_shown(d, port, device, want):
+    """ctl stats' memory_bytes of the device once the gauge shows the same
+    number and `want(number)` holds (the snapshot is refreshed every
+    second), else what ctl stats last said."""
+    seen = None
+
+    def agree():
+        nonlocal seen
+        seen = d.device(d.stats(), device).get("memory_bytes")
+        return seen is not None and want(seen) and gauge(port, "nbdsched_device_memory_bytes", device) == seen
+    wait_for(agree, 10, step=0.2)
+    return seen
+
+
+def check_memory(d, port):
+    """8 MiB written to the plain RAM device d1 (received in place) shows in
+    ctl stats (JSON and table) and the gauge; a TRIM of it gives it back."""
+    mib = 1 << 20
+    h = nbd.NBD()
+    h.connect_uri(d.uri("b"))
+    before = memory_shown(d, port, "d1", lambda m: True)
+    check(before is not None and before < mib, f"d1 before any write: memory_bytes {before} < 1 MiB")
+    for i in range(8):
+        h.pwrite(bytes([0xa5]) * mib, i * mib)
+    written = memory_shown(d, port, "d1", lambda m: m >= 8 * mib)
+    check(written is not None and 8 * mib <= written < 9 * mib,
+          f"8 MiB written: ctl stats memory_bytes {written} in [8, 9) MiB, the gauge the same")
+    line = next((l for l in d.ctl("stats").splitlines() if l.startswith("device d1 ")), "")
+    check(", memory 8.0MiB" in line, f"ctl stats' table shows the memory in MiB: {line!r}")
+    h.trim(8 * mib, 0)
+    trimmed = memory_shown(d, port, "d1", lambda m: m < mib)
+    check(trimmed is not None and trimmed < mib,
+          f"after a TRIM of the 8 MiB: memory_bytes {trimmed} < 1 MiB, the gauge the same")
+    h.shutdown()
+    # Through the fault wrapper too: d0 reports its RAM's memory.
+    shown = memory_shown(d, port, "d0", lambda m: True)
+    check(shown is not None, "d0 (RAM with faults:) has memory_bytes and the same gauge")
+
+
 def main():
     port = free_port()
     config = f"""
@@ -30,8 +78,10 @@ metrics: 127.0.0.1:{port}
 devices:
   - {{name: d0, backend: ram, size: 16MiB, scheduler: bfq,
       faults: [{{op: write, offset: 8MiB, length: 1MiB, error: EIO}}]}}
+  - {{name: d1, backend: ram, size: 64MiB}}
 exports:
   - {{name: a, device: d0, group: gold}}
+  - {{name: b, device: d1, group: gold}}
 groups:
   - {{name: gold, weight: 700}}
 """
@@ -61,6 +111,7 @@ groups:
         check(want in text, "injected write error counter")
         check('nbdsched_device_injected_errors_total{device="d0",op="read"} 0' in text, "no injected read errors")
         h.shutdown()
+        check_memory(d, port)
     return 0
 
 

@@ -51,20 +51,25 @@ TEST_CASE("factory: resolve_rotational precedence") {
     CHECK(resolve_rotational(d, *ram, false));
 }
 
-TEST_CASE("factory: allocated_bytes sees RAM through the fault wrapper, not files") {
+TEST_CASE("factory: memory_bytes sees RAM through the fault wrapper, not files") {
     Spec d;
     d.size = 1 << 20;
     std::string error;
     auto ram = make_backend(d, error);
     REQUIRE(ram);
+    const auto tables = static_cast<RamBackend&>(*ram).metadata_bytes();
+    CHECK(ram->memory_bytes() == tables);   // nothing written: the top table only
     REQUIRE(ram->write(0, nbdsched::testlib::byte_pattern(0, 8192), false) == 0);
-    CHECK(allocated_bytes(*ram) == 8192);
+    const auto with_data = static_cast<RamBackend&>(*ram).metadata_bytes() + 8192;
+    CHECK(ram->memory_bytes() == with_data);
     FaultyBackend faulty(std::move(ram), {});
-    CHECK(allocated_bytes(faulty) == 8192);
+    CHECK(faulty.memory_bytes() == with_data);
+    REQUIRE(faulty.trim(0, 8192, false) == 0);
+    CHECK(faulty.memory_bytes() == with_data - 8192);   // the pages are gone (their leaf table stays)
     nbdsched::testlib::TempDir dir;
     d.kind = Kind::file;
     d.path = dir.file("f.img");
     auto file = make_backend(d, error);
     REQUIRE(file);
-    CHECK_FALSE(allocated_bytes(*file).has_value());
+    CHECK_FALSE(file->memory_bytes().has_value());
 }

@@ -52,15 +52,18 @@ TEST_CASE("ram: pages trimmed while pinned wait for every pin older than the tri
     const auto second_pin = ram.read_pinned(0, 4096, second);
     REQUIRE(first_pin);
     REQUIRE(second_pin);
+    const auto held = ram.memory_bytes();
     REQUIRE(ram.trim(0, 1 << 20, false) == 0);
     CHECK(ram.allocated_bytes() == 0);
     CHECK(ram.retired_pages() == 256);
+    CHECK(ram.memory_bytes() == held);     // the pages are still there for the pins
     CHECK(is_pattern(gather(first), 0));   // still the old pages, not freed memory
     ram.unpin(*first_pin);
     CHECK(ram.retired_pages() == 256);   // one pin left
     CHECK(is_pattern(gather(second), 0));
     ram.unpin(*second_pin);
     CHECK(ram.retired_pages() == 0);
+    CHECK(ram.memory_bytes() == ram.metadata_bytes());
     std::vector<std::byte> now(4096);
     REQUIRE(ram.read(0, now) == 0);
     CHECK(std::all_of(now.begin(), now.end(), [](std::byte b) { return b == std::byte{0}; }));

@@ -4,14 +4,17 @@
 #include <doctest/doctest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <cstdio>
 #include <map>
 #include <set>
 
+#include "backend/factory.hpp"
 #include "backend/ram_backend.hpp"
 #include "daemon/control/render.hpp"
 #include "daemon/control/report.hpp"
 #include "daemon/metrics/families.hpp"
 #include "daemon/stats/catalog.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::daemon;
@@ -100,6 +103,8 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     st.readahead_hit(1);
     st.refused("a");
     st.refused("a");
+    const std::vector<std::byte> data(8192, std::byte{1});
+    REQUIRE(devices[0]->backend().write(0, data, false) == 0);
 
     auto json = control::stats_json(state);
     const auto& dev = json["devices"][0];
@@ -120,7 +125,7 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     for (const auto& f : families) names.insert(f.name);
     std::set<std::string> want{"nbdsched_device_queues", "nbdsched_device_lock_lost", "nbdsched_device_inflight_requests",
                                "nbdsched_device_inflight_bytes", "nbdsched_device_inflight_waits_total",
-                               "nbdsched_group_weight"};
+                               "nbdsched_device_memory_bytes", "nbdsched_group_weight"};
     for (std::string level : {"device", "export", "group"}) {
         for (std::string name : {"requests_total", "bytes_total", "errors_total", "readahead_hits_total", "in_flight",
                                  "latency_seconds", "refused_connections_total"})
@@ -143,6 +148,53 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     REQUIRE(lock_lost);
     CHECK(lock_lost->gauge.value == 1);
     state.locks_lost = nullptr;
+
+    // The RAM device's memory: the same number in the JSON, the table and
+    // the gauge, and lower after a TRIM.
+    const auto memory = devices[0]->backend().memory_bytes();
+    REQUIRE(memory);
+    CHECK(*memory >= 8192);
+    CHECK(dev["memory_bytes"] == *memory);
+    const auto first_line = table.substr(0, table.find('\n'));
+    char shown[32];   // 8 KiB of pages and ~33 KiB of page tables, in KiB with one decimal
+    std::snprintf(shown, sizeof shown, ", memory %.1fKiB):", static_cast<double>(*memory) / 1024);
+    CAPTURE(first_line);
+    CHECK(first_line.find(shown) != std::string::npos);
+    auto* gauge = find_metric(families, "nbdsched_device_memory_bytes", {{"device", "d0"}});
+    REQUIRE(gauge);
+    CHECK(gauge->gauge.value == static_cast<double>(*memory));
+    REQUIRE(devices[0]->backend().trim(0, 8192, false) == 0);
+    CHECK(control::stats_json(state)["devices"][0]["memory_bytes"].get<std::uint64_t>() <= *memory - 8192);
+    const auto trimmed = metrics::collect(state);
+    gauge = find_metric(trimmed, "nbdsched_device_memory_bytes", {{"device", "d0"}});
+    REQUIRE(gauge);
+    CHECK(gauge->gauge.value <= static_cast<double>(*memory - 8192));
+
+    // A file device's data is not in the daemon's memory: neither view has it.
+    testlib::TempDir dir;
+    backend::Spec file;
+    file.name = "f0";
+    file.kind = backend::Kind::file;
+    file.path = dir.file("f0.img");
+    file.size = 1 << 20;
+    Device::Parts file_parts;
+    file_parts.name = "f0";
+    file_parts.backend = backend::make_backend(file, error);
+    REQUIRE(file_parts.backend);
+    file_parts.scheduler = sched::make_scheduler("none", {}, {}, error);
+    REQUIRE(file_parts.scheduler);
+    devices.push_back(std::make_unique<Device>(io, nullptr, std::move(file_parts)));
+    const auto both = control::stats_json(state);
+    REQUIRE(both["devices"].size() == 2);
+    CHECK_FALSE(both["devices"][1].contains("memory_bytes"));
+    const auto text = control::render_stats(both);
+    const auto f0 = text.find("device f0 (");
+    REQUIRE(f0 != std::string::npos);
+    CHECK(text.substr(f0, text.find('\n', f0) - f0).find("memory") == std::string::npos);
+    const auto with_file = metrics::collect(state);
+    CHECK(find_metric(with_file, "nbdsched_device_queues", {{"device", "f0"}}) != nullptr);
+    CHECK(find_metric(with_file, "nbdsched_device_memory_bytes", {{"device", "f0"}}) == nullptr);
+    devices.pop_back();
 
     auto* reads = find_metric(families, "nbdsched_device_requests_total", {{"device", "d0"}, {"op", "read"}});
     REQUIRE(reads);

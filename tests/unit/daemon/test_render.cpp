@@ -45,6 +45,16 @@ TEST_CASE("ctl stats names a device whose lock is lost, and only that one") {
     CHECK(text.find("device ram (none):") != std::string::npos);
 }
 
+TEST_CASE("ctl stats shows a device's memory in size units, and none where the backend has no such number") {
+    auto stats = Json::parse(R"({"ok":true,"devices":[{"name":"ram","scheduler":"bfq","hw_tag":true,
+        "memory_bytes":8421376},{"name":"small","scheduler":"none","memory_bytes":65536},
+        {"name":"file","scheduler":"none"}]})");
+    auto text = render_stats(stats);
+    CHECK(text.find("device ram (bfq, queueing, memory 8.0MiB):") == 0);
+    CHECK(text.find("device small (none, memory 64KiB):") != std::string::npos);
+    CHECK(text.find("device file (none):") != std::string::npos);
+}
+
 TEST_CASE("ctl faults renders the switch, the rule count and the counts") {
     auto reply = Json::parse(R"({"ok":true,"device":"d0","enabled":false,"rules":1,
         "faults":{"errors":2,"read_errors":0,"write_errors":2,"enospc":0,"delayed":0}})");
