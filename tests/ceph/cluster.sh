@@ -104,6 +104,13 @@ osd memory target = 1073741824
 osd crush chooseleaf type = 0
 # A stopping OSD waits this long for the monitor (default 5 s).
 osd mon shutdown timeout = 1
+# The tests SIGSTOP the OSD for 10 s and more. A PG's read lease is 0.8 x
+# this grace (default 20 s: 16 s), renewed every few seconds; a pause past it
+# leaves the PG laggy, and with no peer to renew the lease this lone OSD then
+# held every op as "delayed" for minutes (a 17 s pause did it; with 120 s a
+# 40 s pause does not). One OSD has no peers to report it down, so the grace
+# changes nothing else here.
+osd heartbeat grace = 120
 [client]
 log file = $dir/client.log
 CONF
