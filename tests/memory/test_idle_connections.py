@@ -14,6 +14,8 @@ import struct
 import sys
 
 from nbdsched_test.daemon import Daemon
+from nbdsched_test.raw_nbd import (CLIENT_FLAGS, CMD_READ, CMD_WRITE, IHAVEOPT, NBDMAGIC, OPT_EXPORT_NAME, REQUEST_MAGIC,
+                                   SIMPLE_REPLY_MAGIC, exactly, send_request)
 from nbdsched_test.verdict import check, skip
 
 CONNS = 1000
@@ -31,25 +33,6 @@ limits: {{max_connections: {CONNS + WARM + 8}}}
 log_level: warn
 """
 
-NBDMAGIC = b"NBDMAGIC"
-IHAVEOPT = 0x49484156454F5054
-OPT_EXPORT_NAME = 1
-CLIENT_FLAGS = 3   # FIXED_NEWSTYLE | NO_ZEROES
-REQUEST_MAGIC = 0x25609513
-REPLY_MAGIC = 0x67446698
-CMD_READ, CMD_WRITE = 0, 1
-
-
-def recv_exact(s, n):
-    out = bytearray()
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            raise AssertionError(f"connection closed after {len(out)} of {n} bytes")
-        out += chunk
-    return bytes(out)
-
-
 def connect(path):
     """A socket past the handshake. Everything the client says is sent at
     once (the server reads it after its greeting)."""
@@ -60,22 +43,18 @@ def connect(path):
 
 
 def finish_handshake(s):
-    greeting = recv_exact(s, 18)
+    greeting = exactly(s, 18)
     if greeting[:8] != NBDMAGIC:
         raise AssertionError(f"bad greeting {greeting!r}")
-    size, _flags = struct.unpack(">QH", recv_exact(s, 10))
+    size, _flags = struct.unpack(">QH", exactly(s, 10))
     return size
 
 
-def send_request(s, cmd, cookie, offset, payload=b"", length=BS):
-    s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, cmd, cookie, offset, length) + payload)
-
-
 def read_reply(s, cookie, length=0):
-    magic, error, got = struct.unpack(">IIQ", recv_exact(s, 16))
-    if magic != REPLY_MAGIC or error != 0 or got != cookie:
+    magic, error, got = struct.unpack(">IIQ", exactly(s, 16))
+    if magic != SIMPLE_REPLY_MAGIC or error != 0 or got != cookie:
         raise AssertionError(f"reply magic {magic:#x} error {error} cookie {got} (expected {cookie})")
-    return recv_exact(s, length) if length else b""
+    return exactly(s, length) if length else b""
 
 
 def rss_bytes(pid):
@@ -116,7 +95,7 @@ def prefill(s, length):
     """Writes [0, length) once, 1 MiB at a time."""
     chunk = 1 << 20
     for k in range(length // chunk):
-        send_request(s, CMD_WRITE, k, k * chunk, bytes([0xA5]) * chunk, chunk)
+        send_request(s, CMD_WRITE, k, k * chunk, chunk, bytes([0xA5]) * chunk)
     for k in range(length // chunk):
         read_reply(s, k)
 

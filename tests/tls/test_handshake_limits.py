@@ -15,28 +15,21 @@ import keys   # noqa: E402
 
 from nbdsched_test.daemon import Daemon   # noqa: E402
 from nbdsched_test.process import run_bounded, wait_for   # noqa: E402
+from nbdsched_test.raw_nbd import (CLIENT_FLAGS, GREETING_BYTES, OPT_STARTTLS, OPT_STRUCTURED_REPLY,   # noqa: E402
+                                   exactly, send_option)
 from nbdsched_test.tempdir import TempDir   # noqa: E402
 from nbdsched_test.verdict import Checks   # noqa: E402
 
-IHAVEOPT = 0x49484156454F5054
-OPT_STARTTLS, OPT_STRUCTURED_REPLY = 5, 8
-GREETING = 8 + 8 + 2
 
 
 def connect(path, flags=True):
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(10)
     s.connect(path)
-    got = b""
-    while len(got) < GREETING:
-        got += s.recv(GREETING - len(got))
+    exactly(s, GREETING_BYTES)
     if flags:
-        s.sendall(struct.pack(">I", 3))   # fixed newstyle, no zeroes
+        s.sendall(struct.pack(">I", CLIENT_FLAGS))
     return s
-
-
-def option(s, opt, data=b""):
-    s.sendall(struct.pack(">QII", IHAVEOPT, opt, len(data)) + data)
 
 
 def closed_after(s, start=None):
@@ -86,7 +79,7 @@ exports:
         s = connect(sock)
         for _ in range(40):
             try:
-                option(s, OPT_STRUCTURED_REPLY)
+                send_option(s, OPT_STRUCTURED_REPLY)
             except OSError:
                 break
         t = closed_after(s)
@@ -94,7 +87,7 @@ exports:
         checks.check("log says too many options", d.wait_log("too many options"))
 
         s = connect(tls_sock)
-        option(s, OPT_STARTTLS)
+        send_option(s, OPT_STARTTLS)
         reply = s.recv(20)
         checks.check("STARTTLS is acknowledged", len(reply) == 20 and struct.unpack(">QIII", reply)[2] == 1,
                      reply.hex())

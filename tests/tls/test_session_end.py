@@ -17,33 +17,20 @@ import keys   # noqa: E402
 
 from nbdsched_test.daemon import Daemon   # noqa: E402
 from nbdsched_test.process import wait_for   # noqa: E402
+from nbdsched_test.raw_nbd import (CLIENT_FLAGS, CMD_DISC, CMD_WRITE, GREETING_BYTES, OPT_ABORT, OPT_GO,   # noqa: E402
+                                   OPT_STARTTLS, OPTION_REPLY_MAGIC, REP_ACK, REP_INFO, SIMPLE_REPLY_MAGIC,
+                                   exactly, send_option, send_request)
 from nbdsched_test.tempdir import TempDir   # noqa: E402
 from nbdsched_test.verdict import Checks   # noqa: E402
 
-IHAVEOPT = 0x49484156454F5054
-REPLY_MAGIC = 0x3E889045565A9
-OPT_ABORT, OPT_STARTTLS, OPT_GO = 2, 5, 7
-REP_ACK, REP_INFO = 1, 3
-REQUEST_MAGIC, SIMPLE_REPLY_MAGIC = 0x25609513, 0x67446698
-CMD_WRITE, CMD_DISC = 1, 2
-
-
-def exactly(s, n):
-    got = b""
-    while len(got) < n:
-        chunk = s.recv(n - len(got))
-        if not chunk:
-            raise EOFError(f"closed after {len(got)} of {n} bytes")
-        got += chunk
-    return got
 
 
 def option(s, opt, data=b""):
     """Sends an option and returns the type of its last reply (after INFOs)."""
-    s.sendall(struct.pack(">QII", IHAVEOPT, opt, len(data)) + data)
+    send_option(s, opt, data)
     while True:
         magic, _, kind, length = struct.unpack(">QIII", exactly(s, 20))
-        assert magic == REPLY_MAGIC, hex(magic)
+        assert magic == OPTION_REPLY_MAGIC, hex(magic)
         exactly(s, length)
         if kind != REP_INFO:
             return kind
@@ -53,8 +40,8 @@ def tls_client(path, ca_cert):
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(10)
     s.connect(path)
-    exactly(s, 18)                     # greeting
-    s.sendall(struct.pack(">I", 3))    # fixed newstyle, no zeroes
+    exactly(s, GREETING_BYTES)
+    s.sendall(struct.pack(">I", CLIENT_FLAGS))
     assert option(s, OPT_STARTTLS) == REP_ACK
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(ca_cert)
@@ -98,10 +85,10 @@ exports:
         s = tls_client(sock, ca.cert)
         name = b"default"
         checks.check("GO over TLS", option(s, OPT_GO, struct.pack(">I", len(name)) + name + b"\0\0") == REP_ACK)
-        s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_WRITE, 1, 0, 512) + b"x" * 512)
+        send_request(s, CMD_WRITE, 1, 0, 512, b"x" * 512)
         magic, error, cookie = struct.unpack(">IIQ", exactly(s, 16))
         checks.check("a WRITE over TLS is answered", (magic, error, cookie) == (SIMPLE_REPLY_MAGIC, 0, 1))
-        s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_DISC, 2, 0, 0))
+        send_request(s, CMD_DISC, 2, 0, 0)
         end = how_it_ends(s)
         checks.check("after NBD_CMD_DISC the server ends TLS with close_notify", end == "close_notify", end)
 

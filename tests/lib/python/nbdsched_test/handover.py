@@ -9,6 +9,10 @@ import os
 import socket
 import struct
 
+from nbdsched_test.raw_nbd import exactly
+
+OLD_DAEMON = "the old daemon (hand-over)"
+
 
 def connect_handover(path, timeout=30):
     """A connection to the old daemon's hand-over socket; every later call
@@ -24,23 +28,13 @@ def handover_message(sock, text):
     sock.sendall(struct.pack("=II", len(text.encode()), 0) + text.encode())
 
 
-def _exactly(sock, n):
-    data = b""
-    while len(data) < n:
-        part = sock.recv(n - len(data))
-        if not part:
-            raise EOFError("the old daemon closed the hand-over connection")
-        data += part
-    return data
-
-
 def handover_reply(sock):
     """The text of one frame; the descriptors that come with it are closed
     (the old daemon keeps its own)."""
-    length, count = struct.unpack("=II", _exactly(sock, 8))
+    length, count = struct.unpack("=II", exactly(sock, 8, OLD_DAEMON))
     for _ in range((count + 249) // 250):
         _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(250 * 4))
         for _, _, data in ancillary:
             for fd in array.array("i", data[:len(data) - len(data) % 4]):
                 os.close(fd)
-    return _exactly(sock, length).decode()
+    return exactly(sock, length, OLD_DAEMON).decode()

@@ -1,0 +1,36 @@
+"""NBD on a raw socket, for tests that send what libnbd would not (a
+stalled handshake, an idle connection, TLS ended by hand): the protocol's
+magic numbers, exact reads, and one option or request put on the wire.
+Numbers from the NBD protocol (doc/proto.md)."""
+import struct
+
+NBDMAGIC = b"NBDMAGIC"
+IHAVEOPT = 0x49484156454F5054
+OPTION_REPLY_MAGIC = 0x3E889045565A9
+REQUEST_MAGIC = 0x25609513
+SIMPLE_REPLY_MAGIC = 0x67446698
+GREETING_BYTES = 8 + 8 + 2
+CLIENT_FLAGS = 3   # FIXED_NEWSTYLE | NO_ZEROES
+
+OPT_EXPORT_NAME, OPT_ABORT, OPT_STARTTLS, OPT_GO, OPT_STRUCTURED_REPLY = 1, 2, 5, 7, 8
+REP_ACK, REP_INFO = 1, 3
+CMD_READ, CMD_WRITE, CMD_DISC = 0, 1, 2
+
+
+def exactly(sock, n, what="the server"):
+    """n bytes from `sock`; EOFError naming `what` when it closes first."""
+    got = bytearray()
+    while len(got) < n:
+        chunk = sock.recv(n - len(got))
+        if not chunk:
+            raise EOFError(f"{what} closed the connection after {len(got)} of {n} bytes")
+        got += chunk
+    return bytes(got)
+
+
+def send_option(sock, opt, data=b""):
+    sock.sendall(struct.pack(">QII", IHAVEOPT, opt, len(data)) + data)
+
+
+def send_request(sock, cmd, cookie, offset, length, payload=b"", flags=0):
+    sock.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, flags, cmd, cookie, offset, length) + payload)
