@@ -125,7 +125,7 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
             auto c = reconnect_one(o, size, error);
             int fd = c ? c->socket.get() : -1;
             auto grown = c && c->info.size > size ? std::optional(c->info.size) : std::nullopt;
-            if (c && !netlink.reconfigure(a.index, std::span(&fd, 1), error, grown)) {
+            if (c && !netlink.reconfigure(a.index, std::span(&fd, 1), error)) {
                 // No dead socket left to replace (an adopted device whose
                 // links are fine, or fewer deaths than we counted) or the
                 // device went away.
@@ -140,7 +140,12 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
             }
             --dead;
             last_error.clear();
-            if (grown) {
+            // Grown only once the socket is live: the kernel drains the
+            // requests in flight before it changes the size, and they need it.
+            if (grown && !netlink.resize(a.index, *grown, error)) {
+                spdlog::warn("/dev/nbd{}: export '{}' grew to {} bytes, the device stays at {}: {}", a.index,
+                             o.target.export_name, *grown, size, error);
+            } else if (grown) {
                 spdlog::info("/dev/nbd{}: export '{}' grew from {} to {} bytes: the device grows with it", a.index,
                              o.target.export_name, size, *grown);
                 size = *grown;

@@ -141,15 +141,22 @@ std::optional<std::uint32_t> Netlink::connect(const DeviceConfig& c, std::span<c
     return index;
 }
 
-bool Netlink::reconfigure(std::uint32_t index, std::span<const int> fds, std::string& error,
-                          std::optional<std::uint64_t> size) {
+bool Netlink::reconfigure(std::uint32_t index, std::span<const int> fds, std::string& error) {
     nl_msg* msg = message(family_, NBD_CMD_RECONFIGURE);
-    if (msg && (nla_put_u32(msg, NBD_ATTR_INDEX, index) < 0 ||
-                (size && nla_put_u64(msg, NBD_ATTR_SIZE_BYTES, *size) < 0) || !put_sockets(msg, fds))) {
+    if (msg && (nla_put_u32(msg, NBD_ATTR_INDEX, index) < 0 || !put_sockets(msg, fds))) {
         nlmsg_free(msg);
         msg = nullptr;
     }
     return send(sock_, msg, "NBD_CMD_RECONFIGURE", error);
+}
+
+bool Netlink::resize(std::uint32_t index, std::uint64_t size, std::string& error) {
+    nl_msg* msg = message(family_, NBD_CMD_RECONFIGURE);
+    if (msg && (nla_put_u32(msg, NBD_ATTR_INDEX, index) < 0 || nla_put_u64(msg, NBD_ATTR_SIZE_BYTES, size) < 0)) {
+        nlmsg_free(msg);
+        msg = nullptr;
+    }
+    return send(sock_, msg, "NBD_CMD_RECONFIGURE (size)", error);
 }
 
 bool Netlink::disconnect(std::uint32_t index, std::string& error) {

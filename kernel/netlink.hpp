@@ -34,10 +34,13 @@ public:
 
     // NBD_CMD_CONNECT; the device index the kernel used.
     std::optional<std::uint32_t> connect(const DeviceConfig& config, std::span<const int> fds, std::string& error);
-    // NBD_CMD_RECONFIGURE with new sockets: each replaces a dead one; with
-    // `size`, the device's new size in bytes too (nbd_genl_size_set).
-    bool reconfigure(std::uint32_t index, std::span<const int> fds, std::string& error,
-                     std::optional<std::uint64_t> size = std::nullopt);
+    // NBD_CMD_RECONFIGURE with new sockets: each replaces a dead one.
+    bool reconfigure(std::uint32_t index, std::span<const int> fds, std::string& error);
+    // NBD_CMD_RECONFIGURE with only a new size in bytes. The kernel freezes
+    // the queue to change it, which waits for every request in flight: call
+    // it with live sockets, never in the same message as the socket that
+    // those requests wait for (the kernel sets the size first).
+    bool resize(std::uint32_t index, std::uint64_t size, std::string& error);
     bool disconnect(std::uint32_t index, std::string& error);
     // NBD_CMD_STATUS: whether the device has a configuration (attached,
     // even while its sockets are dead); nullopt with `error` on failure.

@@ -76,10 +76,7 @@ p10_kernel_errors() { dmesg | grep -cE 'I/O error|EXT4-fs (error|warning)'; }
 # a random 0.2-0.8 s of fio, a file written with fsync, SIGNAL, start again.
 p10_rounds() {
     _tag=$1 _sig=$2 _rounds=$3 _r=0
-    rm -f /tmp/p10.stop
-    p10_fio_loop "$_tag" &
-    _loop=$!
-    _errors0=$(p10_kernel_errors)
+    p10_load_start "$_tag"
     while [ $_r -lt "$_rounds" ]; do
         _want=$(( $(p10_reconnects) + 1 ))
         usleep $(( $(od -An -N2 -tu2 /dev/urandom) % 600000 + 200000 ))
@@ -95,16 +92,30 @@ p10_rounds() {
             { echo "round $_r: no reconnect"; tail -n 5 /tmp/p10-monitor.log; }
         _r=$((_r + 1))
     done
+    p10_load_stop "$_tag"
+}
+
+# p10_load_start TAG: the fio loop in the background, kernel errors counted from now.
+p10_load_start() {
+    rm -f /tmp/p10.stop
+    p10_fio_loop "$1" &
+    P10_LOOP=$!
+    P10_ERRORS0=$(p10_kernel_errors)
+}
+
+# p10_load_stop TAG: stop the loop; true when no fio run and no kernel I/O
+# failed since p10_load_start (P10_IO_ERRORS, P10_STALL: the longest I/O).
+p10_load_stop() {
     touch /tmp/p10.stop
-    wait $_loop
-    _runs=$(wc -l < "/tmp/p10-$_tag.res")
-    _failed=$(awk '$1 != 0' "/tmp/p10-$_tag.res" | wc -l)
-    _kerr=$(( $(p10_kernel_errors) - _errors0 ))
+    wait "$P10_LOOP"
+    _runs=$(wc -l < "/tmp/p10-$1.res")
+    _failed=$(awk '$1 != 0' "/tmp/p10-$1.res" | wc -l)
+    _kerr=$(( $(p10_kernel_errors) - P10_ERRORS0 ))
     P10_IO_ERRORS=$((_failed + _kerr))
-    P10_STALL=$(awk '$2 > m {m = $2} END {print m + 0}' "/tmp/p10-$_tag.res")
-    vt_info "p10 $_tag: $_runs fio runs, $_failed failed, $_kerr kernel I/O errors, longest I/O ${P10_STALL} ms," \
+    P10_STALL=$(awk '$2 > m {m = $2} END {print m + 0}' "/tmp/p10-$1.res")
+    vt_info "p10 $1: $_runs fio runs, $_failed failed, $_kerr kernel I/O errors, longest I/O ${P10_STALL} ms," \
         "$(p10_reconnects) reconnects so far"
-    [ "$_failed" = 0 ] || { grep -m5 -E 'err=|verify' /tmp/p10-"$_tag"-failed-*.json; }
+    [ "$_failed" = 0 ] || { grep -m5 -E 'err=|verify' /tmp/p10-"$1"-failed-*.json; }
     [ "$_kerr" = 0 ] || dmesg | grep -E 'I/O error|EXT4-fs' | tail -n 5
     [ "$P10_IO_ERRORS" = 0 ]
 }
@@ -135,16 +146,23 @@ p10_files_intact() {
         { tail -n 5 /tmp/p10-fsck.out; grep -v ': OK' /tmp/p10.check; return 1; }
 }
 
-# The daemon restarts with the export grown from 64 to 96 MiB: the monitor's
-# reconnect passes the new size to the kernel (NBD_CMD_RECONFIGURE with
-# NBD_ATTR_SIZE_BYTES) and the new end reads, under the mounted filesystem.
+# The daemon restarts with the export grown from 64 to 96 MiB while fio
+# writes: the monitor's reconnect gives the kernel the new socket, then the
+# new size (NBD_CMD_RECONFIGURE with NBD_ATTR_SIZE_BYTES), and the new end
+# reads, under the mounted filesystem. Both in one message hung until the
+# dead-connection timeout and failed I/O: the kernel sets the size first, and
+# that waits for the requests that wait for the socket.
 p10_grow() {
     _want=$(( $(p10_reconnects) + 1 ))
     sed -i 's/size: 64MiB/size: 96MiB/' "$P10_CONF"
+    p10_load_start grow
+    usleep 300000
     server_signal TERM 15 || echo "SIGTERM: $SERVER_STATUS"
-    server_start p10-grow >/dev/null || return 1
+    server_start p10-grow >/dev/null || { p10_load_stop grow; return 1; }
     vt_wait_for 20 sh -c "[ \$(grep -c 'reconnected to' /tmp/p10-monitor.log) -ge $_want ]" ||
-        { echo "no reconnect"; tail -n 5 /tmp/p10-monitor.log; return 1; }
+        { echo "no reconnect"; tail -n 5 /tmp/p10-monitor.log; p10_load_stop grow; return 1; }
+    usleep 300000
+    p10_load_stop grow || return 1
     _sectors=$(cat "/sys/block/${P10_DEV#/dev/}/size")
     vt_kv p10_grown_sectors "$_sectors"
     [ "$_sectors" = $((96 * 2048)) ] || { echo "size $_sectors sectors"; tail -n 5 /tmp/p10-monitor.log; return 1; }
