@@ -1,5 +1,6 @@
 #include "daemon/device/buffer_pool.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdlib>
@@ -20,6 +21,11 @@ constexpr std::size_t keep_bytes = 64u << 20;
 
 struct Pool {
     std::array<std::vector<std::byte*>, classes> free;
+    std::size_t kept_bytes = 0;
+    // Blocks taken here minus blocks given back here: a block given back on
+    // another thread leaves this high, which only makes the pool keep more.
+    std::int64_t in_use = 0;
+    std::int64_t peak_in_use = 0;
     ~Pool();
 };
 
@@ -46,25 +52,53 @@ std::byte* allocate(std::size_t size) {
 }   // namespace
 
 std::byte* take(std::size_t n, std::size_t& capacity) {
-    if (n > max_pooled) {
-        capacity = (n + alignment - 1) / alignment * alignment;
-        return allocate(capacity);
-    }
-    capacity = std::bit_ceil(std::max<std::size_t>(n, alignment));
+    capacity = n > max_pooled ? (n + alignment - 1) / alignment * alignment
+                              : std::bit_ceil(std::max<std::size_t>(n, alignment));
     if (pool_gone) return allocate(capacity);
+    pool.in_use += static_cast<std::int64_t>(capacity);
+    pool.peak_in_use = std::max(pool.peak_in_use, pool.in_use);
+    if (capacity > max_pooled) return allocate(capacity);
     auto& list = pool.free[class_of(capacity)];
     if (list.empty()) return allocate(capacity);
     auto* b = list.back();
     list.pop_back();
+    pool.kept_bytes -= capacity;
     return b;
 }
 
 void give(std::byte* block, std::size_t capacity) {
     if (!block) return;
-    if (capacity > max_pooled || pool_gone) return std::free(block);
+    if (pool_gone) return std::free(block);
+    pool.in_use -= static_cast<std::int64_t>(capacity);
+    if (capacity > max_pooled) return std::free(block);
     auto& list = pool.free[class_of(capacity)];
     if (list.size() >= keep_blocks || list.size() * capacity >= keep_bytes) return std::free(block);
     list.push_back(block);
+    pool.kept_bytes += capacity;
+}
+
+std::size_t peak_in_use_here() {
+    if (pool_gone) return 0;
+    auto peak = std::max<std::int64_t>(pool.peak_in_use, 0);
+    pool.peak_in_use = pool.in_use;
+    return static_cast<std::size_t>(peak);
+}
+
+std::size_t release_kept_here(std::size_t keep) {
+    if (pool_gone) return 0;
+    std::size_t freed = 0;
+    for (unsigned c = classes; c-- > 0 && pool.kept_bytes > keep;) {
+        auto& list = pool.free[c];
+        const std::size_t size = std::size_t{1} << (c + min_shift);
+        while (!list.empty() && pool.kept_bytes > keep) {
+            std::free(list.back());
+            list.pop_back();
+            pool.kept_bytes -= size;
+            freed += size;
+        }
+        if (list.empty()) std::vector<std::byte*>().swap(list);
+    }
+    return freed;
 }
 
 }   // namespace nbdsched::daemon::buffer_pool

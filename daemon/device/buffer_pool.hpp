@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace nbdsched::daemon::buffer_pool {
 
@@ -17,6 +18,14 @@ inline constexpr std::size_t max_pooled = 1u << 20;
 std::byte* take(std::size_t n, std::size_t& capacity);
 // A block from take() (or nullptr). Any thread may give back any block.
 void give(std::byte* block, std::size_t capacity);
+
+// The most bytes this thread's requests held at once (taken, not yet
+// given back) since the last call; the count starts again from what they
+// hold now.
+std::size_t peak_in_use_here();
+// Frees blocks this thread's pool keeps, the largest first, until it keeps
+// at most `keep` bytes; the bytes freed.
+std::size_t release_kept_here(std::size_t keep);
 
 // A unique_ptr deleter that gives its block back.
 struct Give {

@@ -19,6 +19,10 @@ EventLoops::~EventLoops() {
 void EventLoops::start(std::chrono::microseconds busy_poll) {
     if (running_) return;
     running_ = true;
+    for (std::size_t i = 0; i < size(); ++i) {
+        idle_memory_.push_back(std::make_unique<IdleMemoryRelease>(at(i), IdleMemoryRelease::default_period));
+        idle_memory_.back()->start();
+    }
     for (std::size_t i = 0; i < extra_.size(); ++i) {
         // Kept running while idle: stop() ends them.
         guards_.push_back(boost::asio::make_work_guard(*extra_[i]));
@@ -33,6 +37,9 @@ void EventLoops::stop() {
     for (auto& io : extra_) io->stop();
     for (auto& t : threads_) t.join();
     threads_.clear();
+    // Loop 0's runs on this thread; the others' threads are gone.
+    for (auto& release : idle_memory_) release->stop();
+    idle_memory_.clear();
 }
 
 void EventLoops::exclusive(const std::function<void()>& f) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/process/event_loop.hpp"
+#include "daemon/process/idle_memory.hpp"
 
 namespace nbdsched::daemon {
 
@@ -32,7 +33,8 @@ public:
     std::size_t size() const { return extra_.size() + 1; }
     boost::asio::io_context& at(std::size_t index) { return index == 0 ? main_ : *extra_[index - 1]; }
 
-    // Starts the threads of loops 1..N-1 (busy_poll applies to each).
+    // Starts the threads of loops 1..N-1 (busy_poll applies to each), and
+    // on every loop the release of a burst's memory once it is quiet.
     void start(std::chrono::microseconds busy_poll);
     // Stops those loops and joins their threads; handlers still queued stay
     // queued until their io_context is destroyed. Loop 0's thread only.
@@ -49,6 +51,7 @@ private:
     std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
     std::vector<std::thread> threads_;
     std::vector<LoopStats> stats_;
+    std::vector<std::unique_ptr<IdleMemoryRelease>> idle_memory_;   // one per loop, loop 0's first
     bool running_ = false;
     bool exclusive_ = false;
 };

@@ -7,13 +7,13 @@ buffers go back to a pool the connections share, not stay with each. The
 blocks written were written once before, so the RAM device's pages are
 not counted.
 """
-import os
 import resource
 import socket
 import struct
 import sys
 
 from nbdsched_test.daemon import Daemon
+from nbdsched_test.process import rss_bytes
 from nbdsched_test.raw_nbd import (CLIENT_FLAGS, CMD_READ, CMD_WRITE, IHAVEOPT, NBDMAGIC, OPT_EXPORT_NAME, REQUEST_MAGIC,
                                    SIMPLE_REPLY_MAGIC, exactly, send_request)
 from nbdsched_test.verdict import check, skip
@@ -55,14 +55,6 @@ def read_reply(s, cookie, length=0):
     if magic != SIMPLE_REPLY_MAGIC or error != 0 or got != cookie:
         raise AssertionError(f"reply magic {magic:#x} error {error} cookie {got} (expected {cookie})")
     return exactly(s, length) if length else b""
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) << 10
-    raise AssertionError("no VmRSS")
 
 
 def raise_fd_limit(need):

@@ -167,3 +167,12 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def rss_bytes(pid):
+    """A process's resident set (VmRSS) in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) << 10
+    raise AssertionError(f"no VmRSS for pid {pid}")
