@@ -21,9 +21,9 @@ public:
     using Time = std::chrono::steady_clock::time_point;
 
     struct Lost {
-        unsigned failures = 0;   // failed tries since the lock was lost, the first included
-        std::chrono::milliseconds delay{};
-        std::optional<Time> due;   // nullopt: a try runs
+        unsigned failures = 0;               // failed tries since the lock was lost, the first included
+        std::chrono::milliseconds delay{};   // the wait before its next try (doubles up to `longest`)
+        std::optional<Time> due;             // nullopt: a try runs
     };
 
     LostLocks(std::chrono::milliseconds first, std::chrono::milliseconds longest) : first_(first), longest_(longest) {}

@@ -116,7 +116,7 @@ void Server::pause_retakes() { retake_timer_.cancel(); }
 // released its lock flushed it first, and every write since failed. Its
 // flush would fail too (EROFS: librbd wants the lock for it).
 std::function<int(Device&)> Server::flush_job() const {
-    // The threads get a copy: lost_locks_ is loop 0's and changes under them.
+    // The threads get a copy: lost_locks_ is loop 0's, and a flush left behind runs on after it changed.
     return [lost = lost_locks_](Device& d) { return lost.lost(d.name()) ? 0 : d.flush_now(); };
 }
 
