@@ -64,8 +64,12 @@ std::string seconds_text(std::chrono::milliseconds t) {
 // is not bounded here: a dead holder's lock comes once the cluster drops
 // its watch; a holder whose watch lives but that does not answer keeps
 // librbd asking (docs/rbd.md: a bound at start is systemd's start timeout).
-int acquire_told(RbdBackend::Handles& h, const std::string& name) {
-    std::string holder;
+// `holder`: who held the lock when a holder refused it at once, so that a
+// refusal's message costs no second round trip to the cluster; empty when
+// not looked up, nobody held it then, or the refusal came after a wait
+// (the holder may have changed meanwhile).
+int acquire_told(RbdBackend::Handles& h, const std::string& name, std::string& holder) {
+    holder.clear();
     if (!h.on_lock_wait || holders_of(h.image, holder) <= 0)   // free (or unknown): nobody to wait for
         return rbd_lock_acquire(h.image, RBD_LOCK_MODE_EXCLUSIVE);
     const auto began = std::chrono::steady_clock::now();
@@ -81,7 +85,10 @@ int acquire_told(RbdBackend::Handles& h, const std::string& name) {
                    "at once";
     h.on_lock_wait(wait);
     const int r = acquiring.get();
-    if (r != 0) return r;
+    if (r != 0) {
+        holder.clear();
+        return r;
+    }
     wait.event = LockWait::Event::taken;
     wait.waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
     wait.message = "rbd " + name + ": got its lock after " + seconds_text(wait.waited) + " (held by " + holder + ")";
@@ -122,13 +129,14 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
         }
         if (r > 0 && broke) *broke = holders;
     }
-    int r = acquire_told(h, name);
+    std::string refused_by;
+    int r = acquire_told(h, name, refused_by);
     if (r == 0) return true;
     if (r != -EROFS && r != -EBUSY) {
         error = "cannot take the image's exclusive lock: " + errno_text(r);
         return false;
     }
-    error = "image is locked by " + lock_holders(image) +
+    error = "image is locked by " + (refused_by.empty() ? lock_holders(image) : refused_by) +
             " (another nbdsched serving it?); if that host is dead, start with --break-lock";
     return false;
 }

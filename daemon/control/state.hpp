@@ -5,7 +5,6 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,11 +23,12 @@ struct DaemonState {
     GroupTable* groups = nullptr;
     // Runs `f` with every other event loop paused (daemon/process/event_loops.hpp); unset: directly.
     std::function<void(const std::function<void()>&)> run_exclusive{};
-    // Device -> failed tries of taking back its lock after a failed
-    // hand-over: its writes fail (EROFS) until one succeeds. Unset: none.
-    const std::map<std::string, unsigned>* locks_lost = nullptr;
+    // Whether taking back a device's lock after a failed hand-over failed:
+    // its writes fail (EROFS) until a retry gets it (the server's record,
+    // daemon/process/lost_locks.hpp, is a floor above). Unset: none.
+    std::function<bool(const std::string& device)> locks_lost{};
 
-    bool lock_lost(const std::string& device) const { return locks_lost && locks_lost->count(device) != 0; }
+    bool lock_lost(const std::string& device) const { return locks_lost && locks_lost(device); }
 
     void exclusive(const std::function<void()>& f) const {
         if (run_exclusive)

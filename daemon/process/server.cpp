@@ -66,7 +66,7 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
         for (const auto& w : control::qos_warnings(*dev, s->groups_)) spdlog::warn("{}", w);
     auto exclusive = [raw = s.get()](const std::function<void()>& f) { raw->loops_.exclusive(f); };
     s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_, exclusive};
-    s->state_.locks_lost = &s->locks_lost_;
+    s->state_.locks_lost = [raw = s.get()](const std::string& device) { return raw->lost_locks_.lost(device); };
     s->context_.exclusive = exclusive;
     s->context_.open_queue = [raw = s.get()](std::uint64_t id, const PeerInfo& peer, const std::string& name,
                                              const ExportBinding& b, std::optional<sched::GroupId> keep) {
@@ -314,9 +314,9 @@ void Server::finish_shutdown() {
     drain_timer_.cancel();
     auto open = connections_;
     for (auto& [id, c] : open) c->close("server stopping");
-    for (const auto& [name, attempts] : locks_lost_)
+    for (const auto& [name, lost] : lost_locks_.all())
         spdlog::warn("device {}: stopping without its lock (taking it back failed {} time(s)): nothing to flush", name,
-                     attempts);
+                     lost.failures);
     auto flushed = flushes_.wait(flushes_.start_each(devices_, flush_job()), config_.limits.drain_timeout);
     for (const auto& failure : flushed.failed) {
         spdlog::error("device {}: flush at shutdown failed: {}", failure.device,

@@ -49,8 +49,8 @@
 #include "daemon/metrics/endpoint.hpp"
 #include "daemon/process/event_loops.hpp"
 #include "daemon/process/handover_server.hpp"
+#include "daemon/process/lost_locks.hpp"
 #include "daemon/process/reload.hpp"
-#include "daemon/process/retake_schedule.hpp"
 #include "daemon/process/storage_waits.hpp"
 #include "daemon/process/takeover.hpp"
 
@@ -151,9 +151,9 @@ private:
     void take_back_locks(const std::vector<std::string>& names, bool retry = false);
     void locks_taken_back(const std::vector<std::string>& names, const std::map<std::string, TakeBack>& outcome,
                           bool retry);
-    // Lost locks (locks_lost_) are tried again after a backoff of each
-    // device's own (retakes_), but not during a hand-over (pause_retakes)
-    // nor the shutdown.
+    // Lost locks (lost_locks_) are tried again after a backoff of each
+    // device's own, but not during a hand-over (pause_retakes) nor the
+    // shutdown.
     void retake_later();
     void pause_retakes();
     // Each device's flush for a hand-over or the shutdown: none where the lock is lost.
@@ -198,16 +198,15 @@ private:
     bool locks_released_ = false;                           // this hand-over has begun releasing the locks
     std::vector<std::string> taking_back_;                  // devices whose lock is being taken back (threads)
     boost::asio::steady_timer takeback_timer_;              // how long their connections stay parked
-    // Device -> failed tries, for each whose take-back failed: its writes
-    // fail (EROFS) until a retry gets the lock back (`ctl stats`: lock_lost).
-    std::map<std::string, unsigned> locks_lost_;
-    boost::asio::steady_timer retake_timer_;   // until the first device in retakes_ is due
+    boost::asio::steady_timer retake_timer_;                // until the first device in lost_locks_ is due
     // A cluster that answers again is noticed within a second or so; one
     // that stays away costs a try (and a log line, rate-limited) every half
     // minute: per device, a newly lost one starts at 1 s.
     static constexpr std::chrono::milliseconds k_retake_first{1000};
     static constexpr std::chrono::milliseconds k_retake_longest{30000};
-    RetakeSchedule retakes_{k_retake_first, k_retake_longest};
+    // Each device whose take-back failed: its writes fail (EROFS) until a
+    // retry gets the lock back (`ctl stats`: lock_lost).
+    LostLocks lost_locks_{k_retake_first, k_retake_longest};
     RateLimit retake_log_{std::chrono::minutes(5), 5};   // failed retries logged
     // Each device's release_exclusive() answer (pre-filled: a thread writes only its own entry).
     std::shared_ptr<std::map<std::string, std::string>> release_errors_;

@@ -101,10 +101,10 @@ std::string Server::begin_handover(bool force) {
     // device and it holds no lock: nothing to release, and the new process
     // (a cluster connection of its own) may get the lock where this one
     // cannot. The tries pause meanwhile (server_takeback.cpp).
-    for (const auto& [name, attempts] : locks_lost_)
+    for (const auto& [name, lost] : lost_locks_.all())
         spdlog::info("hand-over: device {} has no lock to hand over (taking it back failed {} time(s)); the new "
                      "process takes it",
-                     name, attempts);
+                     name, lost.failures);
     pause_retakes();
     handing_over_ = true;
     handover_sent_ = false;

@@ -2,7 +2,7 @@
 // back on a thread per device (rbd_lock_acquire waits for the cluster as a
 // release does), loop 0 serving on. A device whose take-back failed has
 // lost its lock: its writes fail (EROFS) while it is retried with a
-// backoff of its own (retake_schedule.hpp), until the lock is back or the
+// backoff of its own (lost_locks.hpp), until the lock is back or the
 // daemon stops. Between two tries no
 // thread touches the device and it holds no lock, so a next hand-over may
 // begin (the new process takes the lock itself: the remedy when this
@@ -31,7 +31,7 @@ void Server::take_back_locks(const std::vector<std::string>& names, bool retry) 
     auto outcome = std::make_shared<std::map<std::string, TakeBack>>();
     for (const auto& name : names) (*outcome)[name];
     taking_back_.insert(taking_back_.end(), names.begin(), names.end());
-    for (const auto& name : names) retakes_.started(name);   // its answer sets its next try
+    for (const auto& name : names) lost_locks_.started(name);   // its answer sets its next try
     flushes_.start_each(
         devices_,
         [outcome](Device& d) {
@@ -58,22 +58,17 @@ void Server::locks_taken_back(const std::vector<std::string>& names, const std::
     for (const auto& [name, result] : outcome) {
         if (!result.broke.empty())   // the failed new process, which never served
             spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", name, result.broke);
-        auto lost = locks_lost_.find(name);
         if (result.error.empty()) {
-            retakes_.back(name);
-            if (lost == locks_lost_.end()) continue;
-            spdlog::info("device {}: its lock is back after {} attempt(s): writable again", name, lost->second + 1);
-            locks_lost_.erase(lost);
+            if (const unsigned failures = lost_locks_.back(name); failures != 0)
+                spdlog::info("device {}: its lock is back after {} attempt(s): writable again", name, failures + 1);
             continue;
         }
         all_back = false;
-        const auto delay = retakes_.failed(name, now);
-        if (lost == locks_lost_.end()) {
-            locks_lost_[name] = 1;
+        const auto& lost = lost_locks_.failed(name, now);
+        if (lost.failures == 1) {   // lost now
             errors += (errors.empty() ? "" : "; ") + ("device " + name + ": " + result.error);
             continue;
         }
-        ++lost->second;
         std::uint64_t held_back = 0;
         if (!retake_log_.allow(steady_now(), held_back)) continue;
         if (held_back != 0)
@@ -82,7 +77,7 @@ void Server::locks_taken_back(const std::vector<std::string>& names, const std::
                          std::chrono::duration_cast<std::chrono::seconds>(retake_log_.interval()).count());
         spdlog::warn("device {}: taking its lock back failed again (attempt {}): {}; its writes fail (EROFS) until "
                      "it is back (next try in {} ms)",
-                     name, lost->second, result.error, delay.count());
+                     name, lost.failures, result.error, lost.delay.count());
     }
     unpark_held(false);
     if (!errors.empty()) {
@@ -96,18 +91,18 @@ void Server::locks_taken_back(const std::vector<std::string>& names, const std::
 }
 
 // The next try of each device whose lock is lost, when its own delay
-// (retakes_) has passed: the timer waits for the first one due.
+// (lost_locks_) has passed: the timer waits for the first one due.
 void Server::retake_later() {
     retake_timer_.cancel();   // a device newly lost may be due before the one it waited for
     if (stopping_ || handing_over_) return;
-    const auto next = retakes_.next();
+    const auto next = lost_locks_.next();
     if (!next) return;
     retake_timer_.expires_at(*next);
     retake_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec) return;
         exclusive([this] {
             if (stopping_ || handing_over_) return;
-            take_back_locks(retakes_.due(std::chrono::steady_clock::now()), true);
+            take_back_locks(lost_locks_.due(std::chrono::steady_clock::now()), true);
             retake_later();   // those not due yet
         });
     });
@@ -121,7 +116,8 @@ void Server::pause_retakes() { retake_timer_.cancel(); }
 // released its lock flushed it first, and every write since failed. Its
 // flush would fail too (EROFS: librbd wants the lock for it).
 std::function<int(Device&)> Server::flush_job() const {
-    return [lost = locks_lost_](Device& d) { return lost.count(d.name()) ? 0 : d.flush_now(); };
+    // The threads get a copy: lost_locks_ is loop 0's, and a flush left behind runs on after it changed.
+    return [lost = lost_locks_](Device& d) { return lost.lost(d.name()) ? 0 : d.flush_now(); };
 }
 
 void Server::unpark_held(bool timed_out) {

@@ -16,8 +16,9 @@
   - a take-back that fails (osd_op_timeout with the OSD paused) is tried
     again with a backoff, `ctl stats` shows the lock lost meanwhile, a next
     hand-over may begin between two tries; once the OSD is back a retry
-    takes the lock and a FUA write reads back; stopped while its lock is
-    lost again, it exits 0 without flushing it;
+    takes the lock and a FUA write reads back, and the log's counts of its
+    failed tries add up; stopped while its lock is lost again, it exits 0
+    without flushing it;
   - a planned restart (`--takeover`) while a flush needs the paused OSD
     fails after the drain timeout instead of freezing the daemon: the new
     process exits 1 naming the device, ctl answers while the OSD is still
@@ -322,6 +323,9 @@ def take_back_retried(c, cluster, tmp):
                 f"after {answered:.1f} s" if answered is not None else "no answer")
         c.check("retried take-back: once the OSD is back, a retry takes the lock back",
                 d.wait_log("device retry: its lock is back after", 60))
+        counts = failure_counts(d.log(), "retry")
+        c.check("retried take-back: the log counts the device's failed tries (the first retry is attempt 2)",
+                counts_add_up(counts), str(counts))
         try:
             wrote = completed_within(h, h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(b"q" * 4096)), 4096,
                                                      flags=nbd.CMD_FLAG_FUA), 30)
@@ -335,6 +339,40 @@ def take_back_retried(c, cluster, tmp):
             return
         h.shutdown()
         stop_with_lock_lost(c, d, cluster, tmp, sock)
+
+
+def failure_counts(log, device):
+    """What the log says of `device`'s failed take-backs, in order: ("again",
+    N) for a failed retry (attempt N), ("handover", N) for a hand-over while
+    N had failed, ("back", N) when the lock came back at attempt N."""
+    patterns = {"again": rf"device {device}: taking its lock back failed again \(attempt (\d+)\)",
+                "handover": rf"hand-over: device {device} has no lock to hand over \(taking it back failed (\d+) time",
+                "back": rf"device {device}: its lock is back after (\d+) attempt"}
+    out = []
+    for line in log.splitlines():
+        for kind, pattern in patterns.items():
+            if m := re.search(pattern, line):
+                out.append((kind, int(m.group(1))))
+    return out
+
+
+def counts_add_up(counts):
+    """The first retry logged is attempt 2 (the take-back that lost the
+    lock was the first); a hand-over counts every failure before it; the
+    success is one attempt past every failure. Failed retries past the log's
+    rate limit leave gaps, so only the order is checked, not steps of one."""
+    if not counts or counts[0] != ("again", 2) or counts[-1][0] != "back":
+        return False
+    failed = 0
+    for kind, n in counts:
+        if kind == "again" and n <= failed:
+            return False
+        if kind == "handover" and n < failed:
+            return False
+        if kind == "back" and n <= failed:
+            return False
+        failed = n
+    return True
 
 
 def stop_with_lock_lost(c, d, cluster, tmp, sock):
