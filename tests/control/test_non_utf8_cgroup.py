@@ -1,6 +1,6 @@
 """A client in a cgroup whose name is not UTF-8 (anyone with a delegated
 cgroup subtree can pick such a name) is classified as any other, and `ctl
-list`, `ctl stats` and the log show its cgroup with the bad byte as "\\xff";
+list` (JSON and table) and `ctl stats` show its cgroup with the bad byte as "\\xff";
 the daemon serves on. Then a planned restart (--takeover) passes the
 connection: the old daemon exits 0, the new one serves it in the same group
 and shows the same peer. Needs a writable cgroup v2 hierarchy; skips without.
