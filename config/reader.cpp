@@ -4,7 +4,9 @@
 #include <charconv>
 #include <map>
 
+#include "common/hex.hpp"
 #include "common/units.hpp"
+#include "common/utf8.hpp"
 #include "config/suggest.hpp"
 
 namespace nbdsched::config::detail {
@@ -111,7 +113,16 @@ bool Reader::scalar(const Field& field, std::string_view expected) {
 
 std::optional<std::string> Reader::string(const Field& field) {
     if (!scalar(field, "a string")) return std::nullopt;
-    return field.value.Scalar();
+    // Names and paths go on into ctl's JSON, metric labels, logs and NBD
+    // replies, which are UTF-8 only (so is a YAML file).
+    const std::string& text = field.value.Scalar();
+    if (auto at = invalid_utf8_at(text)) {
+        const auto byte = static_cast<std::uint8_t>(text[*at]);
+        error(field, "not valid UTF-8: byte " + std::to_string(*at) + " (0x" + to_hex({&byte, 1}) + ") of '" +
+                         printable(text) + "'");
+        return std::nullopt;
+    }
+    return text;
 }
 
 std::optional<bool> Reader::boolean(const Field& field) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/utf8.hpp"
 #include "nbd/meta_context.hpp"
 
 namespace nbdsched::nbd {
@@ -33,7 +34,8 @@ OptionResult info_or_go(Negotiation& state, std::uint32_t option, std::span<cons
     }
     const ExportInfo* e = find_export(exports, request->name);
     if (!e) {
-        append_error(out, option, rep_err_unknown, "unknown export '" + std::string(request->name) + "'");
+        // The client's bytes: the message is UTF-8 (NBD spec) and goes to the log.
+        append_error(out, option, rep_err_unknown, "unknown export '" + printable(request->name) + "'");
         return {};
     }
     if (!state.allows(*e)) return refuse(option, *e, out);
@@ -117,7 +119,7 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
         std::string_view name(reinterpret_cast<const char*>(data.data()), data.size());
         if (name.size() > max_string) return close_with("export name too long");
         const ExportInfo* e = find_export(exports, name);
-        if (!e) return close_with("NBD_OPT_EXPORT_NAME: unknown export '" + std::string(name) + "'");
+        if (!e) return close_with("NBD_OPT_EXPORT_NAME: unknown export '" + printable(name) + "'");
         if (!state.allows(*e)) {   // EXPORT_NAME has no error reply: all we can do is close
             auto r = close_with("NBD_OPT_EXPORT_NAME: export '" + e->name + "' denied by policy");
             r.refused = e;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/factory.hpp"
+#include "common/json_text.hpp"
 #include "daemon/control/qos.hpp"
 #include "sched/tunable_spec.hpp"
 
@@ -125,7 +126,7 @@ std::string handle_line(const std::string& line, DaemonState& state) {
     } catch (const Json::exception& e) {
         reply = error_reply(std::string("bad request: ") + e.what());
     }
-    return reply.dump() + "\n";
+    return json_text(reply) + "\n";
 }
 
 }   // namespace nbdsched::daemon::control

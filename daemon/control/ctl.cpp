@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/json_text.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/control/render.hpp"
 
@@ -49,7 +50,7 @@ int print_reply(const std::string& cmd, const Json& reply, bool json) {
     if (json) {
         Json body = reply;
         body.erase("ok");
-        std::cout << body.dump(2) << "\n";
+        std::cout << json_text(body, 2) << "\n";
     } else if (cmd == "list") {
         std::cout << render_list(reply);
     } else if (cmd == "stats") {
@@ -121,7 +122,7 @@ int run_ctl(int argc, char** argv) {
     if ((cmd == "reserve" || cmd == "limit") && !put_settings(cmd, a.settings, req)) return 2;
     if (cmd == "latency-target") req["target"] = a.target;
     std::string error;
-    auto line = request(a.socket, req.dump(), error);
+    auto line = request(a.socket, json_text(req), error);
     if (!line) {
         std::cerr << "nbdsched ctl: " << error << "\n";
         return 2;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/utf8.hpp"
 #include "daemon/control/commands.hpp"
 
 namespace nbdsched::daemon {
@@ -19,9 +20,10 @@ sched::GroupId place_connection(control::DaemonState& state, const PeerInfo& pee
     if (entry.weight_from_cgroup && !peer.cgroup.empty()) {
         auto w = cgroup_weight(peer.cgroup, cgroup_root);
         if (!w) {
-            spdlog::debug("group {}: cgroup {} has no io weight; keeping {}", entry.name, peer.cgroup, entry.weight);
+            spdlog::debug("group {}: cgroup {} has no io weight; keeping {}", entry.name, printable(peer.cgroup),
+                          entry.weight);
         } else if (*w != entry.weight) {
-            spdlog::info("group {}: weight {} from cgroup {}", entry.name, *w, peer.cgroup);
+            spdlog::info("group {}: weight {} from cgroup {}", entry.name, *w, printable(peer.cgroup));
             control::apply_weight(state, entry.name, *w);
         }
     }

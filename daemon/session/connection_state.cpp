@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "common/hex.hpp"
+#include "common/json_text.hpp"
+#include "common/utf8.hpp"
 
 namespace nbdsched::daemon {
 
@@ -16,6 +18,13 @@ json peer_json(const PeerInfo& p) {
     if (p.pid) j["pid"] = *p.pid;
     if (p.uid) j["uid"] = *p.uid;
     if (p.gid) j["gid"] = *p.gid;
+    // A cgroup's name may be any bytes, a JSON string only UTF-8. The new
+    // process matches the cgroup against allow: and rules: (a connection
+    // whose group is gone is classified again) and reads its weight, so
+    // it travels exact, as hex. "cgroup" keeps a readable form (U+FFFD
+    // for the bad bytes) for a reader of this version that predates it.
+    if (!is_utf8(p.cgroup))
+        j["cgroup_hex"] = to_hex({reinterpret_cast<const std::uint8_t*>(p.cgroup.data()), p.cgroup.size()});
     return j;
 }
 
@@ -24,6 +33,11 @@ PeerInfo peer_from(const json& j) {
     p.is_unix = j.at("unix").get<bool>();
     p.groups = j.at("groups").get<std::vector<std::uint32_t>>();
     p.cgroup = j.at("cgroup").get<std::string>();
+    if (j.contains("cgroup_hex")) {
+        auto bytes = from_hex(j["cgroup_hex"].get<std::string>());
+        if (!bytes) throw std::invalid_argument("cgroup_hex: not an even number of lower-case hex digits");
+        p.cgroup.assign(bytes->begin(), bytes->end());
+    }
     p.address = j.at("address").get<std::string>();
     if (j.contains("pid")) p.pid = j["pid"].get<std::int32_t>();
     if (j.contains("uid")) p.uid = j["uid"].get<std::uint32_t>();
@@ -58,7 +72,7 @@ std::string to_json(const HandoverState& state) {
                                {"unread", to_hex(c.unread)},
                                {"fd", c.fd}});
     json j = {{"version", state.version}, {"listeners", listeners}, {"connections", connections}};
-    return j.dump();
+    return json_text(j);   // the other strings are for logs or come from the UTF-8-only config
 }
 
 std::optional<HandoverState> handover_from_json(const std::string& text, std::size_t fd_count, std::string& error) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/hex.hpp"
+#include "common/utf8.hpp"
 
 namespace nbdsched::daemon {
 
@@ -176,7 +177,7 @@ unsigned int TlsContext::psk_callback(SSL* ssl, const char* identity, unsigned c
     std::string_view id = identity ? identity : "";
     auto it = self->psk_.find(id);
     if (it == self->psk_.end() || it->second.size() > max_len) {
-        spdlog::warn("{}: TLS: unknown PSK identity '{}'", peer ? peer->tag : "?", id);
+        spdlog::warn("{}: TLS: unknown PSK identity '{}'", peer ? peer->tag : "?", printable(id));
         return 0;
     }
     std::memcpy(psk, it->second.data(), it->second.size());

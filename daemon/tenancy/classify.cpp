@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "common/utf8.hpp"
+
 namespace nbdsched::daemon {
 
 namespace {
@@ -76,8 +78,10 @@ std::string PeerInfo::describe() const {
     if (pid) s += " pid " + std::to_string(*pid);
     if (uid) s += " uid " + std::to_string(*uid);
     if (gid) s += " gid " + std::to_string(*gid);
-    if (!cgroup.empty()) s += " cgroup " + cgroup;
-    if (tls_identity) s += " tls " + *tls_identity;
+    // Both are any bytes a client picked (a delegated cgroup's name, a
+    // PSK identity); the text goes to ctl, logs and metrics, which are UTF-8.
+    if (!cgroup.empty()) s += " cgroup " + printable(cgroup);
+    if (tls_identity) s += " tls " + printable(*tls_identity);
     return s;
 }
 

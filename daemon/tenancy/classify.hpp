@@ -28,7 +28,8 @@ struct PeerInfo {
     std::optional<std::string> tls_identity;
 
     // "unix pid 12 uid 0 gid 0 cgroup /a/b" or "tcp 127.0.0.1", plus
-    // " tls alice" with a TLS identity, for logs and ctl.
+    // " tls alice" with a TLS identity, for logs and ctl; bytes that are not
+    // UTF-8 and control characters in those two as "\xNN" (printable()).
     std::string describe() const;
 };
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from nbdsched_test.cgroups import cgroup2_root
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.verdict import check
 
@@ -19,14 +20,6 @@ h.pread(4096, 0)
 print("connected", flush=True)
 sys.stdin.readline()
 """
-
-
-def cgroup2_root():
-    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-        if os.path.exists(os.path.join(root, "cgroup.procs")) and os.path.exists(
-                os.path.join(root, "cgroup.controllers")):
-            return root
-    return None
 
 
 class Client:

@@ -129,3 +129,19 @@ TEST_CASE("garbage is reported, never thrown") {
         CHECK_FALSE(r.errors.empty());
     }
 }
+
+TEST_CASE("a string that is not UTF-8 is refused at its position") {
+    // Names and paths reach ctl's JSON, metric labels and logs; NBD says export names are UTF-8.
+    auto r = load("devices:\n"
+                  "  - {name: d0, size: 1GiB}\n"
+                  "  - {name: d1, backend: file, path: /tmp/d\xe9.img}\n"
+                  "exports:\n"
+                  "  - {name: \"e\xfex\", device: d0}\n"
+                  "  - {name: e1, device: d0, description: \"caf\xc3\xa9 \xed\xa0\x80\"}\n");
+    expect_error(r, "exports[0].name", 5, 12, "not valid UTF-8: byte 1 (0xfe) of 'e\\xfex'");
+    expect_error(r, "exports[1].description", 6, 41, "not valid UTF-8: byte 6 (0xed)");
+    expect_error(r, "devices[1].path", 3, 37, "not valid UTF-8: byte 6 (0xe9) of '/tmp/d\\xe9.img'");
+    CHECK(load("devices: [{name: d0, size: 1GiB}]\n"
+               "exports: [{name: \"caf\xc3\xa9 \xf0\x9f\x92\xbe\", device: d0}]\n")
+              .config.has_value());
+}

@@ -6,6 +6,7 @@
 // the hand-over socket is the owner's only, whatever the umask, and waits
 // between accepts that fail for want of descriptors.
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -90,6 +91,26 @@ TEST_CASE("hand-over state: what is serialised comes back") {
     CHECK(c.group == "gold");
     CHECK(c.unread == want.unread);
     CHECK(c.fd == 2);
+}
+
+TEST_CASE("hand-over state: a cgroup that is not UTF-8 comes back byte for byte") {
+    // The new process classifies by it (rules:, allow:, weight: from-cgroup), so
+    // it must not come back with U+FFFD, and serialising it must not throw.
+    auto s = sample();
+    s.connections[0].identity.cgroup = "/user.slice/t-\xff\xfe/\xc3\xa9";
+    s.connections[0].peer = "unix pid 7 cgroup /user.slice/t-\xff";
+    std::string text, error;
+    REQUIRE_NOTHROW(text = daemon::to_json(s));
+    CHECK(text.find("\"cgroup_hex\"") != std::string::npos);
+    auto back = daemon::handover_from_json(text, 3, error);
+    REQUIRE_MESSAGE(back, error);
+    CHECK(back->connections[0].identity.cgroup == s.connections[0].identity.cgroup);
+    // A reader that knows only "cgroup" (the same version, before cgroup_hex) gets a readable form.
+    auto plain = nlohmann::json::parse(text)["connections"][0]["identity"]["cgroup"].get<std::string>();
+    CHECK(plain == "/user.slice/t-\xef\xbf\xbd\xef\xbf\xbd/\xc3\xa9");
+    // A UTF-8 cgroup travels as before, without the hex field.
+    CHECK(daemon::to_json(sample()).find("cgroup_hex") == std::string::npos);
+    CHECK_FALSE(daemon::handover_from_json(replaced(text, "\"cgroup_hex\":\"", "\"cgroup_hex\":\"x"), 3, error));
 }
 
 TEST_CASE("hand-over state: refused rather than guessed") {
