@@ -117,3 +117,23 @@ TEST_CASE("--break-lock with --takeover is refused: the lock comes from the live
     CHECK_FALSE(daemon::parse_cli(2, alone, fail_over).has_value());
     CHECK(fail_over.break_lock);
 }
+
+TEST_CASE("an empty FILE or PATH is a usage error, not the option left out") {
+    for (std::string option : {"--check-config", "-c", "--config", "--handover-socket", "--takeover"}) {
+        CAPTURE(option);
+        std::ostringstream err;
+        auto* saved = std::cerr.rdbuf(err.rdbuf());
+        std::string prog = "nbdsched", empty;
+        char* argv[] = {prog.data(), option.data(), empty.data(), nullptr};
+        CliOptions options;
+        auto code = daemon::parse_cli(3, argv, options);
+        std::cerr.rdbuf(saved);
+        CHECK(code.value_or(0) != 0);
+        CHECK(contains(err.str(), "an empty path"));
+    }
+    std::string prog = "nbdsched", check = "--check-config", file = "/etc/nbdsched/nbdsched.yaml";
+    char* argv[] = {prog.data(), check.data(), file.data(), nullptr};
+    CliOptions options;
+    CHECK_FALSE(daemon::parse_cli(3, argv, options).has_value());
+    CHECK(options.check_config_file == file);
+}
