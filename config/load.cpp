@@ -36,6 +36,7 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
         return;
     }
     Sections sections;
+    Origin control_at;
     bool has_listen = false, has_devices = false, has_exports = false;
     bool ok = r.read_map(top,
                          {"listen", "devices", "exports", "groups", "rules", "control", "metrics", "log_level", "limits",
@@ -55,6 +56,7 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
                              } else if (f.key == "rules") {
                                  read_entries(r, f, sections.rules, &parse_rule);
                              } else if (f.key == "control") {
+                                 control_at = f.at;
                                  if (auto v = read_socket_path(r, f)) config.control = *v;
                              } else if (f.key == "metrics") {
                                  auto v = r.string(f);
@@ -72,6 +74,7 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
     if (!ok) return;
     if (!has_listen) config.listen = default_listen();
     check_listen_tls(r, config);
+    check_control_apart(r, config, control_at);
     if (!has_devices) r.error(top.at, "devices", "missing: at least one device is needed");
     if (!has_exports) r.error(top.at, "exports", "missing: at least one export is needed");
     resolve(r, sections, config);

@@ -43,6 +43,44 @@ TEST_CASE("listen: socket paths that do not fit, repeats, an empty list") {
     expect_error(with("listen: []\n"), "listen", 1, 9, "empty");
 }
 
+TEST_CASE("listen: one endpoint written two ways, or covered by a wildcard, is listed twice") {
+    expect_error(with("listen:\n  - unix: /tmp/x/a.sock\n  - unix: /tmp/x//a.sock\n"), "listen[1]", 3, 11,
+                 "listed twice (first at test.yaml:2:11, as unix /tmp/x/a.sock)");
+    expect_error(with("listen:\n  - tcp: localhost:19490\n  - tcp: 127.0.0.1:19490\n"), "listen[1]", 3, 10,
+                 "listed twice (first at test.yaml:2:10, as tcp localhost:19490)");
+    // Each pair binds one socket twice (a wildcard takes the port on every address of its family; [::] on both).
+    const char* clashing[][2] = {
+        {"unix: /tmp/x/./a.sock", "unix: /tmp/x/y/../a.sock"},
+        {"tcp: \"[::1]:19490\"", "tcp: \"[0:0::1]:19490\""},
+        {"{tcp: 0.0.0.0:19490, insecure: true}", "tcp: 127.0.0.1:19490"},
+        {"tcp: 127.0.0.1:19490", "{tcp: \"[::]:19490\", insecure: true}"},
+    };
+    for (const auto& pair : clashing) {
+        CAPTURE(pair[1]);
+        auto text = std::string("listen:\n  - ") + pair[0] + "\n  - " + pair[1] + "\n";
+        auto r = with(text);
+        REQUIRE_FALSE(r.config.has_value());
+        CHECK(all_errors(r).find("listen[1]: listed twice") != std::string::npos);
+    }
+    // Different ports, different files, or IPv4 and IPv6 loopback: both bind.
+    const char* apart[][2] = {
+        {"tcp: 127.0.0.1:19490", "tcp: 127.0.0.1:19491"},
+        {"tcp: 127.0.0.1:19490", "tcp: \"[::1]:19490\""},
+        {"unix: /tmp/x/a.sock", "unix: /tmp/x/b.sock"},
+    };
+    for (const auto& pair : apart) {
+        CAPTURE(pair[1]);
+        auto r = with(std::string("listen:\n  - ") + pair[0] + "\n  - " + pair[1] + "\n");
+        CHECK_MESSAGE(r.config.has_value(), all_errors(r));
+    }
+}
+
+TEST_CASE("control: the path of a unix listener is refused, however it is written") {
+    expect_error(with("listen:\n  - unix: /tmp/x/nbd.sock\ncontrol: /tmp/x//nbd.sock\n"), "control", 3, 10,
+                 "the same socket as the listener at test.yaml:2:11");
+    CHECK(with("listen:\n  - unix: /tmp/x/nbd.sock\ncontrol: /tmp/x/ctl.sock\n").config.has_value());
+}
+
 TEST_CASE("control, metrics and log_level") {
     auto r = with("control: \"\"\nmetrics: 9810\nlog_level: warning\n");
     expect_error(r, "control", 1, 10, "empty socket path");
