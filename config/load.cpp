@@ -1,6 +1,7 @@
 // load_file / load_string: YAML text to a validated Config.
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -114,6 +115,13 @@ LoadResult load_string(const std::string& yaml, const std::string& name) {
 }
 
 LoadResult load_file(const std::string& path) {
+    // An ifstream opens a directory, and its failed read would look like an empty file.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        LoadResult result;
+        result.errors.push_back(Error{Origin{path, 0, 0}, "", "is a directory, not a configuration file"});
+        return result;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         int err = errno;
