@@ -171,6 +171,9 @@ TEST_CASE("limits: drain_timeout bounds a shutdown's and a hand-over's waits") {
     CHECK(with("limits: {drain_timeout: 2s}\n").config->limits.drain_timeout == std::chrono::seconds(2));
     CHECK(with("limits: {drain_timeout: 2500ms}\n").config->limits.drain_timeout == std::chrono::milliseconds(2500));
     CHECK(with("limits: {drain_timeout: 1min}\n").config->limits.drain_timeout == std::chrono::minutes(1));
+    // The top of the range the error message offers ("1ms to 1h"), in its own unit.
+    CHECK(with("limits: {drain_timeout: 1h}\n").config->limits.drain_timeout == std::chrono::hours(1));
+    CHECK(with("limits: {handshake_timeout: 1h}\n").config->limits.handshake_timeout == std::chrono::hours(1));
     CHECK(with("limits: {drain_timeout: 750}\n").config->limits.drain_timeout == std::chrono::milliseconds(750));   // bare: ms
     auto r = with("limits:\n  drain_timeout: 0s\n  max_connections: 4\n");
     expect_error(r, "limits.drain_timeout", 2, 18, "must be at least 1ms (got 0s)");
