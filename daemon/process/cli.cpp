@@ -57,6 +57,10 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
     return std::nullopt;
 }
 
+void apply_log_level(const CliOptions& options, config::Config& config) {
+    if (!options.log_level.empty()) config.log_level = options.log_level;
+}
+
 void apply_break_lock(const CliOptions& options, config::Config& config) {
     for (auto& device : config.devices) device.rbd.break_lock = options.break_lock;
 }
