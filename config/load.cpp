@@ -20,6 +20,12 @@ void read_entries(Reader& r, const Field& field, std::vector<Parsed<T>>& out,
     });
 }
 
+// Debian's civetweb (under prometheus-cpp's Exposer) is built without IPv6:
+// it cannot bind "[::1]:9810" or "[::]:9810", so the start would fail.
+constexpr const char* metrics_ipv6_refused =
+    "an IPv6 address: the metrics endpoint (prometheus-cpp's civetweb) listens on IPv4 only; use 127.0.0.1:PORT, "
+    "or 0.0.0.0:PORT for every address";
+
 std::optional<std::string> read_socket_path(Reader& r, const Field& f) {
     auto v = r.string(f);
     std::string error;
@@ -62,7 +68,10 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
                              } else if (f.key == "metrics") {
                                  auto v = r.string(f);
                                  std::string error;
-                                 if (v && !parse_host_port(*v, error)) r.error(f, error);
+                                 auto where = v ? parse_host_port(*v, error) : std::nullopt;
+                                 if (v && !where) r.error(f, error);
+                                 else if (where && where->host.find(':') != std::string::npos)
+                                     r.error(f, metrics_ipv6_refused);
                                  else if (v) config.metrics = *v;
                              } else if (f.key == "log_level") {
                                  if (auto v = r.choice(f, {"trace", "debug", "info", "warn", "error"})) config.log_level = *v;

@@ -81,6 +81,13 @@ TEST_CASE("control: the path of a unix listener is refused, however it is writte
     CHECK(with("listen:\n  - unix: /tmp/x/nbd.sock\ncontrol: /tmp/x/ctl.sock\n").config.has_value());
 }
 
+TEST_CASE("metrics: an IPv6 address is refused, since the endpoint cannot bind it") {
+    expect_error(with("metrics: \"[::1]:9810\"\n"), "metrics", 1, 10, "listens on IPv4 only");
+    expect_error(with("metrics: \"[::]:9810\"\n"), "metrics", 1, 10, "listens on IPv4 only");
+    CHECK(with("metrics: 127.0.0.1:9810\n").config->metrics == "127.0.0.1:9810");
+    CHECK(with("metrics: localhost:9810\n").config->metrics == "localhost:9810");
+}
+
 TEST_CASE("control, metrics and log_level") {
     auto r = with("control: \"\"\nmetrics: 9810\nlog_level: warning\n");
     expect_error(r, "control", 1, 10, "empty socket path");
