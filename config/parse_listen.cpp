@@ -89,10 +89,6 @@ bool check_socket_path(std::string_view path, std::string& error) {
     return true;
 }
 
-bool same_socket_path(const std::string& a, const std::string& b) {
-    return std::filesystem::path(a).lexically_normal() == std::filesystem::path(b).lexically_normal();
-}
-
 void check_control_apart(Reader& r, const Config& config, const Origin& control_at) {
     if (config.control.empty()) return;
     for (const auto& l : config.listen) {
@@ -132,6 +128,37 @@ std::optional<std::string> insecure_listener(const Listen& listen) {
     if (is_loopback(listen) || listen.tls == Listen::Tls::require || listen.insecure) return std::nullopt;
     return "listening on " + listen.host + " (not loopback) without TLS lets any host read and write every "
                                            "export: add tls: require (and a tls: section), or insecure: true to accept that";
+}
+
+namespace {
+
+// The address a listener binds, in one spelling: listener.cpp binds
+// "localhost" as 127.0.0.1, and "0:0::1" is "::1". A host name stays as written.
+std::string bound_address(const std::string& host) {
+    std::string h = host == "localhost" ? "127.0.0.1" : host;
+    unsigned char addr[sizeof(in6_addr)];
+    char text[INET6_ADDRSTRLEN];
+    for (int family : {AF_INET, AF_INET6})
+        if (inet_pton(family, h.c_str(), addr) == 1 && inet_ntop(family, addr, text, sizeof text)) return text;
+    return h;
+}
+
+}   // namespace
+
+bool same_socket_path(const std::string& a, const std::string& b) {
+    return std::filesystem::path(a).lexically_normal() == std::filesystem::path(b).lexically_normal();
+}
+
+// [::] covers IPv4 as well: the listener leaves IPV6_V6ONLY off.
+bool same_endpoint(const Listen& a, const Listen& b) {
+    if (a.kind != b.kind) return false;
+    if (a.kind == Listen::Kind::unix_socket) return same_socket_path(a.path, b.path);
+    if (a.port != b.port) return false;
+    auto x = bound_address(a.host), y = bound_address(b.host);
+    auto covers = [](const std::string& wildcard, const std::string& other) {
+        return wildcard == "::" || (wildcard == "0.0.0.0" && other.find(':') == std::string::npos);
+    };
+    return x == y || covers(x, y) || covers(y, x);
 }
 
 std::optional<Listen> parse_unix_listen(std::string_view path, std::string& error) {
@@ -204,31 +231,6 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
         return std::nullopt;
     }
     return out;
-}
-
-// The address a listener binds, in one spelling: listener.cpp binds
-// "localhost" as 127.0.0.1, and "0:0::1" is "::1". A host name stays as written.
-std::string bound_address(const std::string& host) {
-    std::string h = host == "localhost" ? "127.0.0.1" : host;
-    unsigned char addr[sizeof(in6_addr)];
-    char text[INET6_ADDRSTRLEN];
-    for (int family : {AF_INET, AF_INET6})
-        if (inet_pton(family, h.c_str(), addr) == 1 && inet_ntop(family, addr, text, sizeof text)) return text;
-    return h;
-}
-
-// Two listeners that cannot both bind: one socket file however it is written
-// (a//b.sock, a/./b.sock), or one port on one address, or on a wildcard that
-// covers the other's ([::] covers IPv4 as well: IPV6_V6ONLY stays off).
-bool same_endpoint(const Listen& a, const Listen& b) {
-    if (a.kind != b.kind) return false;
-    if (a.kind == Listen::Kind::unix_socket) return same_socket_path(a.path, b.path);
-    if (a.port != b.port) return false;
-    auto x = bound_address(a.host), y = bound_address(b.host);
-    auto covers = [](const std::string& wildcard, const std::string& other) {
-        return wildcard == "::" || (wildcard == "0.0.0.0" && other.find(':') == std::string::npos);
-    };
-    return x == y || covers(x, y) || covers(y, x);
 }
 
 std::string describe(const Listen& l) {

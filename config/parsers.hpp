@@ -71,8 +71,6 @@ struct HostPort {
 std::optional<HostPort> parse_host_port(std::string_view text, std::string& error);
 // A Unix socket path: non-empty and short enough for sockaddr_un.
 bool check_socket_path(std::string_view path, std::string& error);
-// One socket file written two ways ("/run/x//a.sock", "/run/x/./a.sock").
-bool same_socket_path(const std::string& a, const std::string& b);
 // control: must not be the path of a unix listener (both would bind it).
 void check_control_apart(Reader& r, const Config& config, const Origin& control_at);
 

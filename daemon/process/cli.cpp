@@ -80,6 +80,17 @@ bool apply_listen_overrides(const CliOptions& options, config::Config& config, s
             error = std::string(option) + " '" + text + "': " + *insecure + " (in a config file's listen:)";
             return false;
         }
+        for (const auto& earlier : listen) {
+            if (config::same_endpoint(earlier, *l)) {
+                error = std::string(option) + " '" + text + "': listed twice";
+                return false;
+            }
+        }
+        if (l->kind == config::Listen::Kind::unix_socket && !config.control.empty() &&
+            config::same_socket_path(l->path, config.control)) {
+            error = std::string(option) + " '" + text + "': the path of the control socket (control: in the config)";
+            return false;
+        }
         l->origin = config::Origin{"<command line>", 0, 0};
         listen.push_back(*l);
         return true;

@@ -62,6 +62,25 @@ TEST_CASE("--listen-unix refuses an empty or too long path") {
     CHECK(contains(refusal(o), "socket path longer than 107 bytes"));
 }
 
+TEST_CASE("--listen-unix/--listen-tcp refuse one endpoint twice, however written, and the control socket's path") {
+    CliOptions o;
+    o.listen_unix = {"/run/x/a.sock", "/run/x//a.sock"};
+    CHECK(contains(refusal(o), "--listen-unix '/run/x//a.sock': listed twice"));
+    o = tcp("localhost:10810");
+    o.listen_tcp.push_back("127.0.0.1:10810");
+    CHECK(contains(refusal(o), "--listen-tcp '127.0.0.1:10810': listed twice"));
+
+    config::Config config;
+    config.control = "/run/x/ctl.sock";
+    std::string error;
+    o = CliOptions{};
+    o.listen_unix = {"/run/x/./ctl.sock"};
+    CHECK_FALSE(daemon::apply_listen_overrides(o, config, error));
+    CHECK(contains(error, "--listen-unix '/run/x/./ctl.sock': the path of the control socket"));
+    o.listen_unix = {"/run/x/nbd.sock"};
+    CHECK(daemon::apply_listen_overrides(o, config, error));
+}
+
 TEST_CASE("--listen-unix and --listen-tcp replace the config's listen list") {
     CliOptions o;
     o.listen_unix = {"/run/a.sock"};
