@@ -79,6 +79,7 @@ std::optional<Nanos> parse_duration(std::string_view text, Nanos bare_unit) {
     else if (iequals(suffix, "ms")) ns_per_unit = 1e6;
     else if (iequals(suffix, "s")) ns_per_unit = 1e9;
     else if (iequals(suffix, "min")) ns_per_unit = 60e9;
+    else if (iequals(suffix, "h")) ns_per_unit = 3600e9;   // the upper bound of the timeouts in limits:
     else return std::nullopt;
     double ns = std::round(value * ns_per_unit);
     if (ns > double(std::numeric_limits<std::int64_t>::max() / 2)) return std::nullopt;

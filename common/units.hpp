@@ -17,7 +17,7 @@ using Nanos = std::chrono::nanoseconds;
 // Returns nullopt on garbage or overflow.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
-// "8ms", "100us", "1.5s", "250000ns". A bare number is taken in `bare_unit`
+// "8ms", "100us", "1.5s", "250000ns", "1min", "1h". A bare number is taken in `bare_unit`
 // (the kernel's sysfs tunables are bare milliseconds). Negative is an error.
 std::optional<Nanos> parse_duration(std::string_view text, Nanos bare_unit = std::chrono::milliseconds(1));
 

@@ -211,6 +211,12 @@ std::vector<Listen> default_listen();
 std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error);
 // A socket path exactly as the `unix:` listen key takes it, for --listen-unix.
 std::optional<Listen> parse_unix_listen(std::string_view path, std::string& error);
+// One socket file written two ways ("/run/x//a.sock", "/run/x/./a.sock").
+bool same_socket_path(const std::string& a, const std::string& b);
+// Two listeners that cannot both bind: one socket file however it is written,
+// one port on one address ("localhost" is 127.0.0.1), or on a wildcard
+// address (0.0.0.0, [::]) that covers the other's.
+bool same_endpoint(const Listen& a, const Listen& b);
 // A TCP listener beyond loopback without tls: require and without
 // insecure: true; the reason, or nullopt when it may start.
 std::optional<std::string> insecure_listener(const Listen& listen);

@@ -1,6 +1,7 @@
 // load_file / load_string: YAML text to a validated Config.
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -19,6 +20,12 @@ void read_entries(Reader& r, const Field& field, std::vector<Parsed<T>>& out,
     });
 }
 
+// Debian's civetweb (under prometheus-cpp's Exposer) is built without IPv6:
+// it cannot bind "[::1]:9810" or "[::]:9810", so the start would fail.
+constexpr const char* metrics_ipv6_refused =
+    "an IPv6 address: the metrics endpoint (prometheus-cpp's civetweb) listens on IPv4 only; use 127.0.0.1:PORT, "
+    "or 0.0.0.0:PORT for every address";
+
 std::optional<std::string> read_socket_path(Reader& r, const Field& f) {
     auto v = r.string(f);
     std::string error;
@@ -36,6 +43,7 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
         return;
     }
     Sections sections;
+    Origin control_at;
     bool has_listen = false, has_devices = false, has_exports = false;
     bool ok = r.read_map(top,
                          {"listen", "devices", "exports", "groups", "rules", "control", "metrics", "log_level", "limits",
@@ -55,11 +63,15 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
                              } else if (f.key == "rules") {
                                  read_entries(r, f, sections.rules, &parse_rule);
                              } else if (f.key == "control") {
+                                 control_at = f.at;
                                  if (auto v = read_socket_path(r, f)) config.control = *v;
                              } else if (f.key == "metrics") {
                                  auto v = r.string(f);
                                  std::string error;
-                                 if (v && !parse_host_port(*v, error)) r.error(f, error);
+                                 auto where = v ? parse_host_port(*v, error) : std::nullopt;
+                                 if (v && !where) r.error(f, error);
+                                 else if (where && where->host.find(':') != std::string::npos)
+                                     r.error(f, metrics_ipv6_refused);
                                  else if (v) config.metrics = *v;
                              } else if (f.key == "log_level") {
                                  if (auto v = r.choice(f, {"trace", "debug", "info", "warn", "error"})) config.log_level = *v;
@@ -72,6 +84,7 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
     if (!ok) return;
     if (!has_listen) config.listen = default_listen();
     check_listen_tls(r, config);
+    check_control_apart(r, config, control_at);
     if (!has_devices) r.error(top.at, "devices", "missing: at least one device is needed");
     if (!has_exports) r.error(top.at, "exports", "missing: at least one export is needed");
     resolve(r, sections, config);
@@ -111,6 +124,13 @@ LoadResult load_string(const std::string& yaml, const std::string& name) {
 }
 
 LoadResult load_file(const std::string& path) {
+    // An ifstream opens a directory, and its failed read would look like an empty file.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        LoadResult result;
+        result.errors.push_back(Error{Origin{path, 0, 0}, "", "is a directory, not a configuration file"});
+        return result;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         int err = errno;

@@ -3,6 +3,7 @@
 #include <sys/un.h>
 
 #include <charconv>
+#include <filesystem>
 
 #include "config/parsers.hpp"
 
@@ -88,6 +89,18 @@ bool check_socket_path(std::string_view path, std::string& error) {
     return true;
 }
 
+void check_control_apart(Reader& r, const Config& config, const Origin& control_at) {
+    if (config.control.empty()) return;
+    for (const auto& l : config.listen) {
+        if (l.kind == Listen::Kind::unix_socket && same_socket_path(l.path, config.control)) {
+            r.error(control_at, "control",
+                    "the same socket as the listener at " + l.origin.str() +
+                        ": the control socket needs a path of its own");
+            return;
+        }
+    }
+}
+
 }   // namespace nbdsched::config::detail
 
 namespace nbdsched::config {
@@ -104,7 +117,9 @@ std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error
 
 bool is_loopback(const Listen& listen) {
     if (listen.kind != Listen::Kind::tcp) return true;
-    if (listen.host == "localhost" || listen.host == "::1") return true;
+    if (listen.host == "localhost") return true;
+    in6_addr v6{};   // "::1" however it is written ("0:0::1")
+    if (inet_pton(AF_INET6, listen.host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
     in_addr v4{};
     return inet_pton(AF_INET, listen.host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
@@ -113,6 +128,37 @@ std::optional<std::string> insecure_listener(const Listen& listen) {
     if (is_loopback(listen) || listen.tls == Listen::Tls::require || listen.insecure) return std::nullopt;
     return "listening on " + listen.host + " (not loopback) without TLS lets any host read and write every "
                                            "export: add tls: require (and a tls: section), or insecure: true to accept that";
+}
+
+namespace {
+
+// The address a listener binds, in one spelling: listener.cpp binds
+// "localhost" as 127.0.0.1, and "0:0::1" is "::1". A host name stays as written.
+std::string bound_address(const std::string& host) {
+    std::string h = host == "localhost" ? "127.0.0.1" : host;
+    unsigned char addr[sizeof(in6_addr)];
+    char text[INET6_ADDRSTRLEN];
+    for (int family : {AF_INET, AF_INET6})
+        if (inet_pton(family, h.c_str(), addr) == 1 && inet_ntop(family, addr, text, sizeof text)) return text;
+    return h;
+}
+
+}   // namespace
+
+bool same_socket_path(const std::string& a, const std::string& b) {
+    return std::filesystem::path(a).lexically_normal() == std::filesystem::path(b).lexically_normal();
+}
+
+// [::] covers IPv4 as well: the listener leaves IPV6_V6ONLY off.
+bool same_endpoint(const Listen& a, const Listen& b) {
+    if (a.kind != b.kind) return false;
+    if (a.kind == Listen::Kind::unix_socket) return same_socket_path(a.path, b.path);
+    if (a.port != b.port) return false;
+    auto x = bound_address(a.host), y = bound_address(b.host);
+    auto covers = [](const std::string& wildcard, const std::string& other) {
+        return wildcard == "::" || (wildcard == "0.0.0.0" && other.find(':') == std::string::npos);
+    };
+    return x == y || covers(x, y) || covers(y, x);
 }
 
 std::optional<Listen> parse_unix_listen(std::string_view path, std::string& error) {
@@ -187,8 +233,9 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
     return out;
 }
 
-bool same_endpoint(const Listen& a, const Listen& b) {
-    return a.kind == b.kind && a.path == b.path && a.host == b.host && a.port == b.port;
+std::string describe(const Listen& l) {
+    if (l.kind == Listen::Kind::unix_socket) return "unix " + l.path;
+    return "tcp " + (l.host.find(':') != std::string::npos ? "[" + l.host + "]" : l.host) + ":" + std::to_string(l.port);
 }
 
 }   // namespace
@@ -200,7 +247,8 @@ std::vector<Listen> parse_listen(Reader& r, const Field& field) {
         if (!listen) return;
         for (const auto& earlier : out) {
             if (same_endpoint(earlier, *listen)) {
-                r.error(listen->origin, item.path, "listed twice (first at " + earlier.origin.str() + ")");
+                auto as = describe(earlier) == describe(*listen) ? "" : ", as " + describe(earlier);
+                r.error(listen->origin, item.path, "listed twice (first at " + earlier.origin.str() + as + ")");
                 return;
             }
         }

@@ -71,6 +71,8 @@ struct HostPort {
 std::optional<HostPort> parse_host_port(std::string_view text, std::string& error);
 // A Unix socket path: non-empty and short enough for sockaddr_un.
 bool check_socket_path(std::string_view path, std::string& error);
+// control: must not be the path of a unix listener (both would bind it).
+void check_control_apart(Reader& r, const Config& config, const Origin& control_at);
 
 std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item);
 std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item);

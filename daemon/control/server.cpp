@@ -10,6 +10,7 @@
 #include <sys/un.h>
 
 #include "daemon/session/private_socket.hpp"
+#include "daemon/session/socket_file.hpp"
 
 namespace nbdsched::daemon::control {
 
@@ -72,6 +73,10 @@ std::unique_ptr<ControlServer> ControlServer::open(boost::asio::io_context& io, 
         error = "control socket " + path + ": path too long";
         return nullptr;
     }
+    if (auto why = not_a_socket(path); !why.empty()) {
+        error = "control socket " + path + ": " + why;
+        return nullptr;
+    }
     std::error_code fs_ec;
     if (std::filesystem::is_socket(path, fs_ec)) {
         if (socket_alive(io, path)) {
@@ -85,6 +90,7 @@ std::unique_ptr<ControlServer> ControlServer::open(boost::asio::io_context& io, 
     std::unique_ptr<ControlServer> s(new ControlServer(io, path, std::move(handler)));
     boost::system::error_code ec;
     bind_private(s->acceptor_, path, ec);   // 0600 from the start
+    if (!ec) s->bound_ = true;
     if (!ec) s->acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
     if (ec) {
         error = "control socket " + path + ": " + ec.message();
@@ -121,7 +127,7 @@ void ControlServer::close() {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     std::error_code fs_ec;
-    std::filesystem::remove(path_, fs_ec);
+    if (bound_) std::filesystem::remove(path_, fs_ec);   // never a file a failed bind found there
 }
 
 }   // namespace nbdsched::daemon::control

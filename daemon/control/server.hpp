@@ -18,13 +18,15 @@ public:
     using Handler = std::function<std::string(const std::string& line)>;
 
     // nullptr and `error` when the socket cannot be created. A stale socket
-    // file (nobody listening) is replaced; a live one is an error.
+    // file (nobody listening) is replaced; a live one, or a file that is not
+    // a socket, is an error and stays as it was.
     static std::unique_ptr<ControlServer> open(boost::asio::io_context& io, const std::string& path, Handler handler,
                                                std::string& error);
     ~ControlServer();
 
     void start();
-    // Stops accepting, ends open sessions and removes the socket file.
+    // Stops accepting, ends open sessions and removes the socket file (the
+    // one this server bound; nothing when its bind failed).
     void close();
     const std::string& path() const { return path_; }
 
@@ -38,6 +40,7 @@ private:
     Handler handler_;
     std::shared_ptr<bool> closed_;   // sessions check it before touching the handler
     AcceptBackoff backoff_;          // out of descriptors: accept again later, not in a loop
+    bool bound_ = false;             // the file at path_ is ours to remove
 };
 
 }   // namespace nbdsched::daemon::control

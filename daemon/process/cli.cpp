@@ -5,12 +5,22 @@
 
 namespace nbdsched::daemon {
 
+namespace {
+// A path given empty (`-c "$CONF"` with CONF unset) is a usage error, not
+// "not given": -c "" would serve the embedded default, --check-config ""
+// would start a server, --takeover "" would start beside the running daemon.
+const CLI::Validator non_empty_path(
+    [](const std::string& value) { return value.empty() ? std::string("an empty path") : std::string(); }, "");
+}   // namespace
+
 std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
     CLI::App app{"nbdsched: an NBD server with CFQ/BFQ-style I/O scheduling"};
     app.name("nbdsched");
     app.set_version_flag("--version", std::string("nbdsched ") + NBDSCHED_VERSION);
-    app.add_option("-c,--config", options.config_file, "YAML configuration file (default: embedded default)");
-    app.add_option("--check-config", options.check_config_file, "validate FILE, print every error, and exit");
+    app.add_option("-c,--config", options.config_file, "YAML configuration file (default: embedded default)")
+        ->check(non_empty_path);
+    app.add_option("--check-config", options.check_config_file, "validate FILE, print every error, and exit")
+        ->check(non_empty_path);
     app.add_option("--log-level", options.log_level, "trace, debug, info, warn or error (default: the config's)")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
     app.add_option("--listen-unix", options.listen_unix, "listen on this unix socket (replaces the config's list)")
@@ -20,11 +30,13 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
     app.add_option("--handover-socket", options.handover_socket,
                    "serve planned restarts on this unix socket: a new process started with --takeover PATH takes "
                    "over every listener and live connection (docs/restart.md)")
-        ->type_name("PATH");
+        ->type_name("PATH")
+        ->check(non_empty_path);
     auto* takeover = app.add_option("--takeover", options.takeover,
                                     "take over the listeners and live connections of the daemon serving hand-overs "
                                     "on PATH (it exits once this process has them), then serve hand-overs there")
-                         ->type_name("PATH");
+                         ->type_name("PATH")
+                         ->check(non_empty_path);
     app.add_flag("--force", options.force, "--takeover even when RAM devices lose their contents")->needs(takeover);
     // A hand-over passes the lock from the old process, which is alive: breaking it would blocklist the
     // process that is handing over its connections (docs/rbd.md).
@@ -45,6 +57,10 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
     return std::nullopt;
 }
 
+void apply_log_level(const CliOptions& options, config::Config& config) {
+    if (!options.log_level.empty()) config.log_level = options.log_level;
+}
+
 void apply_break_lock(const CliOptions& options, config::Config& config) {
     for (auto& device : config.devices) device.rbd.break_lock = options.break_lock;
 }
@@ -62,6 +78,17 @@ bool apply_listen_overrides(const CliOptions& options, config::Config& config, s
         if (auto insecure = config::insecure_listener(*l)) {
             // The command line has no tls: or insecure:; a config file does.
             error = std::string(option) + " '" + text + "': " + *insecure + " (in a config file's listen:)";
+            return false;
+        }
+        for (const auto& earlier : listen) {
+            if (config::same_endpoint(earlier, *l)) {
+                error = std::string(option) + " '" + text + "': listed twice";
+                return false;
+            }
+        }
+        if (l->kind == config::Listen::Kind::unix_socket && !config.control.empty() &&
+            config::same_socket_path(l->path, config.control)) {
+            error = std::string(option) + " '" + text + "': the path of the control socket (control: in the config)";
             return false;
         }
         l->origin = config::Origin{"<command line>", 0, 0};

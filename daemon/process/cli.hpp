@@ -32,6 +32,10 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options);
 // False and `error` ("--listen-tcp '127.0.0.1:0': bad port ...") on a bad one.
 bool apply_listen_overrides(const CliOptions& options, config::Config& config, std::string& error);
 
+// --log-level over the config's log_level, at start and on every reload (a
+// reloaded file's level must not undo the command line's).
+void apply_log_level(const CliOptions& options, config::Config& config);
+
 // --break-lock onto every rbd device of `config` (docs/rbd.md, fail-over).
 void apply_break_lock(const CliOptions& options, config::Config& config);
 

@@ -8,6 +8,7 @@
 
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/session/private_socket.hpp"
+#include "daemon/session/socket_file.hpp"
 
 namespace nbdsched::daemon {
 
@@ -30,6 +31,10 @@ std::unique_ptr<HandoverServer> HandoverServer::open(boost::asio::io_context& io
         error = "hand-over socket " + path + ": path too long";
         return nullptr;
     }
+    if (auto why = not_a_socket(path); !why.empty()) {
+        error = "hand-over socket " + path + ": " + why;
+        return nullptr;
+    }
     std::error_code fs_ec;
     if (std::filesystem::is_socket(path, fs_ec)) {
         local::socket probe(io);
@@ -44,6 +49,7 @@ std::unique_ptr<HandoverServer> HandoverServer::open(boost::asio::io_context& io
     std::unique_ptr<HandoverServer> s(new HandoverServer(io, path, std::move(hooks)));
     boost::system::error_code ec;
     bind_private(s->acceptor_, path, ec);   // whoever connects gets every socket: the owner only
+    if (!ec) s->bound_ = true;
     if (!ec) s->acceptor_.listen(4, ec);
     if (ec) {
         error = "hand-over socket " + path + ": " + ec.message();
@@ -164,7 +170,7 @@ void HandoverServer::close(bool keep_file) {
     backoff_.cancel();
     acceptor_.close(ignored);
     end_peer();
-    if (!keep_file) ::unlink(path_.c_str());
+    if (!keep_file && bound_) ::unlink(path_.c_str());   // never a file a failed bind found there
 }
 
 }   // namespace nbdsched::daemon

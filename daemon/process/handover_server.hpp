@@ -36,6 +36,7 @@ public:
 
     // `replace`: the file belongs to the process we took over from (remove
     // it); otherwise a live socket there is an error, a stale one is removed.
+    // A file that is not a socket is an error and stays as it was.
     static std::unique_ptr<HandoverServer> open(boost::asio::io_context& io, const std::string& path, bool replace,
                                                 Hooks hooks, std::string& error);
     ~HandoverServer();
@@ -70,6 +71,7 @@ private:
     std::uint64_t generation_ = 0;   // which peer a pending wait belongs to
     bool closed_ = false;
     bool keep_file_ = false;
+    bool bound_ = false;   // the file at path_ is ours to remove
 };
 
 }   // namespace nbdsched::daemon

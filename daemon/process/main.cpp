@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
         }
         config = std::move(*result.config);
     }
-    setup_logging(cli.log_level.empty() ? config.log_level : cli.log_level);
+    daemon::apply_log_level(cli, config);
+    setup_logging(config.log_level);
     daemon::apply_break_lock(cli, config);
 
     std::string error;
@@ -161,7 +162,10 @@ int main(int argc, char** argv) {
     options.on_start_wait = [](std::chrono::seconds more, const std::string& status) {
         daemon::notify_start_wait(more, status);
     };
-    options.reload_adjust = [cli](config::Config& c, std::string& e) { return daemon::apply_listen_overrides(cli, c, e); };
+    options.reload_adjust = [cli](config::Config& c, std::string& e) {
+        daemon::apply_log_level(cli, c);
+        return daemon::apply_listen_overrides(cli, c, e);
+    };
     std::unique_ptr<daemon::Takeover> takeover;   // outlives the server, which uses what it brought
     auto server = daemon::Server::create(config, options, error);
     if (!server) {

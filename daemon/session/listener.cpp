@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/session/socket_file.hpp"
+
 namespace nbdsched::daemon {
 
 namespace {
@@ -25,8 +27,8 @@ using tcp = asio::ip::tcp;
 bool clear_stale_socket(const std::string& path, std::string& error) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return true;   // nothing there
-    if (!S_ISSOCK(st.st_mode)) {
-        error = path + " exists and is not a socket";
+    if (auto why = not_a_socket(path); !why.empty()) {
+        error = path + " " + why;
         return false;
     }
     asio::io_context probe_io;

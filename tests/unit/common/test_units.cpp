@@ -31,6 +31,9 @@ TEST_CASE("durations with units and bare milliseconds") {
     CHECK(parse_duration("8") == Nanos(8ms));
     CHECK(parse_duration("125", 1us) == Nanos(125us));
     CHECK(parse_duration("0") == Nanos(0));
+    CHECK(parse_duration("1min") == Nanos(60s));
+    CHECK(parse_duration("1h") == Nanos(3600s));
+    CHECK(parse_duration("0.5h") == Nanos(1800s));
     CHECK_FALSE(parse_duration("8 parsecs"));
     CHECK_FALSE(parse_duration("-3ms"));
 }

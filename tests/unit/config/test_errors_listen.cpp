@@ -43,6 +43,51 @@ TEST_CASE("listen: socket paths that do not fit, repeats, an empty list") {
     expect_error(with("listen: []\n"), "listen", 1, 9, "empty");
 }
 
+TEST_CASE("listen: one endpoint written two ways, or covered by a wildcard, is listed twice") {
+    expect_error(with("listen:\n  - unix: /tmp/x/a.sock\n  - unix: /tmp/x//a.sock\n"), "listen[1]", 3, 11,
+                 "listed twice (first at test.yaml:2:11, as unix /tmp/x/a.sock)");
+    expect_error(with("listen:\n  - tcp: localhost:19490\n  - tcp: 127.0.0.1:19490\n"), "listen[1]", 3, 10,
+                 "listed twice (first at test.yaml:2:10, as tcp localhost:19490)");
+    // Each pair binds one socket twice (a wildcard takes the port on every address of its family; [::] on both).
+    const char* clashing[][2] = {
+        {"unix: /tmp/x/./a.sock", "unix: /tmp/x/y/../a.sock"},
+        {"tcp: \"[::1]:19490\"", "tcp: \"[0:0::1]:19490\""},
+        {"{tcp: 0.0.0.0:19490, insecure: true}", "tcp: 127.0.0.1:19490"},
+        {"tcp: 127.0.0.1:19490", "{tcp: \"[::]:19490\", insecure: true}"},
+    };
+    for (const auto& pair : clashing) {
+        CAPTURE(pair[1]);
+        auto text = std::string("listen:\n  - ") + pair[0] + "\n  - " + pair[1] + "\n";
+        auto r = with(text);
+        REQUIRE_FALSE(r.config.has_value());
+        CHECK(all_errors(r).find("listen[1]: listed twice") != std::string::npos);
+    }
+    // Different ports, different files, or IPv4 and IPv6 loopback: both bind.
+    const char* apart[][2] = {
+        {"tcp: 127.0.0.1:19490", "tcp: 127.0.0.1:19491"},
+        {"tcp: 127.0.0.1:19490", "tcp: \"[::1]:19490\""},
+        {"unix: /tmp/x/a.sock", "unix: /tmp/x/b.sock"},
+    };
+    for (const auto& pair : apart) {
+        CAPTURE(pair[1]);
+        auto r = with(std::string("listen:\n  - ") + pair[0] + "\n  - " + pair[1] + "\n");
+        CHECK_MESSAGE(r.config.has_value(), all_errors(r));
+    }
+}
+
+TEST_CASE("control: the path of a unix listener is refused, however it is written") {
+    expect_error(with("listen:\n  - unix: /tmp/x/nbd.sock\ncontrol: /tmp/x//nbd.sock\n"), "control", 3, 10,
+                 "the same socket as the listener at test.yaml:2:11");
+    CHECK(with("listen:\n  - unix: /tmp/x/nbd.sock\ncontrol: /tmp/x/ctl.sock\n").config.has_value());
+}
+
+TEST_CASE("metrics: an IPv6 address is refused, since the endpoint cannot bind it") {
+    expect_error(with("metrics: \"[::1]:9810\"\n"), "metrics", 1, 10, "listens on IPv4 only");
+    expect_error(with("metrics: \"[::]:9810\"\n"), "metrics", 1, 10, "listens on IPv4 only");
+    CHECK(with("metrics: 127.0.0.1:9810\n").config->metrics == "127.0.0.1:9810");
+    CHECK(with("metrics: localhost:9810\n").config->metrics == "localhost:9810");
+}
+
 TEST_CASE("control, metrics and log_level") {
     auto r = with("control: \"\"\nmetrics: 9810\nlog_level: warning\n");
     expect_error(r, "control", 1, 10, "empty socket path");
@@ -133,6 +178,9 @@ TEST_CASE("limits: drain_timeout bounds a shutdown's and a hand-over's waits") {
     CHECK(with("limits: {drain_timeout: 2s}\n").config->limits.drain_timeout == std::chrono::seconds(2));
     CHECK(with("limits: {drain_timeout: 2500ms}\n").config->limits.drain_timeout == std::chrono::milliseconds(2500));
     CHECK(with("limits: {drain_timeout: 1min}\n").config->limits.drain_timeout == std::chrono::minutes(1));
+    // The top of the range the error message offers ("1ms to 1h"), in its own unit.
+    CHECK(with("limits: {drain_timeout: 1h}\n").config->limits.drain_timeout == std::chrono::hours(1));
+    CHECK(with("limits: {handshake_timeout: 1h}\n").config->limits.handshake_timeout == std::chrono::hours(1));
     CHECK(with("limits: {drain_timeout: 750}\n").config->limits.drain_timeout == std::chrono::milliseconds(750));   // bare: ms
     auto r = with("limits:\n  drain_timeout: 0s\n  max_connections: 4\n");
     expect_error(r, "limits.drain_timeout", 2, 18, "must be at least 1ms (got 0s)");

@@ -184,6 +184,12 @@ TEST_CASE("load_file reports a file it cannot read") {
     CHECK(r.errors[0].str() == "/nonexistent/nbdsched.yaml: cannot read: No such file or directory");
 }
 
+TEST_CASE("load_file says a directory is a directory, not an empty configuration") {
+    auto r = load_file("/tmp");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].str() == "/tmp: is a directory, not a configuration file");
+}
+
 TEST_CASE("embedded default: 1GiB RAM device d0 served as export default") {
     Config c = embedded_default();
     REQUIRE(c.devices.size() == 1);

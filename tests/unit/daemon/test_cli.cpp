@@ -62,6 +62,25 @@ TEST_CASE("--listen-unix refuses an empty or too long path") {
     CHECK(contains(refusal(o), "socket path longer than 107 bytes"));
 }
 
+TEST_CASE("--listen-unix/--listen-tcp refuse one endpoint twice, however written, and the control socket's path") {
+    CliOptions o;
+    o.listen_unix = {"/run/x/a.sock", "/run/x//a.sock"};
+    CHECK(contains(refusal(o), "--listen-unix '/run/x//a.sock': listed twice"));
+    o = tcp("localhost:10810");
+    o.listen_tcp.push_back("127.0.0.1:10810");
+    CHECK(contains(refusal(o), "--listen-tcp '127.0.0.1:10810': listed twice"));
+
+    config::Config config;
+    config.control = "/run/x/ctl.sock";
+    std::string error;
+    o = CliOptions{};
+    o.listen_unix = {"/run/x/./ctl.sock"};
+    CHECK_FALSE(daemon::apply_listen_overrides(o, config, error));
+    CHECK(contains(error, "--listen-unix '/run/x/./ctl.sock': the path of the control socket"));
+    o.listen_unix = {"/run/x/nbd.sock"};
+    CHECK(daemon::apply_listen_overrides(o, config, error));
+}
+
 TEST_CASE("--listen-unix and --listen-tcp replace the config's listen list") {
     CliOptions o;
     o.listen_unix = {"/run/a.sock"};
@@ -116,4 +135,24 @@ TEST_CASE("--break-lock with --takeover is refused: the lock comes from the live
     CliOptions fail_over;
     CHECK_FALSE(daemon::parse_cli(2, alone, fail_over).has_value());
     CHECK(fail_over.break_lock);
+}
+
+TEST_CASE("an empty FILE or PATH is a usage error, not the option left out") {
+    for (std::string option : {"--check-config", "-c", "--config", "--handover-socket", "--takeover"}) {
+        CAPTURE(option);
+        std::ostringstream err;
+        auto* saved = std::cerr.rdbuf(err.rdbuf());
+        std::string prog = "nbdsched", empty;
+        char* argv[] = {prog.data(), option.data(), empty.data(), nullptr};
+        CliOptions options;
+        auto code = daemon::parse_cli(3, argv, options);
+        std::cerr.rdbuf(saved);
+        CHECK(code.value_or(0) != 0);
+        CHECK(contains(err.str(), "an empty path"));
+    }
+    std::string prog = "nbdsched", check = "--check-config", file = "/etc/nbdsched/nbdsched.yaml";
+    char* argv[] = {prog.data(), check.data(), file.data(), nullptr};
+    CliOptions options;
+    CHECK_FALSE(daemon::parse_cli(3, argv, options).has_value());
+    CHECK(options.check_config_file == file);
 }
