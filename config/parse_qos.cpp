@@ -5,13 +5,13 @@ namespace nbdsched::config::detail {
 
 namespace {
 
-std::optional<Nanos> read_duration(Reader& r, const Field& f, Nanos min, Nanos max, const char* example) {
+std::optional<Nanos> read_duration(Reader& r, const Field& f, const sched::qos::DurationRange& range) {
     auto text = r.string(f);
     if (!text) return std::nullopt;
     auto d = parse_duration(*text);
-    if (d && *d >= min && *d <= max) return d;
-    r.error(f, "expected a duration from " + format_duration(min) + " to " + format_duration(max) + ", e.g. " +
-                   example + ", got '" + *text + "'");
+    auto why = sched::qos::check_duration(range, d, *text);
+    if (why.empty()) return d;
+    r.error(f, why);
     return std::nullopt;
 }
 
@@ -20,12 +20,13 @@ void read_rate(Reader& r, const Field& field, sched::qos::Rate& rate, Nanos* bur
     std::initializer_list<std::string_view> rate_keys{"iops", "bps"}, limit_keys{"iops", "bps", "burst"};
     bool ok = r.read_map(field, burst ? limit_keys : rate_keys, [&](const Field& f) {
         if (f.key == "iops") {
-            if (auto v = r.integer(f, 1, 100'000'000)) rate.iops = *v;
+            if (auto v = r.integer(f, sched::qos::min_iops, sched::qos::max_iops)) rate.iops = *v;
         } else if (f.key == "bps") {
             auto v = r.size(f);
-            if (v && *v == 0) r.error(f, "bps must be above 0 (leave it out for no byte rate)");
+            auto why = v ? sched::qos::check_bps(*v) : std::string();
+            if (!why.empty()) r.error(f, why);
             if (v) rate.bps = *v;
-        } else if (auto d = read_duration(r, f, std::chrono::milliseconds(1), std::chrono::seconds(10), "100ms")) {
+        } else if (auto d = read_duration(r, f, sched::qos::burst_range)) {
             *burst = *d;
         }
     });
@@ -42,7 +43,7 @@ bool parse_qos_key(Reader& r, const Field& f, Parsed<Group>& p) {
     } else if (f.key == "limit") {
         read_rate(r, f, q.limit, &q.burst);
     } else if (f.key == "latency_target") {
-        if (auto d = read_duration(r, f, std::chrono::microseconds(100), std::chrono::seconds(10), "10ms"))
+        if (auto d = read_duration(r, f, sched::qos::latency_target_range))
             q.latency_target = *d;
     } else {
         return false;

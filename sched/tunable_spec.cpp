@@ -65,7 +65,7 @@ std::string wanted(const TunableSpec& spec) {
     case Unit::duration: out = "a duration, e.g. 8ms, 100us, 0"; break;
     case Unit::count: out = "a whole number"; break;
     case Unit::sectors: out = "a whole number of sectors"; break;
-    case Unit::kib: out = "KiB or a size, e.g. 16384, 16MiB"; break;
+    case Unit::kib: out = "KiB up to " + std::to_string(kMaxKib) + " or a size below 2TiB, e.g. 16384, 16MiB"; break;
     case Unit::flag: out = "0 or 1"; break;
     }
     if (spec.below_min_is_error) out += " from " + format_tunable(spec, spec.min);
@@ -73,11 +73,16 @@ std::string wanted(const TunableSpec& spec) {
     return out;
 }
 
+// The largest value taken: spec.max (above it: clamped), or for KiB kMaxKib (above it: refused).
+std::uint64_t upper(const TunableSpec& spec) {
+    return spec.unit == Unit::kib ? std::min(spec.max, kMaxKib) : spec.max;
+}
+
 std::string range_markdown(const TunableSpec& spec) {
     std::string lo = spec.min > 0 ? format_tunable(spec, spec.min) : "";
-    std::string hi = spec.device_max.of     ? std::string(spec.device_max.text)
-                     : spec.max != kNoLimit ? format_tunable(spec, spec.max)
-                                            : "";
+    std::string hi = spec.device_max.of        ? std::string(spec.device_max.text)
+                     : upper(spec) != kNoLimit ? format_tunable(spec, upper(spec))
+                                               : "";
     if (!lo.empty() && !hi.empty()) return " " + lo + ".." + hi;
     if (!lo.empty()) return " ≥ " + lo;
     if (!hi.empty()) return " ≤ " + hi;
@@ -118,7 +123,7 @@ ParsedTunable parse_tunable(const TunableSpec& spec, std::string_view text, cons
     if (spec.auto_value.of && value == "auto")
         return {std::clamp(spec.auto_value.of(device), std::min(spec.min, max), max), {}};
     auto parsed = parse_value(spec.unit, value);
-    if (!parsed || (*parsed < spec.min && spec.below_min_is_error))
+    if (!parsed || (*parsed < spec.min && spec.below_min_is_error) || (spec.unit == Unit::kib && *parsed > kMaxKib))
         return {0, std::string(spec.name) + ": bad " + std::string(kind(spec.unit)) + " '" + std::string(text) +
                        "' (want " + wanted(spec) + ")"};
     return {std::clamp(*parsed, std::min(spec.min, max), max), {}};

@@ -19,12 +19,18 @@ namespace nbdsched::sched {
 enum class Unit : std::uint8_t {
     duration,   // "8ms", "100us"; a bare number is milliseconds as in sysfs; held in ns
     count,      // a whole number
-    kib,        // a bare number is KiB as in sysfs, sizes ("16MiB") too; held in KiB
+    kib,        // a bare number is KiB as in sysfs, sizes ("16MiB") too; held in KiB; at most kMaxKib
     sectors,    // a whole number of 512-byte sectors
     flag,       // 0 or 1 (also off/on, false/true, no/yes); held as 0/1
 };
 
 inline constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
+
+// The most a `kib` tunable takes, INT_MAX KiB (just under 2 TiB): the
+// kernel's bfq caps back_seek_max there (block/bfq-iosched.c, its store
+// function), and cfq held it in an unsigned int. Above it is refused, not
+// clamped: the policies double the KiB into sectors, and cfq's field is 32 bits.
+inline constexpr std::uint64_t kMaxKib = std::numeric_limits<std::int32_t>::max();
 
 // A duration in the held unit, for a table's min/max.
 constexpr std::uint64_t in_ns(Nanos d) { return std::uint64_t(d.count()); }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <spdlog/spdlog.h>
 
 #include "sched/qos/qos_scheduler.hpp"
@@ -27,32 +28,38 @@ void excess(std::vector<std::string>& out, const Device& dev, const char* what, 
                   "%) above the " + show(capacity) + " its timing profile serves; they cannot all be met");
 }
 
-// A rate out of the request: a count, or a size with units for "bps".
+// A rate out of the request: a count, or a size with units for "bps"; in the
+// configuration's range (sched/qos/spec.hpp), so 0 is refused: a key left
+// out (`off`) is what clears.
 std::string read_rate(const Json& request, const char* key, bool size, std::uint64_t& out) {
     auto it = request.find(key);
     if (it == request.end()) return {};
-    if (it->is_number_unsigned() || (it->is_number_integer() && it->get<long long>() >= 0)) {
-        out = it->get<std::uint64_t>();
-        return {};
-    }
-    if (size && it->is_string()) {
-        if (auto v = parse_size(it->get<std::string>())) {
-            out = *v;
-            return {};
-        }
-    }
-    return std::string("\"") + key + "\" must be " + (size ? "a size such as 20MiB" : "a count");
+    std::optional<std::uint64_t> value;
+    if (it->is_number_unsigned() || (it->is_number_integer() && it->get<long long>() >= 0))
+        value = it->get<std::uint64_t>();
+    else if (size && it->is_string())
+        value = parse_size(it->get<std::string>());
+    if (!value) return std::string("\"") + key + "\" must be " + (size ? "a size such as 20MiB" : "a count");
+    auto why = size ? sched::qos::check_bps(*value) : sched::qos::check_iops(*value);
+    if (!why.empty()) return std::string("\"") + key + "\": " + why;
+    out = *value;
+    return {};
 }
 
-std::string read_duration(const Json& request, const char* key, Nanos& out) {
+// A duration out of the request, in `range`; "off" (where `off_clears`) is 0.
+std::string read_duration(const Json& request, const char* key, const sched::qos::DurationRange& range,
+                          bool off_clears, Nanos& out) {
     auto it = request.find(key);
     if (it == request.end()) return {};
-    if (it->is_string() && it->get<std::string>() == "off") {
+    if (!it->is_string()) return std::string("\"") + key + "\" must be a duration such as " + range.example;
+    const std::string text = it->get<std::string>();
+    if (off_clears && text == "off") {
         out = Nanos(0);
         return {};
     }
-    auto d = it->is_string() ? parse_duration(it->get<std::string>()) : std::nullopt;
-    if (!d) return std::string("\"") + key + "\" must be a duration such as 50ms";
+    auto d = parse_duration(text);
+    auto why = sched::qos::check_duration(range, d, text);
+    if (!why.empty()) return std::string("\"") + key + "\": " + why + (off_clears ? " (or off)" : "");
     out = *d;
     return {};
 }
@@ -106,11 +113,12 @@ Json qos_command(const Json& request, DaemonState& state) {
             if (error.empty()) error = why;
         if (cmd == "limit") {
             qos.burst = sched::qos::default_burst;
-            if (error.empty()) error = read_duration(request, "burst", qos.burst);
+            if (error.empty()) error = read_duration(request, "burst", sched::qos::burst_range, false, qos.burst);
         }
     } else {
-        error = request.contains("target") ? read_duration(request, "target", qos.latency_target)
-                                           : "missing \"target\" (a duration, or off)";
+        error = request.contains("target")
+                    ? read_duration(request, "target", sched::qos::latency_target_range, true, qos.latency_target)
+                    : "missing \"target\" (a duration, or off)";
     }
     if (!error.empty()) return error_reply(error);
     std::vector<std::string> warnings;

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <mutex>
+#include <string>
+#include <vector>
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 #include <spdlog/spdlog.h>
@@ -33,11 +35,27 @@ Endpoint::~Endpoint() {
     close();
 }
 
+namespace {
+
+// civetweb gives each connection one worker thread until it has read the
+// request, for up to request_timeout_ms (30 s by default). With one worker,
+// one client that connects and sends nothing held every scrape back that
+// long, three times Prometheus' default scrape_timeout (10 s). A few workers
+// keep a scrape answered while some clients are silent, and a short timeout
+// frees a silent client's worker soon: a scraper sends its request as soon
+// as it has connected, and the reply is a few KiB to a few hundred.
+constexpr int k_workers = 8;
+constexpr int k_request_timeout_ms = 3000;
+
+}   // namespace
+
 std::unique_ptr<Endpoint> Endpoint::open(boost::asio::io_context& io, const std::string& address,
                                          const control::DaemonState& state, std::string& error) {
     std::unique_ptr<Endpoint> e(new Endpoint(io, address, state));
     try {
-        e->exposer_ = std::make_unique<prometheus::Exposer>(address, 1);
+        e->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+            "listening_ports", address, "num_threads", std::to_string(k_workers), "request_timeout_ms",
+            std::to_string(k_request_timeout_ms)});
     } catch (const std::exception& ex) {
         error = "metrics " + address + ": " + ex.what();
         return nullptr;

@@ -48,8 +48,15 @@ bool clear_stale_socket(const std::string& path, std::string& error) {
 }
 
 // listen: mode/owner/group on the socket file; unset ones stay as bind() left them.
+// The mode first, while the file is still ours: after a chown to another
+// owner, chmod would need CAP_FOWNER, and the systemd unit grants only
+// CAP_CHOWN.
 bool set_permissions(const config::Listen& where, std::string& error) {
     const char* path = where.path.c_str();
+    if (where.mode && ::chmod(path, *where.mode) != 0) {
+        error = "cannot set the mode of unix socket " + where.path + ": " + std::strerror(errno);
+        return false;
+    }
     if (where.owner || where.group) {
         uid_t uid = where.owner ? *where.owner : static_cast<uid_t>(-1);
         gid_t gid = where.group ? *where.group : static_cast<gid_t>(-1);
@@ -57,10 +64,6 @@ bool set_permissions(const config::Listen& where, std::string& error) {
             error = "cannot set the owner of unix socket " + where.path + ": " + std::strerror(errno);
             return false;
         }
-    }
-    if (where.mode && ::chmod(path, *where.mode) != 0) {
-        error = "cannot set the mode of unix socket " + where.path + ": " + std::strerror(errno);
-        return false;
     }
     return true;
 }

@@ -9,6 +9,22 @@ std::string to_string(const Rate& rate) {
     return out.empty() ? "none" : out;
 }
 
+std::string check_iops(std::uint64_t iops) {
+    if (iops >= min_iops && iops <= max_iops) return {};
+    return "out of range: " + std::to_string(iops) + " (allowed " + std::to_string(min_iops) + ".." +
+           std::to_string(max_iops) + ")";
+}
+
+std::string check_bps(std::uint64_t bps) {
+    return bps > 0 ? std::string() : "bps must be above 0 (leave it out for no byte rate)";
+}
+
+std::string check_duration(const DurationRange& range, std::optional<Nanos> value, std::string_view text) {
+    if (value && *value >= range.min && *value <= range.max) return {};
+    return "expected a duration from " + format_duration(range.min) + " to " + format_duration(range.max) +
+           ", e.g. " + range.example + ", got '" + std::string(text) + "'";
+}
+
 std::string check(const GroupQos& qos) {
     auto below = [](const char* what, std::uint64_t limit, std::uint64_t reserve, bool bytes) {
         auto show = [&](std::uint64_t v) { return bytes ? format_size(v) : std::to_string(v); };

@@ -5,7 +5,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/units.hpp"
 
@@ -20,6 +22,26 @@ struct Rate {
 };
 
 inline constexpr Nanos default_burst = std::chrono::milliseconds(100);
+
+// What may be asked, the same through the configuration and `nbdsched ctl`
+// (0 means "not set", so it is never a value: `off` or leaving the key out
+// clears). Each check below gives empty, or the words both use.
+inline constexpr std::uint64_t min_iops = 1, max_iops = 100'000'000;
+
+struct DurationRange {
+    Nanos min, max;
+    const char* example;
+};
+inline constexpr DurationRange burst_range{std::chrono::milliseconds(1), std::chrono::seconds(10), "100ms"};
+inline constexpr DurationRange latency_target_range{std::chrono::microseconds(100), std::chrono::seconds(10), "10ms"};
+
+// "out of range: 0 (allowed 1..100000000)"
+std::string check_iops(std::uint64_t iops);
+// "bps must be above 0 (leave it out for no byte rate)"
+std::string check_bps(std::uint64_t bps);
+// "expected a duration from 1ms to 10s, e.g. 100ms, got '10min'" when `value`
+// (what `text` parsed to, nullopt if it did not) is outside `range`.
+std::string check_duration(const DurationRange& range, std::optional<Nanos> value, std::string_view text);
 
 struct GroupQos {
     Rate reserve;                  // served ahead of the policy while below it

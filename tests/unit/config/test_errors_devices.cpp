@@ -129,6 +129,12 @@ TEST_CASE("cfq tunables are checked by the cfq policy itself") {
     CHECK(ok.config->devices[0].tunables.at("quantum") == "4");
 }
 
+TEST_CASE("a KiB tunable above INT_MAX KiB is an error, not a wrap or a clamp") {
+    expect_error(device("name: d0\n    size: 1GiB\n    scheduler: bfq\n    tunables: {back_seek_max: 9223372036854775808}\n"),
+                 "devices[0].tunables.back_seek_max", 5, 31,
+                 "back_seek_max: bad size '9223372036854775808' (want KiB up to 2147483647");
+}
+
 TEST_CASE("unknown profile, with a suggestion") {
     expect_error(device("name: d0\n    size: 1GiB\n    profile: hhd\n"), "devices[0].profile", 4, 14,
                  "unknown profile 'hhd' (none, hdd, ssd, nvme) (did you mean 'hdd'?)");

@@ -82,7 +82,7 @@ TEST_CASE("one error format for every policy and unit") {
     CHECK(parsed("bfq", "max_budget", "-3") ==
           "error: max_budget: bad number '-3' (want a whole number of sectors, or auto)");
     CHECK(parsed("cfq", "back_seek_max", "far") ==
-          "error: back_seek_max: bad size 'far' (want KiB or a size, e.g. 16384, 16MiB)");
+          "error: back_seek_max: bad size 'far' (want KiB up to 2147483647 or a size below 2TiB, e.g. 16384, 16MiB)");
     CHECK(parsed("bfq", "low_latency", "maybe") == "error: low_latency: bad value 'maybe' (want 0 or 1)");
     CHECK(unknown_tunable_error("none", tunable_specs("none"), "quantum") ==
           "none has no tunable 'quantum' (it has: max_depth)");
@@ -109,6 +109,35 @@ TEST_CASE("clamping like the kernel's store functions") {
     CHECK(parsed("none", "max_depth", "64", DeviceTraits{false, 8}) == "8");   // the device's depth
     CHECK(parsed("none", "max_depth", "auto", DeviceTraits{false, 8}) == "8");
     CHECK(parsed("none", "max_depth", "auto", DeviceTraits{false, 0}) == "1");
+}
+
+TEST_CASE("KiB tunables take at most INT_MAX KiB and refuse more, never wrap or clamp") {
+    // bfq doubled 2^63 KiB into 0 sectors (no backward seeks at all); cfq
+    // clamped 99999999999999 to its 32-bit field without a word.
+    for (auto [policy, name] : {std::pair{"cfq", "back_seek_max"}, {"bfq", "back_seek_max"}, {"cfq", "iops_charge_kb"}}) {
+        CAPTURE(policy);
+        CAPTURE(name);
+        CHECK(parsed(policy, name, "2147483647") == "2147483647");
+        CHECK(parsed(policy, name, "1TiB") == "1073741824");
+        for (auto text : {"2147483648", "99999999999999", "9223372036854775808", "2TiB", "16EiB"})
+            CHECK(parsed(policy, name, text) == "error: " + std::string(name) + ": bad size '" + text +
+                                                    "' (want KiB up to 2147483647 or a size below 2TiB, e.g. 16384, "
+                                                    "16MiB)");
+    }
+    // ctl set and the YAML's tunables: go through the same table; a refused
+    // set keeps the value.
+    for (std::string_view policy : {"cfq", "bfq"}) {
+        CAPTURE(policy);
+        std::string error;
+        auto s = make_scheduler(policy, kDisk, {}, error);
+        REQUIRE(s);
+        CHECK(s->set_tunable("back_seek_max", "9223372036854775808", Time{}).find("bad size") != std::string::npos);
+        CHECK(s->get_tunable("back_seek_max") == "16384");
+        CHECK(s->set_tunable("back_seek_max", "2147483647", Time{}).empty());
+        CHECK(s->get_tunable("back_seek_max") == "2147483647");
+        CHECK(make_scheduler(policy, kDisk, {{"back_seek_max", "99999999999999"}}, error) == nullptr);
+        CHECK(error.rfind("back_seek_max: bad size '99999999999999'", 0) == 0);
+    }
 }
 
 TEST_CASE("units: bare numbers as in sysfs, units, words, auto, blanks") {

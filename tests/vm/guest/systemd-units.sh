@@ -3,7 +3,8 @@
 # (Type=notify, sandboxed), nbdsched-nbd@nbd0.service attaches /dev/nbd0,
 # data goes through, reload works, `systemctl restart` hands the live
 # connection over through the fd store, a SIGKILLed daemon is restarted and
-# the device reconnected, stopping detaches and the daemon exits 0.
+# the device reconnected, stopping detaches and the daemon exits 0. Last,
+# without the socket unit, a `listen:` with owner/group/mode starts.
 # VM_CONFIG: the config path the units read.
 . /vmtest/lib.sh
 export SYSTEMD_PAGER= SYSTEMD_COLORS=0
@@ -77,6 +78,26 @@ vt_kv service_result "$(prop nbdsched.service Result) exit=$(prop nbdsched.servi
 vt_step service-exit-0 [ "$(prop nbdsched.service ExecMainStatus)" = 0 ] &&
     vt_step service-result-success [ "$(prop nbdsched.service Result)" = success ]
 vt_step socket-survives-restart test -S /run/nbdsched/nbdsched.sock
+# Without the socket unit the daemon binds its own sockets: `listen:` with
+# owner/group/mode works under the unit's sandbox (CAP_CHOWN, @chown kept).
+vt_step socket-unit-stop systemctl stop nbdsched.socket
+cat > "$VM_CONFIG" <<EOC
+listen:
+  - {unix: /run/nbdsched/group.sock, group: 65534, mode: "0660"}
+  - {unix: /run/nbdsched/owner.sock, owner: 65534, group: 65534, mode: "0600"}
+devices:
+  - {name: d0, backend: file, path: /var/lib/nbdsched/d0.img, size: 256MiB}
+exports:
+  - {name: default, device: d0}
+EOC
+vt_step perms-service-start timeout 60 systemctl start nbdsched.service
+vt_kv perms_service_state "$(prop nbdsched.service ActiveState)/$(prop nbdsched.service SubState)"
+vt_kv perms_group_sock "$(stat -c '%u:%g %a' /run/nbdsched/group.sock 2>&1)"
+vt_kv perms_owner_sock "$(stat -c '%u:%g %a' /run/nbdsched/owner.sock 2>&1)"
+vt_step perms-group-sock [ "$(stat -c '%u:%g %a' /run/nbdsched/group.sock)" = "0:65534 660" ]
+vt_step perms-owner-sock [ "$(stat -c '%u:%g %a' /run/nbdsched/owner.sock)" = "65534:65534 600" ]
+vt_step perms-service-stop timeout 60 systemctl stop nbdsched.service
+vt_step perms-service-exit-0 [ "$(prop nbdsched.service ExecMainStatus)" = 0 ]
 if [ $VT_FAILED != 0 ]; then
     systemctl status --no-pager nbdsched.service nbdsched.socket 'nbdsched-nbd@nbd0.service' 2>&1 | tail -n 30
     echo "---- daemon output ----"; tail -n 30 /run/vmtest-nbdsched.log
