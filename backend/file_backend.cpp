@@ -144,6 +144,7 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
         b->rotational_ = q->rotational;
         b->optimal_io_ = q->optimal_io_bytes;
         b->max_io_ = q->max_io_bytes;
+        b->no_write_zeroes_ = b->block_device_ && q->write_zeroes == false;
     }
     return true;
 }
@@ -187,26 +188,9 @@ bool FileBackend::aligned(std::uint64_t offset, std::uint64_t length, const void
     return (offset & mask) == 0 && (length & mask) == 0 && (reinterpret_cast<std::uintptr_t>(buffer) & mask) == 0;
 }
 
-FileBackend::PartialBlockLock FileBackend::lock_partial_blocks(std::uint64_t offset, std::uint64_t length) {
-    PartialBlockLock lock;
-    if (!direct_)
-        return lock;
-    const std::uint64_t end = offset + length;
-    std::size_t stripes[2];
-    int n = 0;
-    if (offset % align_ != 0)
-        stripes[n++] = (offset / align_) % block_locks_.size();
-    if (end % align_ != 0)
-        stripes[n++] = (end / align_) % block_locks_.size();
-    if (n == 2 && stripes[0] == stripes[1])
-        n = 1;
-    if (n == 2 && stripes[0] > stripes[1])
-        std::swap(stripes[0], stripes[1]);   // one global order: no deadlock
-    if (n >= 1)
-        lock.first = std::unique_lock(block_locks_[stripes[0]]);
-    if (n == 2)
-        lock.second = std::unique_lock(block_locks_[stripes[1]]);
-    return lock;
+BlockGuard::Hold FileBackend::hold_shared(std::uint64_t offset, std::uint64_t length) {
+    if (!direct_) return {};
+    return guard_.shared(offset, offset + length);
 }
 
 int FileBackend::check_mutation(std::uint64_t offset, std::uint64_t length) const {
@@ -242,6 +226,7 @@ int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bo
         return err;
     if (direct_ && !aligned(offset, data.size(), data.data()))
         return direct_write(offset, data, fua);
+    auto hold = hold_shared(offset, data.size());
     return pwrite_full(fd_, data, offset, fua);
 }
 
@@ -268,13 +253,13 @@ int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua) {
     if (int err = check_mutation(offset, length); err != 0 || length == 0)
         return err;
     int err = 0;
-    if (block_device_) {
-        err = discard_block_device(offset, length);
-    } else {
-        auto lock = lock_partial_blocks(offset, length);
-        if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-                        static_cast<off_t>(length)) != 0 &&
-            !unsupported(errno))
+    {
+        auto hold = hold_shared(offset, length);
+        if (block_device_)
+            err = discard_block_device(offset, length);
+        else if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                             static_cast<off_t>(length)) != 0 &&
+                 !unsupported(errno))
             err = errno;
     }
     if (err == 0 && fua)
@@ -282,14 +267,17 @@ int FileBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua) {
     return err;
 }
 
-int FileBackend::zero_by_fallocate(std::uint64_t offset, std::uint64_t length, bool may_trim) {
-    auto lock = lock_partial_blocks(offset, length);
+int FileBackend::zero_by_fallocate(std::uint64_t offset, std::uint64_t length, bool may_trim, bool only_fast) {
+    auto hold = hold_shared(offset, length);
     const off_t off = static_cast<off_t>(offset);
     const off_t len = static_cast<off_t>(length);
     int rc = -1;
-    if (may_trim)
+    if (may_trim) {
         rc = ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
-    if (rc != 0 && (!may_trim || unsupported(errno)))
+        if (rc != 0 && (!unsupported(errno) || (only_fast && block_device_)))
+            return errno;
+    }
+    if (rc != 0)
         rc = ::fallocate(fd_, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len);
     return rc == 0 ? 0 : errno;
 }
@@ -308,9 +296,13 @@ int FileBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool m
 int FileBackend::write_zeroes_fast(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) {
     if (int err = check_mutation(offset, length); err != 0 || length == 0)
         return err;
-    if (block_device_ && !may_trim)
+    // A block device that cannot zero without writing is not asked: a
+    // PUNCH_HOLE there drops the range's dirty page cache before it fails
+    // (blkdev_fallocate: truncate_bdev_range, then the zeroout), and
+    // FAST_ZERO must leave the data alone when it fails.
+    if (block_device_ && (!may_trim || no_write_zeroes_))
         return ENOTSUP;
-    const int err = zero_by_fallocate(offset, length, may_trim);
+    const int err = zero_by_fallocate(offset, length, may_trim, true);
     if (err != 0)
         return unsupported(err) ? ENOTSUP : err;
     return fua ? flush() : 0;

@@ -14,9 +14,10 @@
 //     read-only, read_only() is true and writes fail with EROFS.
 //   - direct: O_DIRECT. Requests that are not aligned (offset, length or
 //     buffer) to alignment() go through aligned bounce buffers, and partial
-//     blocks are read-modify-written under a per-block lock so concurrent
-//     non-overlapping writes to one block cannot lose each other's bytes.
-//     The size must then be a multiple of alignment().
+//     blocks are read-modify-written holding their blocks exclusively
+//     (block_guard.hpp); every other write, zero or trim holds its bytes
+//     shared, so no mutation of a block is undone by a read-modify-write of
+//     it (overlapping or not). The size must then be a multiple of alignment().
 //
 // Semantics: FLUSH = fdatasync. FUA = pwritev2(RWF_DSYNC) (pwrite+fdatasync
 // where unsupported), durable before returning. TRIM = fallocate(PUNCH_HOLE|
@@ -30,15 +31,14 @@
 // kernel refuses a ring, async() is nullptr and io_uring_error() says why.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <sys/stat.h>
 
 #include "backend/async_backend.hpp"
 #include "backend/backend.hpp"
+#include "backend/block_guard.hpp"
 
 namespace nbdsched::backend {
 
@@ -75,7 +75,8 @@ public:
     int write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
     // fallocate only (PUNCH_HOLE, or ZERO_RANGE on files with NO_HOLE); never
     // the write-zeros fallback. A block device's ZERO_RANGE may write zeros
-    // in the kernel, so there only PUNCH_HOLE counts (not with NO_HOLE).
+    // in the kernel, so there only PUNCH_HOLE counts (not with NO_HOLE, nor
+    // where the queue has no write-zeroes), and no ZERO_RANGE after it.
     int write_zeroes_fast(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua) override;
     // SEEK_DATA / SEEK_HOLE; where they are not supported (block devices,
     // some filesystems) everything is data.
@@ -103,6 +104,9 @@ public:
     // read-ahead sizing and NBD_INFO_BLOCK_SIZE.
     std::uint32_t optimal_io_bytes() const { return optimal_io_; }
     std::uint32_t max_io_bytes() const { return max_io_; }
+    // O_DIRECT only: what a mutation of [offset, offset+length) holds while
+    // it changes the file (the io_uring engine's writes hold it too).
+    BlockGuard& guard() { return guard_; }
 
 private:
     FileBackend() = default;
@@ -113,14 +117,14 @@ private:
     int direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua);
     int zero_fill(std::uint64_t offset, std::uint64_t length, bool fua);
     // fallocate zeroing: 0, or the errno (unsupported(errno) = no such mode here).
-    int zero_by_fallocate(std::uint64_t offset, std::uint64_t length, bool may_trim);
+    // only_fast: a block device's PUNCH_HOLE only, no ZERO_RANGE after it
+    // (there the kernel may write the zeros: blkdev_fallocate without
+    // BLKDEV_ZERO_NOFALLBACK).
+    int zero_by_fallocate(std::uint64_t offset, std::uint64_t length, bool may_trim, bool only_fast = false);
     int discard_block_device(std::uint64_t offset, std::uint64_t length);
-    // Locks the partial head/tail blocks of [offset, offset+length) (direct
-    // mode only), serialising read-modify-writes of the same block.
-    struct PartialBlockLock {
-        std::unique_lock<std::mutex> first, second;
-    };
-    PartialBlockLock lock_partial_blocks(std::uint64_t offset, std::uint64_t length);
+    // A shared hold of [offset, offset+length) in direct mode, none otherwise
+    // (buffered writes have no read-modify-write to keep out).
+    BlockGuard::Hold hold_shared(std::uint64_t offset, std::uint64_t length);
 
     int fd_ = -1;
     std::string path_;
@@ -131,12 +135,13 @@ private:
     bool read_only_ = false;
     bool created_ = false;
     bool grown_ = false;
+    bool no_write_zeroes_ = false;           // a block device whose queue says it has no write-zeroes
     std::atomic<bool> nowait_works_{true};   // false once the kernel refuses RWF_NOWAIT
     std::uint32_t align_ = 4096;
     std::uint32_t optimal_io_ = 0;
     std::uint32_t max_io_ = 0;
     std::optional<bool> rotational_;
-    std::array<std::mutex, 64> block_locks_;
+    BlockGuard guard_;                      // before uring_: its requests release holds as it closes
     std::unique_ptr<AsyncBackend> uring_;   // a FileUring: Options::io_uring and the kernel allowed it
     std::string io_uring_error_;
 };

@@ -39,10 +39,11 @@ int FileBackend::direct_write(std::uint64_t offset, std::span<const std::byte> d
     if (!bounce)
         return ENOMEM;
     const std::uint64_t end = offset + data.size();
-    // Partial head/tail blocks are read-modify-written: hold their locks
-    // from the read to the write so a concurrent RMW of the same block (a
-    // non-overlapping neighbour) cannot be overwritten with stale bytes.
-    auto lock = lock_partial_blocks(offset, data.size());
+    // Partial head/tail blocks are read-modify-written: hold the whole range
+    // from the read to the write, so that no other write, zero or trim of
+    // these blocks (nor another read-modify-write of them) lands in between
+    // and is overwritten with the bytes read before it.
+    auto hold = guard_.exclusive(r.start, r.end);
     if (offset != r.start) {
         if (int err = pread_full(fd_, bounce.span().first(align_), r.start))
             return err;

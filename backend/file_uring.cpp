@@ -33,6 +33,7 @@ struct FileUring::Op {
     bool sync_after = false;   // RWF_DSYNC refused: a plain write, then fdatasync
     bool syncing = false;      // that fdatasync is what is in flight
     unsigned retries = 0;
+    BlockGuard::Hold hold;   // an O_DIRECT write's bytes, until its completion
 };
 
 FileUring::FileUring(FileBackend& file) : file_(file), ring_(std::make_unique<::io_uring>()) {}
@@ -57,11 +58,19 @@ std::unique_ptr<FileUring> FileUring::open(FileBackend& file, std::string& error
         error = std::string("io_uring_register_eventfd: ") + std::strerror(-rc);
         return nullptr;
     }
+    if (file.direct()) {
+        // A parked write may start once a read-modify-write is done: the loop
+        // hears it as a completion (reap() starts the parked writes first).
+        file.guard().set_waker([fd = u->event_fd_] { ::eventfd_write(fd, 1); });
+    }
     return u;
 }
 
 FileUring::~FileUring() {
     if (!ring_) return;
+    if (file_.direct()) file_.guard().set_waker(nullptr);
+    for (Op* op : parked_) release(*op);   // never started: nothing to wait for
+    parked_.clear();
     drain_for_exit();
     ::io_uring_queue_exit(ring_.get());
     if (event_fd_ >= 0) ::close(event_fd_);
@@ -115,7 +124,33 @@ FileUring::Op& FileUring::new_op(void* tag, AsyncOp kind, std::byte* data, std::
     return op;
 }
 
-void FileUring::release(Op& op) { free_.push_back(&op); }
+void FileUring::release(Op& op) {
+    op.hold.release();
+    free_.push_back(&op);
+}
+
+bool FileUring::hold(Op& op) {
+    if (!file_.direct()) return true;
+    auto held = file_.guard().try_shared(op.offset, op.offset + op.length);
+    if (!held) return false;
+    op.hold = std::move(*held);
+    return true;
+}
+
+// NBD lets writes in flight together run in any order: a parked write does
+// not hold back another one. start() may finish a request, and the sink may
+// submit (and park) more: the list is swapped out first.
+void FileUring::start_parked() {
+    if (parked_.empty()) return;
+    std::vector<Op*> waiting;
+    waiting.swap(parked_);
+    for (Op* op : waiting) {
+        if (hold(*op))
+            start(*op);
+        else
+            parked_.push_back(op);
+    }
+}
 
 void FileUring::submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) {
     if (!file_.in_range(offset, out.size())) return sink_->completed_on_loop(tag, EINVAL);
@@ -130,6 +165,7 @@ void FileUring::submit_write(std::uint64_t offset, std::span<const std::byte> da
     // The kernel only reads from it.
     Op& op = new_op(tag, AsyncOp::write, const_cast<std::byte*>(data.data()), data.size(), offset);
     op.fua = fua;
+    if (!hold(op)) return parked_.push_back(&op);
     start(op);
 }
 
@@ -178,6 +214,7 @@ void FileUring::submit_pending() {
 }
 
 void FileUring::reap() {
+    start_parked();
     ::io_uring_cqe* cqes[reap_batch];
     unsigned n;
     do {

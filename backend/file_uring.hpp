@@ -7,6 +7,10 @@
 // locks), buffered requests over FileBackend::kCachedReadMax (their copy)
 // and TRIM / WRITE_ZEROES (fallocate). Short transfers are resubmitted
 // for the rest; a read past the end of the file reads zeros, as pread_full.
+// An O_DIRECT write holds its bytes in the file's BlockGuard from submission
+// to completion; while a read-modify-write of one of its blocks runs on the
+// pool it waits in the engine (parked, not in the ring), and the end of that
+// read-modify-write wakes the loop through the eventfd to start it.
 // docs/file-backend-io.md has the design and the measurements.
 #pragma once
 
@@ -55,12 +59,16 @@ public:
 
     // Requests started and not reported yet (tests).
     std::size_t in_flight() const { return ops_.size() - free_.size(); }
+    // O_DIRECT writes waiting for a read-modify-write of their blocks (tests).
+    std::size_t parked() const { return parked_.size(); }
 
 private:
     struct Op;
     explicit FileUring(FileBackend& file);
     Op& new_op(void* tag, AsyncOp kind, std::byte* data, std::size_t length, std::uint64_t offset);
     void start(Op& op);   // an SQE for what is left of op
+    bool hold(Op& op);    // takes op's bytes in the guard (O_DIRECT writes); false: parked
+    void start_parked();
     void on_result(Op& op, int res);
     void finish(Op& op, int error);
     void release(Op& op);
@@ -73,6 +81,7 @@ private:
     unsigned queued_ = 0;                    // SQEs filled and not yet submitted
     std::vector<std::unique_ptr<Op>> ops_;   // every Op ever made, reused through free_
     std::vector<Op*> free_;
+    std::vector<Op*> parked_;   // O_DIRECT writes waiting for the guard
 };
 
 }   // namespace nbdsched::backend

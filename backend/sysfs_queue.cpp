@@ -81,6 +81,8 @@ std::optional<QueueInfo> queue_info_for_device(unsigned major, unsigned minor) {
         info.optimal_io_bytes = static_cast<std::uint32_t>(*opt);
     if (auto lbs = read_number(q / "logical_block_size"))
         info.logical_block_size = static_cast<std::uint32_t>(*lbs);
+    if (auto wz = read_number(q / "write_zeroes_max_bytes"))
+        info.write_zeroes = *wz != 0;
     return info;
 }
 

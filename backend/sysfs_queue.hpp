@@ -17,6 +17,7 @@ struct QueueInfo {
     std::uint32_t max_io_bytes = 0;         // queue/max_sectors_kb * 1024; 0 = unknown
     std::uint32_t optimal_io_bytes = 0;     // queue/optimal_io_size; 0 = none reported
     std::uint32_t logical_block_size = 0;   // queue/logical_block_size; 0 = unknown
+    std::optional<bool> write_zeroes;       // queue/write_zeroes_max_bytes != 0: zeroing without writing
 };
 
 // nullopt when the path does not exist or nothing could be found.

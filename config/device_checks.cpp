@@ -1,7 +1,11 @@
 // A device's scheduler, tunables and timing profile, checked by the code that
 // will run them (sched::make_scheduler, timing::check_profile) so the config
-// and the daemon can never disagree about what is valid.
+// and the daemon can never disagree about what is valid; and file devices
+// that would share their storage.
 #include <algorithm>
+#include <filesystem>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "timing/profiles.hpp"
 #include "config/parsers.hpp"
@@ -96,6 +100,43 @@ void check_profile(Reader& r, Device& device, const std::optional<Field>& profil
             attributed = true;
         }
         if (!attributed) r.error(block, error);
+    }
+}
+
+namespace {
+
+// What a file device's path stands for: the block device (st_rdev), the
+// file (st_dev, st_ino), or, for a file not created yet, the path itself.
+std::string storage_identity(const std::string& path, bool& block_device) {
+    struct stat st {};
+    block_device = false;
+    if (::stat(path.c_str(), &st) == 0) {
+        block_device = S_ISBLK(st.st_mode);
+        if (block_device) return "block " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+        return "file " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+    }
+    std::error_code ec;
+    const auto normal = std::filesystem::weakly_canonical(path, ec);
+    return "path " + (ec ? path : normal.string());
+}
+
+}   // namespace
+
+void check_shared_storage(Reader& r, const std::vector<Parsed<Device>>& devices) {
+    std::map<std::string, const Parsed<Device>*> seen;
+    for (const auto& d : devices) {
+        if (d.value.backend != BackendKind::file || d.value.path.empty()) continue;
+        bool block_device = false;
+        auto [first, inserted] = seen.emplace(storage_identity(d.value.path, block_device), &d);
+        if (inserted) continue;
+        const Parsed<Device>& other = *first->second;
+        r.error(d.where("path"), d.key("path"),
+                "device " + d.value.name + " is over the same " + (block_device ? "block device" : "file") +
+                    " as device " + other.value.name + " (path " + other.value.path + ", line " +
+                    std::to_string(other.where("path").line) +
+                    "): each would keep its own read-ahead cache and O_DIRECT block guard, so a read through one "
+                    "could miss a write through the other; export both from one device (an export takes offset "
+                    "and size)");
     }
 }
 

@@ -88,6 +88,8 @@ void check_scheduler(Reader& r, const std::string& path, Device& device, const s
                      const std::vector<Field>& tunables);
 void check_profile(Reader& r, Device& device, const std::optional<Field>& profile,
                    const std::vector<Field>& param_blocks);
+// Two file devices over one file or block device (device_checks.cpp).
+void check_shared_storage(Reader& r, const std::vector<Parsed<Device>>& devices);
 
 // backend: rbd's keys (parse_rbd.cpp): each read alone, then checked together.
 inline constexpr const char* rbd_keys[] = {"pool", "image", "namespace", "ceph_conf", "client", "osd_op_timeout",
@@ -108,7 +110,8 @@ struct Sections {
     std::vector<Parsed<Group>> groups;
     std::vector<Parsed<Rule>> rules;
 };
-// Names unique, references resolved, windows inside their devices; adds the
+// Names unique, references resolved, windows inside their devices, no two
+// file devices over one file or block device; adds the
 // implicit "default" group. Moves the entries into `config`.
 void resolve(Reader& r, Sections& sections, Config& config);
 

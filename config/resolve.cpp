@@ -66,6 +66,7 @@ void resolve(Reader& r, Sections& s, Config& config) {
         s.groups.insert(s.groups.begin(), implicit);
     }
     auto devices = index_unique(r, s.devices, "device");
+    check_shared_storage(r, s.devices);
     auto exports = index_unique(r, s.exports, "export");
     auto groups = index_unique(r, s.groups, "group");
 

@@ -6,8 +6,10 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <fstream>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "backend/file_backend.hpp"
@@ -33,7 +35,13 @@ struct Loop {
     }
 };
 
+// Creates `backing` (`size` bytes) and attaches a loop device to it.
 bool attach(const std::string& backing, Loop& loop, std::string& why) {
+    {
+        std::string error;
+        INFO(error);
+        REQUIRE(FileBackend::open({backing, size, false}, error));
+    }
     if (::geteuid() != 0) {
         why = "not root";
         return false;
@@ -69,18 +77,66 @@ bool attach(const std::string& backing, Loop& loop, std::string& why) {
     return ok;
 }
 
+// A ramfs mounted on a directory, detached when done (its files go with it).
+struct Ramfs {
+    std::string at;
+    bool mounted = false;
+    explicit Ramfs(std::string dir) : at(std::move(dir)) {
+        mounted = ::geteuid() == 0 && ::mount("ramfs", at.c_str(), "ramfs", 0, nullptr) == 0;
+    }
+    ~Ramfs() {
+        if (mounted)
+            ::umount2(at.c_str(), MNT_DETACH);
+    }
+};
+
+// /sys/block/loopN/queue/write_zeroes_max_bytes, or -1.
+long long write_zeroes_max_bytes(const std::string& loop_path) {
+    std::ifstream in("/sys/block/" + loop_path.substr(loop_path.rfind('/') + 1) + "/queue/write_zeroes_max_bytes");
+    long long n = -1;
+    in >> n;
+    return n;
+}
+
 }   // namespace
+
+TEST_CASE("FAST_ZERO on a block device without write-zeroes support is ENOTSUP and writes nothing") {
+    // A loop device over a file on ramfs (no fallocate): the kernel has no
+    // fast way to zero it, and its ZERO_RANGE would write the zeros.
+    nbdsched::testlib::TempDir dir;
+    Ramfs ram(dir.path());
+    if (!ram.mounted)
+        SKIP_TEST("cannot mount a ramfs (root needed)");
+    Loop loop;
+    std::string why;
+    if (!attach(dir.file("backing.img"), loop, why))
+        SKIP_TEST(why);
+    if (write_zeroes_max_bytes(loop.path) != 0)
+        SKIP_TEST("this kernel's loop device offers write-zeroes over ramfs");
+    for (bool direct : {false, true}) {
+        CAPTURE(direct);
+        std::string error;
+        auto b = FileBackend::open({loop.path, 0, direct}, error);
+        INFO(error);
+        REQUIRE(b);
+        REQUIRE(b->write(0, byte_pattern(0, 1 << 20, 6), false) == 0);
+        CHECK(b->write_zeroes_fast(0, 1 << 20, true, false) == ENOTSUP);    // PUNCH_HOLE: unsupported
+        CHECK(b->write_zeroes_fast(0, 1 << 20, false, false) == ENOTSUP);   // NO_HOLE
+        std::vector<std::byte> back(1 << 20);
+        REQUIRE(b->read(0, back) == 0);
+        CHECK(is_pattern(back, 0, 6));
+        // The ordinary WRITE_ZEROES still zeroes (by writing).
+        REQUIRE(b->write_zeroes(0, 1 << 20, true, false) == 0);
+        REQUIRE(b->read(0, back) == 0);
+        CHECK(all_zero(back));
+    }
+}
 
 TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT") {
     nbdsched::testlib::TempDir dir;
-    const auto backing = dir.file("backing.img");
-    {
-        std::string error;
-        REQUIRE(FileBackend::open({backing, size, false}, error));
-    }
     Loop loop;
     std::string why;
-    if (!attach(backing, loop, why))
+    if (!attach(dir.file("backing.img"), loop, why))
         SKIP_TEST(why);
     std::string error;
     auto b = FileBackend::open({loop.path, 0, false}, error);

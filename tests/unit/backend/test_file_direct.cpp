@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "backend/file_backend.hpp"
+#include "backend/file_io.hpp"
 #include "case_report.hpp"
+#include "concurrent_rmw.hpp"
 #include "pattern.hpp"
 #include "temp_dir.hpp"
 
@@ -129,6 +131,41 @@ TEST_CASE("file O_DIRECT: concurrent unaligned writes to one block lose nothing"
     std::vector<std::byte> back(64 * 4096);
     REQUIRE(b->read(0, back) == 0);
     CHECK(is_pattern(back, 0, 5));
+}
+
+TEST_CASE("file O_DIRECT: an aligned write in flight with a read-modify-write of its block is not undone") {
+    TempDir dir;
+    constexpr int rounds = 200;
+    auto b = open_direct(dir.file("d.img"), rounds * rmw_block);
+    if (!b)
+        return;
+    AlignedBuffer data(rmw_block, rmw_block);
+    const int undone = undone_rounds(
+        *b, rounds,
+        [&](std::uint64_t at) {
+            const auto p = byte_pattern(at, rmw_block, 3);
+            std::memcpy(data.data(), p.data(), rmw_block);
+            return b->write(at, data.span(), false);
+        },
+        [](std::span<const std::byte> rest, std::uint64_t at) { return is_pattern(rest, at, 3); });
+    MESSAGE(undone << " of " << rounds << " rounds lost the aligned write's bytes");
+    CHECK(undone == 0);
+}
+
+TEST_CASE("file O_DIRECT: WRITE_ZEROES in flight with a read-modify-write of its block is not undone") {
+    for (bool may_trim : {false, true}) {   // ZERO_RANGE, PUNCH_HOLE
+        CAPTURE(may_trim);
+        TempDir dir;
+        constexpr int rounds = 200;
+        auto b = open_direct(dir.file("d.img"), rounds * rmw_block);
+        if (!b)
+            return;
+        const int undone = undone_rounds(
+            *b, rounds, [&](std::uint64_t at) { return b->write_zeroes(at, rmw_block, may_trim, false); },
+            [](std::span<const std::byte> rest, std::uint64_t) { return all_zero(rest); });
+        MESSAGE(undone << " of " << rounds << " rounds lost the zeroes");
+        CHECK(undone == 0);
+    }
 }
 
 TEST_CASE("file O_DIRECT: a size that is not a multiple of the block is refused") {

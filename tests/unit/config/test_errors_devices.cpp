@@ -1,7 +1,11 @@
 // devices[]: sizes, backends, schedulers and their tunables, profiles.
 #include "helpers.hpp"
 
+#include <fstream>
+#include <unistd.h>
+
 #include "backend/features.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched::config;
 using namespace nbdsched::config::test;
@@ -166,4 +170,28 @@ TEST_CASE("profile parameters must match the profile, and agree with each other"
 
 TEST_CASE("a device needs a name") {
     expect_error(device("size: 1GiB\n"), "devices[0].name", 2, 5, "missing: every device needs a name");
+}
+
+TEST_CASE("two file devices over one file are refused, however the path is spelled") {
+    nbdsched::testlib::TempDir dir;
+    const auto file = dir.file("a.img");
+    std::ofstream(file) << "x";
+    REQUIRE(::symlink(file.c_str(), dir.file("sym.img").c_str()) == 0);
+    REQUIRE(::link(file.c_str(), dir.file("hard.img").c_str()) == 0);
+    const auto two = [](const std::string& a, const std::string& b) {
+        return load("devices:\n  - {name: sa, backend: file, path: " + a + "}\n  - {name: sb, backend: file, path: " + b +
+                    "}\nexports: [{name: e0, device: sa}, {name: e1, device: sb}]\n");
+    };
+    for (const auto& other : {dir.file("sym.img"), dir.file("hard.img"), dir.path() + "/./a.img", file}) {
+        CAPTURE(other);
+        auto r = two(file, other);
+        expect_error(r, "devices[1].path", 3, 37, "device sb is over the same file as device sa (path " + file);
+        CHECK(all_errors(r).find("line 2") != std::string::npos);
+    }
+    // Not there yet (the first device would create it): the same path is the same file.
+    expect_error(two(dir.file("new.img"), dir.path() + "/../" + dir.path().substr(dir.path().rfind('/') + 1) + "/new.img"),
+                 "devices[1].path", 3, 37, "is over the same file as device sa");
+    auto ok = two(file, dir.file("b.img"));
+    INFO(all_errors(ok));
+    CHECK(ok.config.has_value());
 }
