@@ -233,7 +233,9 @@ std::optional<Listen> parse_listen_entry(Reader& r, const Field& item) {
     return out;
 }
 
-std::string describe(const Listen& l) {
+// "unix PATH" or "tcp HOST:PORT" as written, for the duplicate-endpoint
+// error (not describe(): in a unity build that hid reader.hpp's).
+std::string endpoint_text(const Listen& l) {
     if (l.kind == Listen::Kind::unix_socket) return "unix " + l.path;
     return "tcp " + (l.host.find(':') != std::string::npos ? "[" + l.host + "]" : l.host) + ":" + std::to_string(l.port);
 }
@@ -247,7 +249,7 @@ std::vector<Listen> parse_listen(Reader& r, const Field& field) {
         if (!listen) return;
         for (const auto& earlier : out) {
             if (same_endpoint(earlier, *listen)) {
-                auto as = describe(earlier) == describe(*listen) ? "" : ", as " + describe(earlier);
+                auto as = endpoint_text(earlier) == endpoint_text(*listen) ? "" : ", as " + endpoint_text(earlier);
                 r.error(listen->origin, item.path, "listed twice (first at " + earlier.origin.str() + as + ")");
                 return;
             }
