@@ -114,7 +114,10 @@ TEST_CASE("clamping like the kernel's store functions") {
 TEST_CASE("KiB tunables take at most INT_MAX KiB and refuse more, never wrap or clamp") {
     // bfq doubled 2^63 KiB into 0 sectors (no backward seeks at all); cfq
     // clamped 99999999999999 to its 32-bit field without a word.
-    for (auto [policy, name] : {std::pair{"cfq", "back_seek_max"}, {"bfq", "back_seek_max"}, {"cfq", "iops_charge_kb"}}) {
+    // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+    for (const auto& tunable : {std::pair{"cfq", "back_seek_max"}, {"bfq", "back_seek_max"}, {"cfq", "iops_charge_kb"}}) {
+        const char* policy = tunable.first;
+        const char* name = tunable.second;
         CAPTURE(policy);
         CAPTURE(name);
         CHECK(parsed(policy, name, "2147483647") == "2147483647");
