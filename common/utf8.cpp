@@ -1,5 +1,10 @@
 #include "common/utf8.hpp"
 
+#include <cstdint>
+#include <span>
+
+#include "common/hex.hpp"
+
 namespace nbdsched {
 
 namespace {
@@ -36,16 +41,13 @@ std::optional<std::size_t> invalid_utf8_at(std::string_view text) {
 }
 
 std::string printable(std::string_view text) {
-    static constexpr char digits[] = "0123456789abcdef";
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
         const auto n = sequence_length(text.substr(i));
-        const auto c = static_cast<unsigned char>(text[i]);
+        const auto c = static_cast<std::uint8_t>(text[i]);
         if (n == 0 || c < 0x20 || c == 0x7f) {
-            out += "\\x";
-            out += digits[c >> 4];
-            out += digits[c & 15];
+            out += "\\x" + to_hex(std::span(&c, 1));
             ++i;
         } else {
             out.append(text.substr(i, n));
