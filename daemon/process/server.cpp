@@ -152,6 +152,13 @@ bool Server::open_sockets(std::string& error) {
 }
 
 bool Server::open_endpoints(std::string& error) {
+    // The metrics port first: it answers 404 until its handler is registered,
+    // and whoever waits for the control socket (tests, scripts) may scrape
+    // as soon as that socket exists.
+    if (!config_.metrics.empty()) {
+        metrics_ = metrics::Endpoint::open(io_, config_.metrics, state_, error);
+        if (!metrics_) return false;
+    }
     if (!config_.control.empty()) {
         control_ = control::ControlServer::open(
             io_, config_.control,
@@ -162,10 +169,6 @@ bool Server::open_endpoints(std::string& error) {
             },
             error);
         if (!control_) return false;
-    }
-    if (!config_.metrics.empty()) {
-        metrics_ = metrics::Endpoint::open(io_, config_.metrics, state_, error);
-        if (!metrics_) return false;
     }
     return true;
 }
