@@ -129,7 +129,7 @@ void Connection::start_tls() {
                                    (why.empty() ? "" : " (client certificate: " + why + ")"),
                                spdlog::level::warn);
         }
-        if (self->tls_peer_.identity.empty()) self->tls_peer_.identity = TlsContext::certificate_identity(ssl);
+        self->tls_peer_.identity = TlsContext::peer_identity(ssl, self->tls_peer_);
         // allow: tls_identity rules and the refusal log see it from the next option on.
         if (!self->tls_peer_.identity.empty()) self->identity_.tls_identity = self->tls_peer_.identity;
         self->negotiation_.tls_active = true;

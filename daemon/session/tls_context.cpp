@@ -46,6 +46,18 @@ bool readable(const std::string& path, std::string& error) {
     return false;
 }
 
+// Whether the handshake that just ended was authenticated by a PSK: a
+// TLS 1.3 session that took a PSK counts as resumed (tickets and the
+// session cache are off, so nothing else is), a TLS 1.2 one runs a PSK key
+// exchange. A PSK that OpenSSL looked up and then dropped is neither.
+bool psk_authenticated(SSL* ssl) {
+    if (SSL_version(ssl) >= TLS1_3_VERSION) return SSL_session_reused(ssl) == 1;
+    const SSL_CIPHER* cipher = SSL_get_current_cipher(ssl);
+    if (!cipher) return false;
+    int kx = SSL_CIPHER_get_kx_nid(cipher);
+    return kx == NID_kx_psk || kx == NID_kx_ecdhe_psk || kx == NID_kx_dhe_psk || kx == NID_kx_rsa_psk;
+}
+
 }   // namespace
 
 std::optional<PskTable> parse_psk_file(std::string_view text, std::string& error) {
@@ -103,7 +115,8 @@ TlsContext::TlsContext() : ssl_(boost::asio::ssl::context::tls_server) {
     SSL_CTX_set_cipher_list(ctx, "DEFAULT:PSK");
     // A TLS 1.3 PSK from the PSK callback is bound to SHA-256: a SHA-384
     // suite picked by the client's preference (GnuTLS puts AES-256 first)
-    // would make OpenSSL ignore the key and ask for a certificate instead.
+    // would make OpenSSL ignore the key and ask for a certificate instead
+    // (and that session has no PSK identity: see peer_identity()).
     SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384");
     SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
     // No resumption: an NBD connection lives long and reconnects rarely,
@@ -175,21 +188,30 @@ unsigned int TlsContext::psk_callback(SSL* ssl, const char* identity, unsigned c
     auto* self = static_cast<TlsContext*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_self_index()));
     auto* peer = static_cast<TlsPeer*>(SSL_get_ex_data(ssl, ssl_peer_index()));
     std::string_view id = identity ? identity : "";
+    if (peer) peer->psk_offered.clear();
     auto it = self->psk_.find(id);
     if (it == self->psk_.end() || it->second.size() > max_len) {
         spdlog::warn("{}: TLS: unknown PSK identity '{}'", peer ? peer->tag : "?", printable(id));
         return 0;
     }
     std::memcpy(psk, it->second.data(), it->second.size());
-    if (peer) peer->identity = std::string(id);
+    // Not the peer's identity yet: the key is proved (or dropped) later.
+    if (peer) peer->psk_offered = std::string(id);
     return static_cast<unsigned int>(it->second.size());
 }
 
 void TlsContext::attach(SSL* ssl, TlsPeer* peer) { SSL_set_ex_data(ssl, ssl_peer_index(), peer); }
 
-std::string TlsContext::certificate_identity(SSL* ssl) {
+std::string TlsContext::peer_identity(SSL* ssl, const TlsPeer& peer) {
+    if (psk_authenticated(ssl)) {
+        // TLS 1.2 keeps the identity in the session; OpenSSL 3.0 does not
+        // for a TLS 1.3 PSK from the callback: there the PSK used is the
+        // last one the callback gave (OpenSSL stops at the first it keeps).
+        const char* id = SSL_get_psk_identity(ssl);
+        return id ? std::string(id) : peer.psk_offered;
+    }
     X509* cert = SSL_get0_peer_certificate(ssl);
-    if (!cert) return {};
+    if (!cert || SSL_get_verify_result(ssl) != X509_V_OK) return {};
     char cn[256] = {};
     if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn) < 0) return {};
     return cn;

@@ -23,10 +23,16 @@ using PskTable = std::map<std::string, std::vector<unsigned char>, std::less<>>;
 std::optional<PskTable> parse_psk_file(std::string_view text, std::string& error);
 
 // What the TLS handshake learnt about the peer; attached to each SSL object
-// so the OpenSSL callbacks can fill it in and log with the connection's tag.
+// so the OpenSSL callbacks can log with the connection's tag.
 struct TlsPeer {
-    std::string tag;        // "conn 3 (peer)" for log lines
-    std::string identity;   // PSK identity, or the client certificate's subject CN
+    std::string tag;   // "conn 3 (peer)" for log lines
+    // The identity whose key the PSK callback last handed to OpenSSL. Only a
+    // claim: OpenSSL may still drop that PSK (a TLS 1.3 suite with another
+    // hash) and finish with a certificate, so peer_identity() uses it only
+    // when the PSK authenticated the session.
+    std::string psk_offered;
+    // Set once after a successful handshake, from peer_identity().
+    std::string identity;
 };
 
 class TlsContext {
@@ -36,8 +42,10 @@ public:
     static std::unique_ptr<TlsContext> load(const config::Tls& tls, std::string& error);
 
     boost::asio::ssl::context& ssl() { return ssl_; }
-    // After a successful handshake: the certificate's CN when the peer sent one.
-    static std::string certificate_identity(SSL* ssl);
+    // After a successful handshake, who the peer proved to be: its PSK
+    // identity when a PSK authenticated the session, else the subject CN of
+    // a client certificate that verified, else empty.
+    static std::string peer_identity(SSL* ssl, const TlsPeer& peer);
     // Why the peer's certificate was refused, empty when it was not.
     static std::string verify_error(SSL* ssl);
     static void attach(SSL* ssl, TlsPeer* peer);
