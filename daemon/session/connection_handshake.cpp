@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "common/utf8.hpp"
 #include "daemon/session/connection.hpp"
 #include "daemon/tenancy/access.hpp"
 #include "nbd/handshake.hpp"
@@ -134,7 +135,7 @@ void Connection::start_tls() {
         if (!self->tls_peer_.identity.empty()) self->identity_.tls_identity = self->tls_peer_.identity;
         self->negotiation_.tls_active = true;
         spdlog::info("{}: TLS up ({}, {}{})", self->tag(), SSL_get_version(ssl), SSL_get_cipher_name(ssl),
-                     self->tls_peer_.identity.empty() ? "" : ", identity '" + self->tls_peer_.identity + "'");
+                     self->tls_peer_.identity.empty() ? "" : ", identity '" + printable(self->tls_peer_.identity) + "'");
         self->read_option_header();
     });
 }

@@ -58,6 +58,34 @@ bool psk_authenticated(SSL* ssl) {
     return kx == NID_kx_psk || kx == NID_kx_ecdhe_psk || kx == NID_kx_dhe_psk || kx == NID_kx_rsa_psk;
 }
 
+// The subject CN of a client certificate as a TLS identity; empty when
+// there is none, and empty with `why` when it is refused rather than
+// guessed at: more than one CN (which one a reader takes depends on the
+// order of the RDNs); one that is not a string or has a NUL byte
+// ("alice\0.evil.example" is not alice, however a C string reads it); one
+// longer than a PSK identity may be.
+std::string common_name(X509* cert, std::string& why) {
+    X509_NAME* subject = X509_get_subject_name(cert);
+    int at = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+    if (at < 0) return {};
+    if (X509_NAME_get_index_by_NID(subject, NID_commonName, at) >= 0) {
+        why = "more than one CN in its subject";
+        return {};
+    }
+    unsigned char* utf8 = nullptr;
+    int len = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at)));
+    if (len < 0) {
+        why = "its CN is not a string";
+        return {};
+    }
+    std::string cn(reinterpret_cast<const char*>(utf8), static_cast<std::size_t>(len));
+    OPENSSL_free(utf8);
+    if (cn.empty()) why = "its CN is empty";
+    if (cn.find('\0') != std::string::npos) why = "its CN has a NUL byte";
+    if (cn.size() > PSK_MAX_IDENTITY_LEN) why = "its CN is longer than " + std::to_string(PSK_MAX_IDENTITY_LEN) + " bytes";
+    return why.empty() ? cn : std::string{};
+}
+
 }   // namespace
 
 std::optional<PskTable> parse_psk_file(std::string_view text, std::string& error) {
@@ -212,8 +240,9 @@ std::string TlsContext::peer_identity(SSL* ssl, const TlsPeer& peer) {
     }
     X509* cert = SSL_get0_peer_certificate(ssl);
     if (!cert || SSL_get_verify_result(ssl) != X509_V_OK) return {};
-    char cn[256] = {};
-    if (X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn) < 0) return {};
+    std::string why;
+    auto cn = common_name(cert, why);
+    if (!why.empty()) spdlog::warn("{}: TLS: client certificate without an identity: {}", peer.tag, why);
     return cn;
 }
 

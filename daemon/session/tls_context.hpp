@@ -44,7 +44,7 @@ public:
     boost::asio::ssl::context& ssl() { return ssl_; }
     // After a successful handshake, who the peer proved to be: its PSK
     // identity when a PSK authenticated the session, else the subject CN of
-    // a client certificate that verified, else empty.
+    // a client certificate that verified (its only CN, whole), else empty.
     static std::string peer_identity(SSL* ssl, const TlsPeer& peer);
     // Why the peer's certificate was refused, empty when it was not.
     static std::string verify_error(SSL* ssl);

@@ -1,5 +1,6 @@
 """Real TLS credentials made for a test: psktool key files and a certtool CA
-with server and client certificates (qemu's and libnbd's file names)."""
+with server and client certificates (qemu's and libnbd's file names), and
+client certificates with subjects certtool will not write (python3-cryptography)."""
 import os
 import shutil
 import subprocess
@@ -67,4 +68,37 @@ class Ca:
              "--load-ca-privkey", self.key, "--template", t, "--outfile", os.path.join(d, f"{prefix}-cert.pem"))
         if os.path.abspath(d) != os.path.abspath(self.dir):
             shutil.copy(self.cert, os.path.join(d, "ca-cert.pem"))
+        return d
+
+    def issue_with_cns(self, d, prefix, common_names):
+        """<prefix>-cert.pem and <prefix>-key.pem in `d`: a client
+        certificate whose subject is the CN attributes `common_names`, in
+        that order, written as given (NUL bytes, any length); `d`, or None
+        when python3-cryptography is missing."""
+        import datetime
+        try:
+            from cryptography import x509
+            from cryptography.hazmat.primitives import hashes, serialization
+            from cryptography.hazmat.primitives.asymmetric import ec
+            from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+        except ImportError:
+            return None
+        with open(self.key, "rb") as f:
+            ca_key = serialization.load_pem_private_key(f.read(), None)
+        with open(self.cert, "rb") as f:
+            ca_cert = x509.load_pem_x509_certificate(f.read())
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.timezone.utc)
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn) for cn in common_names])
+        cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_cert.subject)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+                .sign(ca_key, hashes.SHA256()))
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"{prefix}-cert.pem"), "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        with open(os.path.join(d, f"{prefix}-key.pem"), "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
         return d

@@ -6,8 +6,11 @@ with a wrong key and offers only TLS_AES_256_GCM_SHA384 (where OpenSSL
 drops the SHA-256 PSK before checking its binder and goes on with a
 certificate handshake) is not alice, with or without a client
 certificate of its own. The real key still makes alice, over TLS 1.3 and
-TLS 1.2. Two daemons with a PSK file and certificates: one that does not
-ask for client certificates, one that verifies them."""
+TLS 1.2. A verified client certificate's subject CN is its identity only
+when there is exactly one CN, without NUL bytes and at most 256 bytes
+long; anything else gets no identity (and a log line saying why), never a
+truncated or partial name. Two daemons with a PSK file and certificates:
+one that does not ask for client certificates, one that verifies them."""
 import os
 import re
 import sys
@@ -21,9 +24,12 @@ from nbdsched_test.tempdir import TempDir   # noqa: E402
 from nbdsched_test.verdict import Checks, skip   # noqa: E402
 
 SHA384_ONLY = ["-s", "TLS_AES_256_GCM_SHA384"]
+LONGEST = "b" * 256                   # the longest CN taken as an identity
+TRUNCATED = "alice" + "x" * 250       # the first 255 bytes of TOO_LONG
+TOO_LONG = TRUNCATED + "x" * 50
 
 
-def config(k, sock, verify):
+def config(k, sock, verify, exports=()):
     return f"""
 tls:
   psk_file: {k['psk']}
@@ -38,7 +44,7 @@ exports:
   - {{name: default, device: d0}}
   - {{name: alice-only, device: d0, allow: [{{tls_identity: alice}}]}}
   - {{name: carol-only, device: d0, allow: [{{tls_identity: carol}}]}}
-"""
+""" + "".join(f"  - {{name: {name}, device: d0, allow: [{{tls_identity: '{who}'}}]}}\n" for name, who in exports)
 
 
 class Client:
@@ -48,9 +54,10 @@ class Client:
     def __init__(self, checks, binary, daemon, sock):
         self.checks, self.binary, self.daemon, self.sock = checks, binary, daemon, sock
 
-    def run(self, name, args, answers, identity=None):
+    def run(self, name, args, answers, identity=None, log_says=None):
         """`answers`: export -> True (served) or False (refused);
-        `identity`: what the log's "TLS up" line must name (None: no identity)."""
+        `identity`: what the log's "TLS up" line must name (None: no
+        identity); `log_says`: a text the daemon logs for this session."""
         before = len(self.daemon.log())
         rc, out = run_bounded([self.binary, *args, self.sock, *answers], timeout=20)
         oneline = out.strip().replace("\n", "; ")
@@ -63,7 +70,11 @@ class Client:
         up = [line for line in self.daemon.log()[before:].splitlines() if "TLS up" in line][:1]
         m = re.search(r", identity '(.*)'\)$", up[0]) if up else None
         said = m.group(1) if m else None
-        self.checks.check(f"{name}: the log names identity {identity!r}", up and said == identity, up)
+        shown = repr(identity) if identity is None or len(identity) < 40 else f"of {len(identity)} bytes"
+        self.checks.check(f"{name}: the log names identity {shown}", up and said == identity, up)
+        if log_says:
+            self.checks.check(f"{name}: the log says '{log_says}'", log_says in self.daemon.log()[before:],
+                              self.daemon.log()[before:][-300:])
         return out
 
 
@@ -102,8 +113,15 @@ def main():
     if checks.failed:
         d.print_log_tail()
 
+    odd = {}   # client certificates with subjects certtool does not write
+    for name, cns in [("nul", ["alice\0.evil.example"]), ("two-cns", ["alice", "mallory"]),
+                      ("too-long", [TOO_LONG]), ("longest", [LONGEST]), ("utf8", ["zoë"])]:
+        where = ca.issue_with_cns(os.path.join(tmp.path, name), "client", cns)
+        if where:
+            odd[name] = ["-c", os.path.join(where, "client-cert.pem"), "-k", os.path.join(where, "client-key.pem")]
+    exports = [("mallory-only", "mallory"), ("truncated", TRUNCATED), ("longest", LONGEST), ("zoe-only", "zoë")]
     sock = tmp.file("verify.sock")
-    d = Daemon(config(k, sock, verify=True), "verify", workdir=tmp.path)
+    d = Daemon(config(k, sock, verify=True, exports=exports), "verify", workdir=tmp.path)
     try:
         c = Client(checks, binary, d, sock)
         c.run("carol's certificate and a wrong key for alice under SHA-384", carol_cert + wrong + SHA384_ONLY,
@@ -111,6 +129,17 @@ def main():
         c.run("carol's certificate", carol_cert, {"alice-only": False, "carol-only": True}, "carol")
         c.run("verified clients: alice's key over TLS 1.3", right, {"alice-only": True, "carol-only": False},
               "alice")
+        if odd:
+            c.run("CN 'alice\\0.evil.example'", odd["nul"], {"alice-only": False, "default": True},
+                  log_says="client certificate without an identity: its CN has a NUL byte")
+            c.run("CNs alice and mallory", odd["two-cns"], {"alice-only": False, "mallory-only": False},
+                  log_says="client certificate without an identity: more than one CN")
+            c.run("a CN of 305 bytes", odd["too-long"], {"truncated": False, "default": True},
+                  log_says="client certificate without an identity: its CN is longer than 256 bytes")
+            c.run("a CN of 256 bytes", odd["longest"], {"longest": True}, LONGEST)
+            c.run("a UTF-8 CN", odd["utf8"], {"zoe-only": True}, "zoë")
+        else:
+            print("note: python3-cryptography not installed, the certificate subject checks skipped")
     finally:
         checks.clean_up(d, tmp)
     checks.finish()
