@@ -59,24 +59,74 @@ std::string seconds_text(std::chrono::milliseconds t) {
     return text;
 }
 
+// Locks on the image's header that librbd did not take (`rbd lock add`,
+// fencing scripts, Kubernetes' in-tree rbd plugin): rbd_lock_get_owners
+// answers -EBUSY for them, and rbd_lock_acquire waits for an owner that
+// never answers, for ever. "mylock by client.4311 at 127.0.0.1:0/4000182386"
+// for each in `out`, with the commands that show and remove them; how many
+// (0: none), or -errno.
+int advisory_locks(rbd_image_t image, const std::string& name, std::string& out) {
+    int exclusive = 0;
+    std::vector<char> tag(64), clients(256), cookies(256), addrs(256);
+    ssize_t count = 0;
+    for (int tries = 0; tries < 3; ++tries) {
+        std::size_t tag_len = tag.size(), clients_len = clients.size(), cookies_len = cookies.size(),
+                    addrs_len = addrs.size();
+        count = rbd_list_lockers(image, &exclusive, tag.data(), &tag_len, clients.data(), &clients_len,
+                                 cookies.data(), &cookies_len, addrs.data(), &addrs_len);
+        if (count != -ERANGE) break;   // the lengths now say what is needed
+        tag.resize(tag_len + 1);
+        clients.resize(clients_len + 1);
+        cookies.resize(cookies_len + 1);
+        addrs.resize(addrs_len + 1);
+    }
+    if (count <= 0) return static_cast<int>(count);
+    // Each list is NUL-separated strings, one per locker.
+    const char* client = clients.data();
+    const char* cookie = cookies.data();
+    const char* addr = addrs.data();
+    std::string removes;
+    out.clear();
+    for (ssize_t i = 0; i < count; ++i) {
+        out += std::string(out.empty() ? "" : ", ") + "'" + cookie + "' by " + client + " at " + addr;
+        removes += std::string(removes.empty() ? "" : "; ") + "rbd lock rm " + name + " '" + cookie + "' " + client;
+        client += std::strlen(client) + 1;
+        cookie += std::strlen(cookie) + 1;
+        addr += std::strlen(addr) + 1;
+    }
+    out = "the image has an advisory lock (rbd lock ls " + name + "): " + out +
+          "; its exclusive lock cannot be taken while that is there (librbd would wait for ever, and "
+          "--break-lock breaks librbd's locks only). If whoever took it no longer uses the image, remove it: " +
+          removes;
+    return static_cast<int>(count);
+}
+
 // rbd_lock_acquire, telling h.on_lock_wait when it waits for a holder.
 // librbd's wait cannot be given up (the image stays busy inside it), so it
 // is not bounded here: a dead holder's lock comes once the cluster drops
 // its watch; a holder whose watch lives but that does not answer keeps
 // librbd asking (docs/rbd.md: a bound at start is systemd's start timeout).
-// `holder`: who held the lock when a holder refused it at once, so that a
-// refusal's message costs no second round trip to the cluster; empty when
-// not looked up, nobody held it then, or the refusal came after a wait
-// (the holder may have changed meanwhile).
-int acquire_told(RbdBackend::Handles& h, const std::string& name, std::string& holder) {
-    holder.clear();
-    if (!h.on_lock_wait || holders_of(h.image, holder) <= 0)   // free (or unknown): nobody to wait for
+// `held`, `holder`: holders_of's answer before (0: nobody held it, < 0: not
+// known, and told as "an unknown client" if the acquire waits). `holder`
+// keeps who held it when a holder refused at once, so that a refusal's
+// message costs no second round trip to the cluster; it is cleared when
+// nobody held it or the refusal came after a wait (the holder may have
+// changed meanwhile).
+int acquire_told(RbdBackend::Handles& h, const std::string& name, int held, std::string& holder) {
+    if (held < 0) holder = "an unknown client";
+    if (!h.on_lock_wait || held == 0) {   // free: nobody to wait for
+        holder.clear();
         return rbd_lock_acquire(h.image, RBD_LOCK_MODE_EXCLUSIVE);
+    }
     const auto began = std::chrono::steady_clock::now();
     auto acquiring = std::async(std::launch::async, [image = h.image] {
         return rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
     });
-    if (acquiring.wait_for(k_refusal_time) == std::future_status::ready) return acquiring.get();
+    if (acquiring.wait_for(k_refusal_time) == std::future_status::ready) {
+        const int r = acquiring.get();
+        if (held < 0) holder.clear();
+        return r;
+    }
     LockWait wait;
     wait.holder = holder;
     wait.message = "rbd " + name + ": its lock is held by " + holder +
@@ -118,8 +168,10 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
                std::string* broke = nullptr) {
     rbd_image_t image = h.image;
     std::string holders;
-    if (break_lock) {
-        holders = lock_holders(image);
+    int held = holders_of(image, holders);
+    if (held == -EBUSY && advisory_locks(image, name, error) > 0) return false;   // neither breakable nor waited for
+    if (break_lock && held != 0) {
+        if (held < 0) holders = "an unknown client";
         int r = break_holders(image);
         if (r < 0) {
             // `broke` asked for: a take-back after our own release, not --break-lock.
@@ -128,15 +180,16 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
             return false;
         }
         if (r > 0 && broke) *broke = holders;
+        held = 0;   // broken: the acquire finds it free
+        holders.clear();
     }
-    std::string refused_by;
-    int r = acquire_told(h, name, refused_by);
+    int r = acquire_told(h, name, held, holders);
     if (r == 0) return true;
     if (r != -EROFS && r != -EBUSY) {
         error = "cannot take the image's exclusive lock: " + errno_text(r);
         return false;
     }
-    error = "image is locked by " + (refused_by.empty() ? lock_holders(image) : refused_by) +
+    error = "image is locked by " + (holders.empty() ? lock_holders(image) : holders) +
             " (another nbdsched serving it?); if that host is dead, start with --break-lock";
     return false;
 }
