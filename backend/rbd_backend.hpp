@@ -5,9 +5,10 @@
 // pool[/namespace]/image and takes the image's exclusive lock, so that one
 // daemon writes an image at a time. A lock held by another client fails the
 // open with an error naming the holder; with break_lock the holder is
-// broken (and blocklisted by the cluster) first: fail-over after its host
-// died. The size is the image's, read again by refresh_size() (a reload
-// after `rbd resize`). A lock whose holder does not refuse at once (a dead
+// blocklisted (by this process, whatever rbd_blocklist_on_break_lock says)
+// and its lock broken first: fail-over after its host died. The size is
+// the image's, read again by refresh_size() (a reload after `rbd
+// resize`). A lock whose holder does not refuse at once (a dead
 // process, until the cluster drops its watch) is waited for, and the wait
 // told through RbdSpec::on_lock_wait (the daemon logs it: this floor has no
 // log). With lock_later (a --takeover) the image is opened

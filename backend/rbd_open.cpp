@@ -146,16 +146,29 @@ int acquire_told(RbdBackend::Handles& h, const std::string& name, int held, std:
     return 0;
 }
 
-// Breaks every holder of the image's lock (librbd blocklists each, so a
-// half-dead host cannot write on); how many, or -errno.
-int break_holders(rbd_image_t image) {
+// Breaks every holder of the image's lock, each fenced first: this process
+// blocklists it (rados_blocklist_add) and waits for the OSD map that says
+// so, as librbd's own break does, but only while rbd_blocklist_on_break_lock
+// is true, which ceph.conf or a pool's or image's `rbd config ... set` can
+// turn off; a holder whose lock was broken without that writes on beside
+// the new one. How many, or -errno with `what` saying which step failed
+// (nothing is broken when a blocklist fails).
+int break_holders(RbdBackend::Handles& h, std::string& what) {
     rbd_lock_mode_t mode;
     std::vector<char*> owners(8);
     std::size_t count = owners.size();
-    int r = rbd_lock_get_owners(image, &mode, owners.data(), &count);
+    int r = rbd_lock_get_owners(h.image, &mode, owners.data(), &count);
     if (r == -ENOENT) return 0;   // nobody holds it
     if (r < 0) return r;
-    for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
+    what = "cannot blocklist it";
+    for (std::size_t i = 0; i < count && r == 0; ++i)
+        r = rados_blocklist_add(h.cluster, owners[i], 0);   // 0: the cluster's expiry (an hour)
+    if (r == 0) {
+        what = "cannot read the OSD map after blocklisting it";
+        r = rados_wait_for_latest_osdmap(h.cluster);
+    }
+    if (r == 0) what = "";
+    for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(h.image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
     rbd_lock_get_owners_cleanup(owners.data(), count);
     return r < 0 ? r : static_cast<int>(count);
 }
@@ -172,11 +185,12 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
     if (held == -EBUSY && advisory_locks(image, name, error) > 0) return false;   // neither breakable nor waited for
     if (break_lock && held != 0) {
         if (held < 0) holders = "an unknown client";
-        int r = break_holders(image);
+        std::string what;
+        int r = break_holders(h, what);
         if (r < 0) {
             // `broke` asked for: a take-back after our own release, not --break-lock.
             error = std::string(broke ? "" : "--break-lock: ") + "cannot break the lock of " + holders + ": " +
-                    errno_text(r);
+                    (what.empty() ? "" : what + ": ") + errno_text(r);
             return false;
         }
         if (r > 0 && broke) *broke = holders;
