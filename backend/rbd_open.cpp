@@ -208,6 +208,37 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
     return false;
 }
 
+// A pool's or image's `rbd config ... set rbd_cache true` outranks the
+// rbd_cache=false connect() sets, at rbd_open: librbd would then answer
+// writes from this host's memory (docs/rbd.md). Read the image's effective
+// setting: "" when the cache is off, else why it is on and what to do.
+std::string cache_override(rbd_image_t image, const std::string& name) {
+    std::vector<rbd_config_option_t> options(256);
+    int count = static_cast<int>(options.size());
+    int r = rbd_config_image_list(image, options.data(), &count);
+    if (r == -ERANGE) {   // count says how many there are
+        options.resize(static_cast<std::size_t>(count));
+        r = rbd_config_image_list(image, options.data(), &count);
+    }
+    if (r < 0) return "cannot read the image's configuration (rbd_cache): " + errno_text(r);
+    std::string error;
+    for (int i = 0; i < count; ++i) {
+        const rbd_config_option_t& o = options[static_cast<std::size_t>(i)];
+        if (std::strcmp(o.name, "rbd_cache") != 0 || std::strcmp(o.value, "false") == 0) continue;
+        const std::string where =
+            o.source == RBD_CONFIG_SOURCE_IMAGE  ? "the image's configuration (rbd config image ls " + name + ")"
+            : o.source == RBD_CONFIG_SOURCE_POOL ? "its pool's configuration (rbd config pool ls " +
+                                                       name.substr(0, name.find('/')) + ")"
+                                                 : "the client's configuration";
+        error = std::string("rbd_cache is ") + o.value + " in " + where +
+                ", which outranks nbdsched's rbd_cache=false: librbd would acknowledge writes from this host's "
+                "memory before the OSDs have them. Turn it off for this image: rbd config image set " +
+                name + " rbd_cache false";
+    }
+    rbd_config_image_list_cleanup(options.data(), count);
+    return error;
+}
+
 bool set_option(rados_t cluster, const char* key, unsigned seconds, std::string& error) {
     if (seconds == 0) return true;
     int r = rados_conf_set(cluster, key, std::to_string(seconds).c_str());
@@ -277,6 +308,7 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
+    if (std::string cache = cache_override(h->image, name); !cache.empty()) return fail(cache);
     h->on_lock_wait = spec.on_lock_wait;
     if (!spec.lock_later && !take_lock(*h, name, spec.break_lock, error)) return fail(error);
     h->locked = !spec.lock_later;

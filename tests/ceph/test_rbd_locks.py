@@ -17,16 +17,11 @@ import time
 
 import nbd
 
-from nbdsched_test.ceph import Cluster, LockThief, rbd_config
+from nbdsched_test.ceph import LockThief, one_rbd_export, run_checks
 from nbdsched_test.daemon import Daemon
-from nbdsched_test.tempdir import TempDir
-from nbdsched_test.verdict import Checks
 
 REFUSAL_S = 15   # a refusal takes a few round trips; librbd's wait for an advisory lock never ends
 
-
-def config(conf, image):
-    return f"devices:\n  - {rbd_config('vol', image, conf)}\nexports:\n  - {{name: vol, device: vol}}\n"
 
 
 def start_refused(c, name, d):
@@ -47,7 +42,7 @@ def advisory_lock_checks(c, cluster, tmp):
     cluster.rbd("lock", "add", "rbd/adv", "mylock")
     for args in ([], ["--break-lock"]):
         name = "advisory lock" + (", --break-lock" if args else "")
-        d = Daemon(config(cluster.conf, "adv"), "adv" + str(len(args)), workdir=tmp.path, args=args, wait=False)
+        d = Daemon(one_rbd_export(cluster.conf, "adv"), "adv" + str(len(args)), workdir=tmp.path, args=args, wait=False)
         status, log = start_refused(c, name, d)
         if status is None:
             continue
@@ -59,7 +54,7 @@ def advisory_lock_checks(c, cluster, tmp):
     c.check("the advisory lock is left alone", "mylock" in lockers, lockers)
     locker = next((line.split()[0] for line in lockers.splitlines() if "mylock" in line.split()), "")
     cluster.rbd("lock", "rm", "rbd/adv", "mylock", locker)
-    d = Daemon(config(cluster.conf, "adv"), "adv-free", workdir=tmp.path)
+    d = Daemon(one_rbd_export(cluster.conf, "adv"), "adv-free", workdir=tmp.path)
     h = nbd.NBD()
     h.connect_uri(d.uri("vol"))
     h.pwrite(b"f" * 4096, 0, nbd.CMD_FLAG_FUA)
@@ -91,13 +86,13 @@ def break_lock_fences(c, cluster, tmp, image, breaker_conf):
     """The old daemon keeps serving (cut off, not dead) while a new one
     starts with --break-lock: the old one must not write after that."""
     name = f"--break-lock ({image})"
-    old = Daemon(config(cluster.conf, image), image + "-old", workdir=tmp.path)
+    old = Daemon(one_rbd_export(cluster.conf, image), image + "-old", workdir=tmp.path)
     new = None
     try:
         ho = nbd.NBD()
         ho.connect_uri(old.uri("vol"))
         ho.pwrite(b"o" * 4096, 0, nbd.CMD_FLAG_FUA)   # object 0 exists now
-        new = Daemon(config(breaker_conf, image), image + "-new", workdir=tmp.path, args=["--break-lock"])
+        new = Daemon(one_rbd_export(breaker_conf, image), image + "-new", workdir=tmp.path, args=["--break-lock"])
         hn = nbd.NBD()
         hn.connect_uri(new.uri("vol"))
         hn.pwrite(b"n" * 4096, 0, nbd.CMD_FLAG_FUA)
@@ -119,7 +114,7 @@ def take_back_fences(c, cluster, tmp):
     old daemon breaks that lock and must fence it, though the image says
     rbd_blocklist_on_break_lock = false."""
     sock_path = tmp.file("handover.sock")
-    d = Daemon(config(cluster.conf, "tb"), "tb", workdir=tmp.path, args=["--handover-socket", sock_path])
+    d = Daemon(one_rbd_export(cluster.conf, "tb"), "tb", workdir=tmp.path, args=["--handover-socket", sock_path])
     try:
         thief = LockThief(cluster, sock_path, "tb")
         c.check("take-back: the old daemon hands over", thief.reply.startswith("state "))
@@ -147,21 +142,5 @@ def fencing_checks(c, cluster, tmp):
     take_back_fences(c, cluster, tmp)
 
 
-def main():
-    c = Checks()
-    tmp = TempDir("rbd-locks")
-    try:
-        with Cluster(tmp.path, []) as cluster:
-            try:
-                advisory_lock_checks(c, cluster, tmp)
-                fencing_checks(c, cluster, tmp)
-            except BaseException:
-                c.failed.append("exception")
-                raise
-    finally:
-        tmp.remove()
-    c.finish()
-
-
 if __name__ == "__main__":
-    main()
+    run_checks("rbd-locks", advisory_lock_checks, fencing_checks)

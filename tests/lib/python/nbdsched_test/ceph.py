@@ -9,7 +9,8 @@ import subprocess
 import time
 
 from .handover import connect_handover, handover_message, handover_reply
-from .verdict import skip
+from .tempdir import TempDir
+from .verdict import Checks, skip
 
 SCRIPT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "ceph", "cluster.sh"))
 
@@ -18,6 +19,29 @@ def rbd_config(name, image, conf, **keys):
     """A devices[] entry for backend: rbd, as YAML flow text."""
     extra = "".join(f", {k}: {v}" for k, v in keys.items())
     return f"{{name: {name}, backend: rbd, pool: rbd, image: {image}, ceph_conf: {conf}, client: admin{extra}}}"
+
+
+def one_rbd_export(conf, image):
+    """A configuration with one rbd device `vol` on `image`, exported as `vol`."""
+    return f"devices:\n  - {rbd_config('vol', image, conf)}\nexports:\n  - {{name: vol, device: vol}}\n"
+
+
+def run_checks(tag, *steps):
+    """Runs each step(checks, cluster, tmp) on one cluster of its own (its
+    files in a TempDir named `tag`), then exits with the verdict."""
+    c = Checks()
+    tmp = TempDir(tag)
+    try:
+        with Cluster(tmp.path, []) as cluster:
+            try:
+                for step in steps:
+                    step(c, cluster, tmp)
+            except BaseException:
+                c.failed.append("exception")
+                raise
+    finally:
+        tmp.remove()
+    c.finish()
 
 
 class Cluster:
