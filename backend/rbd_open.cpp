@@ -239,6 +239,13 @@ std::string cache_override(rbd_image_t image, const std::string& name) {
     return error;
 }
 
+// rbd_update_watch's callback, on a librbd thread, after the image's
+// header changed (a resize here or by another client): librbd clips a
+// request to its new size at once, a reload may come much later. Only
+// counted here: reading the size would refresh the image from the cluster
+// now, for every change, whether a write needs it or not.
+void on_image_update(void* arg) { ++static_cast<RbdBackend::Handles*>(arg)->header_changes; }
+
 bool set_option(rados_t cluster, const char* key, unsigned seconds, std::string& error) {
     if (seconds == 0) return true;
     int r = rados_conf_set(cluster, key, std::to_string(seconds).c_str());
@@ -289,6 +296,7 @@ bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
 }   // namespace
 
 RbdBackend::Handles::~Handles() {
+    if (watching) rbd_update_unwatch(image, update_watch);
     if (image) rbd_close(image);
     if (io) rados_ioctx_destroy(io);
     if (cluster) rados_shutdown(cluster);
@@ -316,6 +324,10 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
     if ((r = rbd_get_size(h->image, &size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
     if (size == 0) return fail("the image is empty (size 0)");
     h->size = size;
+    h->image_size = size;
+    if ((r = rbd_update_watch(h->image, &h->update_watch, &on_image_update, h.get())) < 0)
+        return fail("cannot watch the image for a resize: " + errno_text(r));
+    h->watching = true;
     rbd_image_info_t info{};
     if ((r = rbd_stat(h->image, &info, sizeof info)) < 0) return fail("cannot read the image's layout: " + errno_text(r));
     h->object_size = info.obj_size;
@@ -323,11 +335,22 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
 }
 
 int RbdBackend::refresh_size() {
+    const std::uint64_t changes = h_->header_changes;
     std::uint64_t size = 0;
     if (int r = rbd_get_size(h_->image, &size); r < 0) return -r;   // librbd sees a resize through its watch
     if (size == 0) return EINVAL;
     h_->size = size;
+    h_->image_size = size;
+    h_->size_read_at = changes;
     return 0;
+}
+
+void RbdBackend::read_image_size() {
+    const std::uint64_t changes = h_->header_changes;
+    std::uint64_t size = 0;
+    if (rbd_get_size(h_->image, &size) < 0) return;   // the write goes on against the size known before
+    h_->image_size = size;
+    h_->size_read_at = changes;
 }
 
 std::string RbdBackend::release_exclusive() {
@@ -350,7 +373,13 @@ std::string RbdBackend::acquire_exclusive(std::string& broke) {
 RbdBackend::RbdBackend(std::unique_ptr<Handles> handles, std::string name)
     : h_(std::move(handles)), name_(std::move(name)) {}
 
-RbdBackend::~RbdBackend() = default;
+RbdBackend::~RbdBackend() {
+    {
+        std::lock_guard lock(later_mutex_);
+        closing_ = true;   // a write completing while the image closes is checked against the size known
+    }
+    for (auto& job : later_) job.wait();
+}
 
 std::uint64_t RbdBackend::size() const { return h_->size; }
 
