@@ -5,9 +5,10 @@
 // pool[/namespace]/image and takes the image's exclusive lock, so that one
 // daemon writes an image at a time. A lock held by another client fails the
 // open with an error naming the holder; with break_lock the holder is
-// broken (and blocklisted by the cluster) first: fail-over after its host
-// died. The size is the image's, read again by refresh_size() (a reload
-// after `rbd resize`). A lock whose holder does not refuse at once (a dead
+// blocklisted (by this process, whatever rbd_blocklist_on_break_lock says)
+// and its lock broken first: fail-over after its host died. The size is
+// the image's, read again by refresh_size() (a reload after `rbd
+// resize`). A lock whose holder does not refuse at once (a dead
 // process, until the cluster drops its watch) is waited for, and the wait
 // told through RbdSpec::on_lock_wait (the daemon logs it: this floor has no
 // log). With lock_later (a --takeover) the image is opened
@@ -22,8 +23,12 @@
 // status asks librbd which extents hold data (rbd_extents.cpp).
 #pragma once
 
+#include <functional>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/async_backend.hpp"
 #include "backend/backend.hpp"
@@ -72,12 +77,28 @@ public:
 private:
     explicit RbdBackend(std::unique_ptr<Handles> handles, std::string name);
     bool check(std::uint64_t offset, std::uint64_t length, void* tag);
+    // A write's bounds against the image's size as librbd has it (a shrink
+    // not reloaded yet): ENOSPC past it, else 0 (rbd_io.cpp).
+    int past_image_end(std::uint64_t offset, std::uint64_t length) const;
+    bool image_size_current() const;
+    void read_image_size();   // blocking: librbd may refresh the image first
+    // `job` on a thread of its own, waited for by the destructor; false
+    // once the destructor began (the caller goes on without it).
+    bool later(std::function<void()> job);
+    void submit_within(Op* op);
+    void start_within(Op* op);
+    void finish(Op* op, long long r);
     void start(Op* op);
     static void on_complete(void* completion, void* arg);
 
     std::unique_ptr<Handles> h_;
     std::string name_;   // pool/[namespace/]image
     CompletionSink* sink_ = nullptr;
+    // Size reads for writes after a header change (later()), waited for
+    // by the destructor before h_ closes the image.
+    std::mutex later_mutex_;
+    std::vector<std::future<void>> later_;
+    bool closing_ = false;
 };
 
 }   // namespace nbdsched::backend

@@ -59,24 +59,74 @@ std::string seconds_text(std::chrono::milliseconds t) {
     return text;
 }
 
+// Locks on the image's header that librbd did not take (`rbd lock add`,
+// fencing scripts, Kubernetes' in-tree rbd plugin): rbd_lock_get_owners
+// answers -EBUSY for them, and rbd_lock_acquire waits for an owner that
+// never answers, for ever. "mylock by client.4311 at 127.0.0.1:0/4000182386"
+// for each in `out`, with the commands that show and remove them; how many
+// (0: none), or -errno.
+int advisory_locks(rbd_image_t image, const std::string& name, std::string& out) {
+    int exclusive = 0;
+    std::vector<char> tag(64), clients(256), cookies(256), addrs(256);
+    ssize_t count = 0;
+    for (int tries = 0; tries < 3; ++tries) {
+        std::size_t tag_len = tag.size(), clients_len = clients.size(), cookies_len = cookies.size(),
+                    addrs_len = addrs.size();
+        count = rbd_list_lockers(image, &exclusive, tag.data(), &tag_len, clients.data(), &clients_len,
+                                 cookies.data(), &cookies_len, addrs.data(), &addrs_len);
+        if (count != -ERANGE) break;   // the lengths now say what is needed
+        tag.resize(tag_len + 1);
+        clients.resize(clients_len + 1);
+        cookies.resize(cookies_len + 1);
+        addrs.resize(addrs_len + 1);
+    }
+    if (count <= 0) return static_cast<int>(count);
+    // Each list is NUL-separated strings, one per locker.
+    const char* client = clients.data();
+    const char* cookie = cookies.data();
+    const char* addr = addrs.data();
+    std::string removes;
+    out.clear();
+    for (ssize_t i = 0; i < count; ++i) {
+        out += std::string(out.empty() ? "" : ", ") + "'" + cookie + "' by " + client + " at " + addr;
+        removes += std::string(removes.empty() ? "" : "; ") + "rbd lock rm " + name + " '" + cookie + "' " + client;
+        client += std::strlen(client) + 1;
+        cookie += std::strlen(cookie) + 1;
+        addr += std::strlen(addr) + 1;
+    }
+    out = "the image has an advisory lock (rbd lock ls " + name + "): " + out +
+          "; its exclusive lock cannot be taken while that is there (librbd would wait for ever, and "
+          "--break-lock breaks librbd's locks only). If whoever took it no longer uses the image, remove it: " +
+          removes;
+    return static_cast<int>(count);
+}
+
 // rbd_lock_acquire, telling h.on_lock_wait when it waits for a holder.
 // librbd's wait cannot be given up (the image stays busy inside it), so it
 // is not bounded here: a dead holder's lock comes once the cluster drops
 // its watch; a holder whose watch lives but that does not answer keeps
 // librbd asking (docs/rbd.md: a bound at start is systemd's start timeout).
-// `holder`: who held the lock when a holder refused it at once, so that a
-// refusal's message costs no second round trip to the cluster; empty when
-// not looked up, nobody held it then, or the refusal came after a wait
-// (the holder may have changed meanwhile).
-int acquire_told(RbdBackend::Handles& h, const std::string& name, std::string& holder) {
-    holder.clear();
-    if (!h.on_lock_wait || holders_of(h.image, holder) <= 0)   // free (or unknown): nobody to wait for
+// `held`, `holder`: holders_of's answer before (0: nobody held it, < 0: not
+// known, and told as "an unknown client" if the acquire waits). `holder`
+// keeps who held it when a holder refused at once, so that a refusal's
+// message costs no second round trip to the cluster; it is cleared when
+// nobody held it or the refusal came after a wait (the holder may have
+// changed meanwhile).
+int acquire_told(RbdBackend::Handles& h, const std::string& name, int held, std::string& holder) {
+    if (held < 0) holder = "an unknown client";
+    if (!h.on_lock_wait || held == 0) {   // free: nobody to wait for
+        holder.clear();
         return rbd_lock_acquire(h.image, RBD_LOCK_MODE_EXCLUSIVE);
+    }
     const auto began = std::chrono::steady_clock::now();
     auto acquiring = std::async(std::launch::async, [image = h.image] {
         return rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
     });
-    if (acquiring.wait_for(k_refusal_time) == std::future_status::ready) return acquiring.get();
+    if (acquiring.wait_for(k_refusal_time) == std::future_status::ready) {
+        const int r = acquiring.get();
+        if (held < 0) holder.clear();
+        return r;
+    }
     LockWait wait;
     wait.holder = holder;
     wait.message = "rbd " + name + ": its lock is held by " + holder +
@@ -96,16 +146,29 @@ int acquire_told(RbdBackend::Handles& h, const std::string& name, std::string& h
     return 0;
 }
 
-// Breaks every holder of the image's lock (librbd blocklists each, so a
-// half-dead host cannot write on); how many, or -errno.
-int break_holders(rbd_image_t image) {
+// Breaks every holder of the image's lock, each fenced first: this process
+// blocklists it (rados_blocklist_add) and waits for the OSD map that says
+// so, as librbd's own break does, but only while rbd_blocklist_on_break_lock
+// is true, which ceph.conf or a pool's or image's `rbd config ... set` can
+// turn off; a holder whose lock was broken without that writes on beside
+// the new one. How many, or -errno with `what` saying which step failed
+// (nothing is broken when a blocklist fails).
+int break_holders(RbdBackend::Handles& h, std::string& what) {
     rbd_lock_mode_t mode;
     std::vector<char*> owners(8);
     std::size_t count = owners.size();
-    int r = rbd_lock_get_owners(image, &mode, owners.data(), &count);
+    int r = rbd_lock_get_owners(h.image, &mode, owners.data(), &count);
     if (r == -ENOENT) return 0;   // nobody holds it
     if (r < 0) return r;
-    for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
+    what = "cannot blocklist it";
+    for (std::size_t i = 0; i < count && r == 0; ++i)
+        r = rados_blocklist_add(h.cluster, owners[i], 0);   // 0: the cluster's expiry (an hour)
+    if (r == 0) {
+        what = "cannot read the OSD map after blocklisting it";
+        r = rados_wait_for_latest_osdmap(h.cluster);
+    }
+    if (r == 0) what = "";
+    for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(h.image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
     rbd_lock_get_owners_cleanup(owners.data(), count);
     return r < 0 ? r : static_cast<int>(count);
 }
@@ -118,28 +181,70 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
                std::string* broke = nullptr) {
     rbd_image_t image = h.image;
     std::string holders;
-    if (break_lock) {
-        holders = lock_holders(image);
-        int r = break_holders(image);
+    int held = holders_of(image, holders);
+    if (held == -EBUSY && advisory_locks(image, name, error) > 0) return false;   // neither breakable nor waited for
+    if (break_lock && held != 0) {
+        if (held < 0) holders = "an unknown client";
+        std::string what;
+        int r = break_holders(h, what);
         if (r < 0) {
             // `broke` asked for: a take-back after our own release, not --break-lock.
             error = std::string(broke ? "" : "--break-lock: ") + "cannot break the lock of " + holders + ": " +
-                    errno_text(r);
+                    (what.empty() ? "" : what + ": ") + errno_text(r);
             return false;
         }
         if (r > 0 && broke) *broke = holders;
+        held = 0;   // broken: the acquire finds it free
+        holders.clear();
     }
-    std::string refused_by;
-    int r = acquire_told(h, name, refused_by);
+    int r = acquire_told(h, name, held, holders);
     if (r == 0) return true;
     if (r != -EROFS && r != -EBUSY) {
         error = "cannot take the image's exclusive lock: " + errno_text(r);
         return false;
     }
-    error = "image is locked by " + (refused_by.empty() ? lock_holders(image) : refused_by) +
+    error = "image is locked by " + (holders.empty() ? lock_holders(image) : holders) +
             " (another nbdsched serving it?); if that host is dead, start with --break-lock";
     return false;
 }
+
+// A pool's or image's `rbd config ... set rbd_cache true` outranks the
+// rbd_cache=false connect() sets, at rbd_open: librbd would then answer
+// writes from this host's memory (docs/rbd.md). Read the image's effective
+// setting: "" when the cache is off, else why it is on and what to do.
+std::string cache_override(rbd_image_t image, const std::string& name) {
+    std::vector<rbd_config_option_t> options(256);
+    int count = static_cast<int>(options.size());
+    int r = rbd_config_image_list(image, options.data(), &count);
+    if (r == -ERANGE) {   // count says how many there are
+        options.resize(static_cast<std::size_t>(count));
+        r = rbd_config_image_list(image, options.data(), &count);
+    }
+    if (r < 0) return "cannot read the image's configuration (rbd_cache): " + errno_text(r);
+    std::string error;
+    for (int i = 0; i < count; ++i) {
+        const rbd_config_option_t& o = options[static_cast<std::size_t>(i)];
+        if (std::strcmp(o.name, "rbd_cache") != 0 || std::strcmp(o.value, "false") == 0) continue;
+        const std::string where =
+            o.source == RBD_CONFIG_SOURCE_IMAGE  ? "the image's configuration (rbd config image ls " + name + ")"
+            : o.source == RBD_CONFIG_SOURCE_POOL ? "its pool's configuration (rbd config pool ls " +
+                                                       name.substr(0, name.find('/')) + ")"
+                                                 : "the client's configuration";
+        error = std::string("rbd_cache is ") + o.value + " in " + where +
+                ", which outranks nbdsched's rbd_cache=false: librbd would acknowledge writes from this host's "
+                "memory before the OSDs have them. Turn it off for this image: rbd config image set " +
+                name + " rbd_cache false";
+    }
+    rbd_config_image_list_cleanup(options.data(), count);
+    return error;
+}
+
+// rbd_update_watch's callback, on a librbd thread, after the image's
+// header changed (a resize here or by another client): librbd clips a
+// request to its new size at once, a reload may come much later. Only
+// counted here: reading the size would refresh the image from the cluster
+// now, for every change, whether a write needs it or not.
+void on_image_update(void* arg) { ++static_cast<RbdBackend::Handles*>(arg)->header_changes; }
 
 bool set_option(rados_t cluster, const char* key, unsigned seconds, std::string& error) {
     if (seconds == 0) return true;
@@ -191,6 +296,7 @@ bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
 }   // namespace
 
 RbdBackend::Handles::~Handles() {
+    if (watching) rbd_update_unwatch(image, update_watch);
     if (image) rbd_close(image);
     if (io) rados_ioctx_destroy(io);
     if (cluster) rados_shutdown(cluster);
@@ -210,6 +316,7 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
+    if (std::string cache = cache_override(h->image, name); !cache.empty()) return fail(cache);
     h->on_lock_wait = spec.on_lock_wait;
     if (!spec.lock_later && !take_lock(*h, name, spec.break_lock, error)) return fail(error);
     h->locked = !spec.lock_later;
@@ -217,6 +324,10 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
     if ((r = rbd_get_size(h->image, &size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
     if (size == 0) return fail("the image is empty (size 0)");
     h->size = size;
+    h->image_size = size;
+    if ((r = rbd_update_watch(h->image, &h->update_watch, &on_image_update, h.get())) < 0)
+        return fail("cannot watch the image for a resize: " + errno_text(r));
+    h->watching = true;
     rbd_image_info_t info{};
     if ((r = rbd_stat(h->image, &info, sizeof info)) < 0) return fail("cannot read the image's layout: " + errno_text(r));
     h->object_size = info.obj_size;
@@ -224,11 +335,22 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
 }
 
 int RbdBackend::refresh_size() {
+    const std::uint64_t changes = h_->header_changes;
     std::uint64_t size = 0;
     if (int r = rbd_get_size(h_->image, &size); r < 0) return -r;   // librbd sees a resize through its watch
     if (size == 0) return EINVAL;
     h_->size = size;
+    h_->image_size = size;
+    h_->size_read_at = changes;
     return 0;
+}
+
+void RbdBackend::read_image_size() {
+    const std::uint64_t changes = h_->header_changes;
+    std::uint64_t size = 0;
+    if (rbd_get_size(h_->image, &size) < 0) return;   // the write goes on against the size known before
+    h_->image_size = size;
+    h_->size_read_at = changes;
 }
 
 std::string RbdBackend::release_exclusive() {
@@ -251,7 +373,13 @@ std::string RbdBackend::acquire_exclusive(std::string& broke) {
 RbdBackend::RbdBackend(std::unique_ptr<Handles> handles, std::string name)
     : h_(std::move(handles)), name_(std::move(name)) {}
 
-RbdBackend::~RbdBackend() = default;
+RbdBackend::~RbdBackend() {
+    {
+        std::lock_guard lock(later_mutex_);
+        closing_ = true;   // a write completing while the image closes is checked against the size known
+    }
+    for (auto& job : later_) job.wait();
+}
 
 std::uint64_t RbdBackend::size() const { return h_->size; }
 

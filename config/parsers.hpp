@@ -97,6 +97,8 @@ inline constexpr const char* rbd_keys[] = {"pool", "image", "namespace", "ceph_c
 bool is_rbd_key(std::string_view key);
 void read_rbd_key(Reader& r, const Field& field, backend::RbdSpec& rbd);
 void check_rbd(Reader& r, Parsed<Device>& p, const Origin& required_by);
+// Two rbd devices on one image (the same ceph_conf, pool, namespace, image).
+void check_shared_images(Reader& r, const std::vector<Parsed<Device>>& devices);
 
 void parse_limits(Reader& r, const Field& field, Limits& limits);
 void parse_tls(Reader& r, const Field& field, Tls& tls);
@@ -111,8 +113,8 @@ struct Sections {
     std::vector<Parsed<Rule>> rules;
 };
 // Names unique, references resolved, windows inside their devices, no two
-// file devices over one file or block device; adds the
-// implicit "default" group. Moves the entries into `config`.
+// file devices over one file or block device, no two rbd devices on one
+// image; adds the implicit "default" group. Moves the entries into `config`.
 void resolve(Reader& r, Sections& sections, Config& config);
 
 }   // namespace nbdsched::config::detail

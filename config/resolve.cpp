@@ -67,6 +67,7 @@ void resolve(Reader& r, Sections& s, Config& config) {
     }
     auto devices = index_unique(r, s.devices, "device");
     check_shared_storage(r, s.devices);
+    check_shared_images(r, s.devices);
     auto exports = index_unique(r, s.exports, "export");
     auto groups = index_unique(r, s.groups, "group");
 

@@ -57,7 +57,7 @@ void Server::locks_taken_back(const std::vector<std::string>& names, const std::
     const auto now = std::chrono::steady_clock::now();
     for (const auto& [name, result] : outcome) {
         if (!result.broke.empty())   // the failed new process, which never served
-            spdlog::warn("device {}: took its lock back from {}, which the cluster blocklists now", name, result.broke);
+            spdlog::warn("device {}: took its lock back from {}, which this daemon blocklisted first", name, result.broke);
         if (result.error.empty()) {
             if (const unsigned failures = lost_locks_.back(name); failures != 0)
                 spdlog::info("device {}: its lock is back after {} attempt(s): writable again", name, failures + 1);

@@ -39,9 +39,8 @@ import time
 
 import nbd
 
-from nbdsched_test.ceph import Cluster, rbd_config
+from nbdsched_test.ceph import Cluster, LockThief, rbd_config
 from nbdsched_test.daemon import Daemon
-from nbdsched_test.handover import connect_handover, handover_message, handover_reply
 from nbdsched_test.patterns import pattern
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
@@ -264,34 +263,16 @@ class Writer(threading.Thread):
 
 def lock_thief_checks(c, cluster, tmp, d, writer):
     """A new process that took the image's lock and failed without letting
-    go of it, played by hand: ask for the hand-over, take the lock with
-    librbd's Python binding, say "failed". The old daemon breaks that lock
-    (the cluster blocklists its holder) and serves on; the holder cannot
-    write any more."""
-    import rados
-    import rbd
-    sock = connect_handover(tmp.file("handover.sock"))
-    handover_message(sock, "takeover force")
-    c.check("lock thief: the old daemon hands over", handover_reply(sock).startswith("state "))
-    thief = rados.Rados(conffile=cluster.conf)
-    thief.connect()
-    image = rbd.Image(thief.open_ioctx("rbd"), "img1")
-    image.lock_acquire(rbd.RBD_LOCK_MODE_EXCLUSIVE)
-    handover_message(sock, "failed played by the test: it keeps the lock")
-    sock.close()
+    go of it, played by hand (LockThief). The old daemon breaks that lock
+    (blocklisting its holder) and serves on; the holder cannot write any
+    more."""
+    thief = LockThief(cluster, tmp.file("handover.sock"), "img1", ask="takeover force")
+    c.check("lock thief: the old daemon hands over", thief.reply.startswith("state "))
     c.check("lock thief: the old daemon breaks the lock, takes it back and serves on, the writer without an error",
             writer.goes_on() and d.wait_log("took its lock back from client."), str(writer.error))
-    try:
-        image.write(b"x" * 4096, Writer.BASE)
-        image.flush()
-        c.check("lock thief: its writes fail (blocklisted)", False)
-    except (rbd.Error, rados.Error) as e:
-        c.check("lock thief: its writes fail (blocklisted)", True, str(e))
-    try:
-        image.close()
-        thief.shutdown()
-    except (rbd.Error, rados.Error):
-        pass
+    error = thief.write_error(Writer.BASE)
+    c.check("lock thief: its writes fail (blocklisted)", error != "", error)
+    thief.close()
 
 
 def handover_checks(c, cluster, tmp, d):

@@ -88,6 +88,28 @@ TEST_CASE("an rbd device: an image, its cluster's keys, no size or path") {
                  "only for backend: rbd");
 }
 
+TEST_CASE("two rbd devices on one image are refused; another pool, namespace or cluster is another image") {
+    // Checked whether or not rbd is built in (without it, each device also says so).
+    const auto two = [](const std::string& a, const std::string& b) {
+        return load("devices:\n  - {name: ra, backend: rbd, " + a + "}\n  - {name: rb, backend: rbd, " + b +
+                    "}\nexports: [{name: e0, device: ra}, {name: e1, device: rb}]\n");
+    };
+    auto r = two("image: vol1", "pool: rbd, image: vol1");   // rbd is the default pool
+    expect_error(r, "devices[1].image", 3, 48, "device rb is on the same image as device ra (rbd/vol1, line 2)");
+    CHECK(all_errors(r).find("export both from one device") != std::string::npos);
+    expect_error(two("image: v, namespace: t, ceph_conf: /etc/ceph/x.conf",
+                     "image: v, namespace: t, ceph_conf: /etc/ceph/../ceph/x.conf"),
+                 "devices[1].image", 3, 37, "device rb is on the same image as device ra (rbd/t/v, line 2)");
+    for (const auto& other : {"image: vol2", "image: vol1, pool: p2", "image: vol1, namespace: t1",
+                              "image: vol1, ceph_conf: /etc/ceph/other.conf"}) {
+        CAPTURE(other);
+        auto ok = two("image: vol1", other);
+        INFO(all_errors(ok));
+        CHECK(all_errors(ok).find("same image") == std::string::npos);
+        if (nbdsched::backend::rbd_available()) CHECK(ok.config);
+    }
+}
+
 TEST_CASE("bad backend, rotational, names and numbers") {
     auto r = device("name: \"d 0\"\n    backend: rom\n    size: 1GiB\n    rotational: maybe\n"
                     "    queue_depth: 5000\n    read_ahead_kb: lots\n");

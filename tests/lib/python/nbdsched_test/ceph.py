@@ -8,7 +8,9 @@ import signal
 import subprocess
 import time
 
-from .verdict import skip
+from .handover import connect_handover, handover_message, handover_reply
+from .tempdir import TempDir
+from .verdict import Checks, skip
 
 SCRIPT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "ceph", "cluster.sh"))
 
@@ -17,6 +19,29 @@ def rbd_config(name, image, conf, **keys):
     """A devices[] entry for backend: rbd, as YAML flow text."""
     extra = "".join(f", {k}: {v}" for k, v in keys.items())
     return f"{{name: {name}, backend: rbd, pool: rbd, image: {image}, ceph_conf: {conf}, client: admin{extra}}}"
+
+
+def one_rbd_export(conf, image):
+    """A configuration with one rbd device `vol` on `image`, exported as `vol`."""
+    return f"devices:\n  - {rbd_config('vol', image, conf)}\nexports:\n  - {{name: vol, device: vol}}\n"
+
+
+def run_checks(tag, *steps):
+    """Runs each step(checks, cluster, tmp) on one cluster of its own (its
+    files in a TempDir named `tag`), then exits with the verdict."""
+    c = Checks()
+    tmp = TempDir(tag)
+    try:
+        with Cluster(tmp.path, []) as cluster:
+            try:
+                for step in steps:
+                    step(c, cluster, tmp)
+            except BaseException:
+                c.failed.append("exception")
+                raise
+    finally:
+        tmp.remove()
+    c.finish()
 
 
 class Cluster:
@@ -108,3 +133,45 @@ class Cluster:
         except (OSError, KeyError, ValueError):
             pass
         self.stop()
+
+
+class LockThief:
+    """A planned restart's new process that takes an image's lock and then
+    fails without letting go of it, played with librbd's Python binding:
+    asks the old daemon for the hand-over on `handover_path` (`ask`:
+    "takeover" or "takeover force"), takes the lock, answers "failed".
+    `reply` is the old daemon's answer to the ask ("state ..." when it
+    handed over); write_error() tries a write through the thief."""
+
+    def __init__(self, cluster, handover_path, image, ask="takeover"):
+        import rados
+        import rbd
+        sock = connect_handover(handover_path)
+        handover_message(sock, ask)
+        self.reply = handover_reply(sock)
+        self.cluster = rados.Rados(conffile=cluster.conf)
+        self.cluster.connect()
+        self.image = rbd.Image(self.cluster.open_ioctx("rbd"), image)
+        self.image.lock_acquire(rbd.RBD_LOCK_MODE_EXCLUSIVE)
+        handover_message(sock, "failed played by the test: it keeps the lock")
+        sock.close()
+
+    def write_error(self, offset):
+        """Why a 4 KiB write and flush at `offset` failed ("" when they went through)."""
+        import rados
+        import rbd
+        try:
+            self.image.write(b"x" * 4096, offset)
+            self.image.flush()
+            return ""
+        except (rbd.Error, rados.Error) as e:
+            return str(e)
+
+    def close(self):
+        import rados
+        import rbd
+        try:
+            self.image.close()
+            self.cluster.shutdown()
+        except (rbd.Error, rados.Error):
+            pass
