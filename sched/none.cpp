@@ -34,13 +34,32 @@ void NoneScheduler::set_group(GroupId group, unsigned weight) {
 void NoneScheduler::open_queue(QueueId queue, GroupId group, Time) {
     queue_stats(queue);
     group_stats(group);
+    closed_.erase(queue);
 }
 
-void NoneScheduler::close_queue(QueueId, Time) {
-    // Nothing to free: a closed queue's requests are still in fifo_/in_flight_.
+void NoneScheduler::close_queue(QueueId queue, Time) {
+    // A closed queue's requests stay in fifo_/in_flight_; its counters go
+    // when the last of them completes.
+    if (!queue_stats_.contains(queue)) return;
+    closed_.insert(queue);
+    forget_if_drained(queue);
 }
 
-EntityStats& NoneScheduler::queue_stats(QueueId queue) { return queue_stats_[queue]; }
+EntityStats& NoneScheduler::queue_stats(QueueId queue) {
+    auto [it, inserted] = queue_stats_.try_emplace(queue);
+    // A request of a queue that is not open (closed and forgotten, then
+    // released late by a layer above): counted until it drains.
+    if (inserted) closed_.insert(queue);
+    return it->second;
+}
+
+void NoneScheduler::forget_if_drained(QueueId queue) {
+    if (closed_.empty() || !closed_.contains(queue)) return;
+    auto it = queue_stats_.find(queue);
+    if (it != queue_stats_.end() && (it->second.queued || it->second.in_flight)) return;
+    if (it != queue_stats_.end()) queue_stats_.erase(it);
+    closed_.erase(queue);
+}
 
 GroupStats& NoneScheduler::group_stats(GroupId group) {
     auto [it, inserted] = group_stats_.try_emplace(group);
@@ -85,7 +104,9 @@ void NoneScheduler::complete(RequestId id, Time) {
         --s->in_flight;
         ++s->completed;
     }
+    const QueueId queue = request.queue;
     in_flight_.erase(it);
+    forget_if_drained(queue);
 }
 
 std::vector<std::string> NoneScheduler::tunable_names() const { return none_table().names(); }

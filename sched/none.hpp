@@ -6,6 +6,7 @@
 #include <memory>
 #include <memory_resource>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sched/node_pool.hpp"
@@ -46,6 +47,8 @@ public:
 private:
     EntityStats& queue_stats(QueueId queue);
     GroupStats& group_stats(GroupId group);
+    // Drops a closed queue's counters once nothing of it is queued or in flight.
+    void forget_if_drained(QueueId queue);
 
     DeviceTraits device_;
     NoneTunables t_;
@@ -58,9 +61,13 @@ private:
     std::pmr::unordered_map<RequestId, Request> in_flight_{&pool_};
     // Hash maps while running (O(1) with 10,000 queues); stats() copies them
     // into SchedulerStats' ordered maps.
+    // A queue's counters live from open_queue until it is closed and drained
+    // (its group's stay): clients come and go, and stats() copies them all.
     EntityStats device_stats_;
     std::unordered_map<QueueId, EntityStats> queue_stats_;
     std::unordered_map<GroupId, GroupStats> group_stats_;
+    // Closed queues with requests still queued or in flight.
+    std::unordered_set<QueueId> closed_;
 };
 
 std::unique_ptr<Scheduler> make_none(const DeviceTraits& device, const Tunables& tunables,

@@ -59,6 +59,7 @@ void BfqScheduler::close_queue(QueueId id, Time now) {
     auto c = clients_.find(id);
     if (c == clients_.end()) return;
     c->second.open = false;
+    forget_client(id);   // if it has no queue left, else when the last goes
     for (bool sync : {true, false}) {
         auto it = queues_.find(queue_key(id, sync));
         if (it == queues_.end()) continue;
@@ -78,8 +79,12 @@ void BfqScheduler::close_queue(QueueId id, Time now) {
 BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
     auto c = clients_.find(r.queue);
     if (c == clients_.end()) {
+        // Queues are opened before their first request, so this client was
+        // closed and forgotten, and a layer above released a request of it
+        // late: it is served closed, and forgotten again when it drains.
         open_queue(r.queue, r.group, now);
         c = clients_.find(r.queue);
+        c->second.open = false;
     }
     std::uint64_t key = queue_key(r.queue, r.sync);
     auto it = queues_.find(key);
@@ -246,8 +251,18 @@ void BfqScheduler::complete(RequestId id, Time now) {
 
 void BfqScheduler::maybe_forget(BfqQueue& q) {
     if (!q.closed || q.entity.busy() || q.dispatched != 0 || in_service_ == &q) return;
+    const QueueId client = q.client();
     groups_.at(q.group()).tree.remove(q.entity);
     queues_.erase(q.key());
+    forget_client(client);
+}
+
+void BfqScheduler::forget_client(QueueId id) {
+    // Its queues point into its entry (client_stats): only once both are gone.
+    auto c = clients_.find(id);
+    if (c == clients_.end() || c->second.open) return;
+    if (queues_.contains(queue_key(id, true)) || queues_.contains(queue_key(id, false))) return;
+    clients_.erase(c);
 }
 
 void BfqScheduler::process_timer(Time now) {

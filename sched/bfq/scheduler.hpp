@@ -89,6 +89,9 @@ private:
     BfqQueue& queue_for(const Request& request, Time now);
     void activate_queue(BfqQueue& q, Time now);
     void maybe_forget(BfqQueue& q);
+    // Erases a closed client with no queue left (its stats go with it; its
+    // group's stay).
+    void forget_client(QueueId id);
     void process_timer(Time now);
     void refresh_max_budget();
 
@@ -147,7 +150,8 @@ private:
     // Hash maps, looked up on every request: they are iterated nowhere but
     // in stats(), where order does not matter, so decisions stay
     // deterministic. Their elements do not move (BfqQueue::client_stats
-    // points into clients_, which is never erased).
+    // points into clients_, whose entries are erased only when the client
+    // is closed and has no queue left).
     std::unordered_map<std::uint64_t, BfqQueue> queues_;   // key = client * 2 + async
     std::unordered_map<QueueId, Client> clients_;
     std::pmr::map<RequestId, InFlight> in_flight_{&pool_};

@@ -245,7 +245,7 @@ void BfqScheduler::maybe_preempt(BfqQueue& arrived, bool wants_to_preempt, Time 
     // time to the smallest start, so a lone waiting light group would always
     // qualify and, at iodepth 1, take every think time of the heavy one.
     // Injection serves it instead, when it is its turn.
-    bool hole = wants_to_preempt && (device_.rotational || ga.entity.start <= root_.vtime());
+    bool hole = wants_to_preempt && (device_.rotational || !vtime_after(ga.entity.start, root_.vtime()));
     if (!(hole || heavier || !better_to_idle(*cur))) return;
     if (root_.peek() != &ga.entity) return;
     expire(*cur, false, Expiry::preempted, now);

@@ -1,7 +1,6 @@
 #include "sched/bfq/wf2q.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace nbdsched::sched::bfq {
 
@@ -9,12 +8,19 @@ std::uint64_t vdelta(std::uint64_t service, std::uint64_t weight) {
     return (service << kServiceShift) / std::max<std::uint64_t>(weight, 1);
 }
 
+bool vtime_after(std::uint64_t a, std::uint64_t b) {
+    return static_cast<std::int64_t>(a - b) > 0;
+}
+
 namespace {
-// The kernel compares virtual times with signed differences (bfq_gt) so that
-// wrap-around is harmless; 64-bit sector counts shifted by 22 do not wrap in
-// any realistic run, so plain comparison is used.
-bool later(std::uint64_t a, std::uint64_t b) { return a > b; }
+bool later(std::uint64_t a, std::uint64_t b) { return vtime_after(a, b); }
 }   // namespace
+
+bool ServiceTree::IdleOrder::operator()(const std::pair<std::uint64_t, std::uint64_t>& a,
+                                        const std::pair<std::uint64_t, std::uint64_t>& b) const {
+    if (a.first != b.first) return later(b.first, a.first);
+    return a.second < b.second;
+}
 
 void ServiceTree::insert_active(Entity& e) {
     e.where = Entity::Where::active;
@@ -111,8 +117,10 @@ void ServiceTree::forget_idle() {
 }
 
 std::uint64_t ServiceTree::min_start() const {
-    std::uint64_t m = std::numeric_limits<std::uint64_t>::max();
-    for (const auto& [key, e] : active_) m = std::min(m, e->start);
+    // Only called with active entities.
+    std::uint64_t m = active_.begin()->second->start;
+    for (const auto& [key, e] : active_)
+        if (later(m, e->start)) m = e->start;
     return m;
 }
 
@@ -120,7 +128,7 @@ Entity* ServiceTree::first_eligible(std::uint64_t vtime) const {
     Entity* best = nullptr;
     for (const auto& [key, e] : active_) {
         if (later(e->start, vtime)) continue;
-        if (!best || e->finish < best->finish) best = e;
+        if (!best || later(best->finish, e->finish)) best = e;
     }
     return best;
 }
@@ -129,13 +137,14 @@ std::vector<Entity*> ServiceTree::eligible() const {
     std::vector<Entity*> out;
     for (const auto& [key, e] : active_)
         if (!later(e->start, vtime_)) out.push_back(e);
-    std::stable_sort(out.begin(), out.end(), [](const Entity* a, const Entity* b) { return a->finish < b->finish; });
+    std::stable_sort(out.begin(), out.end(), [](const Entity* a, const Entity* b) { return later(b->finish, a->finish); });
     return out;
 }
 
 Entity* ServiceTree::peek() const {
     if (active_.empty()) return nullptr;
-    return first_eligible(std::max(vtime_, min_start()));
+    std::uint64_t jump = min_start();
+    return first_eligible(later(jump, vtime_) ? jump : vtime_);
 }
 
 Entity* ServiceTree::select() {

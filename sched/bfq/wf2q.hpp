@@ -26,6 +26,13 @@ inline constexpr int kServiceShift = 22;   // WFQ_SERVICE_SHIFT
 // Virtual-time length of `service` sectors at `weight`.
 std::uint64_t vdelta(std::uint64_t service, std::uint64_t weight);
 
+// Virtual time `a` is after `b`. Virtual times wrap at 2^64 (the root tree
+// advances by service << 22 / wsum: 2 PiB per unit of weight sum, or minutes
+// of max_budget-sized time charges at weight 1), so, as the kernel's bfq_gt,
+// this compares the signed difference: right as long as the timestamps
+// compared are within 2^63 of each other, which live ones are.
+bool vtime_after(std::uint64_t a, std::uint64_t b);
+
 struct Entity {
     enum class Where : std::uint8_t { none,
                                       active,
@@ -96,8 +103,14 @@ private:
     std::uint64_t vtime_ = 0;
     std::uint64_t wsum_ = 0;   // weights of active and idle-tree entities
     std::pmr::map<std::uint64_t, Entity*> active_;
-    // (finish, key): an idle entity's finish does not change until it leaves.
-    std::pmr::map<std::pair<std::uint64_t, std::uint64_t>, Entity*> idle_;
+    // (finish, key), finish compared with vtime_after: an idle entity's
+    // finish does not change until it leaves, and all of them are ahead of
+    // vtime by less than 2^63, so the order holds across the wrap.
+    struct IdleOrder {
+        bool operator()(const std::pair<std::uint64_t, std::uint64_t>& a,
+                        const std::pair<std::uint64_t, std::uint64_t>& b) const;
+    };
+    std::pmr::map<std::pair<std::uint64_t, std::uint64_t>, Entity*, IdleOrder> idle_;
 };
 
 }   // namespace nbdsched::sched::bfq

@@ -75,8 +75,11 @@ void CfqScheduler::close_queue(QueueId id, Time now) {
 }
 
 void CfqScheduler::reap_closed() {
-    std::erase_if(retired_, [this](const std::unique_ptr<CfqQueue>& q) {
-        return q->empty() && !q->dispatched && !q->on_rr && active_ != q.get();
+    std::vector<QueueId> reaped;
+    std::erase_if(retired_, [this, &reaped](const std::unique_ptr<CfqQueue>& q) {
+        if (!(q->empty() && !q->dispatched && !q->on_rr && active_ != q.get())) return false;
+        if (q->client) reaped.push_back(*q->client);
+        return true;
     });
     for (auto it = closed_.begin(); it != closed_.end();) {
         auto qit = queues_.find(*it);
@@ -86,12 +89,14 @@ void CfqScheduler::reap_closed() {
         }
         const CfqQueue& q = *qit->second;
         if (q.empty() && !q.dispatched && !q.on_rr && active_ != &q) {
+            reaped.push_back(*it);
             queues_.erase(qit);
             it = closed_.erase(it);
         } else {
             ++it;
         }
     }
+    for (QueueId client : reaped) forget_client_stats(client);
 }
 
 CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
@@ -168,7 +173,7 @@ void CfqScheduler::complete(RequestId id, Time now) {
     if (it == in_flight_.end()) return;
     CfqQueue& q = *it->second.queue;
     const Request req = it->second.req;
-    EntityStats& client = *it->second.client_stats;
+    EntityStats* client = completion_stats(it->second);
     in_flight_.erase(it);
 
     update_hw_tag();
@@ -176,8 +181,8 @@ void CfqScheduler::complete(RequestId id, Time now) {
     --q.dispatched;
     --q.group->dispatched;
     --rq_in_flight_[q.sync ? 1 : 0];
-    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats), &client})
-        ++s->completed;
+    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats), client})
+        if (s) ++s->completed;
 
     if (req.sync) {
         q.ttime.last_end_request = now;

@@ -58,7 +58,10 @@ private:
     struct InFlight {
         CfqQueue* queue;
         Request req;
-        EntityStats* client_stats;   // queue_stats_ of req.queue
+        // queue_stats_ of req.queue for a sync request (its queue, and so the
+        // entry, outlive it); null for an async one, whose client may be
+        // forgotten before it completes.
+        EntityStats* client_stats;
     };
 
     // cfq_scheduler.cpp
@@ -134,7 +137,11 @@ private:
     void start_timer(Nanos delay, Time now);
     void cancel_timer(Time now);
     EntityStats& client_stats(CfqQueue& q);   // q must be a client's sync queue
-    EntityStats& queue_stats(CfqQueue& q, const Request& req);
+    // The client's counters for a request of q; null when the client is gone.
+    EntityStats* queue_stats(CfqQueue& q, const Request& req);
+    EntityStats* completion_stats(const InFlight& f);
+    // Drops a client's counters once none of its sync queues is left.
+    void forget_client_stats(QueueId client);
 
     DeviceTraits device_;
     CfqTunables t_;
@@ -176,7 +183,8 @@ private:
     bool clock_started_ = false;
     Time now_{};
 
-    // Counters.
+    // Counters. A client's live from its first request until its queue is
+    // reaped (closed and drained); groups' stay.
     EntityStats device_stats_;
     std::unordered_map<QueueId, EntityStats> queue_stats_;
 };

@@ -54,10 +54,11 @@ std::optional<Request> CfqScheduler::dispatch_request(CfqQueue& q, Time now) {
     // cfq_activate_request: the device now holds it; the head moves to its end.
     ++rq_in_driver_;
     last_position_ = req.offset / 512 + req.sectors();
-    EntityStats& client = queue_stats(q, req);
-    in_flight_.emplace(req.id, InFlight{&q, req, &client});
+    EntityStats* client = queue_stats(q, req);
+    in_flight_.emplace(req.id, InFlight{&q, req, q.client ? client : nullptr});
 
-    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats), &client}) {
+    for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats), client}) {
+        if (!s) continue;
         ++s->dispatched;
         s->dispatched_sectors += req.sectors();
     }

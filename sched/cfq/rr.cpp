@@ -9,9 +9,16 @@
 namespace nbdsched::sched::cfq {
 namespace {
 
-// cfqg_scale_charge(): charge / vfraction, in fixed point.
+// cfqg_scale_charge(): charge / vfraction, in fixed point. The shift is done
+// in 128 bits: a slice charge above 2^40 ns (18 min; slices have no upper
+// bound) would lose its top bits. The result is capped at 2^62, so that one
+// charge keeps the group's vdisktime within 2^63 of the others (the group
+// tree's signed order): such a group goes last, as it should.
 std::uint64_t scale_charge(std::uint64_t charge, unsigned vfraction) {
-    return (charge << (2 * kServiceShift)) / vfraction;
+    constexpr std::uint64_t kMaxCharge = std::uint64_t(1) << 62;
+    const unsigned __int128 v =
+        (static_cast<unsigned __int128>(charge) << (2 * kServiceShift)) / std::max(vfraction, 1u);
+    return v > kMaxCharge ? kMaxCharge : static_cast<std::uint64_t>(v);
 }
 
 }   // namespace

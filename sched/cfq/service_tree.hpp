@@ -38,14 +38,20 @@ private:
     std::uint64_t next_seq_ = 0;
 };
 
-// Groups ordered by vdisktime (cfqd->grp_service_tree).
+// Groups ordered by vdisktime (cfqd->grp_service_tree). vdisktime wraps at
+// 2^64 (about 53 days of busy device at equal weights, sooner with short
+// slices); the kernel orders by the signed vdisktime - min_vdisktime
+// (cfqg_key), so that a group past the wrap stays behind the others. The
+// signed difference of two vdisktimes gives the same order, without
+// re-keying as min_vdisktime moves, since the active groups' vdisktimes are
+// within 2^63 of each other and of min_vdisktime.
 struct GroupTree {
     struct Entry {
         std::uint64_t vdisktime;
         std::uint64_t seq;
         CfqGroup* group;
         bool operator<(const Entry& o) const {
-            return vdisktime != o.vdisktime ? vdisktime < o.vdisktime : seq < o.seq;
+            return vdisktime != o.vdisktime ? std::int64_t(vdisktime - o.vdisktime) < 0 : seq < o.seq;
         }
     };
     explicit GroupTree(std::pmr::memory_resource* pool = std::pmr::get_default_resource())

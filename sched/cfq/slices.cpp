@@ -2,11 +2,25 @@
 // low_latency), per workload (choose_wl_class_and_type) and what a slice
 // used (cfq_cfqq_slice_usage).
 #include <algorithm>
+#include <limits>
 
 #include "sched/cfq/cfq_scheduler.hpp"
 #include "sched/cfq/constants.hpp"
 
 namespace nbdsched::sched::cfq {
+namespace {
+
+// a * b / c, the product in 128 bits: the slice formulas multiply two
+// durations (1 s x 10 s is 10^19 ns^2, past int64), which the tunables allow.
+// The result saturates, though with c >= b it is at most a.
+std::int64_t mul_div(std::int64_t a, std::int64_t b, std::int64_t c) {
+    const __int128 r = static_cast<__int128>(a) * b / std::max<std::int64_t>(c, 1);
+    if (r > std::numeric_limits<std::int64_t>::max()) return std::numeric_limits<std::int64_t>::max();
+    if (r < std::numeric_limits<std::int64_t>::min()) return std::numeric_limits<std::int64_t>::min();
+    return static_cast<std::int64_t>(r);
+}
+
+}   // namespace
 
 Nanos CfqScheduler::prio_slice(bool sync, int prio) const {
     const Nanos base = t_.slice(sync);
@@ -14,7 +28,7 @@ Nanos CfqScheduler::prio_slice(bool sync, int prio) const {
 }
 
 Nanos CfqScheduler::group_slice(const CfqGroup& g) const {
-    return Nanos((std::uint64_t(t_.target_latency.count()) * g.vfraction) >> kServiceShift);
+    return Nanos(mul_div(t_.target_latency.count(), g.vfraction, std::int64_t(1) << kServiceShift));
 }
 
 // Busy queues in the group, averaged so that it follows rises fast and
@@ -34,13 +48,13 @@ Nanos CfqScheduler::scaled_slice(CfqQueue& q) {
     // of target_latency, but not below 2 * slice_idle (scaled like the slice).
     const unsigned iq = group_avg_queues(*q.group);
     const Nanos sync_slice = t_.slice_sync;
-    const Nanos expect_latency = sync_slice * iq;
+    const Nanos expect_latency = Nanos(mul_div(sync_slice.count(), iq, 1));
     const Nanos gslice = group_slice(*q.group);
     if (expect_latency > gslice) {
         const Nanos base_low = 2 * t_.slice_idle;
-        Nanos low = Nanos(base_low.count() * slice.count() / sync_slice.count());
+        Nanos low = Nanos(mul_div(base_low.count(), slice.count(), sync_slice.count()));
         low = std::min(slice, low);
-        slice = Nanos(slice.count() * gslice.count() / expect_latency.count());
+        slice = Nanos(mul_div(slice.count(), gslice.count(), expect_latency.count()));
         slice = std::max(slice, low);
     }
     return slice;
@@ -86,14 +100,14 @@ Nanos CfqScheduler::workload_slice(CfqGroup& g, WlType type) const {
     // The workload's share of the group's slice: in proportion to its queues.
     const unsigned count = unsigned(g.tree(type).count());
     const unsigned busy = std::max({g.busy_queues_avg, g.busy_queues(), 1u});
-    Nanos slice = group_slice(g) * count / busy;
+    Nanos slice = Nanos(mul_div(group_slice(g).count(), count, busy));
     if (type == WlType::async) {
         // Async queues are charged system wide, then scaled by async/sync.
         if (busy_queues_) {
-            const Nanos cap = t_.target_latency * g.busy_async_queues() / busy_queues_;
+            const Nanos cap = Nanos(mul_div(t_.target_latency.count(), g.busy_async_queues(), busy_queues_));
             slice = std::min(slice, cap);
         }
-        slice = Nanos(slice.count() * t_.slice_async.count() / t_.slice_sync.count());
+        slice = Nanos(mul_div(slice.count(), t_.slice_async.count(), t_.slice_sync.count()));
     } else {
         slice = std::max(slice, 2 * t_.slice_idle);
     }

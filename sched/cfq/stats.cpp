@@ -23,18 +23,33 @@ void CfqScheduler::cancel_timer(Time now) {
     }
 }
 
-// queue_stats_ never erases, so a pointer to an entry stays valid; the entry
-// is still created at the same event as before, so stats() lists the same
-// clients.
+// A client's entry is erased only when no sync queue of it is left
+// (forget_client_stats), so the pointer a queue keeps stays valid.
 EntityStats& CfqScheduler::client_stats(CfqQueue& q) {
     if (!q.client_stats) q.client_stats = &queue_stats_[*q.client];
     return *q.client_stats;
 }
 
 // A sync queue's requests are all its client's; the group's shared async
-// queue holds requests of many clients.
-EntityStats& CfqScheduler::queue_stats(CfqQueue& q, const Request& req) {
-    return q.client ? client_stats(q) : queue_stats_[req.queue];
+// queue holds requests of many clients, some of them perhaps closed and
+// reaped: those count for their group and the device only.
+EntityStats* CfqScheduler::queue_stats(CfqQueue& q, const Request& req) {
+    if (q.client) return &client_stats(q);
+    if (auto it = queue_stats_.find(req.queue); it != queue_stats_.end()) return &it->second;
+    return queues_.contains(req.queue) ? &queue_stats_[req.queue] : nullptr;
+}
+
+EntityStats* CfqScheduler::completion_stats(const InFlight& f) {
+    if (f.client_stats) return f.client_stats;
+    auto it = queue_stats_.find(f.req.queue);
+    return it == queue_stats_.end() ? nullptr : &it->second;
+}
+
+void CfqScheduler::forget_client_stats(QueueId client) {
+    if (queues_.contains(client)) return;
+    for (const auto& q : retired_)
+        if (q->client == client) return;
+    queue_stats_.erase(client);
 }
 
 SchedulerStats CfqScheduler::stats(Time now) const {

@@ -151,3 +151,16 @@ TEST_CASE("bfq on a disk: a queue preempted while it waits stays scheduled and d
     s->complete(l1->id, at(21.2));
     CHECK_FALSE(s->dispatch(at(21.2)));
 }
+
+TEST_CASE("bfq on a disk: weight-1 groups at max_budget's maximum keep sharing after virtual time wraps") {
+    // Seeky queues are charged max_budget x (time used / timeout): with
+    // max_budget 2147483647 and weights 1:1, the root virtual time passes
+    // 2^64 after about 512 s of this.
+    Rig rig(make(true, 1, {{"max_budget", "2147483647"}}), FakeDevice{1, 10ms, 10ms}, 1);
+    rig.add(Job{.queue = 1, .group = 1, .region = 0});
+    rig.add(Job{.queue = 2, .group = 2, .region = 1ull << 40});
+    double r = group_ratio(rig, 1, 1, 600s, 100s);
+    MESSAGE("hdd 1:1 at max_budget 2147483647, service ratio after the wrap " << r);
+    CHECK(r > 0.8);
+    CHECK(r < 1.25);
+}

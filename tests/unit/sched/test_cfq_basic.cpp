@@ -150,3 +150,51 @@ TEST_CASE("cfq: hw_tag detects a queueing device and a non-queueing one") {
     shallow.run_until(Time(1s));
     CHECK_FALSE(shallow.sched().stats(shallow.now()).hw_tag);
 }
+
+TEST_CASE("cfq: long slices are not cut short by overflowing slice arithmetic") {
+    // Two sequential readers in one group, slice_idle 1 s: low_latency scales
+    // their slices down to fit target_latency, but not below
+    // 2 * slice_idle * slice / slice_sync = 2 s. The product slice_idle x
+    // slice_sync is 5 * 10^18 ns^2 at 5 s, past int64.
+    for (const char* sync : {"4s", "5s", "10s"}) {
+        Rig rig(make_cfq_sched(true, 1, {{"slice_idle", "1s"}, {"slice_sync", sync}}), fixed_latency(1ms, 1), 1);
+        auto a = rig.add_job({1, 1, Op::read, true, true, 4096, 0, 1ull << 30, 1, {}});
+        auto b = rig.add_job({2, 1, Op::read, true, true, 4096, 1ull << 33, 1ull << 30, 1, {}});
+        rig.run_until(Time(30s));
+        const SchedulerStats st = rig.sched().stats(rig.now());
+        MESSAGE("slice_sync " << std::string(sync) << ": max wait " << rig.result(a).max_wait.count() / 1e6 << " / "
+                              << rig.result(b).max_wait.count() / 1e6 << " ms, slices "
+                              << st.queues.at(1).slices << " + " << st.queues.at(2).slices);
+        // A 2 s slice each, in turn: each waits about 2 s for the other.
+        CHECK(rig.result(a).max_wait > 1900ms);
+        CHECK(rig.result(b).max_wait > 1900ms);
+        CHECK(st.queues.at(1).slices + st.queues.at(2).slices <= 16);
+        rig.finish();
+    }
+}
+
+TEST_CASE("cfq: groups charged slices longer than 2^40 ns are charged all of them") {
+    // target_latency 1 h, weights 1000:100, both groups backlogged: group 1's
+    // slices last about an hour, group 2's 5.45 min, and each costs its group
+    // about the same vdisktime, so they take turns, a slice each. Group 1's
+    // slice is past 2^40 ns (18 min), where charge << 24 wrapped; and
+    // slice x group slice (ns^2) is past int64.
+    Rig rig(make_cfq_sched(true, 1, {{"slice_idle", "1ms"}, {"slice_sync", "60min"}, {"target_latency", "60min"}}),
+            fixed_latency(100ms, 1), 1);
+    rig.sched().set_group(1, 1000);
+    rig.sched().set_group(2, 100);
+    auto a = rig.add_job({1, 1, Op::read, true, true, 4096, 0, 1ull << 30, 4, {}});
+    auto b = rig.add_job({2, 2, Op::read, true, true, 4096, 1ull << 33, 1ull << 30, 4, {}});
+    rig.run_until(Time(std::chrono::hours(10)));
+    const double ratio = double(rig.result(a).bytes) / double(rig.result(b).bytes);
+    const SchedulerStats st = rig.sched().stats(rig.now());
+    MESSAGE("weights 1000:100, hour-long slices: ratio " << ratio << ", slices " << st.queues.at(1).slices << " + "
+                                                         << st.queues.at(2).slices << ", max wait "
+                                                         << rig.result(a).max_wait.count() / 1e9 << " / "
+                                                         << rig.result(b).max_wait.count() / 1e9 << " s");
+    CHECK(st.queues.at(1).slices <= st.queues.at(2).slices + 1);
+    CHECK(rig.result(b).max_wait < std::chrono::minutes(61));
+    CHECK(ratio > 9.0);
+    CHECK(ratio < 13.0);
+    rig.finish();
+}

@@ -2,6 +2,8 @@
 // and tunables changed at run time.
 #include <tuple>
 
+#include "sched/cfq/group.hpp"
+#include "sched/cfq/service_tree.hpp"
 #include "test_cfq_rig.hpp"
 
 using namespace cfqtest;
@@ -105,4 +107,36 @@ TEST_CASE("cfq: runtime tunable and weight changes take effect without losing re
     MESSAGE("runtime: group_idle 0 -> 8ms ratio " << second << ", reweighted " << third);
     CHECK(third > 5.0);
     s.rig.finish();   // every submitted request dispatched once and completed
+}
+
+TEST_CASE("cfq group tree: groups keep taking turns when vdisktime wraps at 2^64") {
+    // Two equal groups charged 1 ms of slice in turn, as cfq_group_served
+    // does (vdisktime += 1 ms << 24 / vfraction), starting 2^40 below 2^64.
+    using nbdsched::sched::cfq::CfqGroup;
+    using nbdsched::sched::cfq::GroupTree;
+    GroupTree tree;
+    std::vector<std::unique_ptr<CfqGroup>> groups;
+    const std::uint64_t start = ~std::uint64_t(0) - (std::uint64_t(1) << 40);
+    tree.min_vdisktime = start;
+    for (GroupId id : {1u, 2u}) {
+        groups.push_back(std::make_unique<CfqGroup>(id, 100, Time{}, std::pmr::get_default_resource()));
+        groups.back()->vdisktime = tree.min_vdisktime;
+        groups.back()->vfraction = 2048;
+        tree.insert(*groups.back());
+    }
+    const std::uint64_t charge = (std::uint64_t(1'000'000) << 24) / 2048;
+    std::map<GroupId, int> served;
+    for (int i = 0; i < 1000; ++i) {
+        CfqGroup* g = tree.first();
+        REQUIRE(g);
+        ++served[g->id];
+        tree.erase(*g);
+        g->vdisktime += charge;
+        tree.insert(*g);
+        tree.update_min_vdisktime();
+    }
+    CHECK(tree.min_vdisktime < start);   // wrapped
+    CHECK(served[1] == 500);
+    CHECK(served[2] == 500);
+    CHECK(tree.last() != tree.first());
 }
