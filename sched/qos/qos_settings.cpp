@@ -34,6 +34,9 @@ std::string QosScheduler::set_qos(GroupId id, const GroupQos& q, Time now) {
     g.limit_bps.configure(bps, std::max(4096.0, bps * burst), -std::numeric_limits<double>::max(), now);
     const double r_bps = double(q.reserve.bps), r_cap = std::max(4096.0, r_bps * k_floor_bytes_window);
     g.reserve_iops.configure(double(q.reserve.iops), k_floor_requests, -1, now);
+    // A request larger than the floor's depth still takes its whole length
+    // (Bucket::take keeps a debt of one request): charged 2 * r_cap, a 1 MiB
+    // request at 1 MiB/s was due again 20 ms later, a floor of 50 MiB/s.
     g.reserve_bps.configure(r_bps, r_cap, -r_cap, now);
     g.protector.configure(q.latency_target, double(q.reserve.iops), r_bps, device_.max_depth, now);
     g.stats.depth_cap = g.protects() ? g.protector.depth() : 0;
