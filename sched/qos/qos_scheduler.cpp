@@ -178,11 +178,17 @@ void QosScheduler::complete(RequestId id, Time now) {
 }
 
 std::optional<Time> QosScheduler::next_wakeup() const {
-    auto wake = inner_->next_wakeup();
+    const bool room = in_flight() < device_.max_depth;
+    // With the device full, dispatch() returns before it asks the policy,
+    // so a policy's timer (cfq's, bfq's idle timer: they fire inside their
+    // own calls) could not fire; its wake-up would stay in the past and the
+    // device loop would spin until a completion. The next completion reaches
+    // the policy or makes room, and then dispatch() asks it: left out until then.
+    const bool policy_asked = room || (!active_ && tracks_.empty());
+    auto wake = policy_asked ? inner_->next_wakeup() : std::nullopt;
     auto earliest = [&](std::optional<Time> t) {
         if (t && (!wake || *t < *wake)) wake = t;
     };
-    const bool room = in_flight() < device_.max_depth;
     for (const auto& [id, g] : groups_) {
         if (g.limit_blocked && !g.gated.empty()) {
             auto a = g.limit_iops.ready_at(1), b = g.limit_bps.ready_at(double(g.gated.front().length));

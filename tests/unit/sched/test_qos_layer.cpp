@@ -274,3 +274,31 @@ TEST_CASE("qos layer: a byte reservation's floor dispatches its rate in bytes, w
         CHECK(other >= 120);
     }
 }
+
+TEST_CASE("qos layer: with the device full, no wake-up is asked for that dispatch() cannot act on") {
+    auto s = make("cfq", 1);   // a device that takes one request at a time
+    qos::GroupQos q;
+    q.reserve.iops = 100;
+    REQUIRE(s->set_qos(2, q, Time{}).empty());
+    s->open_queue(1, 1, Time{});
+    s->open_queue(2, 2, Time{});
+    using test::make_request;
+    // A sync reader's request completes: cfq idles for its next one (a timer).
+    s->submit(make_request(1, 1, 1), Time{});
+    REQUIRE(s->dispatch(Time{})->id == 1);
+    s->complete(1, Time{1ms});
+    const auto idle_until = s->inner().next_wakeup();
+    REQUIRE(idle_until);
+    // The reserved group's request goes to the device by the floor and holds it for 50 ms.
+    s->submit(make_request(1000, 2, 2), Time{1ms});
+    REQUIRE(s->dispatch(Time{1ms})->id == 1000);
+    Time now = *idle_until + 1us;
+    CHECK_FALSE(s->dispatch(now));
+    auto w = s->next_wakeup();
+    CHECK((!w || *w > now));   // before: the idle timer's time, in the past
+    // The completion makes room; cfq's timer fires at the next dispatch.
+    s->complete(1000, Time{51ms});
+    CHECK_FALSE(s->dispatch(Time{51ms}));
+    w = s->next_wakeup();
+    CHECK((!w || *w > Time{51ms}));
+}
