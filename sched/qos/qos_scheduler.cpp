@@ -12,6 +12,42 @@ QosScheduler::QosScheduler(std::unique_ptr<Scheduler> inner, const DeviceTraits&
     if (device_.max_depth == 0) device_.max_depth = 1;
 }
 
+void QosScheduler::open_queue(QueueId queue, GroupId group, Time now) {
+    closed_held_.erase(queue);
+    inner_->open_queue(queue, group, now);
+}
+
+// The policy learns of the close at once (cfq and bfq stop idling for the
+// client); what this layer still holds of the client goes to the policy later
+// through to_policy(), which closes the queue again behind each request.
+void QosScheduler::close_queue(QueueId queue, Time now) {
+    inner_->close_queue(queue, now);
+    if (held_ == 0) return;
+    unsigned held = 0;
+    for (const auto& [id, g] : groups_)
+        for (const auto* q : {&g.gated, &g.ready})
+            held += unsigned(std::count_if(q->begin(), q->end(), [&](const Request& r) { return r.queue == queue; }));
+    if (held > 0) closed_held_[queue] = held;
+}
+
+// Whether `queue` was closed while this layer held the request leaving it now.
+bool QosScheduler::release_closed(QueueId queue) {
+    if (closed_held_.empty()) return false;
+    auto it = closed_held_.find(queue);
+    if (it == closed_held_.end()) return false;
+    if (--it->second == 0) closed_held_.erase(it);
+    return true;
+}
+
+// A request past the gate goes to the policy. If its client has closed, the
+// policy may have freed the client's queue, and a submit would make a new,
+// open one (cfq never freed it, and idled for the dead client): closed again.
+void QosScheduler::to_policy(Group& g, const Request& r, Time now) {
+    ++g.in_policy;
+    inner_->submit(r, now);
+    if (release_closed(r.queue)) inner_->close_queue(r.queue, now);
+}
+
 // Time-based counters and the protectors' windows, for (last_, now].
 void QosScheduler::advance(Time now) {
     if (now <= last_) return;
@@ -82,8 +118,7 @@ void QosScheduler::pass_gate(Group& g, Time now) {
             g.ready.push_back(r);
         } else {
             --held_;
-            ++g.in_policy;
-            inner_->submit(r, now);
+            to_policy(g, r, now);
         }
         g.gated.pop_front();
     }
@@ -117,6 +152,7 @@ std::optional<Request> QosScheduler::dispatch_floor(Time now) {
     Request r = best->ready.front();
     best->ready.pop_front();
     --held_;
+    release_closed(r.queue);
     charge_floor(*best, r);
     ++best->stats.reserved_dispatches;
     ++direct_in_flight_;
@@ -140,9 +176,8 @@ std::optional<Request> QosScheduler::dispatch(Time now) {
     // here for the floor should it fall behind.
     for (auto& [id, g] : groups_) {
         if (g.ready.empty() || g.in_policy > 0) continue;
-        ++g.in_policy;
         --held_;
-        inner_->submit(g.ready.front(), now);
+        to_policy(g, g.ready.front(), now);
         g.ready.pop_front();
     }
     auto r = inner_->dispatch(now);

@@ -42,10 +42,7 @@ std::string QosScheduler::set_qos(GroupId id, const GroupQos& q, Time now) {
     g.stats.depth_cap = g.protects() ? g.protector.depth() : 0;
     if (was_reserved && !g.reserved()) {
         // Past its gate already: hand them to the policy.
-        for (const Request& r : g.ready) {
-            ++g.in_policy;
-            inner_->submit(r, now);
-        }
+        for (const Request& r : g.ready) to_policy(g, r, now);
         held_ -= g.ready.size();
         g.ready.clear();
     }
@@ -59,10 +56,7 @@ void QosScheduler::flush_all(Time now) {
     for (auto& [id, g] : groups_) {
         g.outstanding += unsigned(g.gated.size());   // the ready ones are counted already
         for (auto* q : {&g.ready, &g.gated}) {
-            for (const Request& r : *q) {
-                ++g.in_policy;
-                inner_->submit(r, now);
-            }
+            for (const Request& r : *q) to_policy(g, r, now);
             held_ -= q->size();
             q->clear();
         }

@@ -302,3 +302,44 @@ TEST_CASE("qos layer: with the device full, no wake-up is asked for that dispatc
     w = s->next_wakeup();
     CHECK((!w || *w > Time{51ms}));
 }
+
+TEST_CASE("qos layer: a client's requests released after it closed do not bring its queue back") {
+    // cfq idles after a live client's sequential read and never for a closed
+    // client: idle time tells whether cfq took the dead client for alive.
+    for (bool served_before_close : {false, true}) {
+        CAPTURE(served_before_close);
+        std::string error;
+        DeviceTraits traits{true, 1};
+        auto inner = make_scheduler("cfq", traits, {}, error);
+        REQUIRE_MESSAGE(inner, error);
+        auto s = qos::with_qos(std::move(inner), traits);
+        qos::GroupQos q;
+        q.limit.iops = 10;   // burst 100 ms: one request
+        REQUIRE(s->set_qos(1, q, Time{}).empty());
+        Time now{};
+        RequestId next = 0;
+        auto run = [&] {
+            while (auto r = s->dispatch(now)) {
+                now += 1ms;
+                s->complete(r->id, now);
+            }
+        };
+        for (QueueId client = 1; client <= 5; ++client) {
+            s->open_queue(client, 1, now);
+            for (std::uint64_t i = 0; i < 3; ++i) {
+                Request r = test::make_request(next++, client, 1);
+                r.offset = (client * 1000 + i) * 4096;
+                s->submit(r, now);
+            }
+            // Its queue in cfq is then empty (freed at close) or still has the request.
+            if (served_before_close) run();
+            s->close_queue(client, now);   // two of its three still wait for the limit
+            for (run(); s->queued() || s->in_flight(); run()) {
+                auto w = s->next_wakeup();
+                REQUIRE(w);
+                now = std::max(now, *w);
+            }
+        }
+        CHECK(s->stats(now).device.idle_time == Nanos(0));
+    }
+}
