@@ -68,17 +68,40 @@ void QosScheduler::advance(Time now) {
 // An unprotected group keeps at most what the strictest protector allows
 // outstanding; a protected one is never capped by another. While a latency
 // protector that has missed its target has a request waiting in the policy,
-// unprotected groups send nothing more: a policy with time slices (cfq)
-// would otherwise make it wait out another group's slice, which no depth
-// shortens, whenever its next request came after the policy stopped idling.
-unsigned QosScheduler::depth_cap(const Group& g) const {
-    if (g.protects()) return UINT_MAX;
-    unsigned cap = UINT_MAX;
+// unprotected groups send nothing more (the hold): a policy with time slices
+// (cfq) would otherwise make it wait out another group's slice, which no
+// depth shortens, whenever its next request came after the policy stopped
+// idling. The hold is bounded two ways. It applies only while the protector
+// has no more requests outstanding than the device takes: one that queues
+// more waits for itself, and holding the others back cannot help it.
+// And no request waits for a hold longer than the protector's window: then
+// its group keeps the depth cap (at least one), as io.latency never throttles
+// a group below one request.
+bool QosScheduler::holds(const Group& p) const {
+    return p.qos.latency_target.count() > 0 && p.protector.pressed() && p.in_policy > 0 &&
+           p.outstanding <= device_.max_depth;
+}
+
+// When the hold on `g`'s oldest request at the gate ends; nullopt if none holds it.
+std::optional<Time> QosScheduler::held_until(const Group& g) const {
+    if (g.protects() || g.gated.empty()) return std::nullopt;
+    auto t = tracks_.find(g.gated.front().id);
+    if (t == tracks_.end()) return std::nullopt;
+    std::optional<Time> until;
     for (const auto& [id, p] : groups_) {
-        if (!p.protects()) continue;
-        if (p.protector.pressed() && p.qos.latency_target.count() > 0 && p.in_policy > 0) return 0;
-        cap = std::min(cap, p.protector.depth());
+        if (!p.protects() || !holds(p)) continue;
+        const Time end = t->second.arrival + p.protector.window();
+        if (!until || end > *until) until = end;
     }
+    return until;
+}
+
+unsigned QosScheduler::depth_cap(const Group& g, Time now) const {
+    if (g.protects()) return UINT_MAX;
+    if (auto until = held_until(g); until && now < *until) return 0;
+    unsigned cap = UINT_MAX;
+    for (const auto& [id, p] : groups_)
+        if (p.protects()) cap = std::min(cap, p.protector.depth());
     return cap;
 }
 
@@ -103,7 +126,7 @@ void QosScheduler::charge_floor(Group& g, const Request& r) {
 void QosScheduler::pass_gate(Group& g, Time now) {
     g.limit_blocked = false;
     if (g.gated.empty()) return;
-    const unsigned cap = depth_cap(g);
+    const unsigned cap = depth_cap(g, now);
     while (!g.gated.empty()) {
         const Request& r = g.gated.front();
         if (!limit_ready(g, r)) {
@@ -225,6 +248,9 @@ std::optional<Time> QosScheduler::next_wakeup() const {
         if (t && (!wake || *t < *wake)) wake = t;
     };
     for (const auto& [id, g] : groups_) {
+        if (!g.limit_blocked) {
+            if (auto until = held_until(g); until && *until > last_) earliest(until);
+        }
         if (g.limit_blocked && !g.gated.empty()) {
             auto a = g.limit_iops.ready_at(1), b = g.limit_bps.ready_at(double(g.gated.front().length));
             earliest(a && b ? std::max(a, b) : a ? a

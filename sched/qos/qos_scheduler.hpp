@@ -78,7 +78,9 @@ private:
 
     Group& group(GroupId id) { return groups_[id]; }
     void advance(Time now);
-    unsigned depth_cap(const Group& g) const;
+    bool holds(const Group& protector) const;
+    std::optional<Time> held_until(const Group& g) const;
+    unsigned depth_cap(const Group& g, Time now) const;
     void pass_gate(Group& g, Time now);
     bool limit_ready(const Group& g, const Request& r) const;
     bool below_floor(const Group& g, const Request& r) const;

@@ -26,6 +26,25 @@ std::unique_ptr<qos::QosScheduler> make(const std::string& policy, unsigned dept
     return qos::with_qos(std::move(inner), traits);
 }
 
+// none on a device of `depth`: client 1 in group 1, which has a 25 ms
+// latency target (window 100 ms), client 2 in group 2 without settings.
+std::unique_ptr<qos::QosScheduler> make_with_target(unsigned depth) {
+    auto s = make("none", depth);
+    qos::GroupQos q;
+    q.latency_target = 25ms;
+    REQUIRE(s->set_qos(1, q, Time{}).empty());
+    s->open_queue(1, 1, Time{});
+    s->open_queue(2, 2, Time{});
+    return s;
+}
+
+// Completes `done` at `now`, then what is dispatched next.
+std::optional<RequestId> complete_then_dispatch(qos::QosScheduler& s, RequestId done, Time now) {
+    s.complete(done, now);
+    auto r = s.dispatch(now);
+    return r ? std::optional(r->id) : std::nullopt;
+}
+
 // A device serving `channels` requests at once, each for `service(request)`,
 // in dispatch order, and jobs that keep `depth` requests outstanding; the
 // layer is driven in virtual time as the daemon's device loop drives it.
@@ -191,12 +210,11 @@ TEST_CASE("qos layer: a latency target caps other groups' outstanding requests w
 }
 
 TEST_CASE("qos layer: while a latency target misses, other groups wait at the gate behind its queued request") {
-    auto s = make("none", 2);
-    qos::GroupQos q;
-    q.latency_target = 25ms;   // window 100 ms
-    REQUIRE(s->set_qos(1, q, Time{}).empty());
-    s->open_queue(1, 1, Time{});
-    s->open_queue(2, 2, Time{});
+    auto s = make_with_target(2);
+    qos::GroupQos floor;
+    floor.reserve.iops = 10;
+    REQUIRE(s->set_qos(3, floor, Time{}).empty());
+    s->open_queue(3, 3, Time{});
     using test::make_request;
     // A miss: the reader's request waits 50 ms behind two of the other group's.
     s->submit(make_request(0, 2, 2), Time{});
@@ -209,25 +227,70 @@ TEST_CASE("qos layer: while a latency target misses, other groups wait at the ga
     CHECK(s->dispatch(Time{50ms})->id == 2);
     s->complete(1, Time{60ms});
     s->complete(2, Time{60ms});
-    // After the window: the reader fills the device and has one more waiting in the policy.
+    // After the window: a floor request and one of the reader's fill the
+    // device, and the reader has one more waiting in the policy.
     Time now{110ms};
-    for (RequestId id : {10, 11, 12}) s->submit(make_request(id, 1, 1), now);
+    s->submit(make_request(20, 3, 3), now);
+    for (RequestId id : {10, 11}) s->submit(make_request(id, 1, 1), now);
     REQUIRE(s->stats(now).qos.at(1).latency_misses == 1);
+    CHECK(s->dispatch(now)->id == 20);
     CHECK(s->dispatch(now)->id == 10);
-    CHECK(s->dispatch(now)->id == 11);
     // The other group has nothing outstanding (its depth cap would let one
     // through), but the reader's request waits in the policy: held at the gate.
     s->submit(make_request(13, 2, 2), now);
     CHECK_FALSE(s->dispatch(now));
     CHECK(s->inner().queued() == 1);
     CHECK(s->queued() == 2);
-    // Once the reader's request is dispatched, the gate opens.
-    s->complete(10, Time{120ms});
-    CHECK(s->dispatch(Time{120ms})->id == 12);
-    CHECK_FALSE(s->dispatch(Time{120ms}));
+    // No longer than the reader's window, though: then it keeps its depth cap.
+    auto w = s->next_wakeup();
+    REQUIRE(w);
+    CHECK(*w <= Time{210ms});
+    CHECK_FALSE(s->dispatch(Time{209ms}));
     CHECK(s->inner().queued() == 1);
-    s->complete(11, Time{130ms});
-    CHECK(s->dispatch(Time{130ms})->id == 13);
+    CHECK_FALSE(s->dispatch(Time{210ms}));   // the device is still full
+    CHECK(s->inner().queued() == 2);
+    // Once the reader's request is dispatched, the other one follows.
+    CHECK(complete_then_dispatch(*s, 10, Time{220ms}) == 11u);
+    CHECK(complete_then_dispatch(*s, 20, Time{230ms}) == 13u);
+}
+
+TEST_CASE("qos layer: a latency target that fills the device itself holds nobody back") {
+    auto s = make_with_target(2);
+    using test::make_request;
+    s->submit(make_request(0, 1, 1), Time{});
+    CHECK(s->dispatch(Time{})->id == 0);
+    s->complete(0, Time{50ms});   // a miss
+    // The reader queues three on a device that takes two: its third waits
+    // for its own two, and the other group passes the gate with its depth
+    // cap (one), behind it in the policy.
+    const Time now{110ms};
+    for (RequestId id : {10, 11, 12}) s->submit(make_request(id, 1, 1), now);
+    s->submit(make_request(13, 2, 2), now);
+    REQUIRE(s->stats(now).qos.at(1).latency_misses == 1);
+    for (RequestId id : {10, 11}) CHECK(s->dispatch(now)->id == id);
+    CHECK(s->inner().queued() == 2);
+    CHECK_FALSE(s->dispatch(now));
+    CHECK(complete_then_dispatch(*s, 10, Time{120ms}) == 12u);
+    CHECK(complete_then_dispatch(*s, 11, Time{130ms}) == 13u);
+}
+
+TEST_CASE("qos layer: a latency target missed for good still lets unprotected groups through") {
+    for (const std::string policy : {"none", "cfq", "bfq"}) {
+        CAPTURE(policy);
+        auto s = make(policy, 32);
+        qos::GroupQos q;
+        q.latency_target = 10ms;   // a qd64 reader's own queueing misses it in every window
+        REQUIRE(s->set_qos(1, q, Time{}).empty());
+        // 8 channels, 5 ms a request: 1600 IOPS.
+        Loop loop(*s, 8, [](const Request&) { return Nanos(5ms); });
+        loop.jobs = {{1, 1, 64}, {2, 2, 1}};
+        loop.run(Time{10s});
+        CAPTURE(loop.jobs[0].done);
+        const auto st = s->stats(loop.now).qos.at(1);
+        CHECK(st.latency_misses * 10 >= st.latency_windows * 9);
+        // Before, the other group sent 1-3 requests in 30 s, its next one held for good.
+        CHECK(loop.jobs[1].done >= 100);
+    }
 }
 
 TEST_CASE("qos layer: bad settings are refused, removing them releases what was held") {
