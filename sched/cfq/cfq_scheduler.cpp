@@ -68,6 +68,7 @@ void CfqScheduler::close_queue(QueueId id, Time now) {
     auto it = queues_.find(id);
     if (it == queues_.end()) return;
     CfqQueue& q = *it->second;
+    if (q.closed) return;   // closed again behind a late request: it keeps its turn
     q.closed = true;
     closed_.insert(id);
     if (active_ == &q) expire_queue(q, now, false);
@@ -101,7 +102,10 @@ void CfqScheduler::reap_closed() {
 
 CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
     auto it = queues_.find(req.queue);
-    if (it == queues_.end() || it->second->closed) {
+    // Only the driver's open_queue() reopens a closed client: a request that
+    // reaches a closed queue (a layer above held it past the close) joins it
+    // closed, and the queue is still freed once drained.
+    if (it == queues_.end()) {
         open_queue(req.queue, req.group, now);
         it = queues_.find(req.queue);
     }

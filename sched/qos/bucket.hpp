@@ -1,9 +1,12 @@
 // A token bucket in virtual time: tokens accrue at `rate` per second up to
-// `cap`; taking may drive them down to `floor` (a debt paid back before the
-// next take). The limit uses it as io.max's throttle, the reservation as the
-// credit a group is owed (dmClock's R tag, counted in requests or bytes).
+// `cap`; taking may drive them down to `floor`, or to one `cost` below zero
+// when that is deeper (a debt paid back before the next take: a request
+// larger than the floor's depth is charged in full). The limit uses it as
+// io.max's throttle, the reservation as the credit a group is owed
+// (dmClock's R tag, counted in requests or bytes).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 
 #include "sched/request.hpp"
@@ -21,7 +24,7 @@ public:
     // Enough tokens for `cost` (a cost above cap needs a full bucket).
     bool ready(double cost) const { return !on() || tokens_ >= need(cost); }
     void take(double cost) {
-        if (on()) tokens_ = std::max(tokens_ - cost, floor_);
+        if (on()) tokens_ = std::max(tokens_ - cost, std::min(floor_, -cost));
     }
     // When ready(cost) becomes true; nullopt when off or ready now.
     std::optional<Time> ready_at(double cost) const;

@@ -12,6 +12,42 @@ QosScheduler::QosScheduler(std::unique_ptr<Scheduler> inner, const DeviceTraits&
     if (device_.max_depth == 0) device_.max_depth = 1;
 }
 
+void QosScheduler::open_queue(QueueId queue, GroupId group, Time now) {
+    closed_held_.erase(queue);
+    inner_->open_queue(queue, group, now);
+}
+
+// The policy learns of the close at once (cfq and bfq stop idling for the
+// client); what this layer still holds of the client goes to the policy later
+// through to_policy(), which closes the queue again behind each request.
+void QosScheduler::close_queue(QueueId queue, Time now) {
+    inner_->close_queue(queue, now);
+    if (held_ == 0) return;
+    unsigned held = 0;
+    for (const auto& [id, g] : groups_)
+        for (const auto* q : {&g.gated, &g.ready})
+            held += unsigned(std::count_if(q->begin(), q->end(), [&](const Request& r) { return r.queue == queue; }));
+    if (held > 0) closed_held_[queue] = held;
+}
+
+// Whether `queue` was closed while this layer held the request leaving it now.
+bool QosScheduler::release_closed(QueueId queue) {
+    if (closed_held_.empty()) return false;
+    auto it = closed_held_.find(queue);
+    if (it == closed_held_.end()) return false;
+    if (--it->second == 0) closed_held_.erase(it);
+    return true;
+}
+
+// A request past the gate goes to the policy. If its client has closed, the
+// policy may have freed the client's queue, and a submit would make a new,
+// open one (cfq never freed it, and idled for the dead client): closed again.
+void QosScheduler::to_policy(Group& g, const Request& r, Time now) {
+    ++g.in_policy;
+    inner_->submit(r, now);
+    if (release_closed(r.queue)) inner_->close_queue(r.queue, now);
+}
+
 // Time-based counters and the protectors' windows, for (last_, now].
 void QosScheduler::advance(Time now) {
     if (now <= last_) return;
@@ -32,17 +68,40 @@ void QosScheduler::advance(Time now) {
 // An unprotected group keeps at most what the strictest protector allows
 // outstanding; a protected one is never capped by another. While a latency
 // protector that has missed its target has a request waiting in the policy,
-// unprotected groups send nothing more: a policy with time slices (cfq)
-// would otherwise make it wait out another group's slice, which no depth
-// shortens, whenever its next request came after the policy stopped idling.
-unsigned QosScheduler::depth_cap(const Group& g) const {
-    if (g.protects()) return UINT_MAX;
-    unsigned cap = UINT_MAX;
+// unprotected groups send nothing more (the hold): a policy with time slices
+// (cfq) would otherwise make it wait out another group's slice, which no
+// depth shortens, whenever its next request came after the policy stopped
+// idling. The hold is bounded two ways. It applies only while the protector
+// has no more requests outstanding than the device takes: one that queues
+// more waits for itself, and holding the others back cannot help it.
+// And no request waits for a hold longer than the protector's window: then
+// its group keeps the depth cap (at least one), as io.latency never throttles
+// a group below one request.
+bool QosScheduler::holds(const Group& p) const {
+    return p.qos.latency_target.count() > 0 && p.protector.pressed() && p.in_policy > 0 &&
+           p.outstanding <= device_.max_depth;
+}
+
+// When the hold on `g`'s oldest request at the gate ends; nullopt if none holds it.
+std::optional<Time> QosScheduler::held_until(const Group& g) const {
+    if (g.protects() || g.gated.empty()) return std::nullopt;
+    auto t = tracks_.find(g.gated.front().id);
+    if (t == tracks_.end()) return std::nullopt;
+    std::optional<Time> until;
     for (const auto& [id, p] : groups_) {
-        if (!p.protects()) continue;
-        if (p.protector.pressed() && p.qos.latency_target.count() > 0 && p.in_policy > 0) return 0;
-        cap = std::min(cap, p.protector.depth());
+        if (!p.protects() || !holds(p)) continue;
+        const Time end = t->second.arrival + p.protector.window();
+        if (!until || end > *until) until = end;
     }
+    return until;
+}
+
+unsigned QosScheduler::depth_cap(const Group& g, Time now) const {
+    if (g.protects()) return UINT_MAX;
+    if (auto until = held_until(g); until && now < *until) return 0;
+    unsigned cap = UINT_MAX;
+    for (const auto& [id, p] : groups_)
+        if (p.protects()) cap = std::min(cap, p.protector.depth());
     return cap;
 }
 
@@ -67,7 +126,7 @@ void QosScheduler::charge_floor(Group& g, const Request& r) {
 void QosScheduler::pass_gate(Group& g, Time now) {
     g.limit_blocked = false;
     if (g.gated.empty()) return;
-    const unsigned cap = depth_cap(g);
+    const unsigned cap = depth_cap(g, now);
     while (!g.gated.empty()) {
         const Request& r = g.gated.front();
         if (!limit_ready(g, r)) {
@@ -82,8 +141,7 @@ void QosScheduler::pass_gate(Group& g, Time now) {
             g.ready.push_back(r);
         } else {
             --held_;
-            ++g.in_policy;
-            inner_->submit(r, now);
+            to_policy(g, r, now);
         }
         g.gated.pop_front();
     }
@@ -117,6 +175,7 @@ std::optional<Request> QosScheduler::dispatch_floor(Time now) {
     Request r = best->ready.front();
     best->ready.pop_front();
     --held_;
+    release_closed(r.queue);
     charge_floor(*best, r);
     ++best->stats.reserved_dispatches;
     ++direct_in_flight_;
@@ -140,9 +199,8 @@ std::optional<Request> QosScheduler::dispatch(Time now) {
     // here for the floor should it fall behind.
     for (auto& [id, g] : groups_) {
         if (g.ready.empty() || g.in_policy > 0) continue;
-        ++g.in_policy;
         --held_;
-        inner_->submit(g.ready.front(), now);
+        to_policy(g, g.ready.front(), now);
         g.ready.pop_front();
     }
     auto r = inner_->dispatch(now);
@@ -178,12 +236,21 @@ void QosScheduler::complete(RequestId id, Time now) {
 }
 
 std::optional<Time> QosScheduler::next_wakeup() const {
-    auto wake = inner_->next_wakeup();
+    const bool room = in_flight() < device_.max_depth;
+    // With the device full, dispatch() returns before it asks the policy,
+    // so a policy's timer (cfq's, bfq's idle timer: they fire inside their
+    // own calls) could not fire; its wake-up would stay in the past and the
+    // device loop would spin until a completion. The next completion reaches
+    // the policy or makes room, and then dispatch() asks it: left out until then.
+    const bool policy_asked = room || (!active_ && tracks_.empty());
+    auto wake = policy_asked ? inner_->next_wakeup() : std::nullopt;
     auto earliest = [&](std::optional<Time> t) {
         if (t && (!wake || *t < *wake)) wake = t;
     };
-    const bool room = in_flight() < device_.max_depth;
     for (const auto& [id, g] : groups_) {
+        if (!g.limit_blocked) {
+            if (auto until = held_until(g); until && *until > last_) earliest(until);
+        }
         if (g.limit_blocked && !g.gated.empty()) {
             auto a = g.limit_iops.ready_at(1), b = g.limit_bps.ready_at(double(g.gated.front().length));
             earliest(a && b ? std::max(a, b) : a ? a

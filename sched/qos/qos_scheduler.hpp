@@ -33,8 +33,8 @@ public:
 
     std::string_view policy() const override { return inner_->policy(); }
     void set_group(GroupId group, unsigned weight) override { inner_->set_group(group, weight); }
-    void open_queue(QueueId queue, GroupId group, Time now) override { inner_->open_queue(queue, group, now); }
-    void close_queue(QueueId queue, Time now) override { inner_->close_queue(queue, now); }
+    void open_queue(QueueId queue, GroupId group, Time now) override;
+    void close_queue(QueueId queue, Time now) override;
 
     void submit(const Request& request, Time now) override;
     std::optional<Request> dispatch(Time now) override;
@@ -78,12 +78,16 @@ private:
 
     Group& group(GroupId id) { return groups_[id]; }
     void advance(Time now);
-    unsigned depth_cap(const Group& g) const;
+    bool holds(const Group& protector) const;
+    std::optional<Time> held_until(const Group& g) const;
+    unsigned depth_cap(const Group& g, Time now) const;
     void pass_gate(Group& g, Time now);
     bool limit_ready(const Group& g, const Request& r) const;
     bool below_floor(const Group& g, const Request& r) const;
     void charge_floor(Group& g, const Request& r);
     std::optional<Request> dispatch_floor(Time now);
+    void to_policy(Group& g, const Request& r, Time now);
+    bool release_closed(QueueId queue);
     void flush_all(Time now);
 
     std::unique_ptr<Scheduler> inner_;
@@ -91,6 +95,8 @@ private:
     std::map<GroupId, Group> groups_;   // ordered: ties break the same way every run
     std::unordered_map<RequestId, Track> tracks_;
     std::unordered_map<QueueId, EntityStats> direct_queues_;
+    // Closed clients' requests still held here, by queue: the policy has seen the close.
+    std::unordered_map<QueueId, unsigned> closed_held_;
     bool active_ = false;    // some group has a setting
     std::size_t held_ = 0;   // gated + ready, all groups
     std::size_t direct_in_flight_ = 0;

@@ -34,15 +34,15 @@ std::string QosScheduler::set_qos(GroupId id, const GroupQos& q, Time now) {
     g.limit_bps.configure(bps, std::max(4096.0, bps * burst), -std::numeric_limits<double>::max(), now);
     const double r_bps = double(q.reserve.bps), r_cap = std::max(4096.0, r_bps * k_floor_bytes_window);
     g.reserve_iops.configure(double(q.reserve.iops), k_floor_requests, -1, now);
+    // A request larger than the floor's depth still takes its whole length
+    // (Bucket::take keeps a debt of one request): charged 2 * r_cap, a 1 MiB
+    // request at 1 MiB/s was due again 20 ms later, a floor of 50 MiB/s.
     g.reserve_bps.configure(r_bps, r_cap, -r_cap, now);
     g.protector.configure(q.latency_target, double(q.reserve.iops), r_bps, device_.max_depth, now);
     g.stats.depth_cap = g.protects() ? g.protector.depth() : 0;
     if (was_reserved && !g.reserved()) {
         // Past its gate already: hand them to the policy.
-        for (const Request& r : g.ready) {
-            ++g.in_policy;
-            inner_->submit(r, now);
-        }
+        for (const Request& r : g.ready) to_policy(g, r, now);
         held_ -= g.ready.size();
         g.ready.clear();
     }
@@ -56,10 +56,7 @@ void QosScheduler::flush_all(Time now) {
     for (auto& [id, g] : groups_) {
         g.outstanding += unsigned(g.gated.size());   // the ready ones are counted already
         for (auto* q : {&g.ready, &g.gated}) {
-            for (const Request& r : *q) {
-                ++g.in_policy;
-                inner_->submit(r, now);
-            }
+            for (const Request& r : *q) to_policy(g, r, now);
             held_ -= q->size();
             q->clear();
         }
