@@ -371,7 +371,10 @@ void Server::abort_handover(const std::string& why) {
     }
     handover_flush_.reset();   // a flush still running is flushes_'s: a later hand-over waits for it
     handover_timer_.cancel();
-    spdlog::warn("hand-over failed: {}; serving on", why);
+    if (stopping_ || to_store_)   // this process stops all the same (its SIGTERM)
+        spdlog::warn("hand-over abandoned: {}", why);
+    else
+        spdlog::warn("hand-over failed: {}; serving on", why);
     for (const auto& name : releasing)
         spdlog::warn("device {}: its lock release still waits for the storage: taken back once it ends (writes fail "
                      "until then)",
