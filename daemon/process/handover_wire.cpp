@@ -8,13 +8,18 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "daemon/session/connection.hpp"
+
 namespace nbdsched::daemon {
 
 namespace {
 
 constexpr std::size_t fds_per_batch = 250;   // SCM_MAX_FD is 253 (include/net/scm.h)
-constexpr std::uint32_t max_text = 64u << 20;
 constexpr std::uint32_t max_fds = 1u << 20;
+// A command word, or the state's fields besides `unread`: per connection
+// (peer, identity, export and group names) and for the whole.
+constexpr std::size_t text_base = 1u << 20;
+constexpr std::size_t text_per_fd = 16u << 10;
 
 std::string sys_error(const char* what) {
     return std::string(what) + ": " + (errno == EAGAIN ? "timed out" : std::strerror(errno));
@@ -128,7 +133,23 @@ void close_fds(std::vector<int>& fds) {
     fds.clear();
 }
 
+std::size_t max_handover_text(std::size_t fds) {
+    return text_base + fds * (2 * Connection::read_buffer_size + text_per_fd);
+}
+
+namespace {
+std::string over_limit(std::size_t text, std::size_t fds) {
+    return "hand-over: a state of " + std::to_string(text) + " bytes with " + std::to_string(fds) +
+           " descriptors is over the limit (" + std::to_string(fds > max_fds ? 0 : max_handover_text(fds)) +
+           " bytes, " + std::to_string(max_fds) + " descriptors)";
+}
+}   // namespace
+
 bool send_handover(int sock, const std::string& text, const std::vector<int>& fds, std::string& error) {
+    if (fds.size() > max_fds || text.size() > std::min<std::size_t>(max_handover_text(fds.size()), UINT32_MAX)) {
+        error = over_limit(text.size(), fds.size());
+        return false;
+    }
     const std::uint32_t header[2] = {static_cast<std::uint32_t>(text.size()), static_cast<std::uint32_t>(fds.size())};
     if (!write_all(sock, header, sizeof header, error)) return false;
     for (std::size_t at = 0; at < fds.size(); at += fds_per_batch)
@@ -139,9 +160,8 @@ bool send_handover(int sock, const std::string& text, const std::vector<int>& fd
 std::optional<HandoverMessage> recv_handover(int sock, std::string& error) {
     std::uint32_t header[2];
     if (!read_all(sock, header, sizeof header, error)) return std::nullopt;
-    if (header[0] > max_text || header[1] > max_fds) {
-        error = "hand-over: malformed frame (text " + std::to_string(header[0]) + " bytes, " +
-                std::to_string(header[1]) + " descriptors)";
+    if (header[1] > max_fds || header[0] > max_handover_text(header[1])) {
+        error = over_limit(header[0], header[1]);
         return std::nullopt;
     }
     HandoverMessage m;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,12 @@ struct HandoverMessage {
     std::vector<int> fds;   // received ones are the caller's to close (O_CLOEXEC)
 };
 
+// The largest text a frame with `fds` descriptors may carry: every
+// descriptor may be a connection with a full read buffer of unread bytes
+// (two hex digits each in the state), plus room for the rest of the state.
+std::size_t max_handover_text(std::size_t fds);
+
+// False and `error` also for a text over max_handover_text (nothing is sent then).
 bool send_handover(int sock, const std::string& text, const std::vector<int>& fds, std::string& error);
 // nullopt and `error` on EOF, a timeout, a malformed frame or missing descriptors.
 std::optional<HandoverMessage> recv_handover(int sock, std::string& error);

@@ -254,9 +254,10 @@ void Server::wait_signal() {
         exclusive([&] {
             if (sig == SIGHUP) {
                 reload();
-            } else if (stopping_) {
+            } else if (stopping_ || (handing_over_ && to_store_)) {   // the fd store's hand-over is a stop too
                 spdlog::warn("{} again: stopping without waiting for in-flight requests",
                              sig == SIGINT ? "SIGINT" : "SIGTERM");
+                begin_shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");   // ends that hand-over
                 finish_shutdown();
                 again = false;
             } else if (sig == SIGTERM && options_.store_handover && !handing_over_) {
@@ -271,8 +272,8 @@ void Server::wait_signal() {
 
 void Server::begin_shutdown(const std::string& why) {
     if (stopping_) return;
+    stopping_ = true;   // first: a hand-over ended here must not start another shutdown
     if (handing_over_) abort_handover("shutting down");
-    stopping_ = true;
     unpark_held(false);   // held for a take-back of locks: they finish as the others do
     pause_retakes();
     spdlog::info("{}: shutting down ({} connection(s) open)", why, connections_.size());

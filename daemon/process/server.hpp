@@ -125,6 +125,7 @@ private:
 
     // server_handover.cpp
     bool adopt_listeners(std::string& error);
+    bool requires_tls_now(int fd) const;
     void adopt_connections();
     void open_handover();
     std::string begin_handover(bool force);
@@ -183,6 +184,9 @@ private:
     ConnectionContext context_;
     std::unique_ptr<TlsContext> tls_;
     std::vector<std::unique_ptr<Listener>> listeners_;
+    // What adopt_listeners leaves until the hand-over is confirmed (a failed
+    // one must leave the old process's socket files as they were).
+    std::vector<std::function<void()>> once_handed_over_;
     std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;
     GroupTable groups_;
     control::DaemonState state_;

@@ -16,31 +16,121 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <spdlog/spdlog.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <system_error>
 #include <unistd.h>
 #include <utility>
 
 #include "daemon/process/server.hpp"
+#include "daemon/session/socket_file.hpp"
 
 namespace nbdsched::daemon {
 
+namespace {
+nbd::TlsMode tls_mode_of(const config::Listen& where) {
+    return where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
+           : where.tls == config::Listen::Tls::on    ? nbd::TlsMode::on
+                                                     : nbd::TlsMode::off;
+}
+
+const char* tls_name(nbd::TlsMode mode) {
+    return mode == nbd::TlsMode::require ? "require" : mode == nbd::TlsMode::on ? "on"
+                                                                                : "off";
+}
+
+// The listen entry a handed-over listener is, described as one.
+config::Listen endpoint_of(const Listener& l) {
+    config::Listen e;
+    e.kind = l.is_unix() ? config::Listen::Kind::unix_socket : config::Listen::Kind::tcp;
+    e.path = l.unix_path();
+    e.host = l.tcp_host();
+    e.port = l.tcp_port();
+    return e;
+}
+}   // namespace
+
+// The old process's listening sockets, under this process's `listen:`: one
+// it still lists keeps its socket (clients in the backlog stay) and takes
+// the entry's tls: and the unix file's mode/owner/group; one it no longer
+// lists is closed; an entry nothing was handed over for is bound. What
+// touches the socket files waits for run(), after the old process let go.
 bool Server::adopt_listeners(std::string& error) {
     const auto& handed = *options_.handed_over;
+    std::vector<bool> bound(config_.listen.size(), false);
     for (const auto& ls : handed.state.listeners) {
         auto l = Listener::adopt(io_, handed.fds[static_cast<std::size_t>(ls.fd)], error, "handed over");
         if (!l) return false;
-        l->set_tls_mode(ls.tls_mode);
+        const auto self = endpoint_of(*l);
+        std::size_t i = 0;
+        while (i < config_.listen.size() && (bound[i] || !config::same_endpoint(config_.listen[i], self))) ++i;
+        if (i == config_.listen.size()) {
+            once_handed_over_.push_back([l = std::shared_ptr<Listener>(std::move(l))] {
+                spdlog::warn("hand-over: {} is not in this configuration's listen: closed (clients waiting in its "
+                             "backlog are dropped)",
+                             l->describe());
+                const std::string path = l->is_unix() ? l->unix_path() : "";
+                l->close();
+                if (!path.empty() && not_a_socket(path).empty()) ::unlink(path.c_str());
+            });
+            continue;
+        }
+        bound[i] = true;
+        const auto& where = config_.listen[i];
+        l->set_tls_mode(tls_mode_of(where));
+        if (ls.tls_mode != l->tls_mode())
+            spdlog::info("hand-over: {}: tls: {} (was {})", l->describe(), tls_name(l->tls_mode()),
+                         tls_name(ls.tls_mode));
+        if (l->is_unix())
+            once_handed_over_.push_back([l = l.get(), where] {
+                std::string why;
+                if (!l->apply_permissions(where, why)) spdlog::error("hand-over: {}", why);
+            });
+        listeners_.push_back(std::move(l));
+    }
+    for (std::size_t i = 0; i < config_.listen.size(); ++i) {
+        if (bound[i]) continue;
+        auto l = Listener::open(io_, config_.listen[i], error);
+        if (!l) return false;
+        spdlog::info("hand-over: {} is new in this configuration: bound", l->describe());
         listeners_.push_back(std::move(l));
     }
     return true;
 }
 
+// A handed-over plaintext connection that came in through a listener
+// requiring TLS now: not carried on.
+bool Server::requires_tls_now(int fd) const {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return false;
+    for (const auto& l : listeners_) {
+        if (l->tls_mode() != nbd::TlsMode::require) continue;
+        if (ss.ss_family == AF_UNIX) {
+            if (l->is_unix() && config::same_socket_path(reinterpret_cast<sockaddr_un*>(&ss)->sun_path, l->unix_path()))
+                return true;
+            continue;
+        }
+        const auto port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
+                                                        : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+        if (!l->is_unix() && l->tcp_port() == port) return true;   // by port alone: errs towards closing
+    }
+    return false;
+}
+
 void Server::adopt_connections() {
     if (!options_.handed_over) return;
+    for (const auto& step : std::exchange(once_handed_over_, {})) step();
     const auto& handed = *options_.handed_over;
     for (const auto& cs : handed.state.connections) {
         const int fd = handed.fds[static_cast<std::size_t>(cs.fd)];
+        if (requires_tls_now(fd)) {
+            spdlog::warn("conn {} ({}): plaintext, on a listener that requires TLS in this configuration: closed",
+                         cs.id, cs.peer);
+            ::close(fd);
+            continue;
+        }
         boost::system::error_code ec;
         Socket socket(io_);
         if (!adopt_socket(io_, fd, socket, ec)) {
@@ -281,7 +371,10 @@ void Server::abort_handover(const std::string& why) {
     }
     handover_flush_.reset();   // a flush still running is flushes_'s: a later hand-over waits for it
     handover_timer_.cancel();
-    spdlog::warn("hand-over failed: {}; serving on", why);
+    if (stopping_ || to_store_)   // this process stops all the same (its SIGTERM)
+        spdlog::warn("hand-over abandoned: {}", why);
+    else
+        spdlog::warn("hand-over failed: {}; serving on", why);
     for (const auto& name : releasing)
         spdlog::warn("device {}: its lock release still waits for the storage: taken back once it ends (writes fail "
                      "until then)",

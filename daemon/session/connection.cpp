@@ -2,7 +2,9 @@
 
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 
 #include "common/units.hpp"
 
@@ -61,16 +63,73 @@ void Connection::shutdown() {
         close("server shutting down during the handshake");
         return;
     }
-    stop_reading_ = true;
-    // Wakes the pending read (it completes with EOF) without cancelling the
-    // replies being written. Not under TLS: an EOF there is a fatal TLS
-    // error that leaves no close_notify to send; maybe_finish() cancels that
-    // read once the replies are out.
-    if (!tls_active()) {
-        boost::system::error_code ignored;
-        socket_.shutdown(Socket::shutdown_receive, ignored);
-    }
+    // No request past the next boundary: a WRITE whose payload is being
+    // read is read whole and performed (parse() stops after it). The socket's
+    // receiving half stays open: a shutdown(SHUT_RD) there made a unix
+    // client's next send fail with EPIPE, and the client then dropped the
+    // replies still on their way (linger()).
+    draining_ = true;
+    if (rstate_ == ReadState::header) stop_reading_ = true;
     maybe_finish();
+}
+
+namespace {
+// After the last reply of a graceful stop, how long the client may take to
+// read them and hang up before the socket closes anyway.
+constexpr auto linger_limit = std::chrono::seconds(1);
+constexpr auto linger_poll = std::chrono::milliseconds(10);
+
+// Bytes written to a unix socket that its peer has not read yet; -1 for
+// other sockets (TCP's count is of bytes not acknowledged, not of bytes not read).
+int unread_by_peer(int fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int queued = 0;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0 || ss.ss_family != AF_UNIX) return -1;
+    return ::ioctl(fd, SIOCOUTQ, &queued) == 0 ? queued : -1;
+}
+}   // namespace
+
+// A graceful stop's last step, every reply written: the sending half closes
+// (the client reads its replies, then EOF) and what the client still sends
+// is read and dropped. A close() with unread bytes in the socket would make
+// the client's next send fail (EPIPE on a unix socket, a reset over TCP),
+// and clients such as libnbd then fail every request in flight, the ones
+// whose replies wait in their socket included. True once the socket may
+// close: the client hung up, read everything (unix), or linger_limit passed.
+bool Connection::linger() {
+    if (peer_gone_) return true;
+    if (!lingering_) {
+        lingering_ = true;
+        boost::system::error_code ignored;
+        socket_.shutdown(Socket::shutdown_send, ignored);
+        watch_linger(std::chrono::steady_clock::now() + linger_limit);
+    }
+    if (!reading_) discard_read();
+    return false;
+}
+
+void Connection::discard_read() {
+    reading_ = true;
+    socket_.async_read_some(boost::asio::buffer(small_),
+                            in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec,
+                                                                            std::size_t n) {
+                                self->reading_ = false;
+                                if (ec || n == 0) self->peer_gone_ = true;   // EOF, or the linger ended
+                                self->maybe_finish();
+                            }));
+}
+
+void Connection::watch_linger(std::chrono::steady_clock::time_point until) {
+    handshake_timer_.expires_after(linger_poll);
+    handshake_timer_.async_wait([self = shared_from_this(), until](const boost::system::error_code& ec) {
+        if (ec || self->closed_ || self->peer_gone_) return;
+        if (unread_by_peer(self->socket_.native_handle()) != 0 && std::chrono::steady_clock::now() < until)
+            return self->watch_linger(until);
+        self->peer_gone_ = true;
+        boost::system::error_code ignored;
+        self->socket_.cancel(ignored);   // the discard read comes back through maybe_finish
+    });
 }
 
 void Connection::close(const std::string& reason, spdlog::level::level_enum level) {

@@ -18,6 +18,7 @@
 #include <spdlog/common.h>
 #include <sys/uio.h>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -197,6 +198,9 @@ private:
     void on_written(const boost::system::error_code& ec);
     void after_write();
     void maybe_finish();
+    bool linger();
+    void discard_read();
+    void watch_linger(std::chrono::steady_clock::time_point until);
 
     std::string tag() const;
 
@@ -207,7 +211,7 @@ private:
     PeerInfo identity_;
     const ConnectionContext& context_;
 
-    // handshake
+    // handshake; in a graceful stop it times the linger (linger())
     boost::asio::steady_timer handshake_timer_;
     nbd::Negotiation negotiation_;
     std::vector<std::uint8_t> hs_in_;
@@ -250,6 +254,13 @@ private:
     bool parked_ = false;           // ...and there now, nothing pending
     std::string export_name_;
     std::uint16_t transmission_flags_ = 0;
+
+    // Graceful stop (shutdown()): no request past the next boundary; once
+    // every reply is out, the sending half closes and what the client still
+    // sends is read and dropped until it hangs up or linger_limit passes.
+    bool draining_ = false;
+    bool lingering_ = false;   // ...the sending half is closed: waiting for the client's EOF
+    bool peer_gone_ = false;   // ...and it came (or the wait ended)
 
     // requests read but not yet answered, and their bytes
     std::size_t inflight_ = 0;

@@ -287,6 +287,11 @@ void Connection::parse() {
             break;
         }
         if (parking_) break;   // a request boundary: the rest stays in the buffer for the next process
+        // Graceful stop: the request just read was the last.
+        if (draining_) {
+            stop_reading_ = true;
+            break;
+        }
         // Over a limit, the socket is still read until a whole request is
         // buffered (at most the read buffer): only a connection with a
         // request to submit waits in the device's line.

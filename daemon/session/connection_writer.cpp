@@ -286,6 +286,7 @@ void Connection::maybe_finish() {
         else if (!tls_ending_) end_tls([self = shared_from_this()] { self->maybe_finish(); });
         return;
     }
+    if (!closed_ && draining_ && !tls_ && !linger()) return;
     if (!closed_) {
         closed_ = true;
         boost::system::error_code ignored;

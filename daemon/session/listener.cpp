@@ -205,6 +205,10 @@ std::unique_ptr<Listener> Listener::adopt(asio::io_context& io, int fd, std::str
     return l;
 }
 
+bool Listener::apply_permissions(const config::Listen& where, std::string& error) const {
+    return set_permissions(where, error);
+}
+
 void Listener::start(Accept on_accept) {
     on_accept_ = std::move(on_accept);
     backoff_.set_what(description_);

@@ -52,6 +52,9 @@ public:
     // What its connections do about STARTTLS (the listen entry's tls:).
     nbd::TlsMode tls_mode() const { return tls_mode_; }
     void set_tls_mode(nbd::TlsMode mode) { tls_mode_ = mode; }
+    // A unix socket's file gets `where`'s mode/owner/group (a handed-over
+    // one those of the new configuration); unset ones stay as they are.
+    bool apply_permissions(const config::Listen& where, std::string& error) const;
 
 private:
     explicit Listener(boost::asio::io_context& io);

@@ -295,9 +295,10 @@ def handover_checks(c, cluster, tmp, d):
             d.alive() and writer.goes_on() and "hand-over failed" in d.log()
             and "after the failed hand-over" not in d.log(), str(writer.error))
     lock_thief_checks(c, cluster, tmp, d, writer)
-    new = Daemon(config(cluster.conf), "second-gen", workdir=tmp.path, wait=False,
-                 args=takeover)
-    new.sock = d.sock   # the listeners come with the hand-over
+    # The same listen: as the old daemon's: a hand-over applies the new one's.
+    new = Daemon(config(cluster.conf) + f"listen: [{{unix: {d.sock}}}]\n", "second-gen", workdir=tmp.path,
+                 wait=False, args=takeover)
+    new.sock = d.sock
     try:
         status = d.proc.wait(30)
     except subprocess.TimeoutExpired:

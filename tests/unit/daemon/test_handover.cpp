@@ -25,6 +25,7 @@
 #include "daemon/process/handover_server.hpp"
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/process/takeover.hpp"
+#include "daemon/session/connection.hpp"
 #include "daemon/session/connection_state.hpp"
 #include "temp_dir.hpp"
 
@@ -161,6 +162,26 @@ TEST_CASE("hand-over framing: text and descriptors over a socket pair") {
     ::close(sv[0]);
     CHECK_FALSE(daemon::recv_handover(sv[1], error));
     CHECK(error == "hand-over: the other process closed the connection");
+    ::close(sv[1]);
+}
+
+TEST_CASE("hand-over framing: the text limit follows the descriptors") {
+    // Each descriptor may be a connection with a full read buffer, as hex.
+    CHECK(daemon::max_handover_text(200) > 200 * 2 * daemon::Connection::read_buffer_size);
+    CHECK(daemon::max_handover_text(1024) > daemon::max_handover_text(200));
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    daemon::set_timeouts(sv[1], std::chrono::milliseconds(2000));
+    std::string error;
+    // The sender refuses, saying why, and sends nothing.
+    CHECK_FALSE(daemon::send_handover(sv[0], std::string(daemon::max_handover_text(0) + 1, 'x'), {}, error));
+    CHECK(error.find("over the limit") != std::string::npos);
+    // A header over it is refused by the receiver the same way.
+    const std::uint32_t header[2] = {static_cast<std::uint32_t>(daemon::max_handover_text(1) + 1), 1};
+    REQUIRE(::send(sv[0], header, sizeof header, 0) == sizeof header);
+    CHECK_FALSE(daemon::recv_handover(sv[1], error));
+    CHECK(error.find("over the limit") != std::string::npos);
+    ::close(sv[0]);
     ::close(sv[1]);
 }
 

@@ -41,6 +41,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def stop_all(procs, timeout=20):
+    """SIGTERM to each of `procs` (subprocess.Popen) still running; killed
+    if it has not exited within `timeout` s."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 def wait_for(predicate, timeout, step=0.05):
     """True as soon as predicate() is; its last answer after `timeout` s."""
     deadline = time.monotonic() + timeout
