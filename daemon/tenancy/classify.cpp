@@ -94,13 +94,16 @@ PeerInfo peer_info(int fd, const std::string& proc_root) {
         p.is_unix = true;
         ucred cred{};
         socklen_t clen = sizeof cred;
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.pid > 0) {
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) return p;
+        p.uid = cred.uid;
+        p.gid = cred.gid;
+        p.groups = peer_groups(fd);
+        // A peer outside the daemon's pid namespace (a container, PrivatePIDs=) has pid 0 here:
+        // its credentials still hold, only its cgroup cannot be looked up.
+        if (cred.pid > 0) {
             p.pid = cred.pid;
-            p.uid = cred.uid;
-            p.gid = cred.gid;
             auto cg = parse_proc_cgroup(read_file(proc_root + "/" + std::to_string(cred.pid) + "/cgroup"));
             if (cg) p.cgroup = *cg;
-            p.groups = peer_groups(fd);
         }
         return p;
     }
