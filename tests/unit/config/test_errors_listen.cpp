@@ -146,6 +146,24 @@ listen:
     CHECK(r.errors.size() == 3);
 }
 
+TEST_CASE("is_loopback: every spelling of a loopback address, as a socket systemd passes may show it") {
+    auto at = [](const char* host) {
+        Listen l;
+        l.kind = Listen::Kind::tcp;
+        l.host = host;
+        return is_loopback(l);
+    };
+    CHECK(at("127.0.0.1"));
+    CHECK(at("127.9.9.9"));
+    CHECK(at("::1"));
+    CHECK(at("::ffff:127.0.0.1"));   // an IPv6 socket bound to the IPv4 loopback
+    CHECK(at("localhost"));
+    CHECK_FALSE(at("0.0.0.0"));
+    CHECK_FALSE(at("::"));
+    CHECK_FALSE(at("::ffff:10.0.0.1"));
+    CHECK_FALSE(at("128.0.0.1"));
+}
+
 TEST_CASE("tls: keys, verify_clients and listeners that need them") {
     auto ok = with("tls: {psk_file: /k.psk, certificates: /pki, verify_clients: true}\n"
                    "listen: [{unix: /s, tls: require}, {tcp: \"0.0.0.0:1\", tls: on, insecure: true}]\n");
