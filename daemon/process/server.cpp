@@ -9,6 +9,7 @@
 #include "daemon/control/commands.hpp"
 #include "daemon/control/qos.hpp"
 #include "daemon/process/event_loop.hpp"
+#include "daemon/process/handshake_room.hpp"
 #include "daemon/process/placement.hpp"
 #include "daemon/process/setup.hpp"
 
@@ -220,9 +221,27 @@ void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
     // Now, not at export selection: the client's process may exit or move
     // to another cgroup meanwhile.
     auto identity = peer_info(socket.native_handle());
+    make_handshake_room(identity, peer);
     auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), std::move(identity), context_, tls_mode);
     connections_.emplace(id, c);
     c->start();
+}
+
+// Handshakes run on this loop (connections move to their device's loop
+// only in transmission), so closing one here is safe.
+void Server::make_handshake_room(const PeerInfo& newcomer, const std::string& peer) {
+    const auto in_handshake = std::count_if(connections_.begin(), connections_.end(),
+                                            [](const auto& entry) { return entry.second->in_handshake(); });
+    if (static_cast<std::size_t>(in_handshake) < config_.limits.max_handshakes) return;
+    std::vector<std::pair<std::uint64_t, std::string>> handshakes;
+    for (const auto& [id, c] : connections_)
+        if (c->in_handshake()) handshakes.emplace_back(id, handshake_peer(c->peer_identity()));
+    auto victim = handshake_to_close(handshakes, handshake_peer(newcomer));
+    if (!victim) return;
+    connections_.at(*victim)->close(fmt::format("max_handshakes ({}) connections were in the handshake: the oldest of "
+                                                "the peer holding the most closes for a new one from {}",
+                                                config_.limits.max_handshakes, peer),
+                                    spdlog::level::warn);
 }
 
 int Server::run() {

@@ -181,6 +181,14 @@ TEST_CASE("tls: keys, verify_clients and listeners that need them") {
     expect_error(with("listen: [{unix: /s, tls: require}]\n"), "listen", 1, 17, "needs a top-level tls: section");
 }
 
+TEST_CASE("limits: max_handshakes") {
+    CHECK(with("").config->limits.max_handshakes == 128);
+    auto ok = with("limits: {max_handshakes: 16}\n");
+    REQUIRE(ok.errors.empty());
+    CHECK(ok.config->limits.max_handshakes == 16);
+    expect_error(with("limits:\n  max_handshakes: 0\n"), "limits.max_handshakes", 2, 19, "out of range: 0");
+}
+
 TEST_CASE("limits: handshake_timeout and max_handshake_options") {
     auto ok = with("limits: {handshake_timeout: 500ms, max_handshake_options: 16}\n");
     REQUIRE(ok.errors.empty());
