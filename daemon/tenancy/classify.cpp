@@ -1,5 +1,6 @@
 #include "daemon/tenancy/classify.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <array>
 #include <charconv>
@@ -49,7 +50,7 @@ bool match_one(const config::Rule& r, const PeerInfo& peer, std::string_view exp
     if (r.export_name && *r.export_name != export_name) return false;
     if (r.cgroup && (peer.cgroup.empty() || !cgroup_matches(*r.cgroup, peer.cgroup))) return false;
     if (r.uid && peer.uid != r.uid) return false;
-    if (r.gid && peer.gid != r.gid) return false;
+    if (r.gid && !in_group(peer, *r.gid)) return false;
     if (r.address && (peer.address.empty() || !address_matches(*r.address, peer.address))) return false;
     return true;
 }
@@ -128,6 +129,10 @@ std::optional<std::string> parse_proc_cgroup(std::string_view text) {
         text.remove_prefix(nl + 1);
     }
     return std::nullopt;
+}
+
+bool in_group(const PeerInfo& peer, std::uint32_t gid) {
+    return peer.gid == gid || std::find(peer.groups.begin(), peer.groups.end(), gid) != peer.groups.end();
 }
 
 bool cgroup_matches(std::string_view prefix, std::string_view path) {
