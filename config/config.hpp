@@ -135,6 +135,9 @@ struct Rule {
 
 struct Limits {
     unsigned max_connections = 1024;
+    // Connections still in the handshake; at the bound a new one closes the
+    // oldest handshake of the peer holding the most (daemon/process/handshake_room.hpp).
+    unsigned max_handshakes = 128;
     unsigned max_inflight_per_connection = 256;   // requests read but not yet answered
     std::uint64_t max_inflight_bytes_per_connection = 64ull << 20;
     std::uint32_t max_request_bytes = 32u << 20;   // NBD_INFO_BLOCK_SIZE max payload

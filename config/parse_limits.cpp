@@ -38,13 +38,15 @@ std::optional<std::chrono::milliseconds> drain_timeout(Reader& r, const Field& f
 void parse_limits(Reader& r, const Field& field, Limits& limits) {
     std::map<std::string, Field, std::less<>> seen;
     r.read_map(field,
-               {"max_connections", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
+               {"max_connections", "max_handshakes", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
                 "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads",
                 "inflight_fair_share", "handshake_timeout", "drain_timeout", "max_handshake_options",
                 "busy_poll", "threads"},
                [&](const Field& f) {
                    if (f.key == "max_connections") {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
+                   } else if (f.key == "max_handshakes") {
+                       if (auto v = r.integer(f, 1, 1000000)) limits.max_handshakes = unsigned(*v);
                    } else if (f.key == "max_inflight_per_connection") {
                        if (auto v = r.integer(f, 1, 65536)) limits.max_inflight_per_connection = unsigned(*v);
                    } else if (f.key == "max_inflight_per_device") {

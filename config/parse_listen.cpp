@@ -118,8 +118,9 @@ std::optional<Listen> parse_tcp_listen(std::string_view text, std::string& error
 bool is_loopback(const Listen& listen) {
     if (listen.kind != Listen::Kind::tcp) return true;
     if (listen.host == "localhost") return true;
-    in6_addr v6{};   // "::1" however it is written ("0:0::1")
-    if (inet_pton(AF_INET6, listen.host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+    in6_addr v6{};                                            // "::1" however it is written ("0:0::1")
+    if (inet_pton(AF_INET6, listen.host.c_str(), &v6) == 1)   // also ::ffff:127.x, as an activated socket may show
+        return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
     in_addr v4{};
     return inet_pton(AF_INET, listen.host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/utf8.hpp"
 #include "nbd/handshake.hpp"
 #include "nbd/wire.hpp"
 
@@ -80,7 +81,7 @@ OptionResult handle_meta_context(Negotiation& state, std::uint32_t option, std::
     }
     const ExportInfo* e = find_export(exports, request->export_name);
     if (!e) {
-        append_error(out, option, rep_err_unknown, "unknown export '" + std::string(request->export_name) + "'");
+        append_error(out, option, rep_err_unknown, "unknown export '" + printable(request->export_name) + "'");
         return {};
     }
     if (!state.allows(*e)) {

@@ -17,13 +17,17 @@ sched::GroupId place_connection(control::DaemonState& state, const PeerInfo& pee
         return export_group;
     }
     const auto& entry = state.groups->at(*id);
-    if (entry.weight_from_cgroup && !peer.cgroup.empty()) {
-        auto w = cgroup_weight(peer.cgroup, cgroup_root);
+    // The cgroup the rule names, not the peer's own: a tenant with a delegated
+    // subtree sets its children's io.weight (which in the kernel only splits
+    // its own share) and must not pick its group's weight on every device that way.
+    if (entry.weight_from_cgroup && rule->cgroup && !peer.cgroup.empty()) {
+        const std::string& named = *rule->cgroup;
+        auto w = cgroup_weight(named, cgroup_root);
         if (!w) {
-            spdlog::debug("group {}: cgroup {} has no io weight; keeping {}", entry.name, printable(peer.cgroup),
+            spdlog::debug("group {}: cgroup {} has no io weight; keeping {}", entry.name, printable(named),
                           entry.weight);
         } else if (*w != entry.weight) {
-            spdlog::info("group {}: weight {} from cgroup {}", entry.name, *w, printable(peer.cgroup));
+            spdlog::info("group {}: weight {} from cgroup {}", entry.name, *w, printable(named));
             control::apply_weight(state, entry.name, *w);
         }
     }

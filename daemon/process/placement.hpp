@@ -1,8 +1,8 @@
 // Where a new connection's queue goes: the group of the first rule matching
 // the peer and export, else the export's group (which already falls back to
 // the device's default_group). A rule's group with `weight: from-cgroup`
-// takes the weight of the peer's cgroup (io.bfq.weight / io.weight) on
-// every device as the connection arrives.
+// takes the weight of the cgroup the rule names (io.bfq.weight / io.weight)
+// on every device as a connection arrives; a rule without a cgroup leaves it.
 #pragma once
 
 #include <string>

@@ -22,7 +22,7 @@ bool same_rule(const config::Rule& a, const config::Rule& b) {
 }
 
 bool same_limits(const config::Limits& a, const config::Limits& b) {
-    return a.max_connections == b.max_connections && a.max_inflight_per_connection == b.max_inflight_per_connection &&
+    return a.max_connections == b.max_connections && a.max_handshakes == b.max_handshakes && a.max_inflight_per_connection == b.max_inflight_per_connection &&
            a.max_inflight_bytes_per_connection == b.max_inflight_bytes_per_connection &&
            a.max_request_bytes == b.max_request_bytes && a.max_inflight_per_device == b.max_inflight_per_device &&
            a.max_inflight_bytes_per_device == b.max_inflight_bytes_per_device && a.io_threads == b.io_threads &&

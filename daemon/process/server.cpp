@@ -1,5 +1,6 @@
 #include "daemon/process/server.hpp"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <csignal>
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 #include "daemon/control/commands.hpp"
 #include "daemon/control/qos.hpp"
 #include "daemon/process/event_loop.hpp"
+#include "daemon/process/handshake_room.hpp"
 #include "daemon/process/placement.hpp"
 #include "daemon/process/setup.hpp"
 
@@ -118,6 +120,33 @@ void Server::lock_waited(const std::string& device, const backend::LockWait& wai
                                "device " + device + ": waiting for its image's lock, held by " + wait.holder);
 }
 
+namespace {
+
+// systemd's socket unit says where an activated socket listens, not whether
+// plaintext is meant there: a TCP one off loopback without TLS required
+// needs insecure: true in a listen: entry, as the same address in listen:
+// would (config::insecure_listener). nullopt when it may serve.
+std::optional<std::string> insecure_activated(const Listener& l, const std::vector<config::Listen>& listen) {
+    if (l.is_unix()) return std::nullopt;
+    config::Listen as_configured;
+    as_configured.kind = config::Listen::Kind::tcp;
+    as_configured.host = l.tcp_host();
+    as_configured.port = l.tcp_port();
+    as_configured.tls = l.tls_mode() == nbd::TlsMode::require ? config::Listen::Tls::require : config::Listen::Tls::off;
+    as_configured.insecure = std::any_of(listen.begin(), listen.end(), [](const auto& w) { return w.insecure; });
+    if (as_configured.insecure && !config::is_loopback(as_configured) && l.tls_mode() != nbd::TlsMode::require)
+        spdlog::warn("{}: serving without TLS required (insecure: true in listen:): any host that reaches it can "
+                     "read and write every export",
+                     l.describe());
+    auto why = config::insecure_listener(as_configured);
+    if (!why) return std::nullopt;
+    return l.describe() + ": " + *why +
+           " (in a listen: entry of the config: activated sockets take its strictest tls:, and insecure: true from any "
+           "entry)";
+}
+
+}   // namespace
+
 // The listeners (bound, activated or handed over), then the control socket
 // and metrics: the control socket last, since clients and tests take its
 // first accepted connection as "the daemon is up" (its listening socket
@@ -135,6 +164,10 @@ bool Server::open_sockets(std::string& error) {
                 if (where.tls != config::Listen::Tls::off && l->tls_mode() != nbd::TlsMode::require)
                     l->set_tls_mode(where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
                                                                               : nbd::TlsMode::on);
+            if (auto why = insecure_activated(*l, config_.listen)) {
+                error = *why;
+                return false;
+            }
             listeners_.push_back(std::move(l));
         }
     } else {
@@ -188,9 +221,27 @@ void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
     // Now, not at export selection: the client's process may exit or move
     // to another cgroup meanwhile.
     auto identity = peer_info(socket.native_handle());
+    make_handshake_room(identity, peer);
     auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), std::move(identity), context_, tls_mode);
     connections_.emplace(id, c);
     c->start();
+}
+
+// Handshakes run on this loop (connections move to their device's loop
+// only in transmission), so closing one here is safe.
+void Server::make_handshake_room(const PeerInfo& newcomer, const std::string& peer) {
+    const auto in_handshake = std::count_if(connections_.begin(), connections_.end(),
+                                            [](const auto& entry) { return entry.second->in_handshake(); });
+    if (static_cast<std::size_t>(in_handshake) < config_.limits.max_handshakes) return;
+    std::vector<std::pair<std::uint64_t, std::string>> handshakes;
+    for (const auto& [id, c] : connections_)
+        if (c->in_handshake()) handshakes.emplace_back(id, handshake_peer(c->peer_identity()));
+    auto victim = handshake_to_close(handshakes, handshake_peer(newcomer));
+    if (!victim) return;
+    connections_.at(*victim)->close(fmt::format("max_handshakes ({}) connections were in the handshake: the oldest of "
+                                                "the peer holding the most closes for a new one from {}",
+                                                config_.limits.max_handshakes, peer),
+                                    spdlog::level::warn);
 }
 
 int Server::run() {

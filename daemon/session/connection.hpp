@@ -91,6 +91,10 @@ public:
 
     std::uint64_t id() const { return id_; }
     bool in_transmission() const { return device_ != nullptr; }
+    // Still negotiating (the NBD options or a TLS handshake), not closed.
+    bool in_handshake() const { return device_ == nullptr && !closed_; }
+    // Who the peer is, as read at accept.
+    const PeerInfo& peer_identity() const { return identity_; }
     // The device its export is on; null before transmission.
     const Device* device() const { return device_; }
     bool tls_active() const { return tls_ != nullptr && negotiation_.tls_active; }

@@ -366,7 +366,7 @@ void Connection::submit(IoRequest& r) {
     r.may_trim = (h.flags & nbd::cmd_flag_no_hole) == 0;
     r.fast_zero = (h.flags & nbd::cmd_flag_fast_zero) != 0;
     r.queue = queue_;
-    r.group = binding_->group;
+    r.group = group_;   // the queue's group (rules: may have placed it elsewhere than the export's group)
     r.may_pin = r.op == sched::Op::read && h.type == static_cast<std::uint16_t>(nbd::Command::read);
     const bool metadata = h.type == static_cast<std::uint16_t>(nbd::Command::block_status) ||
                           h.type == static_cast<std::uint16_t>(nbd::Command::cache);

@@ -1,15 +1,10 @@
 #include "daemon/tenancy/access.hpp"
 
-#include <algorithm>
-
 namespace nbdsched::daemon {
 
 bool allow_rule_matches(const config::AllowRule& rule, const PeerInfo& peer) {
     if (rule.uid) return peer.uid == rule.uid;
-    if (rule.gid) {
-        // As the kernel checks file access: the primary group or any other.
-        return peer.gid == rule.gid || std::find(peer.groups.begin(), peer.groups.end(), *rule.gid) != peer.groups.end();
-    }
+    if (rule.gid) return in_group(peer, *rule.gid);
     if (rule.cgroup) return !peer.cgroup.empty() && cgroup_matches(*rule.cgroup, peer.cgroup);
     if (rule.address) return !peer.is_unix && !peer.address.empty() && address_matches(*rule.address, peer.address);
     if (rule.tls_identity) return peer.tls_identity == rule.tls_identity;

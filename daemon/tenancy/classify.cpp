@@ -1,5 +1,6 @@
 #include "daemon/tenancy/classify.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <array>
 #include <charconv>
@@ -49,7 +50,7 @@ bool match_one(const config::Rule& r, const PeerInfo& peer, std::string_view exp
     if (r.export_name && *r.export_name != export_name) return false;
     if (r.cgroup && (peer.cgroup.empty() || !cgroup_matches(*r.cgroup, peer.cgroup))) return false;
     if (r.uid && peer.uid != r.uid) return false;
-    if (r.gid && peer.gid != r.gid) return false;
+    if (r.gid && !in_group(peer, *r.gid)) return false;
     if (r.address && (peer.address.empty() || !address_matches(*r.address, peer.address))) return false;
     return true;
 }
@@ -94,13 +95,16 @@ PeerInfo peer_info(int fd, const std::string& proc_root) {
         p.is_unix = true;
         ucred cred{};
         socklen_t clen = sizeof cred;
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && cred.pid > 0) {
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) return p;
+        p.uid = cred.uid;
+        p.gid = cred.gid;
+        p.groups = peer_groups(fd);
+        // A peer outside the daemon's pid namespace (a container, PrivatePIDs=) has pid 0 here:
+        // its credentials still hold, only its cgroup cannot be looked up.
+        if (cred.pid > 0) {
             p.pid = cred.pid;
-            p.uid = cred.uid;
-            p.gid = cred.gid;
             auto cg = parse_proc_cgroup(read_file(proc_root + "/" + std::to_string(cred.pid) + "/cgroup"));
             if (cg) p.cgroup = *cg;
-            p.groups = peer_groups(fd);
         }
         return p;
     }
@@ -125,6 +129,10 @@ std::optional<std::string> parse_proc_cgroup(std::string_view text) {
         text.remove_prefix(nl + 1);
     }
     return std::nullopt;
+}
+
+bool in_group(const PeerInfo& peer, std::uint32_t gid) {
+    return peer.gid == gid || std::find(peer.groups.begin(), peer.groups.end(), gid) != peer.groups.end();
 }
 
 bool cgroup_matches(std::string_view prefix, std::string_view path) {

@@ -40,6 +40,10 @@ PeerInfo peer_info(int fd, const std::string& proc_root = "/proc");
 // The cgroup v2 path from the text of /proc/PID/cgroup (the "0::" line).
 std::optional<std::string> parse_proc_cgroup(std::string_view text);
 
+// The peer's primary gid or one of its supplementary groups is `gid`, as
+// the kernel checks file access (rules: and allow: alike).
+bool in_group(const PeerInfo& peer, std::uint32_t gid);
+
 // A rule's cgroup matches the peer's cgroup and everything below it.
 bool cgroup_matches(std::string_view prefix, std::string_view path);
 

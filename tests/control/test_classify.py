@@ -1,7 +1,7 @@
 """Classification rules: a unix-socket client lands in the group of the first
 matching rule -- by its cgroup (a cgroup v2 directory this test creates), its
-uid, or the export name -- else in the export's group, else the device's
-default group. Checked through `ctl list --json` while the client is connected.
+uid, a supplementary gid, or the export name -- else in the export's group,
+else the device's default group. Checked through `ctl list --json` while the client is connected.
 """
 import os
 import subprocess
@@ -25,11 +25,13 @@ sys.stdin.readline()
 class Client:
     """A libnbd client process, optionally started inside a cgroup."""
 
-    def __init__(self, uri, cgroup_dir=None, uid=None):
+    def __init__(self, uri, cgroup_dir=None, uid=None, groups=None):
         def pre():
             if cgroup_dir:
                 with open(os.path.join(cgroup_dir, "cgroup.procs"), "w") as f:
                     f.write(str(os.getpid()))
+            if groups is not None:
+                os.setgroups(groups)
             if uid is not None:
                 os.setgid(uid)
                 os.setuid(uid)
@@ -73,7 +75,9 @@ groups:
   - {{name: cg, weight: from-cgroup}}
   - {{name: nobody, weight: 300}}
   - {{name: scratchers, weight: 400}}
+  - {{name: suppl, weight: 500}}
 rules:
+  - {{match: {{gid: 4321}}, group: suppl}}
   - {{match: {{cgroup: {cg_rel}}}, group: cg}}
   - {{match: {{uid: 65534}}, group: nobody}}
   - {{match: {{export: scratch}}, group: scratchers}}
@@ -95,6 +99,10 @@ rules:
             c = Client(d.uri("plain"), uid=65534)
             got = queue_groups(d)[0]
             check(got[:2] == ("plain", "nobody") and "uid 65534" in got[2], f"uid rule: {got}")
+            c.close()
+            c = Client(d.uri("plain"), uid=65534, groups=[4321])
+            got = queue_groups(d)[0]
+            check(got[:2] == ("plain", "suppl"), f"gid rule by a supplementary group (as allow: gid): {got}")
             c.close()
             if cg_dir is None:
                 print("SKIP: cgroup rule: no writable cgroup v2 hierarchy here (uid/export rules passed)")

@@ -189,7 +189,9 @@ TEST_CASE("thousands of connections opened and dropped in parallel leave nothing
 
 TEST_CASE("max_connections held: the next connection is refused, the others are served") {
     constexpr int limit = 1000;
-    Daemon d(yaml_spec(ram_config("  max_connections: " + std::to_string(limit) + "\n")));
+    // Handshakes are held as well: max_handshakes must not close them first.
+    Daemon d(yaml_spec(ram_config("  max_connections: " + std::to_string(limit) + "\n  max_handshakes: " +
+                                  std::to_string(limit) + "\n")));
     Witness witness(d.uri(), 200ull << 20);
     REQUIRE(witness.advances());
     std::vector<std::unique_ptr<RawClient>> held;

@@ -146,6 +146,24 @@ listen:
     CHECK(r.errors.size() == 3);
 }
 
+TEST_CASE("is_loopback: every spelling of a loopback address, as a socket systemd passes may show it") {
+    auto at = [](const char* host) {
+        Listen l;
+        l.kind = Listen::Kind::tcp;
+        l.host = host;
+        return is_loopback(l);
+    };
+    CHECK(at("127.0.0.1"));
+    CHECK(at("127.9.9.9"));
+    CHECK(at("::1"));
+    CHECK(at("::ffff:127.0.0.1"));   // an IPv6 socket bound to the IPv4 loopback
+    CHECK(at("localhost"));
+    CHECK_FALSE(at("0.0.0.0"));
+    CHECK_FALSE(at("::"));
+    CHECK_FALSE(at("::ffff:10.0.0.1"));
+    CHECK_FALSE(at("128.0.0.1"));
+}
+
 TEST_CASE("tls: keys, verify_clients and listeners that need them") {
     auto ok = with("tls: {psk_file: /k.psk, certificates: /pki, verify_clients: true}\n"
                    "listen: [{unix: /s, tls: require}, {tcp: \"0.0.0.0:1\", tls: on, insecure: true}]\n");
@@ -161,6 +179,14 @@ TEST_CASE("tls: keys, verify_clients and listeners that need them") {
     expect_error(with("tls: {psk_file: /k, verify_clients: true}\n"), "tls", 1, 6, "verify_clients: true needs certificates:");
     expect_error(with("tls: {certificate: /pki}\n"), "tls.certificate", 1, 7, "did you mean 'certificates'?");
     expect_error(with("listen: [{unix: /s, tls: require}]\n"), "listen", 1, 17, "needs a top-level tls: section");
+}
+
+TEST_CASE("limits: max_handshakes") {
+    CHECK(with("").config->limits.max_handshakes == 128);
+    auto ok = with("limits: {max_handshakes: 16}\n");
+    REQUIRE(ok.errors.empty());
+    CHECK(ok.config->limits.max_handshakes == 16);
+    expect_error(with("limits:\n  max_handshakes: 0\n"), "limits.max_handshakes", 2, 19, "out of range: 0");
 }
 
 TEST_CASE("limits: handshake_timeout and max_handshake_options") {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon/tenancy/access.hpp"
 #include "daemon/tenancy/classify.hpp"
 
 using namespace nbdsched;
@@ -89,6 +90,27 @@ TEST_CASE("rules: first match wins, unset fields match anything") {
     std::vector<config::Rule> r2 = {both, rule("everyone")};
     CHECK(match_rule(r2, unix_peer, "db")->group == "both");
     CHECK(match_rule(r2, unix_peer, "web")->group == "everyone");
+}
+
+TEST_CASE("a gid rule matches the primary group or a supplementary one, in rules: as in allow:") {
+    auto by_gid = rule("kvm");
+    by_gid.gid = 36;
+    PeerInfo peer;
+    peer.is_unix = true;
+    peer.uid = 1000;
+    peer.gid = 1000;
+    CHECK(match_rule({by_gid}, peer, "x") == nullptr);
+    peer.groups = {1000, 36, 100};   // SO_PEERGROUPS
+    REQUIRE(match_rule({by_gid}, peer, "x") != nullptr);
+    CHECK(match_rule({by_gid}, peer, "x")->group == "kvm");
+    config::AllowRule allow;
+    allow.gid = 36;
+    CHECK(allow_rule_matches(allow, peer));
+    peer.groups = {};
+    peer.gid = 36;   // primary
+    CHECK(match_rule({by_gid}, peer, "x") != nullptr);
+    CHECK(allow_rule_matches(allow, peer));
+    CHECK_FALSE(in_group(PeerInfo{}, 36));   // TCP: no credentials
 }
 
 TEST_CASE("cgroup weight files") {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.hpp"
 #include "nbd/block_status.hpp"
 #include "nbd/meta_context.hpp"
 #include "nbd/transmission.hpp"
@@ -149,6 +150,21 @@ TEST_CASE("SET selects base:allocation for its export only; a later SET replaces
     REQUIRE(r.size() == 1);
     CHECK(r[0].type == rep_err_invalid);
     CHECK_FALSE(block_status_negotiated(st, exports[1]));
+}
+
+TEST_CASE("an unknown export in LIST/SET_META_CONTEXT is named in UTF-8, whatever bytes the client sent") {
+    for (auto opt : {Option::list_meta_context, Option::set_meta_context}) {
+        CAPTURE(static_cast<std::uint32_t>(opt));
+        auto st = structured();
+        auto r = ask(st, opt, query("a\xff\x01"
+                                    "b",
+                                    {"base:allocation"}));
+        REQUIRE(r.size() == 1);
+        CHECK(r[0].type == rep_err_unknown);
+        const std::string message(r[0].data.begin(), r[0].data.end());
+        CHECK(nbdsched::is_utf8(message));   // the spec: an error reply's message is UTF-8
+        CHECK(message == "unknown export 'a\\xff\\x01b'");
+    }
 }
 
 TEST_CASE("GO reports block status only for the export SET was for") {
