@@ -26,6 +26,24 @@ def one_rbd_export(conf, image):
     return f"devices:\n  - {rbd_config('vol', image, conf)}\nexports:\n  - {{name: vol, device: vol}}\n"
 
 
+def all_threads_stopped(pid):
+    """Every thread of `pid` is in the stopped state (T), or it is gone."""
+    tasks = f"/proc/{pid}/task"
+    try:
+        tids = os.listdir(tasks)
+    except FileNotFoundError:
+        return True   # exited
+    for tid in tids:
+        try:
+            with open(f"{tasks}/{tid}/stat") as f:
+                # The state follows the command's closing parenthesis.
+                if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                    return False
+        except (FileNotFoundError, ProcessLookupError):
+            continue   # that thread ended
+    return True
+
+
 def run_checks(tag, *steps):
     """Runs each step(checks, cluster, tmp) on one cluster of its own (its
     files in a TempDir named `tag`), then exits with the verdict."""
@@ -93,7 +111,16 @@ class Cluster:
             return dict(zip(("mon.a", "osd.0"), (int(p) for p in f.read().split())))
 
     def signal_osd(self, sig=signal.SIGSTOP):
-        os.kill(self.pids()["osd.0"], sig)
+        """Sends `sig` to the OSD; a SIGSTOP returns once /proc shows every
+        one of its threads stopped, since kill() only queues the stop. (Once,
+        under load, a test saw the daemon take a lock back 3 ms after the
+        SIGSTOP, which a stopped OSD cannot have answered.)"""
+        pid = self.pids()["osd.0"]
+        os.kill(pid, sig)
+        if sig == signal.SIGSTOP:
+            deadline = time.monotonic() + 10
+            while not all_threads_stopped(pid) and time.monotonic() < deadline:
+                time.sleep(0.001)
 
     def osd_alive(self):
         try:
