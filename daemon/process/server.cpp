@@ -128,11 +128,7 @@ namespace {
 // would (config::insecure_listener). nullopt when it may serve.
 std::optional<std::string> insecure_activated(const Listener& l, const std::vector<config::Listen>& listen) {
     if (l.is_unix()) return std::nullopt;
-    config::Listen as_configured;
-    as_configured.kind = config::Listen::Kind::tcp;
-    as_configured.host = l.tcp_host();
-    as_configured.port = l.tcp_port();
-    as_configured.tls = l.tls_mode() == nbd::TlsMode::require ? config::Listen::Tls::require : config::Listen::Tls::off;
+    config::Listen as_configured = l.as_listen();
     as_configured.insecure = std::any_of(listen.begin(), listen.end(), [](const auto& w) { return w.insecure; });
     if (as_configured.insecure && !config::is_loopback(as_configured) && l.tls_mode() != nbd::TlsMode::require)
         spdlog::warn("{}: serving without TLS required (insecure: true in listen:): any host that reaches it can "
@@ -162,8 +158,7 @@ bool Server::open_sockets(std::string& error) {
             // configured one applies, so activation never weakens it.
             for (const auto& where : config_.listen)
                 if (where.tls != config::Listen::Tls::off && l->tls_mode() != nbd::TlsMode::require)
-                    l->set_tls_mode(where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
-                                                                              : nbd::TlsMode::on);
+                    l->set_tls_mode(tls_mode_of(where));
             if (auto why = insecure_activated(*l, config_.listen)) {
                 error = *why;
                 return false;

@@ -29,25 +29,9 @@
 namespace nbdsched::daemon {
 
 namespace {
-nbd::TlsMode tls_mode_of(const config::Listen& where) {
-    return where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
-           : where.tls == config::Listen::Tls::on    ? nbd::TlsMode::on
-                                                     : nbd::TlsMode::off;
-}
-
 const char* tls_name(nbd::TlsMode mode) {
     return mode == nbd::TlsMode::require ? "require" : mode == nbd::TlsMode::on ? "on"
                                                                                 : "off";
-}
-
-// The listen entry a handed-over listener is, described as one.
-config::Listen endpoint_of(const Listener& l) {
-    config::Listen e;
-    e.kind = l.is_unix() ? config::Listen::Kind::unix_socket : config::Listen::Kind::tcp;
-    e.path = l.unix_path();
-    e.host = l.tcp_host();
-    e.port = l.tcp_port();
-    return e;
 }
 }   // namespace
 
@@ -62,7 +46,7 @@ bool Server::adopt_listeners(std::string& error) {
     for (const auto& ls : handed.state.listeners) {
         auto l = Listener::adopt(io_, handed.fds[static_cast<std::size_t>(ls.fd)], error, "handed over");
         if (!l) return false;
-        const auto self = endpoint_of(*l);
+        const auto self = l->as_listen();
         std::size_t i = 0;
         while (i < config_.listen.size() && (bound[i] || !config::same_endpoint(config_.listen[i], self))) ++i;
         if (i == config_.listen.size()) {

@@ -113,15 +113,19 @@ std::string peer_of(const Socket& s) {
 
 }   // namespace
 
+nbd::TlsMode tls_mode_of(const config::Listen& where) {
+    return where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
+           : where.tls == config::Listen::Tls::on    ? nbd::TlsMode::on
+                                                     : nbd::TlsMode::off;
+}
+
 Listener::Listener(asio::io_context& io) : io_(io), backoff_(io, "listener") {}
 
 Listener::~Listener() { close(); }
 
 std::unique_ptr<Listener> Listener::open(asio::io_context& io, const config::Listen& where, std::string& error) {
     std::unique_ptr<Listener> l(new Listener(io));
-    l->tls_mode_ = where.tls == config::Listen::Tls::require ? nbd::TlsMode::require
-                   : where.tls == config::Listen::Tls::on    ? nbd::TlsMode::on
-                                                             : nbd::TlsMode::off;
+    l->tls_mode_ = tls_mode_of(where);
     boost::system::error_code ec;
     if (where.kind == config::Listen::Kind::unix_socket) {
         const auto& path = where.path;
@@ -203,6 +207,18 @@ std::unique_ptr<Listener> Listener::adopt(asio::io_context& io, int fd, std::str
         return nullptr;
     }
     return l;
+}
+
+config::Listen Listener::as_listen() const {
+    config::Listen e;
+    e.kind = is_unix() ? config::Listen::Kind::unix_socket : config::Listen::Kind::tcp;
+    e.path = path_;
+    e.host = host_;
+    e.port = port_;
+    e.tls = tls_mode_ == nbd::TlsMode::require ? config::Listen::Tls::require
+            : tls_mode_ == nbd::TlsMode::on    ? config::Listen::Tls::on
+                                               : config::Listen::Tls::off;
+    return e;
 }
 
 bool Listener::apply_permissions(const config::Listen& where, std::string& error) const {

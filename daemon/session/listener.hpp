@@ -17,6 +17,9 @@
 
 namespace nbdsched::daemon {
 
+// A listen entry's tls: as what its connections do about STARTTLS.
+nbd::TlsMode tls_mode_of(const config::Listen& where);
+
 class Listener {
 public:
     using Accept = std::function<void(Socket socket, std::string peer)>;
@@ -52,6 +55,10 @@ public:
     // What its connections do about STARTTLS (the listen entry's tls:).
     nbd::TlsMode tls_mode() const { return tls_mode_; }
     void set_tls_mode(nbd::TlsMode mode) { tls_mode_ = mode; }
+    // Where it listens and its tls:, as a listen entry (no permissions, no
+    // origin), to hold against the configuration's (config::same_endpoint,
+    // config::insecure_listener).
+    config::Listen as_listen() const;
     // A unix socket's file gets `where`'s mode/owner/group (a handed-over
     // one those of the new configuration); unset ones stay as they are.
     bool apply_permissions(const config::Listen& where, std::string& error) const;
