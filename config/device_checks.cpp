@@ -103,33 +103,45 @@ void check_profile(Reader& r, Device& device, const std::optional<Field>& profil
     }
 }
 
+std::string normal_path(const std::string& path) {
+    std::error_code ec;
+    const auto normal = std::filesystem::weakly_canonical(path, ec);
+    return ec ? path : normal.string();
+}
+
+void for_each_shared(const std::vector<Parsed<Device>>& devices,
+                     const std::function<std::string(const Device&)>& identity,
+                     const std::function<void(const Parsed<Device>&, const Parsed<Device>&)>& clash) {
+    std::map<std::string, const Parsed<Device>*> seen;
+    for (const auto& d : devices) {
+        auto id = identity(d.value);
+        if (id.empty()) continue;
+        auto [first, inserted] = seen.emplace(std::move(id), &d);
+        if (!inserted) clash(d, *first->second);
+    }
+}
+
 namespace {
 
 // What a file device's path stands for: the block device (st_rdev), the
 // file (st_dev, st_ino), or, for a file not created yet, the path itself.
-std::string storage_identity(const std::string& path, bool& block_device) {
+std::string storage_identity(const std::string& path) {
     struct stat st {};
-    block_device = false;
     if (::stat(path.c_str(), &st) == 0) {
-        block_device = S_ISBLK(st.st_mode);
-        if (block_device) return "block " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+        if (S_ISBLK(st.st_mode)) return "block " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
         return "file " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
     }
-    std::error_code ec;
-    const auto normal = std::filesystem::weakly_canonical(path, ec);
-    return "path " + (ec ? path : normal.string());
+    return "path " + normal_path(path);
 }
 
 }   // namespace
 
 void check_shared_storage(Reader& r, const std::vector<Parsed<Device>>& devices) {
-    std::map<std::string, const Parsed<Device>*> seen;
-    for (const auto& d : devices) {
-        if (d.value.backend != BackendKind::file || d.value.path.empty()) continue;
-        bool block_device = false;
-        auto [first, inserted] = seen.emplace(storage_identity(d.value.path, block_device), &d);
-        if (inserted) continue;
-        const Parsed<Device>& other = *first->second;
+    auto identity = [](const Device& d) {
+        return d.backend == BackendKind::file && !d.path.empty() ? storage_identity(d.path) : "";
+    };
+    for_each_shared(devices, identity, [&](const Parsed<Device>& d, const Parsed<Device>& other) {
+        const bool block_device = identity(d.value).starts_with("block ");
         r.error(d.where("path"), d.key("path"),
                 "device " + d.value.name + " is over the same " + (block_device ? "block device" : "file") +
                     " as device " + other.value.name + " (path " + other.value.path + ", line " +
@@ -137,7 +149,7 @@ void check_shared_storage(Reader& r, const std::vector<Parsed<Device>>& devices)
                     "): each would keep its own read-ahead cache and O_DIRECT block guard, so a read through one "
                     "could miss a write through the other; export both from one device (an export takes offset "
                     "and size)");
-    }
+    });
 }
 
 }   // namespace nbdsched::config::detail

@@ -1,9 +1,7 @@
 // devices[] with backend: rbd: the image and how to reach its cluster; no
 // two devices on one image.
 #include <algorithm>
-#include <filesystem>
-#include <map>
-#include <tuple>
+#include <string>
 
 #include "backend/features.hpp"
 #include "config/parsers.hpp"
@@ -71,28 +69,21 @@ void check_rbd(Reader& r, Parsed<Device>& p, const Origin& required_by) {
                     std::string("not for backend: rbd") + (key[0] == 's' ? " (the size is the image's)" : ""));
 }
 
-namespace {
-
-// The cluster an image is on, as far as the config tells: its ceph.conf
-// (normalised, so ./ceph.conf and ceph.conf are one) or librados' own search.
-std::string cluster_of(const backend::RbdSpec& rbd) {
-    if (rbd.ceph_conf.empty()) return "";
-    std::error_code ec;
-    const auto normal = std::filesystem::weakly_canonical(rbd.ceph_conf, ec);
-    return ec ? rbd.ceph_conf : normal.string();
-}
-
-}   // namespace
-
 void check_shared_images(Reader& r, const std::vector<Parsed<Device>>& devices) {
-    using Image = std::tuple<std::string, std::string, std::string, std::string>;
-    std::map<Image, const Parsed<Device>*> seen;
-    for (const auto& d : devices) {
+    // The cluster an image is on, as far as the config tells: its ceph.conf
+    // (./ceph.conf and ceph.conf are one) or librados' own search. Each part
+    // goes in with its length, so no two different images read the same.
+    auto image = [](const Device& d) {
+        const backend::RbdSpec& rbd = d.rbd;
+        if (d.backend != BackendKind::rbd || rbd.image.empty()) return std::string();
+        std::string key;
+        for (const std::string& part :
+             {rbd.ceph_conf.empty() ? std::string() : normal_path(rbd.ceph_conf), rbd.pool, rbd.rados_namespace, rbd.image})
+            key += std::to_string(part.size()) + ":" + part;
+        return key;
+    };
+    for_each_shared(devices, image, [&](const Parsed<Device>& d, const Parsed<Device>& other) {
         const backend::RbdSpec& rbd = d.value.rbd;
-        if (d.value.backend != BackendKind::rbd || rbd.image.empty()) continue;
-        auto [first, inserted] = seen.emplace(Image{cluster_of(rbd), rbd.pool, rbd.rados_namespace, rbd.image}, &d);
-        if (inserted) continue;
-        const Parsed<Device>& other = *first->second;
         // Each device opens the image and takes its exclusive lock: the second
         // finds the first holding it (and --break-lock would blocklist the
         // daemon's own connection).
@@ -102,7 +93,7 @@ void check_shared_images(Reader& r, const std::vector<Parsed<Device>>& devices) 
                     std::to_string(other.where("image").line) +
                     "): each device takes the image's exclusive lock, so the second could never open it; export "
                     "both from one device (an export takes offset and size)");
-    }
+    });
 }
 
 }   // namespace nbdsched::config::detail

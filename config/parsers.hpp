@@ -2,6 +2,7 @@
 // checks. Internal to config/ (the public interface is config.hpp).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -90,6 +91,13 @@ void check_profile(Reader& r, Device& device, const std::optional<Field>& profil
                    const std::vector<Field>& param_blocks);
 // Two file devices over one file or block device (device_checks.cpp).
 void check_shared_storage(Reader& r, const std::vector<Parsed<Device>>& devices);
+// What two devices must not share: clash(later, first) for each device whose
+// identity(device) an earlier device has (an empty identity is not compared).
+void for_each_shared(const std::vector<Parsed<Device>>& devices,
+                     const std::function<std::string(const Device&)>& identity,
+                     const std::function<void(const Parsed<Device>&, const Parsed<Device>&)>& clash);
+// A path in one spelling (./a and a are one), as written where it cannot be resolved.
+std::string normal_path(const std::string& path);
 
 // backend: rbd's keys (parse_rbd.cpp): each read alone, then checked together.
 inline constexpr const char* rbd_keys[] = {"pool", "image", "namespace", "ceph_conf", "client", "osd_op_timeout",
