@@ -104,8 +104,12 @@ void check_profile(Reader& r, Device& device, const std::optional<Field>& profil
 }
 
 std::string normal_path(const std::string& path) {
+    // Absolute first: weakly_canonical leaves a relative path none of whose
+    // parts exists as written ("ceph.conf") but resolves "./ceph.conf".
     std::error_code ec;
-    const auto normal = std::filesystem::weakly_canonical(path, ec);
+    const auto absolute = std::filesystem::absolute(path, ec);
+    if (ec) return path;
+    const auto normal = std::filesystem::weakly_canonical(absolute, ec);
     return ec ? path : normal.string();
 }
 

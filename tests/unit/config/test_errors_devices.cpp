@@ -100,6 +100,9 @@ TEST_CASE("two rbd devices on one image are refused; another pool, namespace or 
     expect_error(two("image: v, namespace: t, ceph_conf: /etc/ceph/x.conf",
                      "image: v, namespace: t, ceph_conf: /etc/ceph/../ceph/x.conf"),
                  "devices[1].image", 3, 37, "device rb is on the same image as device ra (rbd/t/v, line 2)");
+    // A relative ceph.conf that does not exist, written two ways.
+    expect_error(two("image: v, ceph_conf: ./no-such-ceph.conf", "image: v, ceph_conf: no-such-ceph.conf"),
+                 "devices[1].image", 3, 37, "device rb is on the same image as device ra (rbd/v, line 2)");
     for (const auto& other : {"image: vol2", "image: vol1, pool: p2", "image: vol1, namespace: t1",
                               "image: vol1, ceph_conf: /etc/ceph/other.conf"}) {
         CAPTURE(other);
