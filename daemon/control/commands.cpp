@@ -51,6 +51,7 @@ Json tunable_command(const Json& request, DaemonState& state, bool set) {
         auto why = sched.set_tunable(tunable, value, steady_now());   // names the tunable
         if (!why.empty()) return error_reply("device " + device + ": " + why);
         dev->kick();   // a shorter slice_idle may end an idle wait now
+        state.changed_by_ctl.tunables.emplace(device, tunable);
         spdlog::info("control: device {}: {} = {}", device, tunable, value);
     }
     auto now_value = sched.get_tunable(tunable);
@@ -72,6 +73,7 @@ Json faults_command(const Json& request, DaemonState& state) {
     if (auto it = request.find("enabled"); it != request.end()) {
         if (!it->is_boolean()) return error_reply("\"enabled\" must be true or false");
         faulty->set_enabled(it->get<bool>());
+        state.changed_by_ctl.faults.insert(dev->name());
         spdlog::info("control: device {}: faults {}", dev->name(), faulty->enabled() ? "on" : "off");
     }
     return with_ok(fault_switch_json(dev->name(), *faulty));
@@ -87,6 +89,7 @@ Json weight_command(const Json& request, DaemonState& state) {
     if (w < 1 || w > 1000) return error_reply("weight " + std::to_string(w) + " is outside 1..1000");
     auto why = apply_weight(state, group, static_cast<unsigned>(w));
     if (!why.empty()) return error_reply(why);
+    state.changed_by_ctl.weights.insert(group);
     spdlog::info("control: group {} weight {}", group, w);
     return Json{{"ok", true}};
 }

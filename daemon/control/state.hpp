@@ -6,7 +6,9 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.hpp"
@@ -15,6 +17,15 @@
 #include "daemon/tenancy/groups.hpp"
 
 namespace nbdsched::daemon::control {
+
+// What `nbdsched ctl` changed since the file was loaded (weights, tunables,
+// the faults switch), by name: a planned restart carries these on
+// (live_changes.hpp); a SIGHUP that changes one in the file forgets it.
+struct ChangedByCtl {
+    std::set<std::string> weights;                            // groups
+    std::set<std::pair<std::string, std::string>> tunables;   // device, tunable
+    std::set<std::string> faults;                             // devices
+};
 
 struct DaemonState {
     config::Config* config = nullptr;                          // the config in force
@@ -27,6 +38,7 @@ struct DaemonState {
     // its writes fail (EROFS) until a retry gets it (the server's record,
     // daemon/process/lost_locks.hpp, is a floor above). Unset: none.
     std::function<bool(const std::string& device)> locks_lost{};
+    ChangedByCtl changed_by_ctl{};
 
     bool lock_lost(const std::string& device) const { return locks_lost && locks_lost(device); }
 

@@ -58,6 +58,7 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
         config::Group entry = g;
         entry.weight = weight;
         auto id = state.groups->upsert(entry);
+        state.changed_by_ctl.weights.erase(g.name);   // the file changed this group: its value holds
         for (auto& dev : *state.devices) {
             dev->scheduler().set_group(id, weight);
             dev->kick();
@@ -79,6 +80,7 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
         Device* dev = state.find_device(device);
         if (!dev) continue;
         for (const auto& [name, value] : tunables) {
+            state.changed_by_ctl.tunables.erase({device, name});
             auto why = dev->scheduler().set_tunable(name, value, now);
             if (!why.empty()) spdlog::error("reload: device {}: {} = {}: {}", device, name, value, why);
         }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <utility>
 
+#include "daemon/control/live_changes.hpp"
 #include "daemon/process/server.hpp"
 #include "daemon/session/socket_file.hpp"
 
@@ -107,6 +108,7 @@ void Server::adopt_connections() {
     if (!options_.handed_over) return;
     for (const auto& step : std::exchange(once_handed_over_, {})) step();
     const auto& handed = *options_.handed_over;
+    exclusive([&] { control::apply_live_changes(state_, handed.state.live_changes); });
     for (const auto& cs : handed.state.connections) {
         const int fd = handed.fds[static_cast<std::size_t>(cs.fd)];
         if (requires_tls_now(fd)) {
@@ -311,6 +313,7 @@ void Server::pass_handover() {
         fds.push_back(c->native_handle());
         state.connections.push_back(std::move(cs));
     }
+    state.live_changes = control::live_changes(state_);
     handover_sent_ = true;
     handover_timer_.cancel();
     spdlog::info("hand-over: passing {} listener(s) and {} connection(s)", state.listeners.size(),

@@ -53,6 +53,37 @@ int fd_index(const json& j, std::size_t fd_count) {
     return fd;
 }
 
+json live_changes_json(const LiveChanges& changes) {
+    json weights = json::array();
+    for (const auto& w : changes.weights)
+        weights.push_back({{"group", w.group}, {"weight", w.weight}, {"file_weight", w.file_weight}});
+    json tunables = json::array();
+    for (const auto& t : changes.tunables) {
+        json entry = {{"device", t.device}, {"policy", t.policy}, {"name", t.name}, {"value", t.value}};
+        if (t.file_value) entry["file_value"] = *t.file_value;
+        tunables.push_back(std::move(entry));
+    }
+    json faults = json::array();
+    for (const auto& f : changes.faults) faults.push_back({{"device", f.device}, {"enabled", f.enabled}});
+    return {{"weights", weights}, {"tunables", tunables}, {"faults", faults}};
+}
+
+LiveChanges live_changes_from(const json& j) {
+    LiveChanges changes;
+    for (const auto& w : j.at("weights"))
+        changes.weights.push_back(
+            {w.at("group").get<std::string>(), w.at("weight").get<unsigned>(), w.at("file_weight").get<unsigned>()});
+    for (const auto& t : j.at("tunables")) {
+        LiveChanges::Tunable entry{t.at("device").get<std::string>(), t.at("policy").get<std::string>(),
+                                   t.at("name").get<std::string>(), t.at("value").get<std::string>(), std::nullopt};
+        if (t.contains("file_value")) entry.file_value = t["file_value"].get<std::string>();
+        changes.tunables.push_back(std::move(entry));
+    }
+    for (const auto& f : j.at("faults"))
+        changes.faults.push_back({f.at("device").get<std::string>(), f.at("enabled").get<bool>()});
+    return changes;
+}
+
 }   // namespace
 
 std::string to_json(const HandoverState& state) {
@@ -71,7 +102,10 @@ std::string to_json(const HandoverState& state) {
                                {"group", c.group},
                                {"unread", to_hex(c.unread)},
                                {"fd", c.fd}});
-    json j = {{"version", state.version}, {"listeners", listeners}, {"connections", connections}};
+    json j = {{"version", state.version},
+              {"listeners", listeners},
+              {"connections", connections},
+              {"ctl_changes", live_changes_json(state.live_changes)}};
     return json_text(j);   // the other strings are for logs or come from the UTF-8-only config
 }
 
@@ -108,6 +142,8 @@ std::optional<HandoverState> handover_from_json(const std::string& text, std::si
             cs.fd = fd_index(c, fd_count);
             s.connections.push_back(std::move(cs));
         }
+        // Absent in a state from a process that carried no ctl changes yet.
+        if (j.contains("ctl_changes")) s.live_changes = live_changes_from(j["ctl_changes"]);
         return s;
     } catch (const std::exception& e) {
         error = std::string("malformed hand-over state: ") + e.what();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/tenancy/classify.hpp"
+#include "daemon/tenancy/live_changes.hpp"
 #include "nbd/negotiation.hpp"
 
 namespace nbdsched::daemon {
@@ -42,6 +43,7 @@ struct HandoverState {
     int version = current_version;
     std::vector<ListenerState> listeners;
     std::vector<ConnectionState> connections;
+    LiveChanges live_changes;   // optional in the JSON: a state without it carries none
 };
 
 std::string to_json(const HandoverState& state);

@@ -32,6 +32,7 @@ import time
 import nbd
 
 from nbdsched_test.daemon import DRAIN_LIMITS, DRAIN_TIMEOUT_S, Daemon, nbdsched_binary, one_ram_export
+from nbdsched_test.handover import log_of, start_generation
 from nbdsched_test.process import wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import check, skip
@@ -162,18 +163,7 @@ STARTED = []   # every daemon of the test: none may outlive it, whatever failed
 
 
 def start(tmp, tag, export="default", args=(), env=None):
-    with open(tmp.file(f"{tag}.yaml"), "w") as f:
-        f.write(CONFIG.format(dir=tmp.path, export=export))
-    log = open(tmp.file(f"{tag}.log"), "w")
-    proc = subprocess.Popen([nbdsched_binary(), "--config", tmp.file(f"{tag}.yaml"), *args], stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-    STARTED.append(proc)
-    return proc
-
-
-def log_of(tmp, tag):
-    with open(tmp.file(f"{tag}.log"), errors="replace") as f:
-        return f.read()
+    return start_generation(tmp, tag, CONFIG.format(dir=tmp.path, export=export), args, STARTED, env)
 
 
 def takeover(tmp, old, tag, export="default", env=None):

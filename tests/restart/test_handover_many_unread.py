@@ -12,11 +12,10 @@ import os
 import re
 import socket
 import struct
-import subprocess
 import threading
 import time
 
-from nbdsched_test.daemon import nbdsched_binary
+from nbdsched_test.handover import start_generation
 from nbdsched_test.process import stop_all, wait_for
 from nbdsched_test.raw_nbd import (CLIENT_FLAGS, CMD_WRITE, GREETING_BYTES, OPT_EXPORT_NAME, REQUEST_MAGIC,
                                    SIMPLE_REPLY_MAGIC, exactly, send_option)
@@ -71,12 +70,7 @@ class Client:
 
 
 def start(tmp, tag, args, procs):
-    with open(tmp.file(f"{tag}.yaml"), "w") as f:
-        f.write(CONFIG.format(dir=tmp.path, tag=tag))
-    p = subprocess.Popen([nbdsched_binary(), "--config", tmp.file(f"{tag}.yaml"), *args],
-                         stdout=open(tmp.file(f"{tag}.log"), "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    procs.append(p)
-    return p
+    return start_generation(tmp, tag, CONFIG.format(dir=tmp.path, tag=tag), args, procs)
 
 
 def main():

@@ -17,7 +17,7 @@ import subprocess
 
 import nbd
 
-from nbdsched_test.daemon import nbdsched_binary
+from nbdsched_test.handover import log_of, start_generation
 from nbdsched_test.process import free_port, stop_all, wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import Checks, skip
@@ -35,21 +35,6 @@ control: {dir}/ctl.sock
 devices: [{{name: d0, backend: file, path: {dir}/d0.img, size: 16MiB}}]
 exports: [{{name: e0, device: d0}}]
 """
-
-
-def start(tmp, tag, text, args, procs):
-    with open(tmp.file(f"{tag}.yaml"), "w") as f:
-        f.write(text)
-    log = open(tmp.file(f"{tag}.log"), "w")
-    p = subprocess.Popen([nbdsched_binary(), "--config", tmp.file(f"{tag}.yaml"), *args], stdout=log,
-                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    procs.append(p)
-    return p
-
-
-def log_of(tmp, tag):
-    with open(tmp.file(f"{tag}.log"), errors="replace") as f:
-        return f.read()
 
 
 def connects(uri):
@@ -78,7 +63,8 @@ def main():
         while added == dropped:
             added = free_port()
         sock, handover = tmp.file("nbd.sock"), tmp.file("handover.sock")
-        old = start(tmp, "old", OLD.format(dir=tmp.path, dropped=dropped), ["--handover-socket", handover], procs)
+        old = start_generation(tmp, "old", OLD.format(dir=tmp.path, dropped=dropped), ["--handover-socket", handover],
+                               procs)
         checks.check("old daemon up", wait_for(lambda: os.path.exists(handover) and os.path.exists(sock), 10))
         plain = nbd.NBD()
         plain.connect_uri(f"nbd+unix:///e0?socket={sock}")
@@ -89,12 +75,12 @@ def main():
             pass
         failing = NEW.format(dir=tmp.path, added=added).replace(f"control: {tmp.path}/ctl.sock",
                                                                  f"control: {tmp.path}/not-a-dir/ctl.sock")
-        status = start(tmp, "failing", failing, ["--takeover", handover], procs).wait(30)
+        status = start_generation(tmp, "failing", failing, ["--takeover", handover], procs).wait(30)
         checks.check("a new process that cannot make its control socket fails", status != 0, f"{status}")
         checks.check("... and the old one serves on, its socket file and port as they were",
                      old.poll() is None and os.path.exists(sock) and stat.S_IMODE(os.stat(sock).st_mode) != 0o600
                      and connects(f"nbd+unix:///e0?socket={sock}") and connects(f"nbd://127.0.0.1:{dropped}/e0"))
-        start(tmp, "new", NEW.format(dir=tmp.path, added=added), ["--takeover", handover], procs)
+        start_generation(tmp, "new", NEW.format(dir=tmp.path, added=added), ["--takeover", handover], procs)
         checks.check("old daemon exits 0 after the hand-over", old.wait(20) == 0)
         checks.check("new daemon ready", wait_for(lambda: "nbdsched: ready" in log_of(tmp, "new"), 10))
 

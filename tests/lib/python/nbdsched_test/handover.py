@@ -8,10 +8,57 @@ import array
 import os
 import socket
 import struct
+import subprocess
 
+from nbdsched_test.daemon import nbdsched_binary
+from nbdsched_test.process import stop_all
 from nbdsched_test.raw_nbd import exactly
+from nbdsched_test.tempdir import TempDir
 
 OLD_DAEMON = "the old daemon (hand-over)"
+
+
+def start_generation(tmp, tag, text, args, procs, env=None):
+    """One daemon process of a planned-restart test: `text` written to
+    <tag>.yaml, its output to <tag>.log, `args` after --config (e.g.
+    --takeover PATH); appended to `procs` (stop_all stops them)."""
+    with open(tmp.file(f"{tag}.yaml"), "w") as f:
+        f.write(text)
+    with open(tmp.file(f"{tag}.log"), "w") as log:
+        p = subprocess.Popen([nbdsched_binary(), "--config", tmp.file(f"{tag}.yaml"), *args], stdout=log,
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    procs.append(p)
+    return p
+
+
+def log_of(tmp, tag):
+    """What the process started as `tag` has logged so far."""
+    with open(tmp.file(f"{tag}.log"), errors="replace") as f:
+        return f.read()
+
+
+class Generations:
+    """`with Generations(name) as g:` the daemon processes of one
+    planned-restart test in a directory of their own (g.tmp): g.start(tag,
+    text, args) starts one, g.log(tag) reads its log. At the end every one
+    still running is stopped and the directory removed."""
+
+    def __init__(self, name):
+        self.tmp = TempDir(name)
+        self.procs = []
+
+    def start(self, tag, text, args=()):
+        return start_generation(self.tmp, tag, text, list(args), self.procs)
+
+    def log(self, tag):
+        return log_of(self.tmp, tag)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        stop_all(self.procs)
+        self.tmp.remove()
 
 
 def connect_handover(path, timeout=30):

@@ -1,0 +1,123 @@
+#include "daemon/control/live_changes.hpp"
+
+#include <algorithm>
+#include <spdlog/spdlog.h>
+
+#include "backend/factory.hpp"
+#include "common/units.hpp"
+#include "daemon/control/commands.hpp"
+
+namespace nbdsched::daemon::control {
+
+namespace {
+
+const config::Group* file_group(const config::Config& config, const std::string& name) {
+    auto it = std::find_if(config.groups.begin(), config.groups.end(), [&](const auto& g) { return g.name == name; });
+    return it == config.groups.end() ? nullptr : &*it;
+}
+
+const config::Device* file_device(const config::Config& config, const std::string& name) {
+    auto it =
+        std::find_if(config.devices.begin(), config.devices.end(), [&](const auto& d) { return d.name == name; });
+    return it == config.devices.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> file_tunable(const config::Device& device, const std::string& name) {
+    auto it = device.tunables.find(name);
+    if (it == device.tunables.end()) return std::nullopt;
+    return it->second;
+}
+
+void apply_weight_change(DaemonState& state, const LiveChanges::Weight& w) {
+    const auto* group = file_group(*state.config, w.group);
+    if (!group || group->weight_from_cgroup) {
+        spdlog::info("hand-over: ctl weight {} {} not kept: the group is not in this configuration's groups (or its "
+                     "weight is from-cgroup)",
+                     w.group, w.weight);
+        return;
+    }
+    if (group->weight != w.file_weight) {
+        spdlog::info("hand-over: ctl weight {} {} not kept: this configuration changes the group's weight ({} -> {})",
+                     w.group, w.weight, w.file_weight, group->weight);
+        return;
+    }
+    auto why = apply_weight(state, w.group, w.weight);
+    if (!why.empty()) {
+        spdlog::error("hand-over: ctl weight {} {} not kept: {}", w.group, w.weight, why);
+        return;
+    }
+    state.changed_by_ctl.weights.insert(w.group);
+    spdlog::info("hand-over: ctl weight {} {} kept", w.group, w.weight);
+}
+
+void apply_tunable_change(DaemonState& state, const LiveChanges::Tunable& t) {
+    const auto* device = file_device(*state.config, t.device);
+    Device* dev = state.find_device(t.device);
+    const auto what = t.device + " " + t.name + " " + t.value;
+    if (!device || !dev || device->scheduler != t.policy) {
+        spdlog::info("hand-over: ctl set {} not kept: the device is not in this configuration (or its scheduler is "
+                     "not {} any more)",
+                     what, t.policy);
+        return;
+    }
+    if (file_tunable(*device, t.name) != t.file_value) {
+        spdlog::info("hand-over: ctl set {} not kept: this configuration changes {}'s {}", what, t.device, t.name);
+        return;
+    }
+    auto why = dev->scheduler().set_tunable(t.name, t.value, steady_now());
+    if (!why.empty()) {
+        spdlog::error("hand-over: ctl set {} not kept: {}", what, why);
+        return;
+    }
+    dev->kick();
+    state.changed_by_ctl.tunables.emplace(t.device, t.name);
+    spdlog::info("hand-over: ctl set {} kept", what);
+}
+
+void apply_faults_change(DaemonState& state, const LiveChanges::Faults& f) {
+    Device* dev = state.find_device(f.device);
+    auto* faulty = dev ? backend::faulty_backend(dev->backend()) : nullptr;
+    const char* onoff = f.enabled ? "on" : "off";
+    if (!faulty) {
+        spdlog::info("hand-over: ctl faults {} {} not kept: the device has no faults: rules in this configuration",
+                     f.device, onoff);
+        return;
+    }
+    faulty->set_enabled(f.enabled);
+    state.changed_by_ctl.faults.insert(f.device);
+    spdlog::info("hand-over: ctl faults {} {} kept", f.device, onoff);
+}
+
+}   // namespace
+
+LiveChanges live_changes(const DaemonState& state) {
+    LiveChanges changes;
+    for (const auto& name : state.changed_by_ctl.weights) {
+        const auto* group = file_group(*state.config, name);
+        auto id = state.groups->find(name);
+        if (group && id) changes.weights.push_back({name, state.groups->at(*id).weight, group->weight});
+    }
+    for (const auto& [device_name, tunable] : state.changed_by_ctl.tunables) {
+        const auto* device = file_device(*state.config, device_name);
+        Device* dev = state.find_device(device_name);
+        if (!device || !dev) continue;
+        auto value = dev->scheduler().get_tunable(tunable);
+        if (value)
+            changes.tunables.push_back({device_name, std::string(dev->scheduler().policy()), tunable, *value,
+                                        file_tunable(*device, tunable)});
+    }
+    for (const auto& name : state.changed_by_ctl.faults) {
+        Device* dev = state.find_device(name);
+        if (auto* faulty = dev ? backend::faulty_backend(dev->backend()) : nullptr)
+            changes.faults.push_back({name, faulty->enabled()});
+    }
+    return changes;
+}
+
+void apply_live_changes(DaemonState& state, const LiveChanges& changes) {
+    for (const auto& w : changes.weights) apply_weight_change(state, w);
+    for (const auto& t : changes.tunables) apply_tunable_change(state, t);
+    for (const auto& f : changes.faults) apply_faults_change(state, f);
+}
+
+}   // namespace nbdsched::daemon::control
