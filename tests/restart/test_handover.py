@@ -225,7 +225,6 @@ def main():
         # A new process that fails after receiving everything (its control
         # socket cannot be made: its directory would be a regular file): the
         # old one serves on, same connection.
-        before = client.batches
         with open(tmp.file("bad.yaml"), "w") as f:
             f.write(CONFIG.format(dir=tmp.path, export="default").replace(
                 f"control: {tmp.path}/ctl.sock", f"control: {tmp.path}/disk.img/ctl.sock"))
@@ -234,9 +233,16 @@ def main():
         check(r.returncode == 1 and "ctl.sock" in r.stderr, f"failing new process exits 1: {r.stderr.strip()[-200:]}")
         check(wait_for(lambda: "hand-over failed" in log_of(tmp, f"gen{rounds}"), 5) and old.poll() is None,
               "the old daemon logged the failed hand-over and serves on")
+        # After that line the old daemon binds its control socket again and
+        # takes its devices' locks back on a thread (a file device's too);
+        # the connection stays parked, and a SIGTERM is an ordinary stop (not
+        # one through the fd store), until the take-back has ended.
+        check(wait_for(lambda: "hand-over: the locks are taken back" in log_of(tmp, f"gen{rounds}"), 10),
+              "the old daemon takes its locks back after the failed hand-over")
+        before = client.batches
         check(wait_for(lambda: client.batches >= before + 5 or client.error, 10) and not client.error,
               "the client goes on after the failed hand-over")
-        check(os.path.exists(tmp.file("ctl.sock")), "control socket back")
+        check(wait_for(lambda: os.path.exists(tmp.file("ctl.sock")), 5), "control socket back")
 
         # Through the fd store: SIGTERM, then the next start gets it all.
         before = client.batches
