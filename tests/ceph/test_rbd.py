@@ -275,8 +275,9 @@ def lock_thief_checks(c, cluster, tmp, d, writer):
     thief.close()
 
 
-def handover_checks(c, cluster, tmp, d):
-    """d serves hand-overs on handover.sock; returns the daemon serving after."""
+def handover_checks(c, cluster, tmp, d, started):
+    """d serves hand-overs on handover.sock, and hands over to a new daemon;
+    each daemon it starts goes into `started` at once (main stops them all)."""
     # --force: the RAM device beside it starts empty in the new process.
     takeover = ["--takeover", tmp.file("handover.sock"), "--force"]
     writer = Writer(d.uri("vol1"))
@@ -288,6 +289,7 @@ def handover_checks(c, cluster, tmp, d):
         pass
     bad = Daemon(config(cluster.conf) + f"control: {tmp.file('not-a-dir')}/ctl.sock\n", "failing", workdir=tmp.path,
                  wait=False, args=takeover)
+    started.append(bad)
     status = bad.proc.wait(30)
     bad.stop()
     c.check("hand-over: a new process that cannot make its control socket fails", status != 0, bad.log_tail(5))
@@ -298,6 +300,7 @@ def handover_checks(c, cluster, tmp, d):
     # The same listen: as the old daemon's: a hand-over applies the new one's.
     new = Daemon(config(cluster.conf) + f"listen: [{{unix: {d.sock}}}]\n", "second-gen", workdir=tmp.path,
                  wait=False, args=takeover)
+    started.append(new)
     new.sock = d.sock
     try:
         status = d.proc.wait(30)
@@ -316,15 +319,16 @@ def handover_checks(c, cluster, tmp, d):
             not bad_blocks and writer.error is None, f"{len(bad_blocks)} wrong, error {writer.error}")
     h.shutdown()
     writer.h.shutdown()
-    return new
 
 
-def lock_checks(c, cluster, tmp, first_handle):
-    """The breaker daemon (with --break-lock), serving the image now."""
+def lock_checks(c, cluster, tmp, first_handle, started):
+    """The breaker daemon (with --break-lock), serving the image now; each
+    daemon it starts goes into `started` at once (main stops them all)."""
     second = tmp.file("second")
     os.mkdir(second)
     try:
-        Daemon(config(cluster.conf), "second", workdir=second).stop()
+        started.append(Daemon(config(cluster.conf), "second", workdir=second))
+        started[-1].stop()
         c.check("a second daemon on the image does not start", False)
     except RuntimeError as e:
         text = str(e)
@@ -336,6 +340,7 @@ def lock_checks(c, cluster, tmp, first_handle):
         c.check("... at once: the live holder refused, no line about waiting for the lock",
                 "locked by client." in log and "which does not answer: waiting for it" not in log, log[-400:])
     breaker = Daemon(config(cluster.conf, osd_op_timeout=TIMEOUT), "breaker", workdir=second, args=["--break-lock"])
+    started.append(breaker)
     h = connect(breaker, "vol1")
     c.check("--break-lock: the new daemon serves the image's data", h.pread(1 * MiB, 0) == pattern(0, 1 * MiB, seed=3))
     try:
@@ -403,9 +408,8 @@ def main():
                 block_status_checks(c, daemons[0])
                 handle = io_checks(c, cluster, daemons[0])
                 resize_checks(c, cluster, daemons[0])
-                daemons.append(handover_checks(c, cluster, tmp, daemons[0]))
-                daemons.append(lock_checks(c, cluster, tmp, handle))
-                cluster_gone_checks(c, cluster, daemons[-1])
+                handover_checks(c, cluster, tmp, daemons[0], daemons)
+                cluster_gone_checks(c, cluster, lock_checks(c, cluster, tmp, handle, daemons))
             except BaseException:
                 c.failed.append("exception")
                 raise
