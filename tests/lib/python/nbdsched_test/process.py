@@ -2,6 +2,7 @@
 once it accepts connections on its Unix socket and/or TCP port, stopped with
 a signal (then killed if it does not exit). CPU time comes from
 /proc/PID/stat so that benchmarks can report CPU seconds per request."""
+import atexit
 import os
 import signal
 import socket
@@ -87,6 +88,21 @@ def _connectable(unix_paths, tcp_port):
         return False
 
 
+_started = []   # every Server this process started: none may outlive it
+
+
+def kill_left_running():
+    """At exit: kills each server started here and not stopped (a test that
+    failed between a start and its stop), saying so."""
+    for server in _started:
+        if server.proc.poll() is None:
+            sys.stderr.write(f"{server.name} (pid {server.pid}, log {server.log_path}) still running at exit: killed\n")
+            server.stop(signal.SIGKILL)
+
+
+atexit.register(kill_left_running)
+
+
 class Server:
     """A running server. `listens` are the Unix socket paths it must accept
     on before the constructor returns (none: return at once, e.g. when
@@ -106,6 +122,7 @@ class Server:
         self._log = open(log_path, "w")
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=workdir, env=env)
+        _started.append(self)
         if wait:
             self._wait_listening([p for p in (listens or [sock]) if p], tcp_port, timeout)
 
