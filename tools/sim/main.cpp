@@ -67,6 +67,11 @@ int main(int argc, char** argv) {
             return 2;
         }
         w.runtime = *d;
+        if (w.ramp_time >= w.runtime) {
+            std::cerr << "nbdsched-sim: --runtime " << runtime << " must be above the workload's ramp_time ("
+                      << format_duration(w.ramp_time) << "): nothing would be measured\n";
+            return 2;
+        }
     }
 
     if (!pool.empty()) {

@@ -50,6 +50,17 @@ def every_workload_file_runs():
             check(r.returncode == 0, f"{name} runs (rc {r.returncode}: {r.stderr.strip()[:200]})")
 
 
+def ramp_not_below_runtime_is_an_error():
+    # A run whose ramp covers it measures nothing: not an all-zero table, exit 0.
+    path = workload("runtime: 1s\nramp_time: 5s\njobs: [{rw: read}]\n")
+    r = sim(path)
+    check(r.returncode == 2 and f"{path}:2:12: ramp_time: must be below runtime" in r.stderr,
+          f"ramp_time 5s, runtime 1s: exit 2 naming file:line (rc {r.returncode}: {r.stderr.strip()})")
+    r = sim(os.path.join(WORKLOADS, "seed000_ssd_randread.yaml"), "--runtime", "400ms")
+    check(r.returncode == 2 and "ramp_time" in r.stderr,
+          f"--runtime below the file's ramp_time: exit 2 (rc {r.returncode}: {r.stderr.strip()})")
+
+
 def workload(text):
     """A workload file in the test's temporary directory."""
     path = os.path.join(TMP.name, f"w{len(os.listdir(TMP.name))}.yaml")
@@ -59,7 +70,7 @@ def workload(text):
 
 
 TMP = tempfile.TemporaryDirectory()
-CHECKS = [seed002_file_shows_idling_cost, every_workload_file_runs]
+CHECKS = [seed002_file_shows_idling_cost, every_workload_file_runs, ramp_not_below_runtime_is_an_error]
 
 if __name__ == "__main__":
     for c in CHECKS:
