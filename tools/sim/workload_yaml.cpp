@@ -139,6 +139,19 @@ void parse_pool(const YAML::Node& node, PoolSpec& pool) {
     if (pool.batch_requests > 1000000) throw Bad{"pool.batch_requests: 0..1000000"};
 }
 
+// A job's group must be one that groups: defines ("default" always exists):
+// a misspelt name would otherwise make a group of its own at the default weight.
+void check_job_groups(const YAML::Node& jobs, const Workload& w) {
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const YAML::Node& group = jobs[i]["group"];
+        if (!group) continue;
+        std::string name = group.as<std::string>();
+        bool defined = std::any_of(w.groups.begin(), w.groups.end(), [&](const GroupSpec& g) { return g.name == name; });
+        if (name != "default" && !defined)
+            throw Bad{"jobs[" + std::to_string(i) + "].group: '" + name + "' is not in groups:", group.Mark()};
+    }
+}
+
 void parse_root(const YAML::Node& root, Workload& w) {
     if (!root.IsMap()) throw Bad{"workload: expected a map at the top"};
     for (const auto& kv : root) {
@@ -185,6 +198,7 @@ void parse_root(const YAML::Node& root, Workload& w) {
     if (w.runtime.count() <= 0) throw Bad{"runtime: must be > 0"};
     if (w.ramp_time >= w.runtime)
         throw Bad{"ramp_time: must be below runtime (nothing would be measured)", root["ramp_time"].Mark()};
+    check_job_groups(root["jobs"], w);
     std::set<std::string> names;
     for (const auto& j : w.jobs)
         if (!names.insert(j.name).second) throw Bad{"jobs: duplicate name '" + j.name + "'"};

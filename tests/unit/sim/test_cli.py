@@ -61,6 +61,14 @@ def ramp_not_below_runtime_is_an_error():
           f"--runtime below the file's ramp_time: exit 2 (rc {r.returncode}: {r.stderr.strip()})")
 
 
+def undefined_group_is_an_error():
+    # A misspelt group name must not make a group of its own at the default weight.
+    path = workload("groups: {heavy: 1000}\njobs:\n  - {name: a, group: haevy, rw: read}\n")
+    r = sim(path)
+    check(r.returncode == 2 and f"{path}:3:22: jobs[0].group: 'haevy' is not in groups:" in r.stderr,
+          f"group not in groups: exit 2 naming file:line (rc {r.returncode}: {r.stderr.strip()})")
+
+
 def workload(text):
     """A workload file in the test's temporary directory."""
     path = os.path.join(TMP.name, f"w{len(os.listdir(TMP.name))}.yaml")
@@ -70,7 +78,8 @@ def workload(text):
 
 
 TMP = tempfile.TemporaryDirectory()
-CHECKS = [seed002_file_shows_idling_cost, every_workload_file_runs, ramp_not_below_runtime_is_an_error]
+CHECKS = [seed002_file_shows_idling_cost, every_workload_file_runs, ramp_not_below_runtime_is_an_error,
+          undefined_group_is_an_error]
 
 if __name__ == "__main__":
     for c in CHECKS:
