@@ -69,6 +69,28 @@ def undefined_group_is_an_error():
           f"group not in groups: exit 2 naming file:line (rc {r.returncode}: {r.stderr.strip()})")
 
 
+def input_errors_exit_2():
+    # Every bad input has one documented status (docs/simulator.md), and a bad
+    # --policy is named before anything is said about the file's tunables.
+    seed003 = os.path.join(WORKLOADS, "seed003_groups.yaml")
+    cases = {
+        "--trace-window without --trace": [seed003, "--trace-window", "5ms"],
+        "unknown option": [seed003, "--no-such-option"],
+        "missing workload file": [os.path.join(TMP.name, "missing.yaml")],
+        "unknown --policy": [seed003, "--policy", "bogus"],
+        "bad tunable value": [seed003, "--set", "group_idle=abc"],
+        "unknown profile parameter": [seed003, "--device", "rpm=7200"],
+    }
+    for what, args in cases.items():
+        r = sim(*args)
+        check(r.returncode == 2, f"{what}: exit 2 (rc {r.returncode}: {r.stderr.strip()[:200]})")
+    r = sim(seed003, "--policy", "bogus")
+    check("ignores" not in r.stderr and "unknown scheduler policy 'bogus'" in r.stderr,
+          f"unknown --policy: named, no 'ignores' line ({r.stderr.strip()})")
+    r = sim(seed003, "--help")
+    check(r.returncode == 0, f"--help: exit 0 (rc {r.returncode})")
+
+
 def workload(text):
     """A workload file in the test's temporary directory."""
     path = os.path.join(TMP.name, f"w{len(os.listdir(TMP.name))}.yaml")
@@ -79,7 +101,7 @@ def workload(text):
 
 TMP = tempfile.TemporaryDirectory()
 CHECKS = [seed002_file_shows_idling_cost, every_workload_file_runs, ramp_not_below_runtime_is_an_error,
-          undefined_group_is_an_error]
+          undefined_group_is_an_error, input_errors_exit_2]
 
 if __name__ == "__main__":
     for c in CHECKS:
