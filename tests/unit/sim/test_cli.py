@@ -1,7 +1,9 @@
-"""The simulator's command line on the workload files it ships and on bad input.
+"""The simulator's command line on the workload files it ships and on bad input,
+and the scheduler micro-benchmark's on bad input.
 
-Usage: test_cli.py NBDSCHED_SIM WORKLOADS_DIR
-Each check runs the real nbdsched-sim (virtual time: well under a second each).
+Usage: test_cli.py NBDSCHED_SIM WORKLOADS_DIR NBDSCHED_SCHED_BENCH
+Each check runs the real tool (virtual time or a few thousand requests: well
+under a second each).
 """
 import json
 import os
@@ -9,12 +11,12 @@ import subprocess
 import sys
 import tempfile
 
-SIM, WORKLOADS = sys.argv[1], sys.argv[2]
+SIM, WORKLOADS, SCHED_BENCH = sys.argv[1], sys.argv[2], sys.argv[3]
 failures = []
 
 
-def sim(*args):
-    return subprocess.run([SIM, *args], capture_output=True, text=True, timeout=120)
+def sim(*args, tool=None):
+    return subprocess.run([tool or SIM, *args], capture_output=True, text=True, timeout=120)
 
 
 def check(cond, what):
@@ -91,6 +93,24 @@ def input_errors_exit_2():
     check(r.returncode == 0, f"--help: exit 0 (rc {r.returncode})")
 
 
+def sched_bench_errors_fail():
+    # A cell that cannot be measured fails the run (bench/exp7 relies on the
+    # status), and a run that measures nothing is not accepted.
+    def bench(*args):
+        requests = [] if "--requests" in args else ["--requests", "2000"]
+        return sim(*requests, "--queues", "1", *args, tool=SCHED_BENCH)
+
+    for what, args, want in [("unknown policy", ["--policy", "bogus"], 1),
+                             ("bad tunable value", ["--set", "slice_idle=abc"], 1),
+                             ("tunable no policy has", ["--set", "bogus=1"], 2),
+                             ("--requests 0", ["--requests", "0"], 2)]:
+        r = bench(*args)
+        check(r.returncode == want, f"sched-bench {what}: exit {want} (rc {r.returncode}: {r.stdout.strip()[-200:]})")
+    r = bench("--set", "slice_idle=0")
+    check(r.returncode == 0 and "none ignores slice_idle" in r.stderr and "inf" not in r.stdout,
+          f"sched-bench --set slice_idle=0: cfq and bfq measured, none ignores it (rc {r.returncode}: {r.stderr.strip()})")
+
+
 def workload(text):
     """A workload file in the test's temporary directory."""
     path = os.path.join(TMP.name, f"w{len(os.listdir(TMP.name))}.yaml")
@@ -101,7 +121,8 @@ def workload(text):
 
 TMP = tempfile.TemporaryDirectory()
 CHECKS = [seed002_file_shows_idling_cost, every_workload_file_runs, ramp_not_below_runtime_is_an_error,
-          undefined_group_is_an_error, input_errors_exit_2]
+          undefined_group_is_an_error, input_errors_exit_2,
+          sched_bench_errors_fail]
 
 if __name__ == "__main__":
     for c in CHECKS:
