@@ -48,11 +48,10 @@ def main():
                 res[(v, c)].append(fio.run(g, [("temp", {})], [srv]))
         commands = common.commands_for(srv, [r for k in keys for r in res[k]])
 
-    def best(k):   # the median of 2 is their mean; report the run closest to it
-        runs = sorted(res[k], key=lambda r: r.summary()["iops"])
-        return runs[len(runs) // 2]
+    def iops(k):
+        return [r.summary()["iops"] for r in res[k]]
 
-    s = {k: best(k).summary() for k in keys}
+    s = {k: common.mean_summary(res[k]) for k in keys}
     cpu = {k: max(r.busy(ramp) for r in res[k]) for k in keys}
     rows = []
     for v, c in keys:
@@ -60,8 +59,8 @@ def main():
         rows.append((v, f"`slice_idle {c}`", report.f0(s[(v, c)]["iops"]), report.f0(s[(v, c)]["lat_us"]),
                      report.f0(s[(v, c)]["sd_us"]), report.f1(s[(v, c)]["bw_mib"]), f"{cpu[(v, c)]:.0%}",
                      f"{seed[0]} / {seed[1]:,.0f} / {seed[2]:,.0f} / {seed[3]:.1f}" if seed else "-"))
-    gain = {v: s[(v, "0")]["iops"] / s[(v, "8ms")]["iops"] for v in VARIANTS}
-    gain_auto = {v: s[(v, "auto")]["iops"] / s[(v, "8ms")]["iops"] for v in VARIANTS}
+    gain = {v: common.ratio_median(iops((v, "0")), iops((v, "8ms"))) for v in VARIANTS}
+    gain_auto = {v: common.ratio_median(iops((v, "auto")), iops((v, "8ms"))) for v in VARIANTS}
     seed_gain = SEED["0"][0] / SEED["8ms"][0]
     local_gain = LOCAL["0"][0] / LOCAL["8ms"][0]
     within = {v: gain[v] > 1 and (VARIANTS[v][2]["0"][0] / VARIANTS[v][2]["8ms"][0]) / 2 <= gain[v]
@@ -76,8 +75,10 @@ def main():
              f"\n\nBoth with `limits.max_inflight_per_device: {NR_REQUESTS}`, the kernel's default `nr_requests`: "
              "of the 640 reads fio keeps in flight, 128 reach the scheduler and the rest wait in line, first "
              "come, first served, as they did in the seed's kernel. "
-             f"Each row is the median of {reps} interleaved runs of {runtime} s (after {ramp} s ramp); "
-             "latency is fio's `lat` (submission to completion), pooled over the 10 jobs. "
+             f"Each row is the mean of {reps} interleaved runs of {runtime} s (after {ramp} s ramp); the "
+             "gains are the median of the per-repetition ratios (with 2 repetitions, their mean), so a ratio "
+             "never mixes two repetitions; latency is fio's `lat` (submission to completion), pooled over the "
+             "10 jobs. "
              "\"daemon CPU\" is the daemon's CPU time over fio's measured time (highest of the runs): near 100% "
              "means the single Asio thread, not the emulated device, was the limit.")
     verdict = ("Target (same direction, ratio within 2x of the seed's): " +

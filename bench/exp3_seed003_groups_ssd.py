@@ -7,6 +7,7 @@ group_idle 0, (b) slice_idle 0 + group_idle 8ms (the fix), for cfq and bfq,
 against `scheduler: none` for the total."""
 
 import os
+import statistics
 import sys
 
 # bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
@@ -29,12 +30,13 @@ CONFIGS = [("none", "none", None),
 DEPTHS = [1, 4, 8]   # 1: the seed's shape; 4 and 8: tenants that could fill the device alone
 
 
-def median_share(runs):
-    """The run with the median share ratio: (heavy, light, share, total);
-    runs: (heavy, light) MiB/s pairs."""
-    rows = [(h, l_, h / l_ if l_ else float("inf"), h + l_) for h, l_ in runs]
-    rows.sort(key=lambda x: x[2])
-    return rows[len(rows) // 2]
+def mean_share(runs):
+    """(heavy, light, share, total) over repetitions: the mean MiB/s of each
+    group and of the total, and the median of the per-repetition shares (with
+    2 repetitions, their mean); runs: (heavy, light) MiB/s pairs."""
+    heavy, light = [h for h, _ in runs], [l_ for _, l_ in runs]
+    return (statistics.fmean(heavy), statistics.fmean(light), common.ratio_median(heavy, light),
+            statistics.fmean(h + l_ for h, l_ in runs))
 
 
 def verdict_for(out, depth, sched):
@@ -80,7 +82,7 @@ def main():
                     res[(depth, label)].append((rate[f"heavy{i}"], rate[f"light{i}"]))
         commands = common.commands_for(srv, runs)
 
-    out = {k: median_share(v) for k, v in res.items()}
+    out = {k: mean_share(v) for k, v in res.items()}
     rows = []
     for depth in depths:
         none_total = out[(depth, "none")][3]
@@ -93,7 +95,8 @@ def main():
                          f"{seed[0]} / {seed[1]} ({seed[0] / seed[1]:.2f}:1)" if seed and label != "none" else "-"))
     text = report.table(["iodepth", "ssd, weights 1000:100", "heavy MiB/s", "light MiB/s", "share", "total MiB/s",
                          "total / none", "seed MiB/s (share)"], rows)
-    text += (f"\n\nThe run with the median share of {reps} interleaved runs; MiB/s is per export (= fio job = "
+    text += (f"\n\nThe mean of {reps} interleaved runs, and the median of their shares (with 2 repetitions, "
+             "the mean of the two); MiB/s is per export (= fio job = "
              f"group), counted by the daemon over the same {runtime} s window for both jobs, {ramp} s after fio "
              "started (bench/lib/common.py server_window). The weights ask for 10:1. iodepth 1 is the "
              "seed's shape (one sync writer per group); iodepth 4 and 8 are tenants that keep enough writes "
