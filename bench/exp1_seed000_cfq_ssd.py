@@ -80,8 +80,10 @@ def main():
              "gains are the median of the per-repetition ratios (with 2 repetitions, their mean), so a ratio "
              "never mixes two repetitions; latency is fio's `lat` (submission to completion), pooled over the "
              "10 jobs. "
-             "\"daemon CPU\" is the daemon's CPU time over fio's measured time (highest of the runs): near 100% "
-             "means the single Asio thread, not the emulated device, was the limit.")
+             "\"daemon CPU\" is the daemon's CPU time over fio's measured time (highest of the runs), in cores. "
+             "A device's requests all run on one event loop thread (`limits.threads` gives one loop per CPU, "
+             "devices placed round-robin: docs/threads.md) and each run drives one device, so near 100% means "
+             "that loop, not the emulated device, was the limit.")
     verdict = ("Target (same direction, ratio between half and twice the seed's): " +
                f"`ssd` against the local SSD's {local_gain:.2f}x (needs {max(1, local_gain / 2):.2f}x to "
                f"{local_gain * 2:.2f}x): **{'met' if within['ssd'] else 'missed'}** "

@@ -80,7 +80,9 @@ def main():
              "schedulers, so the scheduler's own cost is the difference to `none`. \"requests/s\" sums fio's "
              "per-job rates, which overstates the aggregate when 1000 threads start staggered; \"requests / fio "
              "wall s\" divides all requests by the whole fio invocation including connection setup, a lower "
-             "bound. The daemon is one Asio thread; CPU above 100% is its helper threads.")
+             "bound. Each cell drives one device, and a device's requests all run on its one event loop "
+             "thread (docs/threads.md): that thread is the ceiling; CPU above 100% is the daemon's other "
+             "threads.")
     cost = {(n, s): 1 - out[(n, s)][0] / out[(n, "none")][0] for n in counts for s in ("cfq", "bfq")
             if out[(n, "none")][0]}
     cpu_cost = {(n, s): out[(n, s)][1] / out[(n, "none")][1] - 1 for n in counts for s in ("cfq", "bfq")
