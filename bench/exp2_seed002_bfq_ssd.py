@@ -50,6 +50,10 @@ def main():
     # random readers on a queueing SSD are not idled for throughput, so
     # slice_idle 8ms must not plug the device: the seed's loss does not occur.
     met = abs(gain - 1) <= 0.15
+    # `auto` is 0 on an SSD: one setting measured twice. If the two differ by
+    # more than the 15% the target allows, the machine set the result.
+    spread = abs(common.ratio_median(field("auto", "iops"), field("0", "iops")) - 1)
+    status = "inconclusive" if spread > 0.15 else "met" if met else "missed"
     text = report.table(["bfq on `ssd`", "IOPS", "avg lat (us)", "lat stddev (us)", "bw (MiB/s)",
                          "daemon CPU", "seed: IOPS / avg lat (us) / stddev (us) / MB/s"], rows)
     text += (f"\n\nIdling off / on: **{gain:.2f}x** IOPS (seed {seed_gain:.2f}x); latency stddev on / off: "
@@ -60,7 +64,8 @@ def main():
              "for one queue at a time would give ~9.3k IOPS.")
     verdict = ("Target (Linux 6.x rule: a single group is not an asymmetric scenario, so on a queueing SSD "
                f"`slice_idle 8ms` does not plug the device; IOPS within 15% of `slice_idle 0`): "
-               f"**{'met' if met else 'missed'}** ({gain:.2f}x; latency stddev {sd_ratio:.1f}x). The seed's "
+               f"**{status}** ({gain:.2f}x; latency stddev {sd_ratio:.1f}x; `auto`, the same setting as `0` on "
+               f"an SSD, differs from it by {spread:.0%}: above 15% the run is inconclusive). The seed's "
                f"{seed_gain:.2f}x loss came from a 4.19 kernel; nbdsched idled for every sync queue with the "
                "`> 0` rule until it followed mainline's `> 1`. The loss remains where groups compete (each reader "
                "in a group of its own: `tests/unit/sched/test_bfq_share.cpp`). ")
@@ -82,7 +87,7 @@ def main():
                            "ours": f"{s['8ms']['iops']:,.0f} -> {s['0']['iops']:,.0f} IOPS ({gain:.2f}x), stddev "
                                    f"{s['8ms']['sd_us']:,.0f} -> {s['0']['sd_us']:,.0f} us",
                            "target": "6.x rule: slice_idle 8ms within 15% of 0 in one group",
-                           "status": "met" if met else "missed"}))
+                           "status": status}))
     return {"iops": {c: s[c]["iops"] for c in CONFIGS}, "gain": gain, "sd_ratio": sd_ratio, "met": met}
 
 
