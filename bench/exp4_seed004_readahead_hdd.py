@@ -76,8 +76,9 @@ def main():
                    "Re-run `bench/run-all --only exp4` on a daemon built with the wiring; target not assessable.")
         met = None
     else:
-        met = all(g > 1 and g >= sg / 2 for g, sg in zip(gains.values(), seed_gains.values()))
-        verdict = ("Target (same direction, gain within 2x of the seed's): "
+        # Within 2x either way: a gain far above the seed's is as far from it as one far below.
+        met = all(g > 1 and sg / 2 <= g <= sg * 2 for g, sg in zip(gains.values(), seed_gains.values()))
+        verdict = ("Target (same direction, gain between half and twice the seed's): "
                    f"**{'met' if met else 'missed'}** (128 KiB: {gains['128k']:.2f}x vs {seed_gains['128k']:.2f}x; "
                    f"1 MiB: {gains['1m']:.2f}x vs {seed_gains['1m']:.2f}x).")
     verdict += (" Baseline (`read_ahead_kb: 128`): every 128 KiB window of 8 interleaved streams pays a seek "
@@ -102,7 +103,7 @@ def main():
                            "seed": "128k: 57 -> 165 MB/s; 1m: 122 -> 167 MB/s",
                            "ours": f"128k: {mb[('128k', '128')]:.1f} -> {mb[('128k', 'auto')]:.1f} MB/s; "
                                    f"1m: {mb[('1m', '128')]:.1f} -> {mb[('1m', 'auto')]:.1f} MB/s",
-                           "target": "same direction, within 2x of the seed ratio",
+                           "target": "same direction, between half and twice the seed ratio",
                            "status": "blocked: read-ahead not wired into the daemon" if met is None
                                      else "met" if met else "missed"}))
     return {"mb": mb, "gains": gains, "effective": effective, "met": met}

@@ -52,7 +52,7 @@ def profile_section(profile, overrides=None):
 def commands_for(srv, results):
     """The daemon config and the fio commands, socket path replaced by SOCK."""
     import json
-    cmds = [f"cat > cfg.yaml <<'EOF'", json.dumps(srv.config, indent=1).replace(srv.sock, "SOCK"), "EOF",
+    cmds = ["cat > cfg.yaml <<'EOF'", json.dumps(srv.config, indent=1).replace(srv.sock, "SOCK"), "EOF",
             "$NBDSCHED --config cfg.yaml &"]
     seen = set()
     for r in results:
@@ -72,6 +72,22 @@ def medians(samples):
         med[key] = tuple(statistics.median([v[i] for v in vals if v[i] is not None])
                          if any(v[i] is not None for v in vals) else None for i in range(len(vals[0])))
     return med
+
+
+def mean_summary(results):
+    """fio Results of repeated runs -> one summary with each field's mean. With
+    2 repetitions the median is their mean (sorting and taking index 1 would
+    take the larger)."""
+    sums = [r.summary() for r in results]
+    return {k: statistics.fmean(s[k] for s in sums) for k in sums[0]}
+
+
+def ratio_median(num, den):
+    """The median over repetitions of num[i] / den[i] (one number per
+    repetition each, from runs interleaved so that repetition i of both ran
+    close in time): a ratio never mixes two repetitions. With 2 repetitions,
+    the mean of the two ratios."""
+    return statistics.median(n / d if d else float("inf") for n, d in zip(num, den))
 
 
 def export_bytes(srv, keys=("read_bytes", "write_bytes")):

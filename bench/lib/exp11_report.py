@@ -112,7 +112,8 @@ def write(name, quick, facts, med, reps, runtime, size, commands, failures, sess
          "against the same server in plaintext (positive = slower with TLS)."),
         ("Server CPU per request (median)", _cpu(med) + "\n\nThe server process's utime+stime (all its threads) "
          "over one client run, connection and TLS handshake included, divided by the requests served. nbdkit "
-         "runs 16 worker threads; nbdsched serves everything on one Asio thread. Client CPU: the client "
+         "runs 16 worker threads; nbdsched, with the one device here, serves every connection on that device's "
+         "event loop thread (docs/threads.md). Client CPU: the client "
          "process's CPU seconds over its measured seconds (1.00 = one core busy; the Python client's "
          "includes its start-up, about 0.1 s)."),
         ("Are the clients the limit?", _client_check(med) + "\n\nThe same load on plaintext nbdsched over the "

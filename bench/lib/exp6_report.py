@@ -47,7 +47,8 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
                      report.table(["workload"] + SERVERS, rows) +
                      "\n\nThe server process's utime+stime over the fio job (connection setup included) "
                      "divided by the requests fio completed. nbdkit and qemu-nbd use worker threads; "
-                     "nbdsched serves everything on one Asio thread."))
+                     "nbdsched runs one event loop per device up to one per CPU (docs/threads.md); with the "
+                     "one device here, one thread serves every connection."))
     # targets
     w64 = ("randread", "4k", 64, 1)
     v = {s: _val(med.get((s, "unix", w64)), w64) for s in SERVERS}

@@ -31,6 +31,9 @@ def experiment_number(file_name):
 
 def main(quick):
     d = os.path.join(report.RESULTS, "quick") if quick else report.RESULTS
+    if not os.path.isdir(d):   # no experiment ran (all skipped, or --only matched none)
+        print(f"summary: no results in {d}, no README written")
+        return
     rows = []
     for f in sorted(os.listdir(d), key=experiment_number):
         if not f.endswith(".json"):

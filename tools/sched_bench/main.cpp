@@ -4,12 +4,17 @@
 // its load (valgrind --tool=callgrind gives steady instruction counts).
 //   nbdsched-sched-bench [--requests N] [--policy P]... [--queues N]... [--groups N]
 //                        [--pattern P] [--rotational] [--set k=v]...
+// A --set tunable applies to the policies that have it (the others say they
+// ignore it); one that no measured policy has is an error.
+// Exit status: 0 every cell measured; 1 a cell failed (its row says why);
+// 2 a bad command line.
 // Patterns: "backlog" keeps every queue backlogged and a device of depth 32
 // busy; "inline" is the daemon on a RAM device (bench experiment 7): requests
 // arrive one at a time from random connections, each with up to 8 outstanding,
 // and every dispatched request completes at once, before the next arrives.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <deque>
@@ -168,6 +173,17 @@ Outcome measure_inline(sched::Scheduler& s, unsigned queues, std::uint64_t reque
     return {double(cpu_ns() - start) / double(done), done, timer.changes};
 }
 
+// The tunables this policy has; the others are reported once and left out.
+sched::Tunables own_tunables(const std::string& policy, const sched::Tunables& all) {
+    auto names = sched::tunable_names(policy);
+    sched::Tunables own;
+    for (const auto& [name, value] : all) {
+        if (std::find(names.begin(), names.end(), name) != names.end()) own[name] = value;
+        else if (!names.empty()) std::fprintf(stderr, "%s ignores %s\n", policy.c_str(), name.c_str());   // empty: unknown policy, its row says so
+    }
+    return own;
+}
+
 }   // namespace
 
 int main(int argc, char** argv) {
@@ -177,7 +193,8 @@ int main(int argc, char** argv) {
     std::vector<unsigned> queue_counts{1, 100, 10000};
     std::string pattern = "backlog";
     bool rotational = false;
-    app.add_option("--requests", requests, "requests per measurement");
+    app.add_option("--requests", requests, "requests per measurement")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
     app.add_option("--queues", queue_counts, "queue counts to measure (repeatable)")
         ->check(CLI::Range(1u, 1000000u));
     app.add_option("--groups", groups, "groups the queues are spread over (weights 100, 200, ...)")
@@ -187,22 +204,38 @@ int main(int argc, char** argv) {
     app.add_option("--policy", policies, "policies to measure");
     app.add_flag("--rotational", rotational, "present a rotational device (idling on by default)");
     app.add_option("--set", sets, "tunable name=value (repeatable)");
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
 
     sched::Tunables tunables;
     if (auto bad = sim::add_assignments(sets, tunables); !bad.empty()) {
         std::fprintf(stderr, "--set wants name=value, got '%s'\n", bad.c_str());
         return 2;
     }
+    for (const auto& [name, value] : tunables) {
+        bool known = std::any_of(policies.begin(), policies.end(), [&](const std::string& p) {
+            auto names = sched::tunable_names(p);
+            return std::find(names.begin(), names.end(), name) != names.end();
+        });
+        if (!known) {
+            std::fprintf(stderr, "--set %s: no policy measured here has this tunable\n", name.c_str());
+            return 2;
+        }
+    }
     std::printf("%-6s %8s %12s %10s %14s\n", "policy", "queues", "ns/request", "requests",
                 "timer-changes");
     int status = 0;
     for (const auto& policy : policies) {
+        sched::Tunables own = own_tunables(policy, tunables);
         for (unsigned queues : queue_counts) {
             std::string error;
-            auto s = sched::make_scheduler(policy, sched::DeviceTraits{rotational, 32}, tunables, error);
+            auto s = sched::make_scheduler(policy, sched::DeviceTraits{rotational, 32}, own, error);
             if (!s) {
                 std::printf("%-6s %8u %12s  (%s)\n", policy.c_str(), queues, "-", error.c_str());
+                status = 1;
                 break;
             }
             Outcome o = pattern == "inline" ? measure_inline(*s, queues, requests, error)

@@ -3,12 +3,16 @@
 //   nbdsched-sim workload.yaml [--json] [--policy cfq] [--set slice_idle=0]
 //                [--profile hdd] [--device rpm=5400] [--runtime 5s]
 //                [--pool batching] [--trace depth.csv --trace-window 50ms]
+// Exit status: 0 ran; 1 could not write the --trace file; 2 bad command line
+// or workload (the message says which); 3 ran, but a scheduler dispatched
+// beyond the device's queue depth.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <fstream>
 #include <iostream>
 
+#include "sched/scheduler.hpp"
 #include "tools/sim/assignments.hpp"
 #include "tools/sim/engine.hpp"
 #include "tools/sim/report.hpp"
@@ -30,7 +34,16 @@ int main(int argc, char** argv) {
     app.add_option("--pool", pool, "override pool.mode (unlimited, line, batching)");
     app.add_option("--trace", trace_path, "write the depth trace as CSV to this file");
     app.add_option("--trace-window", trace_window, "trace this long after ramp_time (default 100ms with --trace)");
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // CLI11's own codes (105, 109, ...) would make every input error a different status.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    if (!trace_window.empty() && trace_path.empty()) {
+        std::cerr << "nbdsched-sim: --trace-window needs --trace FILE\n";
+        return 2;
+    }
 
     sim::Workload w;
     if (auto err = sim::load_workload(path, w); !err.empty()) {
@@ -38,6 +51,11 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (!policy.empty() && policy != w.policy) {
+        std::string unknown;
+        if (!sched::make_scheduler(policy, sched::DeviceTraits{}, {}, unknown)) {
+            std::cerr << "nbdsched-sim: --policy: " << unknown << "\n";
+            return 2;
+        }
         // The file's tunables were written for its own policy: keep only those
         // the new one knows, so one workload file serves every policy.
         w.policy = policy;
@@ -67,6 +85,11 @@ int main(int argc, char** argv) {
             return 2;
         }
         w.runtime = *d;
+        if (w.ramp_time >= w.runtime) {
+            std::cerr << "nbdsched-sim: --runtime " << runtime << " must be above the workload's ramp_time ("
+                      << format_duration(w.ramp_time) << "): nothing would be measured\n";
+            return 2;
+        }
     }
 
     if (!pool.empty()) {
@@ -88,9 +111,9 @@ int main(int argc, char** argv) {
 
     std::string error;
     sim::Results r = sim::simulate(w, error);
-    if (!error.empty()) {
+    if (!error.empty()) {   // a policy, tunable, profile or parameter the workload names is bad
         std::cerr << "nbdsched-sim: " << error << "\n";
-        return 1;
+        return 2;
     }
     if (!trace_path.empty()) {
         std::ofstream out(trace_path);

@@ -2,15 +2,27 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
+#include <optional>
 #include <set>
 
 namespace nbdsched::sim {
 namespace {
 
 struct Bad {
+    explicit Bad(std::string message_, std::optional<YAML::Mark> mark_ = std::nullopt)
+        : message(std::move(message_)), mark(mark_) {}
+
     std::string message;
+    std::optional<YAML::Mark> mark;   // where in the file, when one node is to blame
 };
+
+// "line:col: " (1-based, as editors count) or nothing.
+std::string position(const Bad& bad) {
+    if (!bad.mark || bad.mark->is_null()) return {};
+    return std::to_string(bad.mark->line + 1) + ":" + std::to_string(bad.mark->column + 1) + ": ";
+}
 
 std::string scalar(const YAML::Node& node, const std::string& where) {
     if (!node.IsScalar()) throw Bad{where + ": expected a scalar"};
@@ -127,6 +139,19 @@ void parse_pool(const YAML::Node& node, PoolSpec& pool) {
     if (pool.batch_requests > 1000000) throw Bad{"pool.batch_requests: 0..1000000"};
 }
 
+// A job's group must be one that groups: defines ("default" always exists):
+// a misspelt name would otherwise make a group of its own at the default weight.
+void check_job_groups(const YAML::Node& jobs, const Workload& w) {
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const YAML::Node& group = jobs[i]["group"];
+        if (!group) continue;
+        std::string name = group.as<std::string>();
+        bool defined = std::any_of(w.groups.begin(), w.groups.end(), [&](const GroupSpec& g) { return g.name == name; });
+        if (name != "default" && !defined)
+            throw Bad{"jobs[" + std::to_string(i) + "].group: '" + name + "' is not in groups:", group.Mark()};
+    }
+}
+
 void parse_root(const YAML::Node& root, Workload& w) {
     if (!root.IsMap()) throw Bad{"workload: expected a map at the top"};
     for (const auto& kv : root) {
@@ -171,6 +196,9 @@ void parse_root(const YAML::Node& root, Workload& w) {
     }
     if (w.jobs.empty()) throw Bad{"jobs: at least one job is needed"};
     if (w.runtime.count() <= 0) throw Bad{"runtime: must be > 0"};
+    if (w.ramp_time >= w.runtime)
+        throw Bad{"ramp_time: must be below runtime (nothing would be measured)", root["ramp_time"].Mark()};
+    check_job_groups(root["jobs"], w);
     std::set<std::string> names;
     for (const auto& j : w.jobs)
         if (!names.insert(j.name).second) throw Bad{"jobs: duplicate name '" + j.name + "'"};
@@ -192,7 +220,7 @@ std::string parse_workload(const std::string& yaml_text, Workload& out) {
         out = std::move(w);
         return {};
     } catch (const Bad& bad) {
-        return bad.message;
+        return position(bad) + bad.message;
     } catch (const YAML::Exception& e) {
         return std::string("yaml: ") + e.what();
     }
@@ -206,7 +234,8 @@ std::string load_workload(const std::string& path, Workload& out) {
         out = std::move(w);
         return {};
     } catch (const Bad& bad) {
-        return path + ": " + bad.message;
+        std::string at = position(bad);
+        return path + (at.empty() ? ": " : ":" + at) + bad.message;
     } catch (const YAML::Exception& e) {
         return path + ": " + e.what();
     }

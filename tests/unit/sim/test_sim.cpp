@@ -143,6 +143,15 @@ changes: [{at: 500ms, max_depth: 2}]
     CHECK_FALSE(parse_workload("jobs: [{name: a}, {name: a}]", w).empty());
     CHECK_FALSE(parse_workload("groups: {a: 0}\njobs: [{}]", w).empty());
     CHECK_FALSE(parse_workload("{{{", w).empty());
+    // A ramp as long as the run measures nothing: an error at the ramp's line:col.
+    CHECK(parse_workload("runtime: 1s\nramp_time: 1s\njobs: [{}]", w) ==
+          "2:12: ramp_time: must be below runtime (nothing would be measured)");
+    CHECK(parse_workload("runtime: 1s\nramp_time: 999ms\njobs: [{}]", w).empty());
+    // A group a job names must be defined (a typo would make a group of its own).
+    CHECK(parse_workload("groups: {a: 100}\njobs:\n  - {group: b}", w) == "3:13: jobs[0].group: 'b' is not in groups:");
+    CHECK(parse_workload("jobs: [{group: a}]", w) == "1:16: jobs[0].group: 'a' is not in groups:");
+    CHECK(parse_workload("jobs: [{group: default}]", w).empty());
+    CHECK(parse_workload("jobs: [{group: a}]\ngroups: {a: 100}", w).empty());
 }
 
 namespace {
