@@ -20,9 +20,9 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def thread_cpu_seconds(pid):
-    """{thread name: utime + stime in seconds} of a process, summed over
-    the threads that share a name (librbd's msgr-worker-0..2 stay apart)."""
+def thread_stats(pid):
+    """{tid: (name, utime + stime in seconds, context switches)} of a
+    process's threads (voluntary and involuntary switches together)."""
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -30,9 +30,21 @@ def thread_cpu_seconds(pid):
                 name = f.read().strip()
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:   # the thread ended
             continue
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLK_TCK
+        switches = int(status["voluntary_ctxt_switches"]) + int(status["nonvoluntary_ctxt_switches"])
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / CLK_TCK, switches)
+    return out
+
+
+def thread_cpu_seconds(pid):
+    """{thread name: utime + stime in seconds} of a process, summed over
+    the threads that share a name (librbd's msgr-worker-0..2 stay apart)."""
+    out = {}
+    for name, cpu, _ in thread_stats(pid).values():
+        out[name] = out.get(name, 0.0) + cpu
     return out
 
 
