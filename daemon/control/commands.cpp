@@ -94,6 +94,19 @@ Json weight_command(const Json& request, DaemonState& state) {
     return Json{{"ok", true}};
 }
 
+// Waits for the outcome a SIGHUP only logs: `systemctl reload` runs this, so
+// a refused reload fails the job instead of reporting success.
+Json reload_command(DaemonState& state) {
+    if (!state.reload) return error_reply("this daemon does not reload");
+    auto result = state.reload();
+    if (!result.applied) {
+        std::string why;
+        for (const auto& m : result.messages) why += (why.empty() ? "" : "; ") + m;
+        return error_reply("reload refused, the configuration in force stays: " + why);
+    }
+    return Json{{"ok", true}, {"messages", result.messages}};
+}
+
 }   // namespace
 
 std::string apply_weight(DaemonState& state, const std::string& group, unsigned weight) {
@@ -118,8 +131,9 @@ Json handle_command(const Json& request, DaemonState& state) {
     if (cmd == "set") return tunable_command(request, state, true);
     if (cmd == "weight") return weight_command(request, state);
     if (cmd == "faults") return faults_command(request, state);
+    if (cmd == "reload") return reload_command(state);
     if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") return qos_command(request, state);
-    return error_reply("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target)");
+    return error_reply("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target, reload)");
 }
 
 std::string handle_line(const std::string& line, DaemonState& state) {

@@ -1,10 +1,15 @@
-// `nbdsched ctl --socket PATH <list | get DEV TUNABLE | set DEV TUNABLE VALUE
+// `nbdsched ctl --socket PATH|--config FILE <list | get DEV TUNABLE | set DEV TUNABLE VALUE
 //  | weight GROUP N | stats | faults DEV [on|off] | reserve GROUP [iops=N] [bps=SIZE]
-//  | limit GROUP [iops=N] [bps=SIZE] [burst=DURATION] | latency-target GROUP DURATION|off> [--json]`
+//  | limit GROUP [iops=N] [bps=SIZE] [burst=DURATION] | latency-target GROUP DURATION|off
+//  | reload [--pid PID]> [--json]`
 #include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstring>
 #include <iostream>
+#include <sys/types.h>
 
 #include "common/json_text.hpp"
+#include "config/config.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/control/render.hpp"
 
@@ -14,6 +19,8 @@ namespace {
 
 struct CtlArgs {
     std::string socket;
+    std::string config;   // the socket from this file's control:
+    pid_t pid = 0;        // reload: SIGHUP to this process when no control socket answers
     bool json = false;
     std::string device, tunable, value, group, faults_switch, target;
     std::vector<std::string> settings;   // reserve/limit: key=value
@@ -42,6 +49,32 @@ bool put_settings(const std::string& cmd, const std::vector<std::string>& settin
     return true;
 }
 
+// The control socket named by --socket, or by --config's `control:`;
+// empty (and a message) when there is none.
+std::string control_socket(const CtlArgs& a) {
+    if (!a.socket.empty()) return a.socket;
+    auto loaded = config::load_file(a.config);
+    if (!loaded.config) {
+        for (const auto& e : loaded.errors) std::cerr << e.str() << "\n";
+        return {};
+    }
+    if (loaded.config->control.empty()) std::cerr << "nbdsched ctl: " << a.config << " has no control: socket\n";
+    return loaded.config->control;
+}
+
+// reload --pid without a control socket that answers: what systemctl
+// reload did before, SIGHUP; its outcome is only in the daemon's log.
+int reload_by_signal(pid_t pid, const std::string& why) {
+    if (::kill(pid, SIGHUP) != 0) {
+        std::cerr << "nbdsched ctl reload: " << why << ", and SIGHUP to " << pid << " failed: " << std::strerror(errno)
+                  << "\n";
+        return 2;
+    }
+    std::cerr << "nbdsched ctl reload: " << why << ": sent SIGHUP to " << pid
+              << "; whether it applied is in the daemon's log\n";
+    return 0;
+}
+
 int print_reply(const std::string& cmd, const Json& reply, bool json) {
     if (!reply.value("ok", false)) {
         std::cerr << "nbdsched ctl " << cmd << ": " << reply.value("error", std::string("failed")) << "\n";
@@ -57,6 +90,8 @@ int print_reply(const std::string& cmd, const Json& reply, bool json) {
         std::cout << render_stats(reply);
     } else if (cmd == "faults") {
         std::cout << render_faults(reply);
+    } else if (cmd == "reload") {
+        for (const auto& m : reply.value("messages", Json::array())) std::cout << m.get<std::string>() << "\n";
     } else if (reply.contains("warnings")) {
         for (const auto& w : reply["warnings"]) std::cerr << "warning: " << w.get<std::string>() << "\n";
     } else if (reply.contains("value")) {
@@ -71,7 +106,9 @@ int run_ctl(int argc, char** argv) {
     CLI::App app{"nbdsched ctl: inspect and steer a running nbdsched through its control socket"};
     app.name("nbdsched ctl");
     CtlArgs a;
-    app.add_option("-s,--socket", a.socket, "the daemon's control socket (config key `control:`)")->required();
+    auto* socket = app.add_option("-s,--socket", a.socket, "the daemon's control socket (config key `control:`)");
+    auto* config = app.add_option("-c,--config", a.config, "or the configuration file whose `control:` it is");
+    socket->excludes(config);
     app.add_flag("--json", a.json, "print the daemon's JSON reply instead of a table");
     app.require_subcommand(1);
     auto* list = app.add_subcommand("list", "devices, exports, groups and open queues");
@@ -99,12 +136,20 @@ int run_ctl(int argc, char** argv) {
     auto* target = app.add_subcommand("latency-target", "set a group's latency target (p90) on every device now");
     target->add_option("group", a.group)->required();
     target->add_option("target", a.target, "a duration such as 50ms, or off")->required();
-    for (auto* sub : {list, stats, get, set, weight, faults, reserve, limit, target})
+    auto* reload = app.add_subcommand("reload", "re-read the configuration file (as SIGHUP does) and wait: exit 0 "
+                                                "when it is in force, 1 (with the reasons) when it was refused");
+    reload->add_option("--pid", a.pid, "without a control socket that answers, send this process SIGHUP instead")
+        ->check(CLI::PositiveNumber);
+    for (auto* sub : {list, stats, get, set, weight, faults, reserve, limit, target, reload})
         sub->add_flag("--json", a.json, "print the JSON reply");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
+    }
+    if (a.socket.empty() && a.config.empty()) {
+        std::cerr << "nbdsched ctl: --socket or --config is required\n";
+        return 2;
     }
 
     Json req;
@@ -121,9 +166,12 @@ int run_ctl(int argc, char** argv) {
     if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") req["group"] = a.group;
     if ((cmd == "reserve" || cmd == "limit") && !put_settings(cmd, a.settings, req)) return 2;
     if (cmd == "latency-target") req["target"] = a.target;
+    const std::string path = control_socket(a);
+    if (path.empty()) return cmd == "reload" && a.pid ? reload_by_signal(a.pid, "no control socket") : 2;
     std::string error;
-    auto line = request(a.socket, json_text(req), error);
+    auto line = request(path, json_text(req), error);
     if (!line) {
+        if (cmd == "reload" && a.pid) return reload_by_signal(a.pid, error);
         std::cerr << "nbdsched ctl: " << error << "\n";
         return 2;
     }

@@ -27,6 +27,13 @@ struct ChangedByCtl {
     std::set<std::string> faults;                             // devices
 };
 
+// What a reload did: whether the file's configuration is in force now, and
+// why not (each reason), or what it changed.
+struct ReloadResult {
+    bool applied = false;
+    std::vector<std::string> messages;
+};
+
 struct DaemonState {
     config::Config* config = nullptr;                          // the config in force
     std::vector<std::unique_ptr<Device>>* devices = nullptr;   // parallel to config->devices
@@ -39,6 +46,8 @@ struct DaemonState {
     // daemon/process/lost_locks.hpp, is a floor above). Unset: none.
     std::function<bool(const std::string& device)> locks_lost{};
     ChangedByCtl changed_by_ctl{};
+    // Re-reads the configuration file (what SIGHUP does), for `ctl reload`. Unset: none.
+    std::function<ReloadResult()> reload{};
 
     bool lock_lost(const std::string& device) const { return locks_lost && locks_lost(device); }
 

@@ -145,36 +145,45 @@ void SizeRefresh::finish(Device* dev, std::uint64_t before, int err) {
     });
 }
 
-bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {
+control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {
     NotifyReload notify;
+    control::ReloadResult result;
     const std::string path = state.config->source;
     if (path.empty() || path.front() == '<') {
-        spdlog::warn("SIGHUP: running on {}: no file to reload", path);
-        return false;
+        result.messages.push_back("running on " + path + ": no file to reload");
+        spdlog::warn("SIGHUP: {}", result.messages.back());
+        return result;
     }
     spdlog::info("SIGHUP: reloading {}", path);
     auto loaded = config::load_file(path);
     if (!loaded.config) {
-        for (const auto& e : loaded.errors) spdlog::error("reload: {}", e.str());
+        for (const auto& e : loaded.errors) {
+            result.messages.push_back(e.str());
+            spdlog::error("reload: {}", e.str());
+        }
         spdlog::error("reload: {} has {} error(s); keeping the configuration in force", path, loaded.errors.size());
-        return false;
+        return result;
     }
     std::string error;
     if (adjust && !adjust(*loaded.config, error)) {
+        result.messages.push_back(error);
         spdlog::error("reload: {}; keeping the configuration in force", error);
-        return false;
+        return result;
     }
     auto plan = plan_reload(*state.config, *loaded.config);
     if (!plan.ok()) {
         for (const auto& why : plan.refused) spdlog::error("reload: {}", why);
         spdlog::error("reload refused; keeping the configuration in force");
-        return false;
+        result.messages = plan.refused;
+        return result;
     }
     for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
     apply_plan(state, plan, std::move(*loaded.config));
     spdlog::info("reload: done ({} change(s))", plan.notes.size());
     notify.status = "configuration reloaded";
-    return true;
+    result.applied = true;
+    result.messages = std::move(plan.notes);
+    return result;
 }
 
 }   // namespace nbdsched::daemon

@@ -24,8 +24,9 @@ namespace nbdsched::daemon {
 // (command line listen overrides); false and `error` to refuse it.
 using ConfigAdjust = std::function<bool(config::Config&, std::string&)>;
 
-// True when the new config is in force.
-bool reload_config(control::DaemonState& state, const ConfigAdjust& adjust);
+// applied: the new config is in force; messages: what changed, or each
+// reason it did not load or cannot apply (also logged).
+control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust);
 
 // Applies a plan whose ok() is true and makes `next` the config in force.
 // Device sizes are SizeRefresh's.

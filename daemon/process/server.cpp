@@ -69,6 +69,7 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     auto exclusive = [raw = s.get()](const std::function<void()>& f) { raw->loops_.exclusive(f); };
     s->state_ = control::DaemonState{&s->config_, &s->devices_, &s->exports_, &s->groups_, exclusive};
     s->state_.locks_lost = [raw = s.get()](const std::string& device) { return raw->lost_locks_.lost(device); };
+    s->state_.reload = [raw = s.get()] { return raw->reload(); };
     s->context_.exclusive = exclusive;
     s->context_.open_queue = [raw = s.get()](std::uint64_t id, const PeerInfo& peer, const std::string& name,
                                              const ExportBinding& b, std::optional<sched::GroupId> keep) {
@@ -286,11 +287,11 @@ void Server::stop() {
     boost::asio::post(io_, [this] { exclusive([this] { begin_shutdown("stop requested"); }); });
 }
 
-bool Server::reload() {
-    bool applied = false;
-    exclusive([&] { applied = reload_config(state_, options_.reload_adjust); });
-    if (applied) sizes_.start();
-    return applied;
+control::ReloadResult Server::reload() {
+    control::ReloadResult result;
+    exclusive([&] { result = reload_config(state_, options_.reload_adjust); });
+    if (result.applied) sizes_.start();
+    return result;
 }
 
 void Server::wait_signal() {

@@ -103,8 +103,8 @@ public:
     control::DaemonState& state() { return state_; }
     // Runs `f` on loop 0's thread with every other loop paused: where it may touch any device.
     void exclusive(const std::function<void()>& f) { loops_.exclusive(f); }
-    // Re-reads the config file as SIGHUP does; true when it applied.
-    bool reload();
+    // Re-reads the config file as SIGHUP does: whether it applied, what changed or why not.
+    control::ReloadResult reload();
 
 private:
     Server(const config::Config& config, ServerOptions options);

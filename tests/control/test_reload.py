@@ -1,8 +1,12 @@
 """SIGHUP reload: a weight and a tunable change apply live; a broken file and
 a change that needs a restart are refused with a log line, the old config
 stays in force, and the daemon keeps serving. --log-level stays in force
-over a reloaded file's log_level.
+over a reloaded file's log_level. `nbdsched ctl reload` (what systemctl
+reload runs) waits for the outcome: exit 0 once the file is in force, 1
+with the reasons when it is refused; with --pid and no control socket it
+falls back to SIGHUP.
 """
+import subprocess
 import sys
 
 import nbd
@@ -45,8 +49,46 @@ def command_line_level_outlives_reload():
         check(d.stop() == 0, "clean stop")
 
 
+def ctl_by_config(d, *args):
+    return subprocess.run([d.binary, "ctl", "--config", d.config_path, *args], capture_output=True, text=True,
+                          timeout=30)
+
+
+def ctl_reload_reports_outcome():
+    with Daemon(BASE.format(size="32MiB", idle="8ms", bronze=100), "reload-ctl") as d:
+        d.write_config(BASE.format(size="32MiB", idle="8ms", bronze=300))
+        out = d.ctl("reload")
+        check(weight(d, "bronze") == 300, f"ctl reload: in force when it returns (bronze 300): {out.strip()}")
+        check("bronze" in out, f"ctl reload prints what changed: {out.strip()}")
+
+        d.write_config(BASE.format(size="64MiB", idle="8ms", bronze=7))
+        err = d.ctl("reload", expect=1)
+        check("size cannot change without a restart" in err and "refused" in err,
+              f"a refused reload exits 1 with its reason: {err.strip()}")
+        check(weight(d, "bronze") == 300, "nothing of it applies")
+
+        with open(d.config_path, "w") as f:
+            f.write("devices: [this is: not valid\n")
+        err = d.ctl("reload", expect=1)
+        check(".yaml:2:1: YAML syntax error" in err, f"a broken file exits 1 with file:line:col: {err.strip()}")
+
+        d.write_config(BASE.format(size="32MiB", idle="8ms", bronze=400))
+        r = ctl_by_config(d, "reload")
+        check(r.returncode == 0 and weight(d, "bronze") == 400,
+              f"ctl --config FILE reload finds the socket in the file: {r.returncode} {r.stderr.strip()}")
+        check(d.stop() == 0, "clean stop")
+    with Daemon(BASE.format(size="32MiB", idle="8ms", bronze=100), "reload-pid", control=False) as d:
+        d.write_config(BASE.format(size="32MiB", idle="8ms", bronze=200))
+        r = ctl_by_config(d, "reload", "--pid", str(d.pid))
+        check(r.returncode == 0 and "sent SIGHUP" in r.stderr, f"--pid without a control socket: SIGHUP: {r.stderr}")
+        check(d.wait_log("reload: group bronze: weight 200"), "... and the daemon reloaded")
+        r = ctl_by_config(d, "reload")
+        check(r.returncode == 2 and "no control: socket" in r.stderr, f"without --pid: exit 2: {r.stderr.strip()}")
+
+
 def main():
     command_line_level_outlives_reload()
+    ctl_reload_reports_outcome()
     with Daemon(BASE.format(size="32MiB", idle="8ms", bronze=100), "reload") as d:
         h = nbd.NBD()
         h.connect_uri(d.uri("a"))

@@ -16,6 +16,7 @@ cat > "$VM_CONFIG" <<EOC
 listen:
   - unix: /run/nbdsched/nbdsched.sock
   - tcp: 127.0.0.1:10809
+control: /run/nbdsched/control.sock
 devices:
   - name: d0
     backend: file
@@ -47,6 +48,13 @@ vt_step data-roundtrip sh -c 'dd if=/dev/urandom of=/tmp/a bs=64k count=16 2>/de
 vt_step state-file-created test -s /var/lib/nbdsched/d0.img
 vt_step reload timeout 60 systemctl reload nbdsched.service
 vt_step active-after-reload [ "$(prop nbdsched.service ActiveState)" = active ]
+# A reload the daemon refuses (a device's size needs a restart) fails the
+# job (ExecReload waits for the outcome through the control socket); the
+# configuration in force serves on.
+sed -i 's/size: 256MiB/size: 512MiB/' "$VM_CONFIG"
+vt_step reload-refused-fails sh -c '! timeout 60 systemctl reload nbdsched.service'
+sed -i 's/size: 512MiB/size: 256MiB/' "$VM_CONFIG"
+vt_step active-after-refused-reload [ "$(prop nbdsched.service ActiveState)" = active ]
 # Planned restart: the unit's --fdstore-handover parks the monitor's
 # connection and keeps it in systemd's fd store across `systemctl
 # restart`; the new daemon goes on with it (no reconnect) and empties the
