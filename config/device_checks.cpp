@@ -1,9 +1,11 @@
 // A device's scheduler, tunables and timing profile, checked by the code that
 // will run them (sched::make_scheduler, timing::check_profile) so the config
 // and the daemon can never disagree about what is valid; and file devices
-// that would share their storage.
+// that would share their storage (one file, one block device, or a
+// partition and its disk).
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -125,6 +127,16 @@ void for_each_shared(const std::vector<Parsed<Device>>& devices,
     }
 }
 
+std::optional<std::string> whole_disk_of(const std::string& dev, const std::filesystem::path& sysfs) {
+    std::error_code ec;
+    const auto node = std::filesystem::canonical(sysfs / "dev" / "block" / dev, ec);
+    if (ec || !std::filesystem::exists(node / "partition", ec)) return std::nullopt;
+    std::ifstream in(node.parent_path() / "dev");
+    std::string disk;
+    if (!(in >> disk) || disk == dev) return std::nullopt;
+    return disk;
+}
+
 namespace {
 
 // What a file device's path stands for: the block device (st_rdev), the
@@ -138,22 +150,58 @@ std::string storage_identity(const std::string& path) {
     return "path " + normal_path(path);
 }
 
+constexpr std::string_view block_prefix = "block ";
+
+std::string file_identity(const Device& d) {
+    return d.backend == BackendKind::file && !d.path.empty() ? storage_identity(d.path) : "";
+}
+
+std::string why_not_shared() {
+    return "each would keep its own read-ahead cache and O_DIRECT block guard, so a read through one could miss a "
+           "write through the other; export both from one device (an export takes offset and size)";
+}
+
+std::string where(const Parsed<Device>& d) {
+    return "path " + d.value.path + ", line " + std::to_string(d.where("path").line);
+}
+
+// A partition and the whole disk it is on overlap although they are two
+// block devices (/dev/sda and /dev/sda1, /dev/loop0 and /dev/loop0p1).
+void check_partition_overlap(Reader& r, const std::vector<Parsed<Device>>& devices) {
+    std::map<std::string, const Parsed<Device>*> disks;   // a block device's major:minor -> its first device
+    for (const auto& d : devices) {
+        auto id = file_identity(d.value);
+        if (id.starts_with(block_prefix)) disks.emplace(id.substr(block_prefix.size()), &d);
+    }
+    for (const auto& d : devices) {
+        auto id = file_identity(d.value);
+        if (!id.starts_with(block_prefix)) continue;
+        auto disk = whole_disk_of(id.substr(block_prefix.size()));
+        if (!disk) continue;
+        auto found = disks.find(*disk);
+        if (found == disks.end()) continue;
+        const Parsed<Device>& whole = *found->second;
+        // Reported at the later of the two, as a clash of one storage is.
+        const bool partition_later = &d > &whole;
+        const Parsed<Device>& later = partition_later ? d : whole;
+        const Parsed<Device>& earlier = partition_later ? whole : d;
+        r.error(later.where("path"), later.key("path"),
+                "device " + later.value.name + " is over " +
+                    (partition_later ? "a partition of the disk that" : "the whole disk of the partition that") +
+                    " device " + earlier.value.name + " is over (" + where(earlier) + "): " + why_not_shared());
+    }
+}
+
 }   // namespace
 
 void check_shared_storage(Reader& r, const std::vector<Parsed<Device>>& devices) {
-    auto identity = [](const Device& d) {
-        return d.backend == BackendKind::file && !d.path.empty() ? storage_identity(d.path) : "";
-    };
-    for_each_shared(devices, identity, [&](const Parsed<Device>& d, const Parsed<Device>& other) {
-        const bool block_device = identity(d.value).starts_with("block ");
+    for_each_shared(devices, file_identity, [&](const Parsed<Device>& d, const Parsed<Device>& other) {
+        const bool block_device = file_identity(d.value).starts_with(block_prefix);
         r.error(d.where("path"), d.key("path"),
                 "device " + d.value.name + " is over the same " + (block_device ? "block device" : "file") +
-                    " as device " + other.value.name + " (path " + other.value.path + ", line " +
-                    std::to_string(other.where("path").line) +
-                    "): each would keep its own read-ahead cache and O_DIRECT block guard, so a read through one "
-                    "could miss a write through the other; export both from one device (an export takes offset "
-                    "and size)");
+                    " as device " + other.value.name + " (" + where(other) + "): " + why_not_shared());
     });
+    check_partition_overlap(r, devices);
 }
 
 }   // namespace nbdsched::config::detail

@@ -2,6 +2,7 @@
 // checks. Internal to config/ (the public interface is config.hpp).
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -89,8 +90,14 @@ void check_scheduler(Reader& r, const std::string& path, Device& device, const s
                      const std::vector<Field>& tunables);
 void check_profile(Reader& r, Device& device, const std::optional<Field>& profile,
                    const std::vector<Field>& param_blocks);
-// Two file devices over one file or block device (device_checks.cpp).
+// Two file devices over one file or block device, or over a partition and
+// its whole disk (device_checks.cpp).
 void check_shared_storage(Reader& r, const std::vector<Parsed<Device>>& devices);
+// The whole disk a partition is on, as "major:minor", from sysfs: the
+// partition's directory (/sys/dev/block/MAJ:MIN links to it) has a
+// `partition` file and sits in its disk's, whose `dev` names the disk.
+// nullopt for a whole disk, or when sysfs does not say.
+std::optional<std::string> whole_disk_of(const std::string& dev, const std::filesystem::path& sysfs = "/sys");
 // What two devices must not share: clash(later, first) for each device whose
 // identity(device) an earlier device has (an empty identity is not compared).
 void for_each_shared(const std::vector<Parsed<Device>>& devices,

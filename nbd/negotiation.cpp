@@ -115,6 +115,7 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
     const bool tls_missing = state.tls == TlsMode::require && !state.tls_active;
     if (option == static_cast<std::uint32_t>(Option::export_name)) {
         // No error reply exists for EXPORT_NAME: the spec says close.
+        if (state.shutting_down) return close_with("NBD_OPT_EXPORT_NAME while the server is shutting down");
         if (tls_missing) return close_with("NBD_OPT_EXPORT_NAME without TLS on a TLS-only listener");
         std::string_view name(reinterpret_cast<const char*>(data.data()), data.size());
         if (name.size() > max_string) return close_with("export name too long");
@@ -137,6 +138,14 @@ OptionResult handle_option(Negotiation& state, const OptionHeader& header,
     // only they understand error replies.
     if (!state.client.fixed_newstyle)
         return close_with("option " + std::string(option_name(option)) + " from a non-fixed-newstyle client");
+
+    if (state.shutting_down && option != static_cast<std::uint32_t>(Option::abort)) {
+        append_error(out, option, rep_err_shutdown, "the server is shutting down");
+        auto r = close_with("server shutting down: answered " + std::string(option_name(option)) +
+                            " with NBD_REP_ERR_SHUTDOWN");
+        r.graceful = true;
+        return r;
+    }
 
     if (tls_missing && option != static_cast<std::uint32_t>(Option::abort) &&
         option != static_cast<std::uint32_t>(Option::starttls)) {

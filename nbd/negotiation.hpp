@@ -52,6 +52,12 @@ struct Negotiation {
     unsigned max_options = nbd::max_options;
     TlsMode tls = TlsMode::off;
     bool tls_active = false;   // the caller sets it once its TLS handshake succeeded
+    // The caller sets it when the server begins to stop: every option but
+    // ABORT is answered NBD_REP_ERR_SHUTDOWN ("the server is unwilling to
+    // continue negotiation as it is in the process of being shut down", NBD
+    // spec), then the connection closes. EXPORT_NAME, which has no error
+    // reply, closes at once.
+    bool shutting_down = false;
     // Whether this client may open an export (its access rules); unset:
     // every export. LIST leaves out the others, INFO/GO/meta contexts
     // answer NBD_REP_ERR_POLICY, EXPORT_NAME closes.
@@ -71,7 +77,7 @@ struct OptionResult {
     std::uint16_t transmission_flags = 0;   // what the client was told
     bool block_status = false;              // base:allocation holds for `chosen`
     std::string reason;                     // why we close, for the log
-    bool graceful = false;                  // the client asked to end (ABORT)
+    bool graceful = false;                  // an orderly end: the client asked (ABORT), or the server stops
     bool tls_refused = false;               // answered NBD_REP_ERR_TLS_REQD
     const ExportInfo* refused = nullptr;    // asked for an export that may_open refused
 };

@@ -1,6 +1,9 @@
 #include "daemon/metrics/endpoint.hpp"
 
+#include <CivetServer.h>
 #include <chrono>
+#include <civetweb.h>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,15 +50,41 @@ namespace {
 constexpr int k_workers = 8;
 constexpr int k_request_timeout_ms = 3000;
 
+// prometheus-cpp's handler answers GET only, and civetweb answered a HEAD
+// of /metrics (curl -I, an HTTP health check) 404 Not Found. civetweb asks
+// this first about every request: a HEAD of /metrics gets GET's status and
+// type, without a length (the GET's body is made, and maybe compressed, by
+// the exposer per request); anything else goes on as before.
+int answer_head(mg_connection* conn) {
+    const mg_request_info* request = mg_get_request_info(conn);
+    if (!request || !request->request_method || !request->local_uri) return 0;
+    if (std::strcmp(request->request_method, "HEAD") != 0 || std::strcmp(request->local_uri, "/metrics") != 0)
+        return 0;
+    mg_response_header_start(conn, 200);
+    mg_response_header_add(conn, "Content-Type", "text/plain; charset=utf-8", -1);   // what the GET says
+    mg_response_header_send(conn);
+    return 200;
+}
+
+const CivetCallbacks& callbacks() {
+    static const CivetCallbacks c = [] {
+        CivetCallbacks c;
+        c.begin_request = answer_head;
+        return c;
+    }();
+    return c;
+}
+
 }   // namespace
 
 std::unique_ptr<Endpoint> Endpoint::open(boost::asio::io_context& io, const std::string& address,
                                          const control::DaemonState& state, std::string& error) {
     std::unique_ptr<Endpoint> e(new Endpoint(io, address, state));
     try {
-        e->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-            "listening_ports", address, "num_threads", std::to_string(k_workers), "request_timeout_ms",
-            std::to_string(k_request_timeout_ms)});
+        std::vector<std::string> options{"listening_ports", address,
+                                         "num_threads", std::to_string(k_workers),
+                                         "request_timeout_ms", std::to_string(k_request_timeout_ms)};
+        e->exposer_ = std::make_unique<prometheus::Exposer>(std::move(options), &callbacks());
     } catch (const std::exception& ex) {
         error = "metrics " + address + ": " + ex.what();
         return nullptr;

@@ -1,5 +1,6 @@
 #include "daemon/session/connection.hpp"
 
+#include <algorithm>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
@@ -44,23 +45,44 @@ std::string Connection::tag() const {
     return "conn " + std::to_string(id_) + " (" + peer_ + ")";
 }
 
+namespace {
+// Once the server stops, how long a client still in the handshake has to
+// send the option that is answered NBD_REP_ERR_SHUTDOWN: a client between
+// two options sends the next at once, an idle one must not hold the stop up.
+constexpr auto shutdown_option_wait = std::chrono::seconds(1);
+}   // namespace
+
 void Connection::start() {
     spdlog::debug("{}: connected", tag());
-    // A client that never finishes the handshake (the TLS one included)
-    // must not hold a connection slot beyond limits.handshake_timeout.
-    handshake_timer_.expires_after(context_.limits.handshake_timeout);
+    watch_handshake(std::chrono::steady_clock::now() + context_.limits.handshake_timeout);
+    send_greeting();
+}
+
+// A client that never finishes the handshake (the TLS one included) must
+// not hold a connection slot beyond limits.handshake_timeout, nor a stop
+// beyond shutdown_option_wait.
+void Connection::watch_handshake(std::chrono::steady_clock::time_point until) {
+    handshake_timer_.expires_at(until);
     handshake_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
         if (ec || self->in_transmission()) return;
+        if (self->negotiation_.shutting_down)
+            return self->close("server shutting down during the handshake (no option came within " +
+                               format_duration(shutdown_option_wait) + ")");
         self->close("handshake not finished within " + format_duration(self->context_.limits.handshake_timeout),
                     spdlog::level::warn);
     });
-    send_greeting();
 }
 
 void Connection::shutdown() {
     if (closed_) return;
     if (!in_transmission()) {
-        close("server shutting down during the handshake");
+        // The NBD spec's way to end a negotiation the server will not go on
+        // with: the client's next option is answered NBD_REP_ERR_SHUTDOWN
+        // (nbd::handle_option), then the connection closes.
+        if (negotiation_.shutting_down) return;
+        negotiation_.shutting_down = true;
+        if (!tls_ending_)   // the TLS goodbye has its own short timer
+            watch_handshake(std::min(handshake_timer_.expiry(), std::chrono::steady_clock::now() + shutdown_option_wait));
         return;
     }
     // No request past the next boundary: a WRITE whose payload is being

@@ -83,7 +83,9 @@ public:
     Connection& operator=(const Connection&) = delete;
 
     void start();
-    // Graceful stop: no new requests; in-flight ones are answered; then close.
+    // Graceful stop: no new requests; in-flight ones are answered; then
+    // close. In the handshake: the next option is answered
+    // NBD_REP_ERR_SHUTDOWN, then close.
     void shutdown();
     // Closes the socket now (requests at the device still complete first).
     // Protocol violations log at warn, ordinary endings at info.
@@ -131,6 +133,9 @@ private:
     enum class ReadState { header,
                            payload,
                            discard };
+
+    // Closes the connection at `until` unless it entered transmission.
+    void watch_handshake(std::chrono::steady_clock::time_point until);
 
     // connection_handshake.cpp
     void send_greeting();

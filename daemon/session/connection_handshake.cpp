@@ -98,12 +98,15 @@ void Connection::answer_option(const nbd::OptionHeader& header) {
         case nbd::Next::close:
             // ABORT is a normal way to end; anything else is worth a line.
             if (result.graceful) {
-                spdlog::debug("{}: {}", self->tag(), result.reason);
+                spdlog::log(self->negotiation_.shutting_down ? spdlog::level::info : spdlog::level::debug, "{}: {}",
+                            self->tag(), result.reason);
                 if (self->tls_active()) return self->end_tls([self] { self->close(""); });
                 return self->close("");
             }
             return self->close(result.reason, spdlog::level::warn);
         case nbd::Next::transmission:
+            // The GO was answered before the stop began: the export is not opened any more.
+            if (self->negotiation_.shutting_down) return self->close("server shutting down during the handshake");
             return self->enter_transmission(result.chosen, result.transmission_flags, result.block_status);
         case nbd::Next::starttls: return self->start_tls();
         }

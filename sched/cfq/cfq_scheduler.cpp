@@ -102,12 +102,16 @@ void CfqScheduler::reap_closed() {
 
 CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
     auto it = queues_.find(req.queue);
-    // Only the driver's open_queue() reopens a closed client: a request that
-    // reaches a closed queue (a layer above held it past the close) joins it
-    // closed, and the queue is still freed once drained.
+    // Only the driver's open_queue() opens a client: a request that reaches
+    // a closed queue (a layer above held it past the close) joins it closed;
+    // one whose queue is gone (closed and freed already, or never opened)
+    // gets a queue that its requests alone hold, as the kernel's request
+    // holds its cfqq after the task exited. Either is freed once drained.
     if (it == queues_.end()) {
         open_queue(req.queue, req.group, now);
         it = queues_.find(req.queue);
+        it->second->closed = true;
+        closed_.insert(req.queue);
     }
     if (req.sync) return *it->second;
     // Async requests go to the group's shared async queue, as in the kernel.
@@ -211,6 +215,10 @@ void CfqScheduler::complete(RequestId id, Time now) {
         if (slice_used(q, now)) slice_expired(now, true);
         else if (req.sync && empty) arm_slice_timer(now);
     }
+    // A closed queue's last request lets it go, active or not, as the
+    // kernel's cfq_put_queue expires the active queue when its last
+    // reference goes: nothing would come to end its slice.
+    if (q.closed && active_ == &q && q.empty() && !q.dispatched) expire_queue(q, now, false);
     reap_closed();
 }
 

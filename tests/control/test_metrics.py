@@ -1,8 +1,10 @@
 """The Prometheus endpoint (metrics: HOST:PORT) serves the same counters as
 `ctl stats`, per device, export and group, and a RAM device's memory: up
-with the data a client writes, down again when it TRIMs it."""
+with the data a client writes, down again when it TRIMs it. A HEAD of
+/metrics (curl -I, an HTTP health check) is answered as the GET is."""
 import re
 import sys
+import urllib.error
 import urllib.request
 
 import nbd
@@ -44,6 +46,25 @@ def memory_shown(d, port, device, want):
         return seen is not None and want(seen) and gauge(port, "nbdsched_device_memory_bytes", device) == seen
     wait_for(agree, 10, step=0.2)
     return seen
+
+
+def check_head(port):
+    """HEAD /metrics: 200 and the GET's type, no body; another path is still 404."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/metrics", method="HEAD"),
+                                    timeout=5) as r:
+            status, kind, body = r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        status, kind, body = e.code, "", b""
+    check(status == 200, f"HEAD /metrics: status {status}, want 200")
+    check(kind.startswith("text/plain"), f"HEAD /metrics: Content-Type '{kind}'")
+    check(body == b"", f"HEAD /metrics: no body ({len(body)} bytes)")
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/other", method="HEAD"), timeout=5)
+        status = 200
+    except urllib.error.HTTPError as e:
+        status = e.code
+    check(status == 404, f"HEAD /other: status {status}, want 404")
 
 
 def check_memory(d, port):
@@ -111,6 +132,7 @@ groups:
         check(want in text, "injected write error counter")
         check('nbdsched_device_injected_errors_total{device="d0",op="read"} 0' in text, "no injected read errors")
         h.shutdown()
+        check_head(port)
         check_memory(d, port)
     return 0
 

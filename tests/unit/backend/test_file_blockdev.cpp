@@ -5,15 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <cerrno>
-#include <fcntl.h>
 #include <fstream>
-#include <linux/loop.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include "backend/file_backend.hpp"
 #include "case_report.hpp"
+#include "loop_device.hpp"
 #include "pattern.hpp"
 #include "temp_dir.hpp"
 
@@ -24,57 +22,15 @@ namespace {
 
 constexpr std::uint64_t size = 8 << 20;
 
-// An attached loop device; the device goes away when `fd` is the last
-// descriptor closed (autoclear).
-struct Loop {
-    int fd = -1;
-    std::string path;
-    ~Loop() {
-        if (fd >= 0)
-            ::close(fd);
-    }
-};
-
 // Creates `backing` (`size` bytes) and attaches a loop device to it.
-bool attach(const std::string& backing, Loop& loop, std::string& why) {
+bool attach(const std::string& backing, LoopDevice& loop, std::string& why) {
     {
         std::string error;
         INFO(error);
         REQUIRE(FileBackend::open({backing, size, false}, error));
     }
-    if (::geteuid() != 0) {
-        why = "not root";
-        return false;
-    }
-    const int ctl = ::open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-    if (ctl < 0) {
-        why = "no /dev/loop-control";
-        return false;
-    }
-    const int file = ::open(backing.c_str(), O_RDWR | O_CLOEXEC);
-    bool ok = false;
-    for (int attempt = 0; attempt < 10 && !ok; ++attempt) {   // another process may race us to a free one
-        const int n = ::ioctl(ctl, LOOP_CTL_GET_FREE);
-        if (n < 0)
-            break;
-        loop.path = "/dev/loop" + std::to_string(n);
-        loop.fd = ::open(loop.path.c_str(), O_RDWR | O_CLOEXEC);
-        if (loop.fd < 0)
-            continue;
-        loop_config config{};
-        config.fd = static_cast<std::uint32_t>(file);
-        config.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-        ok = ::ioctl(loop.fd, LOOP_CONFIGURE, &config) == 0;
-        if (!ok) {
-            ::close(loop.fd);
-            loop.fd = -1;
-        }
-    }
-    ::close(file);
-    ::close(ctl);
-    if (!ok)
-        why = "cannot attach a loop device";
-    return ok;
+    why = attach_loop(backing, loop);
+    return why.empty();
 }
 
 // A ramfs mounted on a directory, detached when done (its files go with it).
@@ -107,7 +63,7 @@ TEST_CASE("FAST_ZERO on a block device without write-zeroes support is ENOTSUP a
     Ramfs ram(dir.path());
     if (!ram.mounted)
         SKIP_TEST("cannot mount a ramfs (root needed)");
-    Loop loop;
+    LoopDevice loop;
     std::string why;
     if (!attach(dir.file("backing.img"), loop, why))
         SKIP_TEST(why);
@@ -134,7 +90,7 @@ TEST_CASE("FAST_ZERO on a block device without write-zeroes support is ENOTSUP a
 
 TEST_CASE("file on a block device (loop): size, I/O, discard, zeroes, O_DIRECT") {
     nbdsched::testlib::TempDir dir;
-    Loop loop;
+    LoopDevice loop;
     std::string why;
     if (!attach(dir.file("backing.img"), loop, why))
         SKIP_TEST(why);

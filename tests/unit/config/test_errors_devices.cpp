@@ -1,10 +1,13 @@
 // devices[]: sizes, backends, schedulers and their tunables, profiles.
 #include "helpers.hpp"
 
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <unistd.h>
 
 #include "backend/features.hpp"
+#include "config/parsers.hpp"
 #include "temp_dir.hpp"
 
 using namespace nbdsched::config;
@@ -219,4 +222,28 @@ TEST_CASE("two file devices over one file are refused, however the path is spell
     auto ok = two(file, dir.file("b.img"));
     INFO(all_errors(ok));
     CHECK(ok.config.has_value());
+}
+
+TEST_CASE("a partition's whole disk is read from sysfs") {
+    // A sysfs tree as the kernel lays it out: /sys/dev/block/MAJ:MIN links
+    // to the device's directory; a partition's sits in its disk's.
+    nbdsched::testlib::TempDir dir;
+    namespace fs = std::filesystem;
+    const fs::path sys = dir.path();
+    const auto device = [&](const std::string& at, const std::string& dev, bool partition) {
+        fs::create_directories(sys / at);
+        std::ofstream(sys / at / "dev") << dev << "\n";
+        if (partition) std::ofstream(sys / at / "partition") << "1\n";
+        fs::create_directories(sys / "dev" / "block");
+        fs::create_symlink("../../" + at, sys / "dev" / "block" / dev);
+    };
+    device("devices/virtual/block/loop0", "7:0", false);
+    device("devices/virtual/block/loop0/loop0p1", "259:0", true);
+    device("devices/pci0000:00/block/sda", "8:0", false);
+    device("devices/pci0000:00/block/sda/sda2", "8:2", true);
+    CHECK(detail::whole_disk_of("259:0", sys) == "7:0");
+    CHECK(detail::whole_disk_of("8:2", sys) == "8:0");
+    CHECK(detail::whole_disk_of("7:0", sys) == std::nullopt);   // a whole disk
+    CHECK(detail::whole_disk_of("8:0", sys) == std::nullopt);
+    CHECK(detail::whole_disk_of("9:9", sys) == std::nullopt);   // not in sysfs
 }

@@ -234,3 +234,30 @@ TEST_CASE("EXPORT_NAME to an export the client may not open closes without a rep
     CHECK(r.reason.find("denied by policy") != std::string::npos);
     CHECK(out.empty());
 }
+
+TEST_CASE("while the server shuts down: every option but ABORT is ERR_SHUTDOWN and closes") {
+    for (auto opt : {Option::list, Option::go, Option::info, Option::structured_reply, Option::starttls}) {
+        CAPTURE(static_cast<int>(opt));
+        auto st = fixed();
+        st.shutting_down = true;
+        std::vector<std::uint8_t> out;
+        auto r = run(st, opt, encode_info_request("disk0", {}), out);
+        CHECK(r.next == Next::close);
+        CHECK(r.graceful);
+        auto all = replies(out);
+        REQUIRE(all.size() == 1);
+        CHECK(all[0].type == rep_err_shutdown);
+        CHECK(all[0].option == static_cast<std::uint32_t>(opt));
+    }
+    auto st = fixed();
+    st.shutting_down = true;
+    std::vector<std::uint8_t> out;
+    auto r = run(st, Option::abort, {}, out);   // the client's own goodbye is acknowledged as ever
+    CHECK(r.next == Next::close);
+    CHECK(replies(out).at(0).type == rep_ack);
+    out.clear();
+    std::string name = "disk0";   // EXPORT_NAME has no error reply: closed without one
+    r = run(st, Option::export_name, {name.begin(), name.end()}, out);
+    CHECK(r.next == Next::close);
+    CHECK(out.empty());
+}

@@ -55,6 +55,8 @@ TEST_CASE("cfq idling: a sequential reader on a disk keeps the device for slice_
 
 TEST_CASE("cfq idling: slice_idle 0 on a disk switches queues at once") {
     auto s = make_cfq_sched(true, 1, {{"slice_idle", "0"}, {"group_idle", "0"}});
+    s->open_queue(1, 0, Time{});
+    s->open_queue(2, 0, Time{});
     s->submit(read_at(1, 1, 0, 0), Time{});
     s->submit(read_at(2, 2, 0, 1ull << 30), Time{});
     CHECK(drain(*s, Time{}).size() == 1);
@@ -100,6 +102,8 @@ TEST_CASE("cfq idling: the group-idle timer expiring hands the device to the oth
     auto s = make_cfq_sched(false, 32);
     s->set_group(1, 1000);
     s->set_group(2, 100);
+    s->open_queue(1, 1, Time{});
+    s->open_queue(2, 2, Time{});
     s->submit(read_at(1, 1, 1, 0), Time{});
     s->submit(read_at(2, 2, 2, 1ull << 30), Time{});
     CHECK(drain(*s, Time{}) == std::vector<RequestId>{1});
@@ -114,6 +118,8 @@ TEST_CASE("cfq idling: the group-idle timer expiring hands the device to the oth
 
 TEST_CASE("cfq preemption: a sync request ends an async slice") {
     auto s = make_cfq_sched(true, 1);
+    s->open_queue(1, 0, Time{});
+    s->open_queue(2, 0, Time{});
     Request w1 = read_at(1, 1, 0, 0), w2 = read_at(2, 1, 0, 65536);
     w1.op = w2.op = Op::write;
     w1.sync = w2.sync = false;
@@ -135,6 +141,8 @@ TEST_CASE("cfq preemption: never across groups for sync requests") {
     auto s = make_cfq_sched(true, 1);
     s->set_group(1, 100);
     s->set_group(2, 1000);
+    s->open_queue(1, 1, Time{});
+    s->open_queue(2, 2, Time{});
     s->submit(read_at(1, 1, 1, 0), Time{});
     CHECK(drain(*s, Time{}) == std::vector<RequestId>{1});
     s->submit(read_at(2, 2, 2, 1ull << 30), Time(1ms));

@@ -84,10 +84,7 @@ TEST_CASE("per-queue stats: closed and drained queues are forgotten, group total
 }
 
 TEST_CASE("per-queue stats: an open queue keeps its counters, a request after close is counted and forgotten") {
-    // Not cfq: there a request for a client whose queue was already freed
-    // opens it again, and the QoS layer, the one caller that hands over
-    // requests after a close, closes it behind them (test_qos_layer.cpp).
-    for (const char* policy : {"none", "bfq"}) {
+    for (const char* policy : {"none", "cfq", "bfq"}) {
         CAPTURE(std::string(policy));
         auto s = make(policy);
         s->set_group(1, 100);
@@ -99,13 +96,17 @@ TEST_CASE("per-queue stats: an open queue keeps its counters, a request after cl
         drain(*s, now);
         s->close_queue(2, now);
         // A layer above (the QoS gate) may hand over a request of a client
-        // that already closed.
+        // that already closed, with nobody to close its queue again.
         s->submit(make_request(3, 2, 1), now);
+        CHECK(drain(*s, now) == 1);
+        // A request of a client never opened is served the same way.
+        s->submit(make_request(4, 3, 1), now);
         CHECK(drain(*s, now) == 1);
         const SchedulerStats st = s->stats(now);
         REQUIRE(st.queues.count(1) == 1);
         CHECK(st.queues.at(1).completed == 1);
         CHECK(st.queues.count(2) == 0);
-        CHECK(st.groups.at(1).completed == 3);
+        CHECK(st.queues.count(3) == 0);
+        CHECK(st.groups.at(1).completed == 4);
     }
 }
