@@ -31,9 +31,14 @@ struct Attached {
 // Negotiates and connects; nullopt with `error` on any refusal.
 std::optional<Attached> attach(Netlink& netlink, const AttachOptions& options, std::string& error);
 
-// A device that is already connected (a monitor restarted by systemd):
-// its size from sysfs; nullopt when it is not connected.
-std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string& error);
+// A device that is already connected (a monitor restarted by systemd): its
+// size from sysfs, once its record (attach_record.hpp) shows that attach()
+// connected it to the same server and export. nullopt with an empty `error`
+// when it is not connected (attach() connects it); nullopt with `error` when
+// it is connected to something else or by something else: taking it over
+// would put another export's data under whatever lives on the device.
+std::optional<Attached> adopt(Netlink& netlink, const AttachOptions& options, std::uint32_t index,
+                              std::string& error);
 
 // Runs until the device is disconnected (by `nbdsched detach` or
 // nbd-client -d); returns the exit code. `events` must have been opened

@@ -9,6 +9,7 @@
 #include "config/parsers.hpp"
 #include "daemon/process/systemd_notify.hpp"
 #include "kernel/attach.hpp"
+#include "kernel/attach_record.hpp"
 
 namespace nbdsched::daemon {
 
@@ -109,7 +110,13 @@ int run_attach(int argc, char** argv) {
     // A monitor restarted on a device it attached before takes it over.
     std::optional<kernel::Attached> attached;
     bool adopted = false;
-    if (o.device.index && !no_monitor) adopted = (attached = kernel::adopt(*netlink, *o.device.index, error)).has_value();
+    if (o.device.index && !no_monitor) {
+        adopted = (attached = kernel::adopt(*netlink, o, *o.device.index, error)).has_value();
+        if (!adopted && !error.empty()) {
+            spdlog::error("{}", error);
+            return 1;
+        }
+    }
     if (!adopted) attached = kernel::attach(*netlink, o, error);
     if (!attached) {
         spdlog::error("{}", error);
@@ -143,6 +150,7 @@ int run_detach(int argc, char** argv) {
         std::cerr << "nbdsched detach: " << device << ": " << error << "\n";
         return 1;
     }
+    kernel::remove_record(*index);   // its monitor does too, when it is running
     return 0;
 }
 

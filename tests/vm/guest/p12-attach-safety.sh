@@ -1,0 +1,76 @@
+# p12-attach-safety.sh - point 12: what `nbdsched attach --device` and
+# `nbdsched detach` refuse to do to a device in use. A monitor started on a
+# device that is attached to another export (or by something else) exits 1
+# and leaves the device, its size and its data alone; one started on the same
+# export takes it over.
+P12_DEV=/dev/nbd1
+P12_MONITOR=
+
+# p12_monitor EXPORT LOG: `nbdsched attach` as the monitor of $P12_DEV in the
+# background (P12_MONITOR), its stderr in LOG
+p12_monitor() {
+    "$VM_DAEMON" attach --socket "$SOCK" --export "$1" --device "$P12_DEV" >/dev/null 2>"$2" &
+    P12_MONITOR=$!
+}
+p12_monitor_gone() { ! pid_running "$P12_MONITOR"; }
+p12_marker() { dd if="$P12_DEV" bs=8 count=1 iflag=direct 2>/dev/null; }
+
+# Export rot (16 MiB) on the device, a marker written, the monitor killed as a
+# crash would.
+p12_attach_rot() {
+    p12_monitor rot /tmp/p12-a.log
+    vt_wait_for 10 dev_attached "$P12_DEV" || { cat /tmp/p12-a.log; return 1; }
+    printf 'P12MARK!' | dd of="$P12_DEV" bs=4096 conv=sync,fsync oflag=direct 2>/dev/null
+    [ "$(p12_marker)" = 'P12MARK!' ] || { echo "marker not written"; return 1; }
+    kill -KILL "$P12_MONITOR"
+    wait "$P12_MONITOR" 2>/dev/null
+    return 0
+}
+
+# p12_refused EXPORT TEXT: a monitor for EXPORT exits 1 saying TEXT; the
+# device keeps its size and its data.
+p12_refused() {
+    _sectors=$(dev_size "$P12_DEV")
+    p12_monitor "$1" /tmp/p12-refused.log
+    vt_wait_for 10 p12_monitor_gone || { echo "the monitor for $1 is still running"; kill -KILL "$P12_MONITOR"; }
+    wait "$P12_MONITOR"
+    _rc=$?
+    cat /tmp/p12-refused.log
+    [ "$_rc" = 1 ] || { echo "exit $_rc"; return 1; }
+    grep -q "$2" /tmp/p12-refused.log || { echo "no '$2'"; return 1; }
+    usleep 500000
+    [ "$(dev_size "$P12_DEV")" = "$_sectors" ] || { echo "size $(dev_size "$P12_DEV"), was $_sectors"; return 1; }
+    [ "$(p12_marker)" = 'P12MARK!' ] || { echo "the marker is gone"; return 1; }
+}
+
+# The same export: taken over, and the device serves it as before.
+p12_adopt_same() {
+    p12_monitor rot /tmp/p12-b.log
+    vt_wait_for 10 grep -q 'monitoring it' /tmp/p12-b.log || { cat /tmp/p12-b.log; return 1; }
+    pid_running "$P12_MONITOR" || { cat /tmp/p12-b.log; return 1; }
+    [ "$(p12_marker)" = 'P12MARK!' ] || { echo "the marker is gone"; return 1; }
+}
+
+p12_cleanup() {
+    umount /mnt/p12 2>/dev/null
+    for _d in "$P12_DEV" /dev/nbd2; do
+        dev_attached "$_d" && { timeout 20 "$VM_DAEMON" detach --force "$_d" || timeout 20 "$VM_DAEMON" detach "$_d"; }
+    done
+    [ -n "$P12_MONITOR" ] && pid_running "$P12_MONITOR" && kill "$P12_MONITOR"
+    return 0
+}
+
+p12_attach_safety() {
+    if [ "${VM_SERVER:-nbdsched}" != nbdsched ]; then vt_skip p12 "nbdsched attach needs the nbdsched daemon"; return 0; fi
+    p12_points
+    p12_cleanup
+}
+
+p12_points() {
+    vt_step p12-attach-rot p12_attach_rot || return 1
+    # hdd is 64 MiB: the old monitor grew the device to it and switched it over
+    vt_step p12-other-export-refused p12_refused hdd "its export is 'rot', not 'hdd'"
+    # nonrot is 16 MiB too: only the record tells it apart
+    vt_step p12-same-size-export-refused p12_refused nonrot "its export is 'rot', not 'nonrot'"
+    vt_step p12-same-export-adopted p12_adopt_same
+}
