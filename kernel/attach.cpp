@@ -59,6 +59,23 @@ bool still_attached(Netlink& netlink, std::uint32_t index, bool& error_logged) {
     return connected.value_or(true) && sysfs_sectors(index) > 0;
 }
 
+// After a reconnect to an export that is now larger than the device: the
+// device grows to it. Only once the new socket is live: the kernel drains the
+// requests in flight before it changes the size, and they need that socket.
+void grow(Netlink& netlink, const AttachOptions& o, std::uint32_t index, std::uint64_t export_size,
+          std::uint64_t& size) {
+    if (export_size <= size) return;
+    std::string error;
+    if (!netlink.resize(index, export_size, error)) {
+        spdlog::warn("/dev/nbd{}: export '{}' grew to {} bytes, the device stays at {}: {}", index,
+                     o.target.export_name, export_size, size, error);
+        return;
+    }
+    spdlog::info("/dev/nbd{}: export '{}' grew from {} to {} bytes: the device grows with it", index,
+                 o.target.export_name, size, export_size);
+    size = export_size;
+}
+
 }   // namespace
 
 std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::string& error) {
@@ -148,35 +165,29 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
         std::string error;
         while (dead > 0) {
             auto c = reconnect_one(o, size, error);
-            int fd = c ? c->socket.get() : -1;
-            auto grown = c && !probing && c->info.size > size ? std::optional(c->info.size) : std::nullopt;
-            if (c && !netlink.reconfigure(a.index, std::span(&fd, 1), error)) {
-                // No dead socket left to replace (an adopted device whose
-                // links are fine, or fewer deaths than we counted) or the
-                // device went away.
-                spdlog::info("/dev/nbd{}: {} (no dead connection to replace)", a.index, error);
-                dead = 0;
-                probing = false;
-                break;
-            }
             if (!c) {
                 if (error != last_error) spdlog::info("/dev/nbd{}: still waiting: {}", a.index, error);
                 last_error = error;
                 break;
             }
-            --dead;
-            probing = false;
             last_error.clear();
-            // Grown only once the socket is live: the kernel drains the
-            // requests in flight before it changes the size, and they need it.
-            if (grown && !netlink.resize(a.index, *grown, error)) {
-                spdlog::warn("/dev/nbd{}: export '{}' grew to {} bytes, the device stays at {}: {}", a.index,
-                             o.target.export_name, *grown, size, error);
-            } else if (grown) {
-                spdlog::info("/dev/nbd{}: export '{}' grew from {} to {} bytes: the device grows with it", a.index,
-                             o.target.export_name, size, *grown);
-                size = *grown;
+            auto replaced = netlink.replace_socket(a.index, c->socket.get(), error);
+            if (!replaced || !*replaced) {
+                // Refused: the device went away (the status check below ends
+                // the monitor). Not taken: every socket of the device is
+                // alive (an adopted device lost none while no monitor
+                // listened, or fewer died than events came); the kernel
+                // closed the new one.
+                if (!replaced) spdlog::info("/dev/nbd{}: {}", a.index, error);
+                else if (probing) spdlog::info("/dev/nbd{}: its connections are alive: nothing to replace", a.index);
+                else spdlog::info("/dev/nbd{}: no dead connection left to replace", a.index);
+                dead = 0;
+                probing = false;
+                break;
             }
+            --dead;
+            if (!probing) grow(netlink, o, a.index, c->info.size, size);
+            probing = false;
             auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - dead_since).count();
             spdlog::info("/dev/nbd{}: reconnected to {} after {} ms", a.index, o.target.describe(), ms);
         }

@@ -44,7 +44,8 @@ std::optional<Attached> adopt(Netlink& netlink, const AttachOptions& options, st
 // nbd-client -d); returns the exit code. `events` must have been opened
 // before attach() so that no dead link is missed. `probe_first`: try one
 // reconnect at once (an adopted device may have lost its link while no
-// monitor listened; the kernel refuses it when no socket is dead).
+// monitor listened); when no socket is dead the kernel drops the new one and
+// the monitor logs that nothing needed replacing, not a reconnect.
 int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& options, const Attached& attached,
             bool probe_first = false);
 

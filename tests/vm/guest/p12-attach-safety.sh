@@ -51,6 +51,15 @@ p12_adopt_same() {
     [ "$(p12_marker)" = 'P12MARK!' ] || { echo "the marker is gone"; return 1; }
 }
 
+# The taken-over device's connection is alive: the monitor's first
+# NBD_CMD_RECONFIGURE has nothing to replace (the kernel answers success
+# anyway and closes the socket), and the log must not claim a reconnect.
+p12_no_false_reconnect() {
+    vt_wait_for 10 grep -qE 'nothing to replace|reconnected to' /tmp/p12-b.log
+    cat /tmp/p12-b.log
+    ! grep -q 'reconnected to' /tmp/p12-b.log && grep -q 'nothing to replace' /tmp/p12-b.log
+}
+
 p12_cleanup() {
     umount /mnt/p12 2>/dev/null
     for _d in "$P12_DEV" /dev/nbd2; do
@@ -73,4 +82,5 @@ p12_points() {
     # nonrot is 16 MiB too: only the record tells it apart
     vt_step p12-same-size-export-refused p12_refused nonrot "its export is 'rot', not 'nonrot'"
     vt_step p12-same-export-adopted p12_adopt_same
+    vt_step p12-adopt-no-false-reconnect p12_no_false_reconnect
 }
