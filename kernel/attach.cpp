@@ -47,16 +47,15 @@ std::uint64_t sysfs_sectors(std::uint32_t index) {
     return in >> sectors ? sectors : 0;
 }
 
-// NBD_CMD_STATUS, and the device's size in sysfs (0 once the kernel dropped
-// its configuration), so that a detach is noticed even where STATUS fails.
+// is_attached(), with STATUS's failure logged once.
 bool still_attached(Netlink& netlink, std::uint32_t index, bool& error_logged) {
     std::string error;
-    auto connected = netlink.connected(index, error);
-    if (!connected && !error_logged) {
+    bool attached = is_attached(netlink, index, error);
+    if (!error.empty() && !error_logged) {
         spdlog::warn("/dev/nbd{}: {}", index, error);
         error_logged = true;
     }
-    return connected.value_or(true) && sysfs_sectors(index) > 0;
+    return attached;
 }
 
 // After a reconnect to an export that is now larger than the device: the
@@ -77,6 +76,12 @@ void grow(Netlink& netlink, const AttachOptions& o, std::uint32_t index, std::ui
 }
 
 }   // namespace
+
+bool is_attached(Netlink& netlink, std::uint32_t index, std::string& status_error) {
+    status_error.clear();
+    auto connected = netlink.connected(index, status_error);
+    return connected.value_or(true) && sysfs_sectors(index) > 0;
+}
 
 std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::string& error) {
     std::vector<Connected> connections;

@@ -40,6 +40,12 @@ std::optional<Attached> attach(Netlink& netlink, const AttachOptions& options, s
 std::optional<Attached> adopt(Netlink& netlink, const AttachOptions& options, std::uint32_t index,
                               std::string& error);
 
+// Whether /dev/nbdN is attached: NBD_CMD_STATUS does not say it is not (on
+// 6.12 it sometimes answers without the device) and its size in sysfs is not 0
+// (0 once the kernel dropped its configuration). `status_error`: STATUS's
+// failure, if it failed.
+bool is_attached(Netlink& netlink, std::uint32_t index, std::string& status_error);
+
 // Runs until the device is disconnected (by `nbdsched detach` or
 // nbd-client -d); returns the exit code. `events` must have been opened
 // before attach() so that no dead link is missed. `probe_first`: try one

@@ -134,6 +134,7 @@ int run_detach(int argc, char** argv) {
     app.name("nbdsched detach");
     std::string device;
     app.add_option("device", device, "/dev/nbdN")->required();
+    app.footer("Refuses (exit 1) a device that is not attached.");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -146,7 +147,15 @@ int run_detach(int argc, char** argv) {
     }
     std::string error;
     auto netlink = kernel::Netlink::open(error);
-    if (!netlink || !netlink->disconnect(*index, error)) {
+    if (!netlink) {
+        std::cerr << "nbdsched detach: " << device << ": " << error << "\n";
+        return 1;
+    }
+    if (!kernel::is_attached(*netlink, *index, error)) {
+        std::cerr << "nbdsched detach: " << device << " is not attached\n";
+        return 1;
+    }
+    if (!netlink->disconnect(*index, error)) {
         std::cerr << "nbdsched detach: " << device << ": " << error << "\n";
         return 1;
     }

@@ -2,7 +2,7 @@
 # `nbdsched detach` refuse to do to a device in use. A monitor started on a
 # device that is attached to another export (or by something else) exits 1
 # and leaves the device, its size and its data alone; one started on the same
-# export takes it over.
+# export takes it over. `detach` refuses a device that is not attached.
 P12_DEV=/dev/nbd1
 P12_MONITOR=
 
@@ -60,10 +60,26 @@ p12_no_false_reconnect() {
     ! grep -q 'reconnected to' /tmp/p12-b.log && grep -q 'nothing to replace' /tmp/p12-b.log
 }
 
+# p12_detach RC TEXT DEVICE [OPTIONS]: `nbdsched detach` exits RC, saying TEXT
+p12_detach() {
+    _want=$1 _text=$2; shift 2
+    timeout 20 "$VM_DAEMON" detach "$@" >/tmp/p12-detach.out 2>&1
+    _rc=$?
+    cat /tmp/p12-detach.out
+    [ "$_rc" = "$_want" ] || { echo "exit $_rc"; return 1; }
+    [ -z "$_text" ] || grep -q "$_text" /tmp/p12-detach.out || { echo "no '$_text'"; return 1; }
+}
+
+P12_BUSY=/dev/nbd2
+# A device that was never attached: exit 1, not a silent success.
+p12_detach_not_attached() {
+    p12_detach 1 "/dev/nbd2 is not attached" "$P12_BUSY"
+}
+
 p12_cleanup() {
     umount /mnt/p12 2>/dev/null
-    for _d in "$P12_DEV" /dev/nbd2; do
-        dev_attached "$_d" && { timeout 20 "$VM_DAEMON" detach --force "$_d" || timeout 20 "$VM_DAEMON" detach "$_d"; }
+    for _d in "$P12_DEV" "$P12_BUSY"; do
+        dev_attached "$_d" && timeout 20 "$VM_DAEMON" detach "$_d"
     done
     [ -n "$P12_MONITOR" ] && pid_running "$P12_MONITOR" && kill "$P12_MONITOR"
     return 0
@@ -83,4 +99,5 @@ p12_points() {
     vt_step p12-same-size-export-refused p12_refused nonrot "its export is 'rot', not 'nonrot'"
     vt_step p12-same-export-adopted p12_adopt_same
     vt_step p12-adopt-no-false-reconnect p12_no_false_reconnect
+    vt_step p12-detach-not-attached p12_detach_not_attached
 }
