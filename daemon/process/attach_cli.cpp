@@ -10,6 +10,7 @@
 #include "daemon/process/systemd_notify.hpp"
 #include "kernel/attach.hpp"
 #include "kernel/attach_record.hpp"
+#include "kernel/device_use.hpp"
 
 namespace nbdsched::daemon {
 
@@ -133,8 +134,12 @@ int run_detach(int argc, char** argv) {
     CLI::App app{"Disconnect /dev/nbdN (NBD_CMD_DISCONNECT); its `nbdsched attach` monitor then exits"};
     app.name("nbdsched detach");
     std::string device;
+    bool force = false;
     app.add_option("device", device, "/dev/nbdN")->required();
-    app.footer("Refuses (exit 1) a device that is not attached.");
+    app.add_flag("--force", force, "detach even while the device is mounted, held or used as swap: what is "
+                                   "written to it afterwards fails, a mounted filesystem loses what it had not "
+                                   "written back");
+    app.footer("Refuses (exit 1) a device that is not attached, and one that is in use unless --force.");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -153,6 +158,13 @@ int run_detach(int argc, char** argv) {
     }
     if (!kernel::is_attached(*netlink, *index, error)) {
         std::cerr << "nbdsched detach: " << device << " is not attached\n";
+        return 1;
+    }
+    if (auto users = kernel::device_users(*index); !users.empty() && !force) {
+        std::string list;
+        for (const auto& u : users) list += (list.empty() ? "" : ", ") + u;
+        std::cerr << "nbdsched detach: " << device << " is in use (" << list
+                  << "): not detaching; unmount it first, or --force\n";
         return 1;
     }
     if (!netlink->disconnect(*index, error)) {

@@ -2,7 +2,8 @@
 # `nbdsched detach` refuse to do to a device in use. A monitor started on a
 # device that is attached to another export (or by something else) exits 1
 # and leaves the device, its size and its data alone; one started on the same
-# export takes it over. `detach` refuses a device that is not attached.
+# export takes it over. `detach` refuses a mounted device (unless --force)
+# and one that is not attached.
 P12_DEV=/dev/nbd1
 P12_MONITOR=
 
@@ -76,12 +77,38 @@ p12_detach_not_attached() {
     p12_detach 1 "/dev/nbd2 is not attached" "$P12_BUSY"
 }
 
+# ext4 mounted on /dev/nbd2 (export nonrot) with its own monitor.
+p12_busy_attach() {
+    "$VM_DAEMON" attach --socket "$SOCK" --export nonrot --device "$P12_BUSY" >/dev/null 2>/tmp/p12-busy.log &
+    P12_BUSY_MONITOR=$!
+    vt_wait_for 10 dev_attached "$P12_BUSY" || { cat /tmp/p12-busy.log; return 1; }
+    mkdir -p /mnt/p12 && mkfs.ext4 -q -F "$P12_BUSY" && mount -t ext4 "$P12_BUSY" /mnt/p12
+}
+# Refused while mounted; the filesystem keeps working.
+p12_detach_mounted_refused() {
+    p12_detach 1 "in use (mounted on /mnt/p12)" "$P12_BUSY" || return 1
+    dev_attached "$P12_BUSY" || { echo "detached anyway"; return 1; }
+    echo still > /mnt/p12/after && sync && [ "$(cat /mnt/p12/after)" = still ]
+}
+# --force detaches it (mounted read-only here, so nothing is lost); once
+# unmounted the kernel drops the device and its monitor exits 0.
+p12_busy_monitor_gone() { ! pid_running "$P12_BUSY_MONITOR"; }
+p12_detach_force() {
+    mount -o remount,ro /mnt/p12 || return 1
+    p12_detach 0 "" --force "$P12_BUSY" || return 1
+    umount /mnt/p12
+    vt_wait_for 10 dev_detached "$P12_BUSY" || { echo "still attached"; return 1; }
+    vt_wait_for 10 p12_busy_monitor_gone || { echo "the monitor did not exit"; return 1; }
+    wait "$P12_BUSY_MONITOR" || return 1
+    p12_detach 1 "/dev/nbd2 is not attached" "$P12_BUSY"
+}
 p12_cleanup() {
     umount /mnt/p12 2>/dev/null
     for _d in "$P12_DEV" "$P12_BUSY"; do
-        dev_attached "$_d" && timeout 20 "$VM_DAEMON" detach "$_d"
+        dev_attached "$_d" && { timeout 20 "$VM_DAEMON" detach --force "$_d" || timeout 20 "$VM_DAEMON" detach "$_d"; }
     done
     [ -n "$P12_MONITOR" ] && pid_running "$P12_MONITOR" && kill "$P12_MONITOR"
+    [ -n "$P12_BUSY_MONITOR" ] && pid_running "$P12_BUSY_MONITOR" && kill "$P12_BUSY_MONITOR"
     return 0
 }
 
@@ -100,4 +127,7 @@ p12_points() {
     vt_step p12-same-export-adopted p12_adopt_same
     vt_step p12-adopt-no-false-reconnect p12_no_false_reconnect
     vt_step p12-detach-not-attached p12_detach_not_attached
+    vt_step p12-busy-attach p12_busy_attach || return 1
+    vt_step p12-detach-mounted-refused p12_detach_mounted_refused
+    vt_step p12-detach-force p12_detach_force
 }
