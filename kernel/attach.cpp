@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 #include <vector>
 
+#include "kernel/attach_record.hpp"
+
 namespace nbdsched::kernel {
 
 namespace {
@@ -45,19 +47,44 @@ std::uint64_t sysfs_sectors(std::uint32_t index) {
     return in >> sectors ? sectors : 0;
 }
 
-// NBD_CMD_STATUS, and the device's size in sysfs (0 once the kernel dropped
-// its configuration), so that a detach is noticed even where STATUS fails.
+// is_attached(), with STATUS's failure logged once, at debug: 6.12 gives no
+// answer for a device every time (the VM test), and the size in sysfs, which
+// always answers, decides then; a warning would send admins looking for a
+// problem that is not there.
 bool still_attached(Netlink& netlink, std::uint32_t index, bool& error_logged) {
     std::string error;
-    auto connected = netlink.connected(index, error);
-    if (!connected && !error_logged) {
-        spdlog::warn("/dev/nbd{}: {}", index, error);
+    bool attached = is_attached(netlink, index, error);
+    if (!error.empty() && !error_logged) {
+        spdlog::debug("/dev/nbd{}: {} (its size in sysfs tells instead)", index, error);
         error_logged = true;
     }
-    return connected.value_or(true) && sysfs_sectors(index) > 0;
+    return attached;
+}
+
+// After a reconnect to an export that is now larger than the device: the
+// device grows to it. Only once the new socket is live: the kernel drains the
+// requests in flight before it changes the size, and they need that socket.
+void grow(Netlink& netlink, const AttachOptions& o, std::uint32_t index, std::uint64_t export_size,
+          std::uint64_t& size) {
+    if (export_size <= size) return;
+    std::string error;
+    if (!netlink.resize(index, export_size, error)) {
+        spdlog::warn("/dev/nbd{}: export '{}' grew to {} bytes, the device stays at {}: {}", index,
+                     o.target.export_name, export_size, size, error);
+        return;
+    }
+    spdlog::info("/dev/nbd{}: export '{}' grew from {} to {} bytes: the device grows with it", index,
+                 o.target.export_name, size, export_size);
+    size = export_size;
 }
 
 }   // namespace
+
+bool is_attached(Netlink& netlink, std::uint32_t index, std::string& status_error) {
+    status_error.clear();
+    auto connected = netlink.connected(index, status_error);
+    return connected.value_or(true) && sysfs_sectors(index) > 0;
+}
 
 std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::string& error) {
     std::vector<Connected> connections;
@@ -86,6 +113,10 @@ std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::st
     device.server_flags = info.flags;
     auto index = netlink.connect(device, fds, error);
     if (!index) return std::nullopt;
+    std::string record_error;
+    if (!write_record(*index, {o.target.describe(), o.target.export_name, kernel_pid(*index)}, record_error))
+        spdlog::warn("/dev/nbd{}: {}: a monitor restarted later will not take the device over", *index,
+                     record_error);
     spdlog::info("/dev/nbd{}: export '{}' at {}, {} bytes, block size {}, {} connection(s), flags {}, timeout {}s, "
                  "dead-connection timeout {}s",
                  *index, o.target.export_name, o.target.describe(), info.size, device.block_size, o.connections,
@@ -93,21 +124,40 @@ std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::st
     return Attached{*index, info};   // the kernel holds its own references to the sockets
 }
 
-std::optional<Attached> adopt(Netlink& netlink, std::uint32_t index, std::string& error) {
+std::optional<Attached> adopt(Netlink& netlink, const AttachOptions& o, std::uint32_t index, std::string& error) {
     // STATUS answered without the device on 6.12 in the VM test, so its
     // size in sysfs decides when STATUS gives no answer.
-    auto connected = netlink.connected(index, error);
+    std::string status_error;
+    auto connected = netlink.connected(index, status_error);
+    error.clear();
     if (connected && !*connected) return std::nullopt;
     Attached a{index, {}};
     a.info.size = sysfs_sectors(index) * 512;    // sysfs counts 512-byte sectors whatever the block size
     if (a.info.size == 0) return std::nullopt;   // not attached: attach() connects it
-    spdlog::info("/dev/nbd{}: already attached ({} bytes): monitoring it", index, a.info.size);
+    const auto device = "/dev/nbd" + std::to_string(index);
+    auto record = read_record(index);
+    if (!record) {
+        error = device + " is already attached, but not by `nbdsched attach` (no " + record_path(index) +
+                "): not taking it over; detach it first or choose another device";
+        return std::nullopt;
+    }
+    if (auto why = record_mismatch(*record, o.target, kernel_pid(index)); !why.empty()) {
+        error = device + " is already attached, but " + why + ": not taking it over; detach it first or " +
+                "choose another device";
+        return std::nullopt;
+    }
+    spdlog::info("{}: already attached to export '{}' at {} ({} bytes): monitoring it", device,
+                 o.target.export_name, o.target.describe(), a.info.size);
     return a;
 }
 
 int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, const Attached& a, bool probe_first) {
     unsigned dead = probe_first ? 1 : 0;   // sockets the kernel reported dead and we have not replaced
-    std::uint64_t size = a.info.size;      // grows when a reconnect finds the export grown
+    // The first reconnect of an adopted device only replaces what died while
+    // no monitor listened: it never resizes the device, whatever the export's
+    // size is now (a grown export grows the device at the next reconnect).
+    bool probing = probe_first;
+    std::uint64_t size = a.info.size;   // grows when a reconnect finds the export grown
     Clock::time_point dead_since = Clock::now(), last_status = Clock::now();
     std::string last_error;
     bool status_error_logged = false;
@@ -123,33 +173,29 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
         std::string error;
         while (dead > 0) {
             auto c = reconnect_one(o, size, error);
-            int fd = c ? c->socket.get() : -1;
-            auto grown = c && c->info.size > size ? std::optional(c->info.size) : std::nullopt;
-            if (c && !netlink.reconfigure(a.index, std::span(&fd, 1), error)) {
-                // No dead socket left to replace (an adopted device whose
-                // links are fine, or fewer deaths than we counted) or the
-                // device went away.
-                spdlog::info("/dev/nbd{}: {} (no dead connection to replace)", a.index, error);
-                dead = 0;
-                break;
-            }
             if (!c) {
                 if (error != last_error) spdlog::info("/dev/nbd{}: still waiting: {}", a.index, error);
                 last_error = error;
                 break;
             }
-            --dead;
             last_error.clear();
-            // Grown only once the socket is live: the kernel drains the
-            // requests in flight before it changes the size, and they need it.
-            if (grown && !netlink.resize(a.index, *grown, error)) {
-                spdlog::warn("/dev/nbd{}: export '{}' grew to {} bytes, the device stays at {}: {}", a.index,
-                             o.target.export_name, *grown, size, error);
-            } else if (grown) {
-                spdlog::info("/dev/nbd{}: export '{}' grew from {} to {} bytes: the device grows with it", a.index,
-                             o.target.export_name, size, *grown);
-                size = *grown;
+            auto replaced = netlink.replace_socket(a.index, c->socket.get(), error);
+            if (!replaced || !*replaced) {
+                // Refused: the device went away (the status check below ends
+                // the monitor). Not taken: every socket of the device is
+                // alive (an adopted device lost none while no monitor
+                // listened, or fewer died than events came); the kernel
+                // closed the new one.
+                if (!replaced) spdlog::info("/dev/nbd{}: {}", a.index, error);
+                else if (probing) spdlog::info("/dev/nbd{}: its connections are alive: nothing to replace", a.index);
+                else spdlog::info("/dev/nbd{}: no dead connection left to replace", a.index);
+                dead = 0;
+                probing = false;
+                break;
             }
+            --dead;
+            if (!probing) grow(netlink, o, a.index, c->info.size, size);
+            probing = false;
             auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - dead_since).count();
             spdlog::info("/dev/nbd{}: reconnected to {} after {} ms", a.index, o.target.describe(), ms);
         }
@@ -158,6 +204,7 @@ int monitor(Netlink& netlink, LinkDeadEvents& events, const AttachOptions& o, co
             last_status = Clock::now();
             if (!still_attached(netlink, a.index, status_error_logged)) {
                 spdlog::info("/dev/nbd{}: disconnected, monitor exits", a.index);
+                remove_record(a.index);
                 return 0;
             }
         }

@@ -1,5 +1,9 @@
 #include "kernel/netlink.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <utility>
 
 #include <linux/nbd-netlink.h>
@@ -141,13 +145,25 @@ std::optional<std::uint32_t> Netlink::connect(const DeviceConfig& c, std::span<c
     return index;
 }
 
-bool Netlink::reconfigure(std::uint32_t index, std::span<const int> fds, std::string& error) {
+std::optional<bool> Netlink::replace_socket(std::uint32_t index, int fd, std::string& error) {
+    timeval none{};
+    if (::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none) != 0) {
+        error = std::string("SO_SNDTIMEO: ") + std::strerror(errno);
+        return std::nullopt;
+    }
     nl_msg* msg = message(family_, NBD_CMD_RECONFIGURE);
-    if (msg && (nla_put_u32(msg, NBD_ATTR_INDEX, index) < 0 || !put_sockets(msg, fds))) {
+    if (msg && (nla_put_u32(msg, NBD_ATTR_INDEX, index) < 0 || !put_sockets(msg, std::span(&fd, 1)))) {
         nlmsg_free(msg);
         msg = nullptr;
     }
-    return send(sock_, msg, "NBD_CMD_RECONFIGURE", error);
+    if (!send(sock_, msg, "NBD_CMD_RECONFIGURE", error)) return std::nullopt;
+    timeval set{};
+    socklen_t length = sizeof set;
+    if (::getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &set, &length) != 0) {
+        error = std::string("SO_SNDTIMEO: ") + std::strerror(errno);
+        return std::nullopt;
+    }
+    return set.tv_sec != 0 || set.tv_usec != 0;
 }
 
 bool Netlink::resize(std::uint32_t index, std::uint64_t size, std::string& error) {

@@ -34,8 +34,15 @@ public:
 
     // NBD_CMD_CONNECT; the device index the kernel used.
     std::optional<std::uint32_t> connect(const DeviceConfig& config, std::span<const int> fds, std::string& error);
-    // NBD_CMD_RECONFIGURE with new sockets: each replaces a dead one.
-    bool reconfigure(std::uint32_t index, std::span<const int> fds, std::string& error);
+    // NBD_CMD_RECONFIGURE with one new socket: true when it replaced a dead
+    // one, false when the device had none dead. The kernel answers success
+    // either way (nbd_genl_reconfigure turns nbd_reconnect_socket's -ENOSPC
+    // into 0, drivers/block/nbd.c, every version up to 6.12 at least) and
+    // drops the socket it did not take; what tells them apart is the send
+    // timeout nbd_reconnect_socket sets on a socket it takes
+    // (sk_sndtimeo = the request timeout, never 0 for `nbdsched attach`).
+    // nullopt with `error` when the kernel refused (the device went away).
+    std::optional<bool> replace_socket(std::uint32_t index, int fd, std::string& error);
     // NBD_CMD_RECONFIGURE with only a new size in bytes. The kernel freezes
     // the queue to change it, which waits for every request in flight: call
     // it with live sockets, never in the same message as the socket that

@@ -9,6 +9,8 @@
 #include "config/parsers.hpp"
 #include "daemon/process/systemd_notify.hpp"
 #include "kernel/attach.hpp"
+#include "kernel/attach_record.hpp"
+#include "kernel/device_use.hpp"
 
 namespace nbdsched::daemon {
 
@@ -109,7 +111,13 @@ int run_attach(int argc, char** argv) {
     // A monitor restarted on a device it attached before takes it over.
     std::optional<kernel::Attached> attached;
     bool adopted = false;
-    if (o.device.index && !no_monitor) adopted = (attached = kernel::adopt(*netlink, *o.device.index, error)).has_value();
+    if (o.device.index && !no_monitor) {
+        adopted = (attached = kernel::adopt(*netlink, o, *o.device.index, error)).has_value();
+        if (!adopted && !error.empty()) {
+            spdlog::error("{}", error);
+            return 1;
+        }
+    }
     if (!adopted) attached = kernel::attach(*netlink, o, error);
     if (!attached) {
         spdlog::error("{}", error);
@@ -126,7 +134,12 @@ int run_detach(int argc, char** argv) {
     CLI::App app{"Disconnect /dev/nbdN (NBD_CMD_DISCONNECT); its `nbdsched attach` monitor then exits"};
     app.name("nbdsched detach");
     std::string device;
+    bool force = false;
     app.add_option("device", device, "/dev/nbdN")->required();
+    app.add_flag("--force", force, "detach even while the device is mounted, held or used as swap: what is "
+                                   "written to it afterwards fails, a mounted filesystem loses what it had not "
+                                   "written back");
+    app.footer("Refuses (exit 1) a device that is not attached, and one that is in use unless --force.");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -139,10 +152,26 @@ int run_detach(int argc, char** argv) {
     }
     std::string error;
     auto netlink = kernel::Netlink::open(error);
-    if (!netlink || !netlink->disconnect(*index, error)) {
+    if (!netlink) {
         std::cerr << "nbdsched detach: " << device << ": " << error << "\n";
         return 1;
     }
+    if (!kernel::is_attached(*netlink, *index, error)) {
+        std::cerr << "nbdsched detach: " << device << " is not attached\n";
+        return 1;
+    }
+    if (auto users = kernel::device_users(*index); !users.empty() && !force) {
+        std::string list;
+        for (const auto& u : users) list += (list.empty() ? "" : ", ") + u;
+        std::cerr << "nbdsched detach: " << device << " is in use (" << list
+                  << "): not detaching; unmount it first, or --force\n";
+        return 1;
+    }
+    if (!netlink->disconnect(*index, error)) {
+        std::cerr << "nbdsched detach: " << device << ": " << error << "\n";
+        return 1;
+    }
+    kernel::remove_record(*index);   // its monitor does too, when it is running
     return 0;
 }
 

@@ -1,10 +1,10 @@
 # e2e.sh - the nbdsched VM test (guest side, busybox sh): the kernel's nbd
-# driver on top of the daemon, points p1-p11.  Each check is a
+# driver on top of the daemon, points p1-p12.  Each check is a
 # VMTEST-STEP line; a point that cannot run yet prints VMTEST-SKIP.
 . /vmtest/lib.sh
 for f in server stats p1-rotational p2-fio-verify p3-filesystem p4-discard \
          p5-multiconn p6-tenants p7-kill p8-bfq p9-tls p10-reattach \
-         p11-handover; do
+         p11-handover p12-attach-safety; do
     . /vmtest/parts/$f.sh
 done
 
@@ -18,7 +18,7 @@ vt_step server-start server_start main || vt_finish
 # for investigating one point; the test proper runs them all.
 for _point in ${VM_POINTS:-p1_rotational p2_fio_verify p3_filesystem p4_discard \
                             p8_bfq p5_multiconn p6_tenants p9_tls p10_reattach p11_handover \
-                            p7_kill}; do
+                            p12_attach_safety p7_kill}; do
     "$_point"
 done
 
