@@ -124,6 +124,42 @@ std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::st
     return Attached{*index, info};   // the kernel holds its own references to the sockets
 }
 
+namespace {
+
+// A device with no record: attached by an `nbdsched attach` from before
+// records (its monitor restarted by a package upgrade) or by another tool.
+// Taken over only when the export answers with exactly the device's size,
+// then recorded: a device of another size is surely another export's, and
+// refusing every such device would leave an upgraded host's devices without
+// a monitor, so a daemon restart would fail their I/O.
+bool adopt_without_record(const AttachOptions& o, const Attached& a, const std::string& device, std::string& error) {
+    const auto refuse = device + " is already attached, but there is no record of what to (" +
+                        record_path(a.index) + ")";
+    std::string probe_error;
+    auto c = connect_export(o.target, o.handshake_timeout, probe_error);
+    if (!c) {
+        error = refuse + ", and export '" + o.target.export_name + "' cannot be checked against it: " + probe_error +
+                ": not taking it over yet";
+        return false;
+    }
+    if (c->info.size != a.info.size) {
+        error = refuse + ", and export '" + o.target.export_name + "' has " + std::to_string(c->info.size) +
+                " bytes where the device has " + std::to_string(a.info.size) +
+                ": not taking it over; detach it first or choose another device";
+        return false;
+    }
+    spdlog::warn("{}: no record of what it is attached to (attached by an older nbdsched, or by another tool): "
+                 "export '{}' at {} has its size ({} bytes), so taking it over and recording it; detach and attach "
+                 "it again to be sure it is that export",
+                 device, o.target.export_name, o.target.describe(), a.info.size);
+    std::string record_error;
+    if (!write_record(a.index, {o.target.describe(), o.target.export_name, kernel_pid(a.index)}, record_error))
+        spdlog::warn("{}: {}", device, record_error);
+    return true;
+}
+
+}   // namespace
+
 std::optional<Attached> adopt(Netlink& netlink, const AttachOptions& o, std::uint32_t index, std::string& error) {
     // STATUS answered without the device on 6.12 in the VM test, so its
     // size in sysfs decides when STATUS gives no answer.
@@ -137,11 +173,8 @@ std::optional<Attached> adopt(Netlink& netlink, const AttachOptions& o, std::uin
     const auto device = "/dev/nbd" + std::to_string(index);
     auto record = read_record(index);
     if (!record) {
-        error = device + " is already attached, but not by `nbdsched attach` (no " + record_path(index) +
-                "): not taking it over; detach it first or choose another device";
-        return std::nullopt;
-    }
-    if (auto why = record_mismatch(*record, o.target, kernel_pid(index)); !why.empty()) {
+        if (!adopt_without_record(o, a, device, error)) return std::nullopt;
+    } else if (auto why = record_mismatch(*record, o.target, kernel_pid(index)); !why.empty()) {
         error = device + " is already attached, but " + why + ": not taking it over; detach it first or " +
                 "choose another device";
         return std::nullopt;

@@ -61,6 +61,23 @@ p12_no_false_reconnect() {
     ! grep -q 'reconnected to' /tmp/p12-b.log && grep -q 'nothing to replace' /tmp/p12-b.log
 }
 
+# A device attached before records existed (an upgrade restarting its
+# monitor): with its record gone, a monitor for an export of another size
+# is refused, one whose export has the device's size takes it over and
+# writes the record again.
+p12_drop_record() {
+    kill -KILL "$P12_MONITOR"
+    wait "$P12_MONITOR" 2>/dev/null
+    rm -f /run/nbdsched-attach/nbd1
+}
+p12_no_record_adopted() {
+    p12_monitor rot /tmp/p12-c.log
+    vt_wait_for 10 grep -q 'monitoring it' /tmp/p12-c.log || { cat /tmp/p12-c.log; return 1; }
+    cat /tmp/p12-c.log
+    pid_running "$P12_MONITOR" && grep -q 'taking it over and recording it' /tmp/p12-c.log &&
+        test -s /run/nbdsched-attach/nbd1 && [ "$(p12_marker)" = 'P12MARK!' ]
+}
+
 # p12_detach RC TEXT DEVICE [OPTIONS]: `nbdsched detach` exits RC, saying TEXT
 p12_detach() {
     _want=$1 _text=$2; shift 2
@@ -133,6 +150,9 @@ p12_points() {
     vt_step p12-same-size-export-refused p12_refused nonrot "its export is 'rot', not 'nonrot'"
     vt_step p12-same-export-adopted p12_adopt_same
     vt_step p12-adopt-no-false-reconnect p12_no_false_reconnect
+    vt_step p12-drop-record p12_drop_record
+    vt_step p12-no-record-other-size-refused p12_refused hdd "bytes where the device has"
+    vt_step p12-no-record-same-size-adopted p12_no_record_adopted
     vt_step p12-detach-not-attached p12_detach_not_attached
     vt_step p12-busy-attach p12_busy_attach || return 1
     vt_step p12-detach-mounted-refused p12_detach_mounted_refused
