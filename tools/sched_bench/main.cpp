@@ -215,7 +215,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--set wants name=value, got '%s'\n", bad.c_str());
         return 2;
     }
-    for (const auto& [name, value] : tunables) {
+    for (const auto& entry : tunables) {
+        const std::string& name = entry.first;   // clang 14 cannot capture a structured binding
         bool known = std::any_of(policies.begin(), policies.end(), [&](const std::string& p) {
             auto names = sched::tunable_names(p);
             return std::find(names.begin(), names.end(), name) != names.end();
