@@ -5,6 +5,7 @@
 
 #include "backend/faulty.hpp"
 #include "backend/file_backend.hpp"
+#include "daemon/device/buffer_pool.hpp"
 #include "readahead/window.hpp"
 
 namespace nbdsched::daemon {
@@ -42,6 +43,8 @@ readahead::Options read_ahead_options(const config::Device& device, bool rotatio
     if (!device.read_ahead_kb && !hides_latency) o.window_bytes = 0;
     o.cache_bytes = device.read_ahead_cache;
     o.max_io_bytes = limits.max_io_bytes;
+    // Prefetch buffers come from the buffer pool, which rounds sizes up.
+    o.buffer_bytes = [](std::uint64_t n) -> std::uint64_t { return buffer_pool::capacity_for(n); };
     return o;
 }
 
