@@ -6,6 +6,7 @@ namespace nbdsched::readahead {
 
 ReadAhead::ReadAhead(const Options& options)
     : options_(options),
+      device_size_(options.device_size),
       cache_(options.cache_bytes, extent_overhead_bytes),
       streams_(options.window_bytes, options.streams_per_queue, options.device_size) {
     stats_.window_bytes = options.window_bytes;
@@ -13,9 +14,11 @@ ReadAhead::ReadAhead(const Options& options)
 
 ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out) {
     const std::uint64_t length = out.size();
-    if (!enabled() || length == 0 || offset > options_.device_size || length > options_.device_size - offset)
+    if (!enabled() || length == 0)
         return {};
     std::lock_guard lock(mutex_);
+    if (offset > device_size_ || length > device_size_ - offset)
+        return {};
     ReadDecision d = decide(queue, {offset, length}, out, true);
     switch (d.kind) {
     case ReadDecision::Kind::hit:
@@ -244,6 +247,18 @@ void ReadAhead::on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& 
 void ReadAhead::on_queue_closed(std::uint64_t queue) {
     std::lock_guard lock(mutex_);
     streams_.forget(queue);
+}
+
+void ReadAhead::resize(std::uint64_t device_size) {
+    std::lock_guard lock(mutex_);
+    if (device_size == device_size_)
+        return;
+    device_size_ = device_size;
+    stats_.bytes_invalidated += cache_.bytes();
+    cache_.clear();
+    for (auto& [ticket, f] : inflight_)
+        f.stale = true;
+    streams_.reset(device_size);
 }
 
 Stats ReadAhead::stats() const {

@@ -149,6 +149,11 @@ public:
     // error != 0 or a short buffer drops the data. Unknown tickets are ignored.
     void on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& data);
     void on_queue_closed(std::uint64_t queue);
+    // The device's size changed (seen on reload): drops everything cached,
+    // makes every prefetch in flight stale and forgets every stream, so no
+    // byte read before the change is served after it; read-ahead runs up to
+    // the new end from then on.
+    void resize(std::uint64_t device_size);
     Stats stats() const;
 
 private:
@@ -177,6 +182,7 @@ private:
     std::uint64_t piece_length(std::uint64_t left) const;
 
     const Options options_;
+    std::uint64_t device_size_;   // options_.device_size until resize()
     mutable std::mutex mutex_;
     ExtentCache cache_;
     StreamTable streams_;

@@ -1,6 +1,7 @@
 // What read-ahead memory holds: each piece is charged its buffer as
 // allocated plus bookkeeping, and pieces under a page are never made, so a
-// client cannot fill the cache with tiny extents each holding a whole block.
+// client cannot fill the cache with tiny extents each holding a whole block;
+// and what it holds across a change of the device's size.
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -114,4 +115,32 @@ TEST_CASE("read-ahead memory: buffers as allocated and bookkeeping count against
     CHECK(s.memory_bytes <= limit);
     CHECK(s.memory_bytes >= held);
     CHECK(s.hits > 0);
+}
+
+TEST_CASE("read-ahead resize: nothing read before a size change is served after it; windows follow the new end") {
+    RamBackend disk(256 * MiB);
+    ReadAhead ra(opts(1 * MiB, 64 * MiB, 1280 * KiB));
+    std::vector<std::byte> buf(128 * KiB);
+    std::vector<Prefetch> late;
+    for (std::uint64_t off = 0; off < 4 * MiB; off += buf.size()) {
+        auto d = ra.on_read(1, off, buf);
+        for (const auto& p : d.prefetch)
+            if (p.offset < 3 * MiB)
+                ra.on_prefetch_done(p.ticket, 0, fetch(disk, p));
+            else
+                late.push_back(p);   // still in flight at the size change
+    }
+    REQUIRE(ra.lookup(2 * MiB, buf));
+    ra.resize(512 * MiB);
+    CHECK(ra.stats().bytes_cached == 0);
+    CHECK_FALSE(ra.lookup(2 * MiB, buf));
+    for (const auto& p : late)
+        ra.on_prefetch_done(p.ticket, 0, fetch(disk, p));
+    CHECK(ra.stats().bytes_cached == 0);   // read before the change: dropped
+    // Past the old end (256 MiB): a stream is read ahead now.
+    std::uint64_t prefetched = 0;
+    for (std::uint64_t off = 300 * MiB; off < 302 * MiB; off += buf.size())
+        for (const auto& p : ra.on_read(1, off, buf).prefetch)
+            prefetched += p.length;
+    CHECK(prefetched > 0);
 }
