@@ -14,6 +14,10 @@ std::uint64_t auto_window_bytes(bool rotational, std::uint32_t max_io_bytes, std
     return std::max<std::uint64_t>(io_opt * 2, default_window_bytes);
 }
 
+std::uint64_t capped_window_bytes(std::uint64_t window_bytes, std::uint64_t cache_bytes) {
+    return std::min(window_bytes, cache_bytes / 2);
+}
+
 std::uint64_t window_bytes(std::optional<std::uint64_t> read_ahead_kb, bool rotational,
                            std::uint32_t max_io_bytes, std::uint32_t optimal_io_bytes) {
     if (read_ahead_kb)

@@ -19,9 +19,10 @@ namespace {
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 
-// Like the daemon's buffer pool: powers of two from 4 KiB.
+// Like the daemon's buffer pool: powers of two from 4 KiB up to 1 MiB,
+// whole pages above.
 std::uint64_t pool_block(std::uint64_t n) {
-    return std::bit_ceil(std::max<std::uint64_t>(n, 4096));
+    return n > MiB ? (n + 4095) / 4096 * 4096 : std::bit_ceil(std::max<std::uint64_t>(n, 4096));
 }
 
 // The prefetch's data in a buffer of the size the pool would give it.
@@ -143,4 +144,25 @@ TEST_CASE("read-ahead resize: nothing read before a size change is served after 
         for (const auto& p : ra.on_read(1, off, buf).prefetch)
             prefetched += p.length;
     CHECK(prefetched > 0);
+}
+
+TEST_CASE("read-ahead memory: a window as large as the cache is cut to half, so one window never evicts the last") {
+    RamBackend disk(256 * MiB);
+    ReadAhead ra(opts(128 * MiB, 64 * MiB, 1280 * KiB));
+    CHECK(ra.stats().window_bytes == 32 * MiB);
+    std::vector<std::byte> buf(1 * MiB);
+    std::vector<Prefetch> pending;
+    for (std::uint64_t off = 0; off < 256 * MiB; off += buf.size()) {
+        auto d = ra.on_read(1, off, buf);
+        pending.insert(pending.end(), d.prefetch.begin(), d.prefetch.end());
+        if (d.kind != ReadDecision::Kind::hit) {   // the reader waits: what is out lands
+            for (const auto& p : pending)
+                ra.on_prefetch_done(p.ticket, 0, fetch(disk, p));
+            pending.clear();
+        }
+    }
+    const Stats s = ra.stats();
+    MESSAGE("prefetched " << (s.bytes_prefetched >> 20) << " MiB, evicted " << (s.bytes_evicted >> 20) << " MiB");
+    CHECK(s.bytes_prefetched <= 256 * MiB + 64 * MiB);
+    CHECK(s.misses <= 4);
 }
