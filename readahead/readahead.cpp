@@ -8,9 +8,9 @@ ReadAhead::ReadAhead(const Options& options)
     : options_(options),
       device_size_(options.device_size),
       cache_(options.cache_bytes, extent_overhead_bytes),
-      streams_(capped_window_bytes(options.window_bytes, options.cache_bytes), options.streams_per_queue,
-               options.device_size) {
-    stats_.window_bytes = capped_window_bytes(options.window_bytes, options.cache_bytes);
+      streams_(capped_window_bytes(options.window_bytes, options.cache_bytes, options.max_io_bytes),
+               options.streams_per_queue, options.device_size) {
+    stats_.window_bytes = capped_window_bytes(options.window_bytes, options.cache_bytes, options.max_io_bytes);
 }
 
 ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out) {

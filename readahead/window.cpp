@@ -14,8 +14,9 @@ std::uint64_t auto_window_bytes(bool rotational, std::uint32_t max_io_bytes, std
     return std::max<std::uint64_t>(io_opt * 2, default_window_bytes);
 }
 
-std::uint64_t capped_window_bytes(std::uint64_t window_bytes, std::uint64_t cache_bytes) {
-    return std::min(window_bytes, cache_bytes / 2);
+std::uint64_t capped_window_bytes(std::uint64_t window_bytes, std::uint64_t cache_bytes, std::uint64_t max_io_bytes) {
+    const std::uint64_t piece = max_io_bytes == 0 ? cache_bytes / 2 : std::min(max_io_bytes, cache_bytes / 2);
+    return std::min(window_bytes, (cache_bytes - piece) / 2);
 }
 
 std::uint64_t window_bytes(std::optional<std::uint64_t> read_ahead_kb, bool rotational,

@@ -18,10 +18,12 @@ inline constexpr std::uint32_t unknown_max_io_bytes = 1280u << 10;
 // (unknown) counts as unknown_max_io_bytes.
 std::uint64_t auto_window_bytes(bool rotational, std::uint32_t max_io_bytes, std::uint32_t optimal_io_bytes);
 
-// At most half the cache: a window as large as the cache evicts the unread
-// rest of the one before it (the reader misses, the window halves, grows
-// again: 4x the data read from the device).
-std::uint64_t capped_window_bytes(std::uint64_t window_bytes, std::uint64_t cache_bytes);
+// At most half of the cache left beside one prefetch piece (max_io_bytes,
+// 0 = unsplit: taken as half the cache): a larger window evicts the unread
+// rest of the one before it, whose last piece the reader is still in (the
+// reader misses, the window halves, grows again: 4x the data read from the
+// device).
+std::uint64_t capped_window_bytes(std::uint64_t window_bytes, std::uint64_t cache_bytes, std::uint64_t max_io_bytes);
 
 // The configured value: nullopt = auto, else N KiB (0 = read-ahead off).
 std::uint64_t window_bytes(std::optional<std::uint64_t> read_ahead_kb, bool rotational,
