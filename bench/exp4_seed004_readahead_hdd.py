@@ -27,11 +27,11 @@ REGION = 128 << 30
 
 def readahead_in_daemon_sources():
     """(committed, working tree): whether the daemon's sources drive
-    backend/readahead at HEAD and in the checkout. A fact for the report;
+    readahead/ at HEAD and in the checkout. A fact for the report;
     the verdict rests on the measurement of the binary."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     working = False
-    for p in glob.glob(os.path.join(root, "daemon", "*.[ch]pp")):
+    for p in glob.glob(os.path.join(root, "daemon", "**", "*.[ch]pp"), recursive=True):
         with open(p, errors="replace") as f:
             working = working or "readahead" in f.read().lower()
     r = subprocess.run(["git", "-C", root, "grep", "-qi", "readahead", "HEAD", "--", "daemon"],
@@ -70,7 +70,7 @@ def main():
     if not effective:
         verdict = ("**Not effective in the binary measured: read-ahead is not wired into the daemon yet** "
                    "(`read_ahead_kb` is validated but *planned*, docs/configuration.md). Daemon sources at HEAD "
-                   f"({report.git_commit()}) {'do' if committed else 'do not'} drive backend/readahead"
+                   f"({report.git_commit()}) {'do' if committed else 'do not'} drive readahead/"
                    f"{'; the working tree does (wiring in progress, not in this binary)' if working and not committed else ''}. "
                    "Both settings measure the same disk, so the table shows the no-read-ahead baseline twice. "
                    "Re-run `bench/run-all --only exp4` on a daemon built with the wiring; target not assessable.")
@@ -82,8 +82,9 @@ def main():
                    f"**{'met' if met else 'missed'}** (128 KiB: {gains['128k']:.2f}x vs {seed_gains['128k']:.2f}x; "
                    f"1 MiB: {gains['1m']:.2f}x vs {seed_gains['1m']:.2f}x).")
     verdict += (" Baseline (`read_ahead_kb: 128`): every 128 KiB window of 8 interleaved streams pays a seek "
-                "plus half a rotation (~9-10 ms between regions 128 GiB apart), so the disk delivers roughly "
-                "13-25 MB/s at 128 KiB, below the seed's 57 MB/s (the seed's XFS files sat closer together). "
+                "plus half a rotation (~9-10 ms between regions 128 GiB apart), so the disk delivers "
+                f"{mb[('128k', '128')]:.1f} MB/s at 128 KiB here, below the seed's 57 MB/s (the seed's XFS files "
+                "sat closer together). "
                 "At 1 MiB each read pays one seek for 1 MiB; the kernel instead grows its read-ahead to the "
                 "request size (up to max_sectors) and reads ahead asynchronously, hence the seed's 122 MB/s. "
                 "With `auto` each seek buys a 2560 KiB window (two 1280 KiB prefetches served back to back); "

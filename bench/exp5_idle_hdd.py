@@ -66,9 +66,9 @@ def main():
                "170 MiB/s (the simulator reaches 159): a 64 KiB request takes 0.37 ms on the emulated disk, but "
                "each synchronous reader also waits for its reply to travel to fio and for fio to send the next "
                "request; that time is real, not emulated.\n\n"
-               f"With the daemon's read-ahead (`auto`: 1280 KiB windows on this profile) idling gains "
+               f"With the daemon's read-ahead (`auto`: 2560 KiB windows on this profile, each read as two 1280 KiB prefetches) idling gains "
                f"{min(with_ra):.1f}-{max(with_ra):.1f}x: each stream's next 64 KiB reads are already in the cache "
-               "or in flight, so the disk sees 1280 KiB requests, and a seek between streams is paid once per 20 "
+               "or in flight, so the disk sees 1280 KiB requests, and a seek between streams is paid at best once per 40 "
                "reads instead of once per read. Read-ahead does for sequential readers what idling did, without "
                "holding the disk idle; idling still matters for sync readers that read-ahead cannot predict "
                "(short or strided streams) and for the group guarantees of experiment 3.")

@@ -57,6 +57,7 @@ bool ExtentCache::lookup(std::uint64_t offset, std::span<std::byte> out) {
 
 ExtentCache::Map::iterator ExtentCache::erase(Map::iterator it) {
     bytes_ -= it->second.data.size();
+    memory_ -= charge(it->second.data.capacity());
     lru_.erase(it->second.lru);
     return map_.erase(it);
 }
@@ -74,7 +75,7 @@ std::uint64_t ExtentCache::invalidate(std::uint64_t offset, std::uint64_t length
 bool ExtentCache::make_room(std::uint64_t extra, bool consumed_only) {
     if (extra > limit_)
         return false;
-    while (bytes_ + extra > limit_ && !lru_.empty()) {
+    while (memory_ + extra > limit_ && !lru_.empty()) {
         const std::uint64_t victim = lru_.front();
         auto it = map_.find(victim);
         if (consumed_only && !it->second.consumed)
@@ -82,19 +83,21 @@ bool ExtentCache::make_room(std::uint64_t extra, bool consumed_only) {
         evicted_ += it->second.data.size();
         erase(it);
     }
-    return bytes_ + extra <= limit_;
+    return memory_ + extra <= limit_;
 }
 
 bool ExtentCache::insert(std::uint64_t offset, ExtentBytes&& data, std::uint64_t reserved) {
     if (data.size() == 0)
         return false;
     invalidate(offset, data.size());
-    if (!make_room(data.size() + reserved))
+    const std::uint64_t held = charge(data.capacity());
+    if (!make_room(held + reserved))
         return false;
     const std::uint64_t n = data.size();
     auto [it, inserted] = map_.emplace(offset, Entry{std::move(data), {}});
     it->second.lru = lru_.insert(lru_.end(), offset);
     bytes_ += n;
+    memory_ += held;
     return inserted;
 }
 
@@ -102,6 +105,7 @@ void ExtentCache::clear() {
     map_.clear();
     lru_.clear();
     bytes_ = 0;
+    memory_ = 0;
 }
 
 }   // namespace nbdsched::readahead

@@ -6,6 +6,10 @@
 // end marks it consumed and coldest (a sequential reader will not come
 // back), a hit inside it keeps it hot. So unread prefetched data outlives
 // data already handed to the client.
+//
+// The limit is on memory, not on bytes of data: each extent is charged its
+// buffer's capacity (a 512-byte extent in a 4 KiB block holds 4 KiB) plus
+// `per_extent_overhead` for its bookkeeping (map, LRU and ownership nodes).
 #pragma once
 
 #include <cstddef>
@@ -23,7 +27,8 @@ namespace nbdsched::readahead {
 
 class ExtentCache {
 public:
-    explicit ExtentCache(std::uint64_t limit_bytes) : limit_(limit_bytes) {}
+    explicit ExtentCache(std::uint64_t limit_bytes, std::uint64_t per_extent_overhead = 0)
+        : limit_(limit_bytes), overhead_(per_extent_overhead) {}
 
     // Copies [offset, offset + out.size()) into `out` when it is wholly
     // cached (possibly across adjacent extents) and returns true; otherwise
@@ -36,19 +41,22 @@ public:
     std::optional<Range> extent_from(std::uint64_t offset) const;
 
     // Adds an extent, replacing any extents overlapping it, after evicting
-    // enough to respect the limit with `reserved` bytes set aside (data in
-    // flight). Returns false, inserting nothing, when it cannot fit.
+    // enough to respect the limit with `reserved` bytes of memory set aside
+    // (data in flight). Returns false, inserting nothing, when it cannot fit.
     bool insert(std::uint64_t offset, ExtentBytes&& data, std::uint64_t reserved = 0);
     // Drops every extent overlapping the range; returns the bytes dropped.
     std::uint64_t invalidate(std::uint64_t offset, std::uint64_t length);
-    // Evicts LRU extents until bytes() + extra <= limit(); false if even an
+    // Evicts LRU extents until memory() + extra <= limit(); false if even an
     // empty cache could not (extra > limit). `consumed_only`: evict only
     // extents read to their end, never data still ahead of a reader.
     bool make_room(std::uint64_t extra, bool consumed_only = false);
     void clear();
 
-    std::uint64_t bytes() const { return bytes_; }
+    std::uint64_t bytes() const { return bytes_; }     // data cached
+    std::uint64_t memory() const { return memory_; }   // what it holds: charged against limit()
     std::uint64_t limit() const { return limit_; }
+    // What an extent of `capacity` bytes of buffer is charged.
+    std::uint64_t charge(std::uint64_t capacity) const { return capacity + overhead_; }
     std::size_t extents() const { return map_.size(); }
     std::uint64_t evicted_bytes() const { return evicted_; }
 
@@ -68,7 +76,9 @@ private:
     Map::iterator erase(Map::iterator it);
 
     std::uint64_t limit_;
+    std::uint64_t overhead_;
     std::uint64_t bytes_ = 0;
+    std::uint64_t memory_ = 0;
     std::uint64_t evicted_ = 0;
     Map map_;
     std::list<std::uint64_t> lru_;   // front = evicted first, back = hottest

@@ -6,16 +6,20 @@ namespace nbdsched::readahead {
 
 ReadAhead::ReadAhead(const Options& options)
     : options_(options),
-      cache_(options.cache_bytes),
-      streams_(options.window_bytes, options.streams_per_queue, options.device_size) {
-    stats_.window_bytes = options.window_bytes;
+      device_size_(options.device_size),
+      cache_(options.cache_bytes, extent_overhead_bytes),
+      streams_(capped_window_bytes(options.window_bytes, options.cache_bytes, options.max_io_bytes),
+               options.streams_per_queue, options.device_size) {
+    stats_.window_bytes = capped_window_bytes(options.window_bytes, options.cache_bytes, options.max_io_bytes);
 }
 
 ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out) {
     const std::uint64_t length = out.size();
-    if (!enabled() || length == 0 || offset > options_.device_size || length > options_.device_size - offset)
+    if (!enabled() || length == 0)
         return {};
     std::lock_guard lock(mutex_);
+    if (offset > device_size_ || length > device_size_ - offset)
+        return {};
     ReadDecision d = decide(queue, {offset, length}, out, true);
     switch (d.kind) {
     case ReadDecision::Kind::hit:
@@ -64,7 +68,8 @@ ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<st
     // only as a whole, or the read would go to the backend anyway; and not
     // by evicting read-ahead nobody has read yet (a plain miss needs no
     // cache memory at all).
-    if (may_fill && c.covered_bytes > 0 && !write_pending(c.gap) && cache_.make_room(inflight_bytes_ + c.gap.length, true)) {
+    if (may_fill && c.covered_bytes > 0 && c.gap.length >= min_piece_bytes && !write_pending(c.gap) &&
+        cache_.make_room(inflight_charge_ + split_charge(c.gap.length), true)) {
         d.prefetch = issue(queue, c.gap, true);
         if (!d.prefetch.empty()) {
             d.kind = ReadDecision::Kind::wait;
@@ -117,21 +122,49 @@ ReadAhead::Cover ReadAhead::cover(const Range& r) const {
     return c;
 }
 
+std::uint64_t ReadAhead::piece_charge(std::uint64_t n) const {
+    return cache_.charge(options_.buffer_bytes ? options_.buffer_bytes(n) : n);
+}
+
+// The next piece of a split with `left` bytes to go: max_io_bytes (never
+// under min_piece_bytes), and a tail under min_piece_bytes joins the piece
+// before it rather than stand alone.
+std::uint64_t ReadAhead::piece_length(std::uint64_t left) const {
+    if (options_.max_io_bytes == 0)
+        return left;
+    const std::uint64_t chunk = std::max(options_.max_io_bytes, min_piece_bytes);
+    return left - std::min(chunk, left) < min_piece_bytes ? left : chunk;
+}
+
+std::uint64_t ReadAhead::split_charge(std::uint64_t length) const {
+    std::uint64_t total = 0;
+    for (std::uint64_t left = length; left > 0;) {
+        const std::uint64_t n = piece_length(left);
+        total += piece_charge(n);
+        left -= n;
+    }
+    return total;
+}
+
 std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand) {
     std::vector<Prefetch> out;
-    // Reading a range a write is busy with would be thrown away anyway.
-    if (write_pending(r) || cache_.contains(r.offset, r.length))
+    // Reading a range a write is busy with would be thrown away anyway; a
+    // piece under a page holds a whole buffer for a few bytes (only the
+    // device's last bytes may be that short).
+    if (write_pending(r) || cache_.contains(r.offset, r.length) ||
+        (r.length < min_piece_bytes && r.end() < options_.device_size))
         return out;
-    const std::uint64_t chunk = options_.max_io_bytes != 0 ? options_.max_io_bytes : r.length;
     for (std::uint64_t pos = r.offset; pos < r.end();) {
-        const std::uint64_t n = std::min(chunk, r.end() - pos);
-        if (!cache_.make_room(inflight_bytes_ + n)) {
+        const std::uint64_t n = piece_length(r.end() - pos);
+        const std::uint64_t charge = piece_charge(n);
+        if (!cache_.make_room(inflight_charge_ + charge)) {
             ++stats_.prefetches_skipped;
             break;
         }
         const std::uint64_t ticket = next_ticket_++;
-        inflight_.emplace(ticket, InFlight{{pos, n}, false});
+        inflight_.emplace(ticket, InFlight{{pos, n}, charge, false});
         inflight_bytes_ += n;
+        inflight_charge_ += charge;
         if (demand) {
             stats_.bytes_filled += n;
         } else {
@@ -206,7 +239,9 @@ void ReadAhead::on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& 
     const InFlight f = it->second;
     inflight_.erase(it);
     inflight_bytes_ -= f.range.length;
-    if (error != 0 || data.size() != f.range.length || f.stale || write_pending(f.range) || !cache_.insert(f.range.offset, std::move(data), inflight_bytes_))
+    inflight_charge_ -= f.charge;
+    if (error != 0 || data.size() != f.range.length || f.stale || write_pending(f.range) ||
+        !cache_.insert(f.range.offset, std::move(data), inflight_charge_))
         ++stats_.prefetches_dropped;
 }
 
@@ -215,11 +250,24 @@ void ReadAhead::on_queue_closed(std::uint64_t queue) {
     streams_.forget(queue);
 }
 
+void ReadAhead::resize(std::uint64_t device_size) {
+    std::lock_guard lock(mutex_);
+    if (device_size == device_size_)
+        return;
+    device_size_ = device_size;
+    stats_.bytes_invalidated += cache_.bytes();
+    cache_.clear();
+    for (auto& [ticket, f] : inflight_)
+        f.stale = true;
+    streams_.reset(device_size);
+}
+
 Stats ReadAhead::stats() const {
     std::lock_guard lock(mutex_);
     Stats s = stats_;
     s.bytes_cached = cache_.bytes();
     s.bytes_inflight = inflight_bytes_;
+    s.memory_bytes = cache_.memory() + inflight_charge_;
     s.bytes_evicted = cache_.evicted_bytes();
     return s;
 }

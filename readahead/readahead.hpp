@@ -48,12 +48,19 @@
 // cannot be issued (a write pending over it, or no room without evicting
 // read-ahead nobody has read yet) the read is a plain miss.
 //
-// Memory bound: cached bytes + bytes of prefetches in flight <= cache_bytes.
-// A prefetch that does not fit after evicting is simply not issued.
+// A fill smaller than min_piece_bytes is not issued (the read is a plain
+// miss), and prefetches are never split below it: a tiny piece holds a whole
+// buffer and its bookkeeping, many times its data.
+//
+// Memory bound: what the cache holds + what prefetches in flight hold <=
+// cache_bytes, counting each piece's buffer as allocated (buffer_bytes) plus
+// extent_overhead_bytes. A prefetch that does not fit after evicting is
+// simply not issued.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <span>
@@ -65,12 +72,23 @@
 
 namespace nbdsched::readahead {
 
+// Charged per cached extent or prefetch in flight beside its buffer: its
+// map, LRU, ownership and in-flight nodes, and the allocator's slack around
+// a page-aligned block (aligned_alloc leaves up to a page beside it: with
+// 4 KiB pieces the daemon's RSS was twice the data held).
+inline constexpr std::uint64_t extent_overhead_bytes = 4096;
+// The smallest fill or prefetch split issued (the buffer pool's smallest block).
+inline constexpr std::uint64_t min_piece_bytes = 4096;
+
 struct Options {
     std::uint64_t device_size = 0;
     std::uint64_t window_bytes = default_window_bytes;   // 0 = read-ahead off
-    std::uint64_t cache_bytes = 64ull << 20;             // cached + in flight
+    std::uint64_t cache_bytes = 64ull << 20;             // memory: cached + in flight
     std::uint64_t max_io_bytes = 1280u << 10;            // prefetches are split to this (0 = no split)
     unsigned streams_per_queue = 8;
+    // The memory a buffer for n bytes takes (the daemon's pool rounds sizes
+    // up); empty: n.
+    std::function<std::uint64_t(std::uint64_t)> buffer_bytes{};
 };
 
 struct Prefetch {
@@ -106,6 +124,7 @@ struct Stats {
     std::uint64_t prefetches_skipped = 0;   // not issued: memory bound
     std::uint64_t bytes_cached = 0;         // gauge
     std::uint64_t bytes_inflight = 0;       // gauge
+    std::uint64_t memory_bytes = 0;         // gauge: what cached and in-flight pieces hold, <= cache_bytes
     std::uint64_t bytes_evicted = 0;
     std::uint64_t bytes_invalidated = 0;
 };
@@ -130,12 +149,18 @@ public:
     // error != 0 or a short buffer drops the data. Unknown tickets are ignored.
     void on_prefetch_done(std::uint64_t ticket, int error, ExtentBytes&& data);
     void on_queue_closed(std::uint64_t queue);
+    // The device's size changed (seen on reload): drops everything cached,
+    // makes every prefetch in flight stale and forgets every stream, so no
+    // byte read before the change is served after it; read-ahead runs up to
+    // the new end from then on.
+    void resize(std::uint64_t device_size);
     Stats stats() const;
 
 private:
     struct InFlight {
         Range range;
-        bool stale = false;   // a write overlapped it after it was issued
+        std::uint64_t charge = 0;   // memory it holds (piece_charge)
+        bool stale = false;         // a write overlapped it after it was issued
     };
     // How a range not wholly cached stands: covered (cache + prefetches
     // in flight, waiting on `ticket`), and if not, the span to fill.
@@ -150,8 +175,14 @@ private:
     std::vector<Prefetch> issue(std::uint64_t queue, Range r, bool demand = false);
     bool write_pending(const Range& r) const;
     void mark_stale(std::uint64_t offset, std::uint64_t length);
+    // What a piece of n bytes holds, cached or in flight.
+    std::uint64_t piece_charge(std::uint64_t n) const;
+    // The charge of pieces covering `length` bytes split at the prefetch size.
+    std::uint64_t split_charge(std::uint64_t length) const;
+    std::uint64_t piece_length(std::uint64_t left) const;
 
     const Options options_;
+    std::uint64_t device_size_;   // options_.device_size until resize()
     mutable std::mutex mutex_;
     ExtentCache cache_;
     StreamTable streams_;
@@ -159,6 +190,7 @@ private:
     std::vector<Range> pending_writes_;            // on_write seen, on_write_done not yet
     std::uint64_t next_ticket_ = 1;
     std::uint64_t inflight_bytes_ = 0;
+    std::uint64_t inflight_charge_ = 0;
     Stats stats_;
 };
 

@@ -64,6 +64,11 @@ void StreamTable::forget(std::uint64_t queue) {
     queues_.erase(queue);
 }
 
+void StreamTable::reset(std::uint64_t device_size) {
+    queues_.clear();
+    device_size_ = device_size;
+}
+
 std::size_t StreamTable::stream_count(std::uint64_t queue) const {
     auto it = queues_.find(queue);
     return it == queues_.end() ? 0 : it->second.size();

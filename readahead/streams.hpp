@@ -39,6 +39,8 @@ public:
     // Returns the range to prefetch now, if any (clipped to the device).
     std::optional<Range> on_read(std::uint64_t queue, std::uint64_t offset, std::uint64_t length, bool served);
     void forget(std::uint64_t queue);
+    // Forgets every stream; windows end at `device_size` from now on.
+    void reset(std::uint64_t device_size);
     std::size_t stream_count(std::uint64_t queue) const;
 
 private:

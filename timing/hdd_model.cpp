@@ -38,9 +38,9 @@ std::string read_hdd_params(const Params& params, HddParams& p) {
     if (!r.has("avg_seek") && r.has("full_stroke_seek"))
         p.avg_seek = p.settle + Nanos{std::int64_t(double((p.full_stroke_seek - p.settle).count()) / shape)};
     p.transfer_rate = r.rate("transfer_rate", p.transfer_rate);
-    p.max_io = std::uint32_t(std::min<std::uint64_t>(r.size("max_io", p.max_io), 1ull << 31));
+    p.max_io = std::uint32_t(r.size("max_io", p.max_io, max_io_cap));
     if (r.has("optimal_io"))
-        p.optimal_io = std::uint32_t(std::min<std::uint64_t>(r.size("optimal_io", 0), 1ull << 31));
+        p.optimal_io = std::uint32_t(r.size("optimal_io", 0, max_io_cap));
     p.capacity = r.size("capacity", p.capacity);
     p.queue_depth = r.count("queue_depth", p.queue_depth, 1, 4096);
     if (p.max_io % 512 != 0) r.fail("max_io must be a multiple of 512");

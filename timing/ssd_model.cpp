@@ -26,9 +26,9 @@ std::string read_ssd_params(const Params& params, SsdParams& p) {
     p.channels = r.count("channels", p.channels, 1, 4096);
     p.queue_depth = r.count("queue_depth", p.queue_depth, 1, 65536);
     p.bandwidth = r.rate("bandwidth", p.bandwidth);
-    p.max_io = std::uint32_t(std::min<std::uint64_t>(r.size("max_io", p.max_io), 1ull << 31));
+    p.max_io = std::uint32_t(r.size("max_io", p.max_io, max_io_cap));
     if (r.has("optimal_io"))
-        p.optimal_io = std::uint32_t(std::min<std::uint64_t>(r.size("optimal_io", 0), 1ull << 31));
+        p.optimal_io = std::uint32_t(r.size("optimal_io", 0, max_io_cap));
     if (p.max_io % 512 != 0) r.fail("max_io must be a multiple of 512");
     return r.finish();
 }

@@ -51,9 +51,13 @@ std::byte* allocate(std::size_t size) {
 }
 }   // namespace
 
+std::size_t capacity_for(std::size_t n) {
+    return n > max_pooled ? (n + alignment - 1) / alignment * alignment
+                          : std::bit_ceil(std::max<std::size_t>(n, alignment));
+}
+
 std::byte* take(std::size_t n, std::size_t& capacity) {
-    capacity = n > max_pooled ? (n + alignment - 1) / alignment * alignment
-                              : std::bit_ceil(std::max<std::size_t>(n, alignment));
+    capacity = capacity_for(n);
     if (pool_gone) return allocate(capacity);
     pool.in_use += static_cast<std::int64_t>(capacity);
     pool.peak_in_use = std::max(pool.peak_in_use, pool.in_use);

@@ -14,6 +14,8 @@ namespace nbdsched::daemon::buffer_pool {
 inline constexpr std::size_t alignment = 4096;
 inline constexpr std::size_t max_pooled = 1u << 20;
 
+// The size of the block take(n) hands out.
+std::size_t capacity_for(std::size_t n);
 // At least `n` bytes; `capacity` gets the block's size. Throws std::bad_alloc.
 std::byte* take(std::size_t n, std::size_t& capacity);
 // A block from take() (or nullptr). Any thread may give back any block.

@@ -96,6 +96,10 @@ std::optional<readahead::Stats> Device::read_ahead_stats() const {
     return read_ahead_->stats();
 }
 
+void Device::size_changed() {
+    if (read_ahead_) read_ahead_->resize(size());
+}
+
 sched::QueueId Device::open_queue(sched::GroupId group) {
     auto q = next_queue_++;
     scheduler_->open_queue(q, group, steady_now());

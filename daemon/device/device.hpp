@@ -87,6 +87,9 @@ public:
     // Read-ahead counters and gauges (hits, misses, bytes prefetched/cached);
     // nullopt when read-ahead is off for this device.
     std::optional<readahead::Stats> read_ahead_stats() const;
+    // The backend's size changed (refresh_size on reload): read-ahead drops
+    // what it read before and follows the new size.
+    void size_changed();
 
     sched::QueueId open_queue(sched::GroupId group);
     void close_queue(sched::QueueId queue);

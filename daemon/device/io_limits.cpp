@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <spdlog/spdlog.h>
 
 #include "backend/faulty.hpp"
 #include "backend/file_backend.hpp"
+#include "daemon/device/buffer_pool.hpp"
 #include "readahead/window.hpp"
 
 namespace nbdsched::daemon {
@@ -41,7 +43,18 @@ readahead::Options read_ahead_options(const config::Device& device, bool rotatio
     const bool hides_latency = latency_to_hide && device.backend != config::BackendKind::rbd;
     if (!device.read_ahead_kb && !hides_latency) o.window_bytes = 0;
     o.cache_bytes = device.read_ahead_cache;
-    o.max_io_bytes = limits.max_io_bytes;
+    // RAM and RBD report no maximum: one prefetch must not be a whole window
+    // (up to 512 MiB), the reader waits for all of it.
+    o.max_io_bytes = limits.max_io_bytes != 0 ? limits.max_io_bytes : readahead::unknown_max_io_bytes;
+    const std::uint64_t capped = readahead::capped_window_bytes(o.window_bytes, o.cache_bytes, o.max_io_bytes);
+    if (capped < o.window_bytes) {
+        spdlog::warn("device {}: read-ahead window {} KiB cut to {} KiB, half of read_ahead_cache beside one "
+                     "prefetch: a larger one evicts the unread rest of the window before it",
+                     device.name, o.window_bytes >> 10, capped >> 10);
+        o.window_bytes = capped;
+    }
+    // Prefetch buffers come from the buffer pool, which rounds sizes up.
+    o.buffer_bytes = [](std::uint64_t n) -> std::uint64_t { return buffer_pool::capacity_for(n); };
     return o;
 }
 

@@ -20,7 +20,9 @@ struct IoLimits {
 
 IoLimits io_limits(const timing::DeviceModel* model, const backend::Backend& backend);
 
-// The read-ahead the device runs with (window_bytes 0 = off). `auto` is off
+// The read-ahead the device runs with (window_bytes 0 = off; at most half
+// of read_ahead_cache beside one prefetch piece, logged when cut; split at the maximum I/O size, 1280 KiB
+// when unknown). `auto` is off
 // when there is no latency to hide: no timing model and a backend that
 // answers inline (RAM), where a window only adds a copy per read.
 readahead::Options read_ahead_options(const config::Device& device, bool rotational, const IoLimits& limits,

@@ -94,7 +94,10 @@ void ReadAheadPath::request_done(IoRequest& r) {
     if (it == inflight_.end()) return;
     // The cache takes the I/O buffer itself: no copy of the prefetched bytes.
     readahead::ExtentBytes data;
-    if (io.backend_errno == 0) data = readahead::ExtentBytes(io.buffer.take(), io.length, std::free);
+    if (io.backend_errno == 0) {
+        const std::size_t capacity = io.buffer.capacity();
+        data = readahead::ExtentBytes(io.buffer.take(), io.length, capacity, std::free);
+    }
     const int error = io.backend_errno;
     inflight_.erase(it);
     ra_.on_prefetch_done(ticket, error, std::move(data));

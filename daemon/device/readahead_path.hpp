@@ -53,6 +53,8 @@ public:
     // write/trim/zeroes, records that the backend is done with the range.
     bool on_finished(IoRequest& r);
     void on_queue_closed(sched::QueueId queue) { ra_.on_queue_closed(queue); }
+    // The device's size changed: nothing read before serves after (any thread).
+    void resize(std::uint64_t device_size) { ra_.resize(device_size); }
     // NBD_CMD_CACHE: prefetch what of r's range is not cached yet. r is not
     // taken: the device answers it at once (CACHE is a hint).
     void cache(const IoRequest& r) { start_prefetches(ra_.on_cache(r.queue, r.offset, r.length), r.group); }

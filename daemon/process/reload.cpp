@@ -37,13 +37,16 @@ void fit_exports(control::DaemonState& state) {
     }
 }
 
-void report_size(const Device& dev, std::uint64_t before, int err) {
+// Runs with every loop paused (exclusive), so the device's read-ahead can
+// forget what it read before the change.
+void report_size(Device& dev, std::uint64_t before, int err) {
     if (err != 0) {
         spdlog::error("reload: device {}: cannot read its size again ({}); it stays {}", dev.name(),
                       std::system_category().message(err), format_size(before));
     } else if (dev.size() != before) {
         spdlog::info("reload: device {}: size {} -> {} (new connections)", dev.name(), format_size(before),
                      format_size(dev.size()));
+        dev.size_changed();
     }
 }
 

@@ -178,6 +178,13 @@ TEST_CASE("bad profile parameters point at the parameter") {
     expect_error(r, "devices[0].hdd.rpmm", 7, 7, "unknown parameter 'rpmm'");
 }
 
+TEST_CASE("a profile rate or duration out of range points at the parameter") {
+    expect_error(device("name: d0\n    size: 1GiB\n    profile: hdd\n    hdd:\n      transfer_rate: inf\n"),
+                 "devices[0].hdd.transfer_rate", 6, 22, "must be finite and at least 1KiB/s");
+    expect_error(device("name: d0\n    size: 1GiB\n    profile: ssd\n    ssd: {max_io: 3GiB}\n"),
+                 "devices[0].ssd.max_io", 5, 19, "is more than 2GiB");
+}
+
 TEST_CASE("profile parameters must match the profile, and agree with each other") {
     expect_error(device("name: d0\n    size: 1GiB\n    profile: hdd\n    ssd: {channels: 4}\n"), "devices[0].ssd", 5, 5,
                  "parameters for profile ssd, but this device's profile is hdd");

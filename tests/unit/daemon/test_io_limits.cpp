@@ -33,6 +33,18 @@ TEST_CASE("an explicit read_ahead_kb holds on RAM too") {
     CHECK(read_ahead_options(dev, true, {}, 1 << 30, true).window_bytes == 0);
 }
 
+TEST_CASE("a window larger than half the cache beside one piece is cut; prefetches are split where the device has no max") {
+    config::Device dev;
+    dev.read_ahead_kb = 131072;
+    dev.read_ahead_cache = 64u << 20;
+    const auto o = read_ahead_options(dev, false, {}, 1 << 30, false);
+    CHECK(o.window_bytes == (64u << 20) / 2 - (1280u << 10) / 2);
+    CHECK(o.max_io_bytes == 1280u << 10);   // RAM and RBD report none
+    CHECK(read_ahead_options(dev, true, {.max_io_bytes = 32u << 20}, 1 << 30, true).window_bytes == 16u << 20);
+    dev.read_ahead_kb = std::nullopt;   // hdd with max_io 32 MiB: auto = 64 MiB, the whole cache
+    CHECK(read_ahead_options(dev, true, {.max_io_bytes = 32u << 20}, 1 << 30, true).window_bytes == 16u << 20);
+}
+
 TEST_CASE("the preferred block size is a power of two in [512, max_block]") {
     CHECK(preferred_block({}, 32u << 20) == 4096);
     CHECK(preferred_block({.max_io_bytes = 1u << 20, .optimal_io_bytes = 65536}, 32u << 20) == 65536);

@@ -83,3 +83,16 @@ TEST_CASE("cache: extent_from finds the extent holding an offset or the next; co
     CHECK(c.make_room(2 * 4096, true));
     CHECK(c.extent_from(0) == Range{8192, 4096});   // the unread extent stayed
 }
+
+TEST_CASE("cache: the limit counts each extent's buffer capacity and its bookkeeping, not its data bytes") {
+    ExtentCache c(10 * 4096, 512);
+    for (std::uint64_t i = 0; i < 20; ++i) {
+        std::vector<std::byte> small = byte_pattern(i * 4096, 512);
+        small.reserve(4096);   // a 512-byte extent in a 4 KiB block
+        REQUIRE(c.insert(i * 4096, std::move(small)));
+        CHECK(c.memory() <= c.limit());
+    }
+    CHECK(c.extents() == 10 * 4096 / (4096 + 512));
+    CHECK(c.bytes() == c.extents() * 512);
+    CHECK(c.memory() == c.extents() * (4096 + 512));
+}

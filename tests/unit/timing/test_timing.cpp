@@ -174,6 +174,23 @@ TEST_CASE("profiles: overrides with units, validation") {
     CHECK_FALSE(check_profile("ssd", {{"channels", "0"}}).empty());
     CHECK_FALSE(check_profile("ssd", {{"bandwidth", "fast"}}).empty());
     CHECK_FALSE(check_profile("ssd", {{"max_io", "1000"}}).empty());
+}
+
+TEST_CASE("profiles: rates, durations and I/O sizes out of range are refused, not wrapped or clamped") {
+    // A rate near 0 overflowed the transfer time (an instant device), inf made it free.
+    for (const char* rate : {"1e-12", "inf", "infinity", "0", "-5", "1000B/s"}) {
+        CAPTURE(rate);
+        CHECK(check_profile("hdd", {{"transfer_rate", rate}}).find("transfer_rate") != std::string::npos);
+        CHECK(check_profile("ssd", {{"bandwidth", rate}}).find("bandwidth") != std::string::npos);
+    }
+    CHECK(check_profile("hdd", {{"transfer_rate", "1KiB/s"}}).empty());
+    CHECK(check_profile("hdd", {{"avg_seek", "100000h"}}).find("avg_seek") != std::string::npos);
+    CHECK(check_profile("hdd", {{"full_stroke_seek", "11s"}}).find("full_stroke_seek") != std::string::npos);
+    CHECK(check_profile("ssd", {{"read_latency", "1h"}}).find("read_latency") != std::string::npos);
+    CHECK(check_profile("ssd", {{"read_latency", "10s"}}).empty());
+    CHECK(check_profile("hdd", {{"max_io", "3GiB"}}).find("max_io") != std::string::npos);
+    CHECK(check_profile("ssd", {{"max_io", "2GiB"}}).empty());
+    CHECK(check_profile("ssd", {{"optimal_io", "4GiB"}}).find("optimal_io") != std::string::npos);
     std::string error;
     CHECK(make_model("none", {}, error) == nullptr);
     CHECK(error.empty());
