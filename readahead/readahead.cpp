@@ -152,7 +152,7 @@ std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand
     // piece under a page holds a whole buffer for a few bytes (only the
     // device's last bytes may be that short).
     if (write_pending(r) || cache_.contains(r.offset, r.length) ||
-        (r.length < min_piece_bytes && r.end() < options_.device_size))
+        (r.length < min_piece_bytes && r.end() < device_size_))
         return out;
     for (std::uint64_t pos = r.offset; pos < r.end();) {
         const std::uint64_t n = piece_length(r.end() - pos);

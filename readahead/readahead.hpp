@@ -182,7 +182,7 @@ private:
     std::uint64_t piece_length(std::uint64_t left) const;
 
     const Options options_;
-    std::uint64_t device_size_;   // options_.device_size until resize()
+    std::uint64_t device_size_;   // options_.device_size until resize(); read this, never options_'s
     mutable std::mutex mutex_;
     ExtentCache cache_;
     StreamTable streams_;
