@@ -168,15 +168,16 @@ std::string where(const Parsed<Device>& d) {
 // A partition and the whole disk it is on overlap although they are two
 // block devices (/dev/sda and /dev/sda1, /dev/loop0 and /dev/loop0p1).
 void check_partition_overlap(Reader& r, const std::vector<Parsed<Device>>& devices) {
-    std::map<std::string, const Parsed<Device>*> disks;   // a block device's major:minor -> its first device
-    for (const auto& d : devices) {
-        auto id = file_identity(d.value);
-        if (id.starts_with(block_prefix)) disks.emplace(id.substr(block_prefix.size()), &d);
-    }
-    for (const auto& d : devices) {
-        auto id = file_identity(d.value);
-        if (!id.starts_with(block_prefix)) continue;
-        auto disk = whole_disk_of(id.substr(block_prefix.size()));
+    // Each block device's major:minor (a stat each), once.
+    std::vector<std::pair<const Parsed<Device>*, std::string>> blocks;
+    for (const auto& d : devices)
+        if (auto id = file_identity(d.value); id.starts_with(block_prefix))
+            blocks.emplace_back(&d, id.substr(block_prefix.size()));
+    std::map<std::string, const Parsed<Device>*> disks;   // major:minor -> its first device
+    for (const auto& [d, number] : blocks) disks.emplace(number, d);
+    for (const auto& [partition, number] : blocks) {
+        const Parsed<Device>& d = *partition;
+        auto disk = whole_disk_of(number);
         if (!disk) continue;
         auto found = disks.find(*disk);
         if (found == disks.end()) continue;
