@@ -1,6 +1,5 @@
 #include "daemon/control/live_changes.hpp"
 
-#include <algorithm>
 #include <spdlog/spdlog.h>
 
 #include "backend/factory.hpp"
@@ -11,17 +10,6 @@ namespace nbdsched::daemon::control {
 
 namespace {
 
-const config::Group* file_group(const config::Config& config, const std::string& name) {
-    auto it = std::find_if(config.groups.begin(), config.groups.end(), [&](const auto& g) { return g.name == name; });
-    return it == config.groups.end() ? nullptr : &*it;
-}
-
-const config::Device* file_device(const config::Config& config, const std::string& name) {
-    auto it =
-        std::find_if(config.devices.begin(), config.devices.end(), [&](const auto& d) { return d.name == name; });
-    return it == config.devices.end() ? nullptr : &*it;
-}
-
 std::optional<std::string> file_tunable(const config::Device& device, const std::string& name) {
     auto it = device.tunables.find(name);
     if (it == device.tunables.end()) return std::nullopt;
@@ -29,7 +17,7 @@ std::optional<std::string> file_tunable(const config::Device& device, const std:
 }
 
 void apply_weight_change(DaemonState& state, const LiveChanges::Weight& w) {
-    const auto* group = file_group(*state.config, w.group);
+    const auto* group = state.config->find_group(w.group);
     if (!group || group->weight_from_cgroup) {
         spdlog::info("hand-over: ctl weight {} {} not kept: the group is not in this configuration's groups (or its "
                      "weight is from-cgroup)",
@@ -51,7 +39,7 @@ void apply_weight_change(DaemonState& state, const LiveChanges::Weight& w) {
 }
 
 void apply_tunable_change(DaemonState& state, const LiveChanges::Tunable& t) {
-    const auto* device = file_device(*state.config, t.device);
+    const auto* device = state.config->find_device(t.device);
     Device* dev = state.find_device(t.device);
     const auto what = t.device + " " + t.name + " " + t.value;
     if (!device || !dev || device->scheduler != t.policy) {
@@ -93,12 +81,12 @@ void apply_faults_change(DaemonState& state, const LiveChanges::Faults& f) {
 LiveChanges live_changes(const DaemonState& state) {
     LiveChanges changes;
     for (const auto& name : state.changed_by_ctl.weights) {
-        const auto* group = file_group(*state.config, name);
+        const auto* group = state.config->find_group(name);
         auto id = state.groups->find(name);
         if (group && id) changes.weights.push_back({name, state.groups->at(*id).weight, group->weight});
     }
     for (const auto& [device_name, tunable] : state.changed_by_ctl.tunables) {
-        const auto* device = file_device(*state.config, device_name);
+        const auto* device = state.config->find_device(device_name);
         Device* dev = state.find_device(device_name);
         if (!device || !dev) continue;
         auto value = dev->scheduler().get_tunable(tunable);
