@@ -41,6 +41,11 @@ std::optional<Connected> reconnect_one(const AttachOptions& o, std::uint64_t siz
     return c;
 }
 
+// What /dev/nbdN is attached to now, for a monitor started later (attach_record.hpp).
+bool record_attachment(const AttachOptions& o, std::uint32_t index, std::string& error) {
+    return write_record(index, {o.target.describe(), o.target.export_name, kernel_pid(index)}, error);
+}
+
 std::uint64_t sysfs_sectors(std::uint32_t index) {
     std::ifstream in("/sys/block/nbd" + std::to_string(index) + "/size");
     std::uint64_t sectors = 0;
@@ -114,7 +119,7 @@ std::optional<Attached> attach(Netlink& netlink, const AttachOptions& o, std::st
     auto index = netlink.connect(device, fds, error);
     if (!index) return std::nullopt;
     std::string record_error;
-    if (!write_record(*index, {o.target.describe(), o.target.export_name, kernel_pid(*index)}, record_error))
+    if (!record_attachment(o, *index, record_error))
         spdlog::warn("/dev/nbd{}: {}: a monitor restarted later will not take the device over", *index,
                      record_error);
     spdlog::info("/dev/nbd{}: export '{}' at {}, {} bytes, block size {}, {} connection(s), flags {}, timeout {}s, "
@@ -153,7 +158,7 @@ bool adopt_without_record(const AttachOptions& o, const Attached& a, const std::
                  "it again to be sure it is that export",
                  device, o.target.export_name, o.target.describe(), a.info.size);
     std::string record_error;
-    if (!write_record(a.index, {o.target.describe(), o.target.export_name, kernel_pid(a.index)}, record_error))
+    if (!record_attachment(o, a.index, record_error))
         spdlog::warn("{}: {}", device, record_error);
     return true;
 }
