@@ -67,6 +67,8 @@ std::string record_mismatch(const AttachRecord& r, const Target& t, std::uint64_
     return {};
 }
 
+std::string record_directory() { return k_record_dir; }
+
 std::string record_path(std::uint32_t index) {
     return std::string(k_record_dir) + "/nbd" + std::to_string(index);
 }

@@ -36,6 +36,7 @@ std::string record_mismatch(const AttachRecord& record, const Target& target, st
 // reboot. Not in /run/nbdsched: that is the daemon's RuntimeDirectory, owned by
 // the user it runs as, which must not be able to write what a root monitor
 // trusts.
+std::string record_directory();
 std::string record_path(std::uint32_t index);
 bool write_record(std::uint32_t index, const AttachRecord& record, std::string& error);
 // nullopt when there is no record or it cannot be read or parsed.

@@ -11,6 +11,7 @@
 #include "kernel/attach.hpp"
 #include "kernel/attach_record.hpp"
 #include "kernel/device_use.hpp"
+#include "kernel/monitor_lock.hpp"
 
 namespace nbdsched::daemon {
 
@@ -108,7 +109,13 @@ int run_attach(int argc, char** argv) {
         spdlog::error("{}", error);
         return 1;
     }
-    // A monitor restarted on a device it attached before takes it over.
+    // A monitor restarted on a device it attached before takes it over, unless
+    // another monitor still watches it.
+    std::optional<kernel::MonitorLock> lock;
+    if (o.device.index && !no_monitor && !(lock = kernel::MonitorLock::take(kernel::record_directory(), *o.device.index, error))) {
+        spdlog::error("{}", error);
+        return 1;
+    }
     std::optional<kernel::Attached> attached;
     bool adopted = false;
     if (o.device.index && !no_monitor) {
@@ -127,6 +134,10 @@ int run_attach(int argc, char** argv) {
     notify_ready("/dev/nbd" + std::to_string(attached->index) + ": export '" + o.target.export_name + "' at " +
                  o.target.describe());
     if (no_monitor) return 0;
+    // A device the kernel chose: free until now, so no monitor can hold it;
+    // locked for a later `attach --device` to see.
+    if (!lock && !(lock = kernel::MonitorLock::take(kernel::record_directory(), attached->index, error)))
+        spdlog::warn("{}", error);
     return kernel::monitor(*netlink, *events, o, *attached, adopted);
 }
 

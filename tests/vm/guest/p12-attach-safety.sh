@@ -2,8 +2,8 @@
 # `nbdsched detach` refuse to do to a device in use. A monitor started on a
 # device that is attached to another export (or by something else) exits 1
 # and leaves the device, its size and its data alone; one started on the same
-# export takes it over. `detach` refuses a mounted device (unless --force)
-# and one that is not attached.
+# export takes it over, unless another monitor still watches it. `detach`
+# refuses a mounted device (unless --force) and one that is not attached.
 P12_DEV=/dev/nbd1
 P12_MONITOR=
 
@@ -59,6 +59,18 @@ p12_no_false_reconnect() {
     vt_wait_for 10 grep -qE 'nothing to replace|reconnected to' /tmp/p12-b.log
     cat /tmp/p12-b.log
     ! grep -q 'reconnected to' /tmp/p12-b.log && grep -q 'nothing to replace' /tmp/p12-b.log
+}
+
+# A second monitor of the same device and export, beside the running one (a
+# manual `attach --device` next to the unit's): exit 1 naming the first;
+# the first keeps running.
+p12_second_monitor_refused() {
+    _first=$P12_MONITOR
+    p12_refused rot "is watched by another monitor (pid $_first)"
+    _rc=$?
+    P12_MONITOR=$_first
+    pid_running "$_first" || { echo "the first monitor is gone"; return 1; }
+    return $_rc
 }
 
 # A device attached before records existed (an upgrade restarting its
@@ -150,6 +162,7 @@ p12_points() {
     vt_step p12-same-size-export-refused p12_refused nonrot "its export is 'rot', not 'nonrot'"
     vt_step p12-same-export-adopted p12_adopt_same
     vt_step p12-adopt-no-false-reconnect p12_no_false_reconnect
+    vt_step p12-second-monitor-refused p12_second_monitor_refused
     vt_step p12-drop-record p12_drop_record
     vt_step p12-no-record-other-size-refused p12_refused hdd "bytes where the device has"
     vt_step p12-no-record-same-size-adopted p12_no_record_adopted
