@@ -36,7 +36,9 @@ ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::
     // A fill (in d.prefetch already) goes before the stream's next window:
     // the client waits for the fill, and the window continues where it ends.
     if (auto r = streams_.on_read(queue, offset, length, d.kind != ReadDecision::Kind::miss)) {
-        auto more = issue(queue, *r);
+        std::uint64_t reached = 0;
+        auto more = issue(queue, *r, false, &reached);
+        streams_.issued(queue, *r, reached);
         d.prefetch.insert(d.prefetch.end(), more.begin(), more.end());
     }
     return d;
@@ -146,15 +148,26 @@ std::uint64_t ReadAhead::split_charge(std::uint64_t length) const {
     return total;
 }
 
-std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand) {
+std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand, std::uint64_t* reached) {
     std::vector<Prefetch> out;
+    std::uint64_t pos = 0;
     // Reading a range a write is busy with would be thrown away anyway; a
     // piece under a page holds a whole buffer for a few bytes (only the
-    // device's last bytes may be that short).
-    if (write_pending(r) || cache_.contains(r.offset, r.length) ||
-        (r.length < min_piece_bytes && r.end() < device_size_))
-        return out;
-    for (std::uint64_t pos = r.offset; pos < r.end();) {
+    // device's last bytes may be that short), so it is not worth asking again.
+    if (cache_.contains(r.offset, r.length) || (r.length < min_piece_bytes && r.end() < device_size_))
+        pos = r.end();
+    else if (write_pending(r))
+        pos = r.offset;
+    else
+        pos = issue_pieces(queue, r, demand, out);
+    if (reached != nullptr)
+        *reached = pos;
+    return out;
+}
+
+std::uint64_t ReadAhead::issue_pieces(std::uint64_t queue, const Range& r, bool demand, std::vector<Prefetch>& out) {
+    std::uint64_t pos = r.offset;
+    while (pos < r.end()) {
         const std::uint64_t n = piece_length(r.end() - pos);
         const std::uint64_t charge = piece_charge(n);
         if (!cache_.make_room(inflight_charge_ + charge)) {
@@ -174,7 +187,7 @@ std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand
         out.push_back({ticket, queue, pos, n, demand});
         pos += n;
     }
-    return out;
+    return pos;
 }
 
 std::vector<Prefetch> ReadAhead::on_cache(std::uint64_t queue, std::uint64_t offset, std::uint64_t length) {

@@ -172,7 +172,12 @@ private:
     Cover cover(const Range& r) const;
     const InFlight* inflight_at(std::uint64_t pos, std::uint64_t* ticket) const;
     ReadDecision decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill);
-    std::vector<Prefetch> issue(std::uint64_t queue, Range r, bool demand = false);
+    // `reached`, when given: where what is cached or now in flight of `r`
+    // ends (r's end when nothing needed fetching).
+    std::vector<Prefetch> issue(std::uint64_t queue, Range r, bool demand = false, std::uint64_t* reached = nullptr);
+    // issue()'s loop: pieces of `r` from its start while the cache has room;
+    // returns where it stopped.
+    std::uint64_t issue_pieces(std::uint64_t queue, const Range& r, bool demand, std::vector<Prefetch>& out);
     bool write_pending(const Range& r) const;
     void mark_stale(std::uint64_t offset, std::uint64_t length);
     // What a piece of n bytes holds, cached or in flight.

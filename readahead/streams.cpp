@@ -60,6 +60,20 @@ std::optional<Range> StreamTable::on_read(std::uint64_t queue, std::uint64_t off
     return r;
 }
 
+void StreamTable::issued(std::uint64_t queue, const Range& requested, std::uint64_t reached) {
+    if (reached >= requested.end())
+        return;
+    auto it = queues_.find(queue);
+    if (it == queues_.end())
+        return;
+    for (auto& s : it->second)
+        if (s.ra_end == requested.end()) {
+            s.ra_end = std::max(reached, s.next);
+            s.window = std::min(s.window, requested.length);
+            return;
+        }
+}
+
 void StreamTable::forget(std::uint64_t queue) {
     queues_.erase(queue);
 }

@@ -38,6 +38,13 @@ public:
     // prefetch was dropped) rewinds the stream so it is prefetched again.
     // Returns the range to prefetch now, if any (clipped to the device).
     std::optional<Range> on_read(std::uint64_t queue, std::uint64_t offset, std::uint64_t length, bool served);
+    // How far the prefetch of `requested` (a range on_read returned for
+    // `queue`) was issued: short of its end when part was skipped (no cache
+    // room, a write pending). The stream's read-ahead then ends at `reached`
+    // and its window does not grow, so the next read asks again, instead of
+    // missing inside a range never prefetched and halving the window as if
+    // the cache thrashed.
+    void issued(std::uint64_t queue, const Range& requested, std::uint64_t reached);
     void forget(std::uint64_t queue);
     // Forgets every stream; windows end at `device_size` from now on.
     void reset(std::uint64_t device_size);

@@ -78,6 +78,36 @@ TEST_CASE("read-ahead: write then read returns the new data") {
     CHECK(ra.stats().bytes_invalidated > 0);
 }
 
+TEST_CASE("read-ahead: a window skipped for a pending write is asked for again without shrinking") {
+    // The stream's second read asks for 256 KiB at 128 KiB, but a write is
+    // pending there, so nothing is fetched. The next read misses in that
+    // range: not thrashing (nothing was evicted), so the window keeps
+    // growing and the fourth read already asks for the full 512 KiB.
+    RamBackend disk(8 * MiB);
+    ReadAhead ra(opts(8 * MiB, 512 * KiB, 8 * MiB));
+    std::vector<std::byte> buf(64 * KiB);
+    auto read_and_fetch = [&](std::uint64_t off) {
+        auto d = ra.on_read(1, off, buf);
+        for (const auto& p : d.prefetch)
+            ra.on_prefetch_done(p.ticket, 0, fetch(disk, p));
+        return d;
+    };
+    read_and_fetch(0);
+    ra.on_write(200 * KiB, 4 * KiB);
+    CHECK(read_and_fetch(64 * KiB).prefetch.empty());
+    ra.on_write_done(200 * KiB, 4 * KiB);
+    auto third = read_and_fetch(128 * KiB);
+    CHECK(third.kind == ReadDecision::Kind::miss);
+    REQUIRE(third.prefetch.size() == 1);
+    CHECK(third.prefetch[0].offset == 192 * KiB);
+    CHECK(third.prefetch[0].length == 256 * KiB);
+    auto fourth = read_and_fetch(192 * KiB);
+    CHECK(fourth.kind == ReadDecision::Kind::hit);
+    REQUIRE(fourth.prefetch.size() == 1);
+    CHECK(fourth.prefetch[0].offset == 448 * KiB);
+    CHECK(fourth.prefetch[0].length == 512 * KiB);
+}
+
 TEST_CASE("read-ahead: a write landing while a prefetch is in flight drops the prefetch") {
     RamBackend disk(8 * MiB);
     REQUIRE(disk.write(0, byte_pattern(0, 8 * MiB, 1), false) == 0);

@@ -83,3 +83,22 @@ TEST_CASE("streams: a miss inside the prefetched range re-prefetches; off and en
     off.on_read(1, 0, 4096, false);
     CHECK_FALSE(off.on_read(1, 4096, 4096, false));
 }
+
+TEST_CASE("streams: a window issued only in part ends where the prefetch stopped, and does not grow") {
+    StreamTable t(512 * KiB, 8, 32 * MiB);
+    t.on_read(1, 0, 64 * KiB, false);
+    auto r = t.on_read(1, 64 * KiB, 64 * KiB, false);
+    REQUIRE(r);
+    CHECK(r->offset == 128 * KiB);
+    CHECK(r->length == 256 * KiB);
+    t.issued(1, *r, 256 * KiB);   // the cache had room for half of it
+    auto next = t.on_read(1, 128 * KiB, 64 * KiB, true);
+    REQUIRE(next);
+    CHECK(next->offset == 256 * KiB);   // asked again from where it stopped
+    CHECK(next->length == 256 * KiB);   // not 512 KiB: the window did not grow
+    t.issued(1, *next, next->end());    // all of it: no change, the window grows on
+    auto after = t.on_read(1, 192 * KiB, 64 * KiB, true);
+    REQUIRE(after);
+    CHECK(after->offset == 512 * KiB);
+    CHECK(after->length == 512 * KiB);
+}
