@@ -54,7 +54,10 @@ def main():
     devices = [common.ram_device(f"ram-{s}", "1GiB", s) for s in SCHEDS]
     exports = [{"name": f"e-{s}", "device": f"ram-{s}"} for s in SCHEDS]
     res = {(n, s): [] for n in counts for s in SCHEDS}
-    with TempDir("e7") as tmp, servers.start_nbdsched(tmp, "d", devices, exports) as srv:
+    # fio opens all its connections at once; more than the default 128 in the
+    # handshake together would be taken for idle sockets and closed.
+    limits = {"max_handshakes": 2 * max(counts)}
+    with TempDir("e7") as tmp, servers.start_nbdsched(tmp, "d", devices, exports, limits=limits) as srv:
         for _ in range(reps):
             for n in counts:
                 for s in SCHEDS:   # interleaved per connection count and repetition
