@@ -154,7 +154,8 @@ def main():
                                              f"IOPS ({gain[v]:.2f}x), auto {s[(v, 'auto')]['iops']:,.0f}"
                                              for v in VARIANTS),
                            "target": "same direction, between half and twice the seed ratio",
-                           "status": f"ssd vs local SSD: {status['ssd']}; cloud vs cloud SSD: {status['cloud']}"}))
+                           "status": f"ssd vs local SSD: {status['ssd']}; cloud vs cloud SSD: {status['cloud']}"},
+                       runs={f"{v} slice_idle {c}": report.fio_runs(res[(v, c)]) for v, c in keys}))
     return {"iops": {f"{v}-{c}": s[(v, c)]["iops"] for v, c in keys}, "gain": gain, "met": within,
             "status": status}
 

@@ -140,7 +140,9 @@ def main():
                            "target": f"share {SHARE_MIN:.2f}:1 to {SHARE_MAX:.1f}:1 (seed 1.64:1 x2; weights "
                                      "10:1 x1.25), total >= 85% of none",
                            "status": ", ".join(f"qd{d} {sch}: {ok}" for (d, sch), (_, _, ok) in checks.items()
-                                               if d in (1, deep))}))
+                                               if d in (1, deep))},
+                       runs={f"qd{d} {label}": [{"heavy_mib_s": round(h, 2), "light_mib_s": round(l_, 2)}
+                                                for h, l_ in res[(d, label)]] for d, label in keys}))
     return {"out": out, "checks": checks}
 
 

@@ -117,7 +117,10 @@ def main():
                                                                         f"{out[(n, s)][1]:.1f} us"
                                                                         for s in SCHEDS) for n in counts),
                                 "target": "cfq/bfq daemon CPU per request within 10% of none (aim 5%)",
-                                "status": status}))
+                                "status": status},
+                       runs={f"x{n} {s}": [dict(zip(("iops", "cpu_us_per_request", "daemon_busy", "ios_per_wall_s",
+                                                     "lat_us"), (round(x, 2) for x in measure(r))))
+                                           for r in res[(n, s)]] for n in counts for s in SCHEDS}))
     return {"out": out, "cost": cost, "cpu_cost": cpu_cost}
 
 

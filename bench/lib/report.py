@@ -70,6 +70,13 @@ class Facts:
         return table(["fact", "value"], rows)
 
 
+def fio_runs(results):
+    """Per-repetition numbers of fio runs for write(runs=...): IOPS, MiB/s,
+    mean and stddev latency (us) and I/Os of each run, rounded."""
+    keep = ("iops", "bw_mib", "lat_us", "sd_us", "ios")
+    return [{k: round(v, 1) for k, v in r.summary().items() if k in keep} for r in results]
+
+
 def table(header, rows):
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for r in rows:
@@ -93,9 +100,12 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if b else "n/a"
 
 
-def write(name, title, sections, facts, commands, peers=False, quick=False, summary=None):
+def write(name, title, sections, facts, commands, peers=False, quick=False, summary=None, runs=None):
     """sections: list of (heading or None, markdown text). Writes
-    results/<name>.md (or results/quick/<name>.md in --quick mode)."""
+    results/<name>.md (or results/quick/<name>.md in --quick mode).
+    runs: {cell label: [one dict of numbers per repetition]}, kept in the
+    .json beside the summary so that a verdict rule can be judged again on
+    the measured repetitions without a rerun."""
     facts.finish()
     d = os.path.join(RESULTS, "quick") if quick else RESULTS
     os.makedirs(d, exist_ok=True)
@@ -117,8 +127,9 @@ def write(name, title, sections, facts, commands, peers=False, quick=False, summ
     if summary is not None:   # one row of results/README.md (bench/lib/summary.py)
         import json
         with open(os.path.join(d, f"{name}.json"), "w") as f:
-            json.dump(dict(summary, name=name, title=title, load=f"{facts.load_start} / {facts.load_end}"), f,
-                      indent=1)
+            extra = {"runs": runs} if runs is not None else {}
+            json.dump(dict(summary, name=name, title=title, load=f"{facts.load_start} / {facts.load_end}", **extra),
+                      f, indent=1)
     return path
 
 
