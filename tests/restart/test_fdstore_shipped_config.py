@@ -130,13 +130,13 @@ def ram_beside_file(checks, tmp, procs):
 def main():
     checks = Checks()
     tmp = TempDir("fdstore-shipped")
-    procs = []
-    try:
-        shipped_config(checks, tmp, procs)
-        ram_beside_file(checks, tmp, procs)
-    finally:
-        stop_all(procs)
-        tmp.remove()
+    procs = []   # every daemon started: stopped whatever failed
+    with tmp:
+        try:
+            shipped_config(checks, tmp, procs)
+            ram_beside_file(checks, tmp, procs)
+        finally:
+            stop_all(procs)
     checks.finish()
 
 
