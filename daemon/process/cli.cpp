@@ -47,8 +47,13 @@ std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
     app.add_flag("--fdstore-handover", options.fdstore_handover,
                  "under systemd (FileDescriptorStoreMax=): SIGTERM parks the live connections and passes them "
                  "to the next start through the fd store instead of closing them");
-    app.footer("Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the configuration file.\n"
-               "See docs/configuration.md for the configuration file.");
+    app.footer("Subcommands (each has its own --help):\n"
+               "  nbdsched ctl       inspect and steer a running daemon through its control socket\n"
+               "  nbdsched attach    attach an export to /dev/nbdN and reconnect it across daemon restarts\n"
+               "  nbdsched detach    disconnect /dev/nbdN (its attach monitor then exits)\n"
+               "\n"
+               "Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the configuration file.\n"
+               "See docs/nbdsched.md for the manual, docs/configuration.md for the configuration file.");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

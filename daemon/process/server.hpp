@@ -130,7 +130,13 @@ private:
     bool requires_tls_now(int fd) const;
     void adopt_connections();
     void open_handover();
-    std::string begin_handover(bool force);
+    // The refusal, or "" once parking has begun. force: RAM devices too
+    // (--takeover --force; the fd store has no such switch).
+    enum class HandoverTo {
+        takeover,   // --takeover PATH: --force hands RAM devices over empty
+        fd_store,   // SIGTERM under systemd with --fdstore-handover
+    };
+    std::string begin_handover(HandoverTo to, bool force);
     void stop_by_handover();
     void check_handover();
     void wait_handover_round(std::uint64_t round, const std::string& what);   // bounded by drain_timeout

@@ -141,7 +141,7 @@ void Server::open_handover() {
     HandoverServer::Hooks hooks;
     hooks.begin = [this](bool force) {
         std::string refused;
-        exclusive([&] { refused = begin_handover(force); });
+        exclusive([&] { refused = begin_handover(HandoverTo::takeover, force); });
         return refused;
     };
     hooks.abort = [this](const std::string& why) { exclusive([&] { abort_handover(why); }); };
@@ -156,7 +156,7 @@ void Server::open_handover() {
     spdlog::info("serving hand-overs on {}", options_.handover_path);
 }
 
-std::string Server::begin_handover(bool force) {
+std::string Server::begin_handover(HandoverTo to, bool force) {
     if (stopping_) return "the daemon is shutting down";
     if (handing_over_) return "a hand-over is already in progress";
     // Its release would run beside a take-back (or a late one) on the same device.
@@ -168,6 +168,12 @@ std::string Server::begin_handover(bool force) {
                ": the lock release of an earlier hand-over has not finished (storage not answering)";
     for (const auto& dev : config_.devices) {
         if (dev.backend != config::BackendKind::ram) continue;
+        // One RAM device refuses the whole hand-over: say what the admin can
+        // do on the path taken (systemd's restart has no --force).
+        if (!force && to == HandoverTo::fd_store)
+            return "device '" + dev.name + "' keeps its data in RAM, which a new process starts empty, so every " +
+                   "connection closes, on every device; to keep connections across `systemctl restart`, make '" + dev.name +
+                   "' a file device (backend: file) or remove it";
         if (!force)
             return "device '" + dev.name + "' keeps its data in RAM, which a new process starts empty; " +
                    "--takeover with --force replaces it anyway";
@@ -328,7 +334,7 @@ void Server::pass_handover() {
 // next start through the fd store; when that is refused or fails, the
 // ordinary shutdown.
 void Server::stop_by_handover() {
-    const auto why = begin_handover(false);
+    const auto why = begin_handover(HandoverTo::fd_store, false);
     if (!why.empty()) {
         spdlog::warn("SIGTERM: no hand-over through the fd store: {}", why);
         return begin_shutdown("SIGTERM");

@@ -5,21 +5,24 @@
 # template, reload, stop) as vmtest.service.
 #
 #   run-vm-systemd-test.sh --daemon BUILD/daemon/nbdsched --units BUILD/systemd
-#                          --socket-unit SRC/systemd/nbdsched.socket [--log FILE]
+#                          --socket-unit SRC/systemd/nbdsched.socket
+#                          --example-config SRC/config/nbdsched.example.yaml [--log FILE]
 # Exit as run-vm-test.sh (77 = SKIP only when qemu cannot run here).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-DAEMON= UNITS= SOCKET_UNIT= LOG= TIMEOUT=600
+DAEMON= UNITS= SOCKET_UNIT= EXAMPLE_CONFIG= LOG= TIMEOUT=600
 while [ $# -gt 0 ]; do
     case $1 in
     --daemon) DAEMON=$(realpath "$2"); shift 2;;
     --units) UNITS=$2; shift 2;;
     --socket-unit) SOCKET_UNIT=$2; shift 2;;
+    --example-config) EXAMPLE_CONFIG=$2; shift 2;;
     --log) LOG=$2; shift 2;;
     --timeout) TIMEOUT=$2; shift 2;;
     *) echo "unknown option $1" >&2; exit 2;;
     esac
 done
+[ -n "$EXAMPLE_CONFIG" ] || { echo "--example-config is required" >&2; exit 2; }
 # shellcheck source=lib/host.sh
 . "$HERE/lib/host.sh"
 qemu_or_skip
@@ -34,7 +37,8 @@ u=/lib/systemd/system
 INCS+=(--include-as "$STRIPPED:$bin"
        --include-as "$svc:$u/nbdsched.service"
        --include-as "$UNITS/nbdsched-nbd@.service:$u/nbdsched-nbd@.service"
-       --include-as "$SOCKET_UNIT:$u/nbdsched.socket")
+       --include-as "$SOCKET_UNIT:$u/nbdsched.socket"
+       --include-as "$EXAMPLE_CONFIG:/vmtest/nbdsched.example.yaml")
 [ -n "$LOG" ] || LOG=$(mktemp /tmp/nbdsched-vm-systemd.XXXXXX.log)
 rc=0
 run_and_summarize "$LOG" --systemd --guest-script "$HERE/guest/systemd-units.sh" \

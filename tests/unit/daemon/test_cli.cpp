@@ -1,6 +1,6 @@
 // daemon/process/cli: --listen-unix/--listen-tcp go through the config's
 // parsers (same checks and messages as the `listen:` keys), and --help says
-// what the signals do.
+// what the signals do and which subcommands exist.
 #include <doctest/doctest.h>
 
 #include <iostream>
@@ -30,6 +30,19 @@ CliOptions tcp(std::string text) {
 
 bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
+}
+
+// What `nbdsched --help` prints (it exits 0).
+std::string help_text() {
+    std::ostringstream out;
+    auto* saved = std::cout.rdbuf(out.rdbuf());
+    std::string prog = "nbdsched", help = "--help";
+    char* argv[] = {prog.data(), help.data(), nullptr};
+    CliOptions options;
+    auto code = daemon::parse_cli(2, argv, options);
+    std::cout.rdbuf(saved);
+    CHECK(code == 0);
+    return out.str();
 }
 
 }   // namespace
@@ -107,16 +120,16 @@ TEST_CASE("--listen-unix and --listen-tcp replace the config's listen list") {
 }
 
 TEST_CASE("--help says that SIGHUP reloads the configuration") {
-    std::ostringstream out;
-    auto* saved = std::cout.rdbuf(out.rdbuf());
-    std::string prog = "nbdsched", help = "--help";
-    char* argv[] = {prog.data(), help.data(), nullptr};
-    CliOptions options;
-    auto code = daemon::parse_cli(2, argv, options);
-    std::cout.rdbuf(saved);
-    CHECK(code == 0);
-    CHECK(contains(out.str(), "SIGHUP reloads the configuration"));
-    CHECK_FALSE(contains(out.str(), "reserved"));
+    const auto out = help_text();
+    CHECK(contains(out, "SIGHUP reloads the configuration"));
+    CHECK_FALSE(contains(out, "reserved"));
+}
+
+TEST_CASE("--help names the subcommands ctl, attach and detach") {
+    const auto out = help_text();
+    CHECK(contains(out, "nbdsched ctl "));
+    CHECK(contains(out, "nbdsched attach "));
+    CHECK(contains(out, "nbdsched detach "));
 }
 
 TEST_CASE("--break-lock with --takeover is refused: the lock comes from the live old process") {

@@ -6,7 +6,12 @@
 # the device reconnected, stopping detaches and the daemon exits 0. Last,
 # without the socket unit, a `listen:` with owner/group/mode starts. Then the
 # attach unit outlasts a daemon that cannot start until it is fixed.
-# VM_CONFIG: the config path the units read.
+# Last, the shipped configuration (config/nbdsched.example.yaml, what
+# `meson install` puts where the unit reads): its device files are created on
+# the first start and `systemctl restart` keeps the attached device's
+# connection (no device of it turns the fd store's hand-over off).
+# VM_CONFIG: the config path the units read; /vmtest/nbdsched.example.yaml:
+# the shipped configuration.
 . /vmtest/lib.sh
 export SYSTEMD_PAGER= SYSTEMD_COLORS=0
 prop() { systemctl show -P "$2" "$1"; }
@@ -131,6 +136,25 @@ vt_step retry-daemon-start timeout 60 systemctl start nbdsched.service
 vt_step retry-nbd1-attached vt_wait_for 30 sh -c '[ "$(cat /sys/block/nbd1/size)" -gt 0 ]'
 vt_step retry-attach-stop timeout 60 systemctl stop nbdsched-nbd@nbd1.service
 vt_step retry-service-stop timeout 60 systemctl stop nbdsched.service
+# The shipped configuration as installed, on a clean state directory.
+cp /vmtest/nbdsched.example.yaml "$VM_CONFIG"
+rm -f /var/lib/nbdsched/*.img
+vt_step shipped-socket-start systemctl start nbdsched.socket
+vt_step shipped-attach-start timeout 60 systemctl start nbdsched-nbd@nbd0.service
+vt_step shipped-nbd0-attached vt_wait_for 10 sh -c '[ "$(cat /sys/block/nbd0/size)" -gt 0 ]'
+vt_step shipped-files-created test -f /var/lib/nbdsched/d0.img -a -f /var/lib/nbdsched/disk.img
+vt_step shipped-write dd if=/tmp/a of=/dev/nbd0 bs=64k oflag=direct 2>/dev/null
+: > /run/vmtest-nbdsched.log
+vt_step shipped-restart timeout 60 systemctl restart nbdsched.service
+vt_step shipped-restart-adopted vt_wait_for 10 grep -q 'hand-over: adopted 0 listener(s) and 1 connection(s)' \
+    /run/vmtest-nbdsched.log
+vt_kv shipped_restart_refused "$(grep -c 'no hand-over through the fd store' /run/vmtest-nbdsched.log)"
+vt_step shipped-restart-not-refused sh -c '! grep -q "no hand-over through the fd store" /run/vmtest-nbdsched.log'
+vt_step shipped-data-after-restart sh -c 'dd if=/dev/nbd0 of=/tmp/e bs=64k count=16 iflag=direct 2>/dev/null &&
+    cmp /tmp/a /tmp/e'
+vt_step shipped-attach-stop timeout 60 systemctl stop nbdsched-nbd@nbd0.service
+vt_step shipped-service-stop timeout 60 systemctl stop nbdsched.service
+vt_step shipped-service-exit-0 [ "$(prop nbdsched.service ExecMainStatus)" = 0 ]
 if [ $VT_FAILED != 0 ]; then
     systemctl status --no-pager nbdsched.service nbdsched.socket 'nbdsched-nbd@nbd0.service' \
         'nbdsched-nbd@nbd1.service' 2>&1 | tail -n 40
