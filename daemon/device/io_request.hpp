@@ -81,6 +81,10 @@ struct IoRequest {
     // received, `targets` are its destination and `pinned` is set.
     bool in_place = false;
     std::vector<std::span<std::byte>> targets;   // reused: no allocation per request
+    // An in-place payload whose client stalled: its first `placed` bytes went
+    // in place, then the pin went and the rest came into `buffer`; submit()
+    // makes the request a write of that rest alone.
+    std::uint64_t placed = 0;
 
     // --- set by the device
     sched::RequestId id = 0;
