@@ -87,7 +87,7 @@ void Connection::budget_available() {
 void Connection::charge(IoRequest& r, std::uint64_t bytes) {
     r.charged_bytes = bytes;
     inflight_bytes_ += bytes;
-    device_->inflight_budget().take_bytes(bytes);
+    device_->inflight_budget().take_bytes(group_, bytes);
 }
 
 void Connection::read_more() {
