@@ -75,6 +75,10 @@ struct IoRequest {
     sched::QueueId queue = 0;
     sched::GroupId group = 0;
     bool may_pin = false;   // a client READ: its reply may be sent from the backend's memory
+    // Its connection closed: nobody will read the reply. A READ not
+    // dispatched yet is then answered at dispatch without being read (no
+    // backend I/O, no device time in a timing model); other requests run.
+    bool abandoned = false;
     // A WRITE whose payload the connection received straight into the
     // backend's memory (Device::pin_write): dispatch writes nothing, the
     // scheduler only decides when it is acknowledged. While the payload is

@@ -38,6 +38,7 @@ IoRequest& Connection::acquire() {
     r->data_bytes = 0;
     r->in_place = false;
     r->placed = 0;
+    r->abandoned = false;
     ++inflight_;
     device_->inflight_budget().take_request(group_, std::exchange(has_ticket_, false));
     return *r;
