@@ -213,6 +213,10 @@ int Device::run_backend(backend::Backend& b, IoRequest& r) {
 
 void Device::start(IoRequest& r, sched::Time now) {
     r.release_at = now;
+    if (r.abandoned && r.op == sched::Op::read) {   // its client is gone: nothing to read it for
+        r.backend_errno = ESHUTDOWN;
+        return data_done(r);
+    }
     if (model_) r.release_at = model_->submit({r.op, r.offset, r.length}, now);
     if (r.in_place && r.op == sched::Op::write) {   // the data went in as it arrived (pin_write): only the reply is left
         r.backend_errno = 0;
@@ -294,10 +298,11 @@ bool Device::pin_write(IoRequest& r, std::uint64_t offset, std::uint64_t length)
 }
 
 void Device::data_done(IoRequest& r) {
-    // A refused fast zero is an answer the client asked for, not a failure.
+    // A refused fast zero is an answer the client asked for, not a failure;
+    // nor is a READ dropped for a client that closed (start()).
     std::uint64_t held_back = 0;
-    if (r.backend_errno != 0 && !(r.fast_zero && r.backend_errno == ENOTSUP) &&
-        failure_log_.allow(steady_now(), held_back)) {
+    const bool asked = (r.fast_zero && r.backend_errno == ENOTSUP) || (r.abandoned && r.backend_errno == ESHUTDOWN);
+    if (r.backend_errno != 0 && !asked && failure_log_.allow(steady_now(), held_back)) {
         if (held_back != 0)
             spdlog::warn("device {}: {} more failed request(s) not logged (at most {} lines per {} ms)", name_,
                          held_back, failure_log_.burst(),
@@ -325,8 +330,11 @@ void Device::finish(IoRequest& r) {
 }
 
 // A client request is done: through the device, or from read-ahead.
+// A READ dropped for a client that closed counts as a read of no bytes, not as an error.
 void Device::answer(IoRequest& r) {
-    stats_.done(r.queue, r.op, r.length, steady_now() - r.submitted_at, r.backend_errno != 0);
+    const bool dropped = r.abandoned && r.backend_errno == ESHUTDOWN;
+    const bool failed = r.backend_errno != 0 && !dropped;
+    stats_.done(r.queue, r.op, dropped ? 0 : r.length, steady_now() - r.submitted_at, failed);
     --outstanding_;
     r.sink->request_done(r);
 }

@@ -34,21 +34,53 @@ bool InflightBudget::using_device(const Group& g, Nanos now) const {
     return g.held > 0 || !g.line.empty() || (g.ever_used && now - g.idle_since < share_idle_);
 }
 
-// bfqq_request_over_limit() rounds to the closest; rounding down keeps the
-// shares' sum within the pool, so a group under its share finds room.
-std::uint64_t InflightBudget::share_of(sched::GroupId id, Nanos now) const {
-    if (!fair_share_) return max_requests_;
+std::uint64_t InflightBudget::weight_sum(sched::GroupId id, Nanos now, std::uint64_t& weight) const {
     auto it = groups_.find(id);
-    std::uint64_t weight = it == groups_.end() ? 100 : it->second.weight;
+    weight = it == groups_.end() ? 100 : it->second.weight;
     std::uint64_t wsum = weight;   // the asking group counts even before it uses the device
     for (const auto& [other, g] : groups_)
         if (other != id && using_device(g, now)) wsum += g.weight;
-    // max_requests may be UINT64_MAX (no limit): split before multiplying.
-    auto share = max_requests_ / wsum * weight + max_requests_ % wsum * weight / wsum;
-    return std::max<std::uint64_t>(share, 1);
+    return wsum;
+}
+
+namespace {
+// bfqq_request_over_limit() rounds to the closest; rounding down keeps the
+// shares' sum within the pool. The limits may be UINT64_MAX (none): split
+// before multiplying.
+std::uint64_t split(std::uint64_t pool, std::uint64_t weight, std::uint64_t wsum) {
+    return std::max<std::uint64_t>(pool / wsum * weight + pool % wsum * weight / wsum, 1);
+}
+}   // namespace
+
+std::uint64_t InflightBudget::share_of(sched::GroupId id, Nanos now) const {
+    if (!fair_share_) return max_requests_;
+    std::uint64_t weight = 0;
+    const auto wsum = weight_sum(id, now, weight);
+    return split(max_requests_, weight, wsum);
+}
+
+// At least one byte: a group holding none is admitted whatever the size of
+// its next request, so it always makes progress.
+std::uint64_t InflightBudget::byte_share_of(sched::GroupId id, Nanos now) const {
+    if (!fair_share_) return max_bytes_;
+    std::uint64_t weight = 0;
+    const auto wsum = weight_sum(id, now, weight);
+    return split(max_bytes_, weight, wsum);
+}
+
+bool InflightBudget::eligible(sched::GroupId id, const Group& g, Nanos now) const {
+    if (!fair_share_ && !has_room()) return false;
+    return g.held < share_of(id, now) && g.bytes < byte_share_of(id, now);
 }
 
 std::uint64_t InflightBudget::share(sched::GroupId group) const { return share_of(group, now()); }
+
+std::uint64_t InflightBudget::byte_share(sched::GroupId group) const { return byte_share_of(group, now()); }
+
+std::uint64_t InflightBudget::held_bytes(sched::GroupId group) const {
+    auto it = groups_.find(group);
+    return it == groups_.end() ? 0 : it->second.bytes;
+}
 
 std::uint64_t InflightBudget::held(sched::GroupId group) const {
     auto it = groups_.find(group);
@@ -57,17 +89,17 @@ std::uint64_t InflightBudget::held(sched::GroupId group) const {
 
 bool InflightBudget::someone_eligible_waits(Nanos now) const {
     for (const auto& [id, g] : groups_)
-        if (!g.line.empty() && under_share(id, g, now)) return true;
+        if (!g.line.empty() && eligible(id, g, now)) return true;
     return false;
 }
 
 bool InflightBudget::admits(sched::GroupId group, bool holds_ticket) const {
     if (holds_ticket) return true;
-    if (!has_room() || tickets_ != 0) return false;
+    if (tickets_ != 0) return false;
     auto t = now();
     auto it = groups_.find(group);
-    if (it == groups_.end()) return share_of(group, t) > 0 && !someone_eligible_waits(t);
-    return it->second.line.empty() && under_share(group, it->second, t) && !someone_eligible_waits(t);
+    if (it == groups_.end()) return eligible(group, Group{}, t) && !someone_eligible_waits(t);
+    return it->second.line.empty() && eligible(group, it->second, t) && !someone_eligible_waits(t);
 }
 
 void InflightBudget::take_request(sched::GroupId group, bool with_ticket) {
@@ -81,7 +113,8 @@ void InflightBudget::take_request(sched::GroupId group, bool with_ticket) {
     peak_requests_ = std::max(peak_requests_, requests_);
 }
 
-void InflightBudget::take_bytes(std::uint64_t n) {
+void InflightBudget::take_bytes(sched::GroupId group, std::uint64_t n) {
+    groups_[group].bytes += n;
     bytes_ += n;
     peak_bytes_ = std::max(peak_bytes_, bytes_);
     serve_line();   // the last ticket's request is now fully counted
@@ -95,7 +128,9 @@ void InflightBudget::release_slot(Group& g) {
 void InflightBudget::give(sched::GroupId group, std::uint64_t bytes) {
     --requests_;
     bytes_ -= bytes;
-    release_slot(groups_[group]);
+    auto& g = groups_[group];
+    g.bytes -= bytes;
+    release_slot(g);
     serve_line();
 }
 
@@ -120,7 +155,7 @@ InflightBudget::Group* InflightBudget::next_in_line(Nanos now, sched::GroupId& i
     Group* best = nullptr;
     for (auto& [gid, g] : groups_) {
         while (!g.line.empty() && g.line.front().waiter.expired()) g.line.pop_front();
-        if (g.line.empty() || !under_share(gid, g, now)) continue;
+        if (g.line.empty() || !eligible(gid, g, now)) continue;
         if (!best || g.line.front().seq < best->line.front().seq) {
             best = &g;
             id = gid;
@@ -136,8 +171,10 @@ InflightBudget::Group* InflightBudget::next_in_line(Nanos now, sched::GroupId& i
 // waits for them (take_bytes) or for the next reply (give); otherwise a
 // burst of tickets could overrun the byte budget by many requests. A group
 // over its share waits for its own replies (give), so it is never stranded.
+// With fair_share a group under its shares is served even when the pool is
+// full (see the header); without, only while the pool has room.
 void InflightBudget::serve_line() {
-    while (tickets_ == 0 && has_room()) {
+    while (tickets_ == 0) {
         sched::GroupId id = 0;
         Group* g = next_in_line(now(), id);
         if (!g) return;

@@ -15,11 +15,19 @@
 // BFQ's bfqq_request_over_limit() (Linux 5.17+, "bfq: Limit number of
 // requests consumed by each cgroup"): while several groups use the device,
 // a group may hold at most max_requests * weight / (sum of the weights of
-// the groups using it) slots, at least one. A group over its share waits
+// the groups using it) slots, at least one, and as much of max_bytes, at
+// least one byte (so one request of any size). A group over its share waits
 // even when the pool has room, so a flooding group leaves the others their
-// share; a group alone may use the whole pool. Freed room goes to the
-// longest waiter among the groups under their share, so a connection of a
-// group below its share never waits behind one of a group over it. A group
+// share; a group alone may use the whole pool. A group under both of its
+// shares is admitted even when the pool is full: what fills it is then
+// room other groups took beyond their shares (while alone, or before this
+// group came), and they may hold it indefinitely (a client that stalls in
+// the middle of a WRITE payload, or never reads its replies); so a tenant
+// can block only itself, and the pool's total may pass its limit by what
+// the others held beyond their shares, until they give it back. Freed room
+// goes to the longest waiter among the groups under their share, so a
+// connection of a group below its share never waits behind one of a group
+// over it. A group
 // counts as using the device while it holds slots or waits, and for
 // `share_idle` after its last slot came back: a qd1 reader holds nothing
 // between a reply and its next request, and would otherwise find the pool
@@ -89,7 +97,7 @@ public:
     // under its share.
     bool admits(sched::GroupId group, bool holds_ticket) const;
     void take_request(sched::GroupId group, bool with_ticket);
-    void take_bytes(std::uint64_t n);
+    void take_bytes(sched::GroupId group, std::uint64_t n);
     // Gives back one request and its bytes; the room goes to the line first.
     void give(sched::GroupId group, std::uint64_t bytes);
     // A ticket its holder will not use (it closed): passed on down the line.
@@ -101,6 +109,9 @@ public:
     std::uint64_t share(sched::GroupId group) const;
     // Slots the group holds: its requests and its unused ticket.
     std::uint64_t held(sched::GroupId group) const;
+    // The most bytes `group` may hold now, and the bytes it holds.
+    std::uint64_t byte_share(sched::GroupId group) const;
+    std::uint64_t held_bytes(sched::GroupId group) const;
 
     Stats stats() const;
 
@@ -112,6 +123,7 @@ private:
     struct Group {
         unsigned weight = 100;
         std::uint64_t held = 0;
+        std::uint64_t bytes = 0;
         std::deque<Line> line;
         Nanos idle_since{};   // when held and line last became empty
         bool ever_used = false;
@@ -120,8 +132,14 @@ private:
     bool has_room() const { return requests_ + tickets_ < max_requests_ && bytes_ < max_bytes_; }
     Nanos now() const;
     bool using_device(const Group& g, Nanos now) const;
+    // The group's weight and the sum of the weights of the groups using the
+    // device (the group's own counted even before it uses it).
+    std::uint64_t weight_sum(sched::GroupId id, Nanos now, std::uint64_t& weight) const;
     std::uint64_t share_of(sched::GroupId id, Nanos now) const;
-    bool under_share(sched::GroupId id, const Group& g, Nanos now) const { return g.held < share_of(id, now); }
+    std::uint64_t byte_share_of(sched::GroupId id, Nanos now) const;
+    // May the group take one more request: under both of its shares, and
+    // without fair_share with room in the pool.
+    bool eligible(sched::GroupId id, const Group& g, Nanos now) const;
     // The group whose line head came first among those under their share; nullptr: none.
     Group* next_in_line(Nanos now, sched::GroupId& id);
     bool someone_eligible_waits(Nanos now) const;

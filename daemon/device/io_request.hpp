@@ -75,12 +75,20 @@ struct IoRequest {
     sched::QueueId queue = 0;
     sched::GroupId group = 0;
     bool may_pin = false;   // a client READ: its reply may be sent from the backend's memory
+    // Its connection closed: nobody will read the reply. A READ not
+    // dispatched yet is then answered at dispatch without being read (no
+    // backend I/O, no device time in a timing model); other requests run.
+    bool abandoned = false;
     // A WRITE whose payload the connection received straight into the
     // backend's memory (Device::pin_write): dispatch writes nothing, the
     // scheduler only decides when it is acknowledged. While the payload is
     // received, `targets` are its destination and `pinned` is set.
     bool in_place = false;
     std::vector<std::span<std::byte>> targets;   // reused: no allocation per request
+    // An in-place payload whose client stalled: its first `placed` bytes went
+    // in place, then the pin went and the rest came into `buffer`; submit()
+    // makes the request a write of that rest alone.
+    std::uint64_t placed = 0;
 
     // --- set by the device
     sched::RequestId id = 0;

@@ -171,6 +171,12 @@ void Connection::close(const std::string& reason, spdlog::level::level_enum leve
         release(*current_);
         current_ = nullptr;
     }
+    // Requests still at the device: their reads need not run (the device
+    // answers one not dispatched yet at once, unread); the writes, flushes,
+    // trims and zeroes run, as a client may have sent them before it closed
+    // without waiting for their replies (none was acknowledged, so
+    // dropping them would be allowed too, but running them surprises no one).
+    for (auto& r : all_) r->abandoned = true;
     maybe_finish();
 }
 

@@ -127,6 +127,13 @@ public:
     // A connection's own buffer: a 4 KiB WRITE and its header, or many
     // headers; reads that fill it move to a large one (buffer_pool).
     static constexpr std::size_t small_read_size = 8u << 10;
+    // How long a reply batch may wait for the client to make room, or an
+    // in-place WRITE payload for the client to send the rest, before the
+    // device's pages it holds are let go (the data is copied or received
+    // into a buffer instead). Much longer than a 1 MiB transfer takes on a
+    // client that keeps up (the copy is then never made), short next to a
+    // paused VM: a pin held meanwhile keeps every page freed on the device.
+    static constexpr auto stall_copy_after = std::chrono::milliseconds(100);
     void budget_available() override;
 
 private:
@@ -180,7 +187,10 @@ private:
     void parse();
     bool consume_payload();
     void read_payload_direct();
+    std::byte* payload_buffer_at();
     ssize_t recv_in_place();
+    void watch_payload_stall();
+    void unpin_stalled_payload(std::uint64_t round);
     void read_payload_tls();
     void payload_done();
     void payload_received(IoRequest& r);
@@ -263,6 +273,13 @@ private:
     bool parked_ = false;           // ...and there now, nothing pending
     std::string export_name_;
     std::uint16_t transmission_flags_ = 0;
+
+    // An in-place payload the client has not finished sending a while after
+    // the daemon first had to wait for it lets go of the device's pages
+    // (unpin_stalled_payload), as a stalled reply batch does.
+    std::optional<boost::asio::steady_timer> payload_timer_;   // made on the device's loop, at the first wait
+    std::uint64_t payload_round_ = 0;                          // tells a late timer from the current payload's
+    bool payload_watched_ = false;                             // the current payload's timer runs
 
     // Graceful stop (shutdown()): no request past the next boundary; once
     // every reply is out, the sending half closes and what the client still

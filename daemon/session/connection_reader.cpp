@@ -87,7 +87,7 @@ void Connection::budget_available() {
 void Connection::charge(IoRequest& r, std::uint64_t bytes) {
     r.charged_bytes = bytes;
     inflight_bytes_ += bytes;
-    device_->inflight_budget().take_bytes(bytes);
+    device_->inflight_budget().take_bytes(group_, bytes);
 }
 
 void Connection::read_more() {
@@ -156,7 +156,7 @@ bool Connection::consume_payload() {
         if (current_->in_place)
             copy_to(current_->targets, payload_got_, rbuf_ + rbeg_, n);
         else
-            std::memcpy(current_->buffer.data() + payload_got_, rbuf_ + rbeg_, n);
+            std::memcpy(payload_buffer_at(), rbuf_ + rbeg_, n);
     }
     rbeg_ += n;
     payload_got_ += n;
@@ -181,9 +181,9 @@ void Connection::read_payload_direct() {
     busy_ = false;   // the next read is likely the next header: into the small buffer
     if (tls_) return read_payload_tls();
     while (payload_left_ > 0) {
-        const ssize_t n = current_->in_place ? recv_in_place()
-                                             : ::recv(socket_.native_handle(), current_->buffer.data() + payload_got_,
-                                                      payload_left_, MSG_DONTWAIT);
+        const ssize_t n = current_->in_place
+                              ? recv_in_place()
+                              : ::recv(socket_.native_handle(), payload_buffer_at(), payload_left_, MSG_DONTWAIT);
         if (n > 0) {
             payload_got_ += static_cast<std::size_t>(n);
             payload_left_ -= static_cast<std::size_t>(n);
@@ -193,6 +193,7 @@ void Connection::read_payload_direct() {
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return close("reading a WRITE payload: " + std::system_category().message(errno));
+        if (current_->in_place) watch_payload_stall();
         reading_ = true;
         socket_.async_wait(Socket::wait_read,
                            in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -204,6 +205,46 @@ void Connection::read_payload_direct() {
         return;
     }
     payload_done();
+}
+
+// Where the next payload byte goes in the request's buffer: a stalled
+// in-place payload's buffer holds only what came after its pin went.
+std::byte* Connection::payload_buffer_at() {
+    return current_->buffer.data() + (payload_got_ - current_->placed);
+}
+
+// The first wait for the rest of an in-place payload starts the timer; the
+// payload ending (payload_received) or the connection closing ends it.
+void Connection::watch_payload_stall() {
+    if (payload_watched_) return;
+    payload_watched_ = true;
+    if (!payload_timer_) payload_timer_.emplace(socket_.get_executor());
+    payload_timer_->expires_after(stall_copy_after);
+    payload_timer_->async_wait(
+        [self = shared_from_this(), round = ++payload_round_](const boost::system::error_code& ec) {
+            if (!ec) self->unpin_stalled_payload(round);
+        });
+}
+
+// The client has not sent the whole payload within stall_copy_after of the
+// first wait for it: what came is settled in place (the pages nothing came
+// into go back, as when a client dies mid-payload), the pin goes, and the
+// rest is received into the request's buffer and written at dispatch. A pin
+// held across the wait would keep every page any client of the device frees
+// meanwhile (backend/page_pins.hpp), for as long as the client stays stalled.
+// Runs only between reads: never in the middle of one.
+void Connection::unpin_stalled_payload(std::uint64_t round) {
+    if (round != payload_round_ || !payload_watched_ || closed_ || !current_ || !current_->in_place ||
+        !current_->pinned)
+        return;
+    IoRequest& r = *current_;
+    r.pinned->unpin_written(r.pin, r.offset, r.length);
+    r.pinned = nullptr;
+    r.in_place = false;
+    r.placed = payload_got_;
+    r.buffer.reserve(r.length - r.placed);
+    spdlog::debug("{}: WRITE payload not all sent within {} ms: {} of {} bytes placed, the rest into a buffer",
+                  tag(), stall_copy_after.count(), r.placed, r.length);
 }
 
 // One recvmsg() into the in-place payload's pieces from payload_got_ on.
@@ -248,10 +289,12 @@ void Connection::payload_done() {
 }
 
 // An in-place payload's pin lasts while it is received (a connection closed
-// meanwhile lets go of it in release()); once it is in, the data is the
+// meanwhile lets go of it in release(), a stalled client's payload in
+// unpin_stalled_payload()); once it is in, the data is the
 // device's and the pin goes, and the backend takes back the pages it
 // allocated for the payload that hold only zeros.
 void Connection::payload_received(IoRequest& r) {
+    payload_watched_ = false;
     if (r.in_place && r.pinned) {
         r.pinned->unpin_written(r.pin, r.offset, r.length);
         r.pinned = nullptr;
@@ -311,10 +354,12 @@ void Connection::parse() {
     }
     parsing_ = false;
     flush_replies();   // one write for everything answered during this parse
-    if (direct)
+    if (direct) {
         read_payload_direct();
-    else if (!paused_)
+    } else if (!paused_) {
+        if (rstate_ == ReadState::payload && current_ && current_->in_place) watch_payload_stall();
         read_more();
+    }
     maybe_finish();
 }
 
@@ -360,8 +405,8 @@ void Connection::submit(IoRequest& r) {
     const auto& h = r.header;
     r.sink = this;
     r.op = op_of(h.type);
-    r.offset = binding_->offset + h.offset;
-    r.length = r.op == sched::Op::flush ? 0 : h.length;
+    r.offset = binding_->offset + h.offset + r.placed;
+    r.length = r.op == sched::Op::flush ? 0 : h.length - r.placed;
     r.fua = (h.flags & nbd::cmd_flag_fua) != 0 && r.op != sched::Op::read && r.op != sched::Op::flush;
     r.may_trim = (h.flags & nbd::cmd_flag_no_hole) == 0;
     r.fast_zero = (h.flags & nbd::cmd_flag_fast_zero) != 0;

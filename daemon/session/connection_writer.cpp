@@ -20,10 +20,6 @@ namespace nbdsched::daemon {
 namespace {
 // A TLS or stall copy bigger than this goes back to the allocator after its write.
 constexpr std::size_t keep_buffer = 1u << 20;
-// How long a batch may wait for the client to make room before what is left
-// of it is copied and its pins go. Much longer than a 1 MiB reply takes on a
-// client that reads (the copy is then never made), short next to a paused VM.
-constexpr auto stall_copy_after = std::chrono::milliseconds(100);
 }   // namespace
 
 IoRequest& Connection::acquire() {
@@ -41,6 +37,8 @@ IoRequest& Connection::acquire() {
     r->backend_errno = 0;
     r->data_bytes = 0;
     r->in_place = false;
+    r->placed = 0;
+    r->abandoned = false;
     ++inflight_;
     device_->inflight_budget().take_request(group_, std::exchange(has_ticket_, false));
     return *r;

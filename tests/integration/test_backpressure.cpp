@@ -4,16 +4,19 @@
 // (the per-connection in-flight limit defaults to 64 MiB); a daemon without
 // back-pressure would queue 2 GiB of replies here. Its large reads are sent
 // from the RAM device's own pages, so they also must not keep the pages that
-// other clients trim meanwhile.
+// other clients trim meanwhile. A tenant whose clients hold a device's
+// whole in-flight budget that way keeps no other tenant of it waiting.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cstdint>
 #include <libnbd.h>
+#include <memory>
 #include <set>
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "daemon.hpp"
 #include "nbd_handle.hpp"
@@ -88,4 +91,70 @@ TEST_CASE("a client that stops reading does not keep the pages other clients tri
     }
     CHECK(d.running());
     CHECK(d.stop() == 0);
+}
+
+namespace {
+
+// Whether a 4 KiB READ on `h` is answered within `limit`.
+bool read_answered_within(nbd_handle* h, std::chrono::milliseconds limit) {
+    std::vector<std::uint8_t> buf(4096);
+    const auto cookie = nbd_aio_pread(h, buf.data(), buf.size(), 0, {}, 0);
+    REQUIRE_MESSAGE(cookie >= 0, nbd_error());
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+        REQUIRE_MESSAGE(nbd_poll(h, 50) >= 0, nbd_error());
+        if (nbd_aio_command_completed(h, cookie) == 1) return true;
+    }
+    return false;
+}
+
+}   // namespace
+
+// Tenant b's clients hold more than the device's whole in-flight budget and
+// may hold it for good: replies they never read, WRITE payloads they never
+// send (a paused VM). Tenant a, another group on the same device, must still
+// be admitted: each group's share of the budget is its own (by weight), so a
+// tenant can block only itself. Once with the bytes full, once with the
+// request slots full.
+TEST_CASE("a tenant holding the whole in-flight budget of a device does not keep another tenant waiting") {
+    struct Case {
+        const char* what;
+        const char* limits;
+        int readers;          // connections sending reads they never collect...
+        int reads;            // ...this many each
+        std::uint32_t size;   // of this size
+        int writers;          // connections sending only the header of a WRITE of `size`
+    };
+    const Case cases[] = {
+        {"bytes",
+         "  max_request_bytes: 4MiB\n  max_inflight_bytes_per_connection: 8MiB\n"
+         "  max_inflight_bytes_per_device: 32MiB\n",
+         3, 3, 4u << 20, 8},
+        {"requests", "  max_inflight_per_device: 8\n", 0, 0, 64u << 10, 8},
+    };
+    for (const auto& c : cases) {
+        const std::string what = c.what;
+        CAPTURE(what);
+        Daemon d(yaml_spec(std::string("limits:\n") + c.limits +
+                           "devices:\n  - {name: d0, size: 256MiB, scheduler: cfq}\n"
+                           "groups:\n  - {name: ta, weight: 1000}\n  - {name: tb, weight: 100}\n"
+                           "exports:\n  - {name: a, device: d0, group: ta}\n  - {name: b, device: d0, group: tb}\n"));
+        std::vector<std::unique_ptr<RawClient>> held;
+        for (int i = 0; i < c.readers; ++i) {
+            auto& r = held.emplace_back(std::make_unique<RawClient>(d.socket_path()));
+            r->open_export("b");
+            for (int k = 0; k < c.reads; ++k) r->send(RawClient::request(READ, k + 1, k * std::uint64_t{c.size}, c.size));
+        }
+        for (int i = 0; i < c.writers; ++i) {
+            auto& w = held.emplace_back(std::make_unique<RawClient>(d.socket_path()));
+            w->open_export("b");
+            w->send(RawClient::request(WRITE, 1, i * std::uint64_t{c.size}, c.size));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));   // the daemon reads their headers
+        Nbd a = connect(d.uri("a"));
+        // Before, it waited for as long as tenant b's clients stayed.
+        CHECK_MESSAGE(read_answered_within(a, std::chrono::seconds(2)), "tenant a's 4 KiB READ not answered in 2 s");
+        held.clear();
+        CHECK(d.stop() == 0);
+    }
 }

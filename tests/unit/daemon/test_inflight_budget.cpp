@@ -80,7 +80,7 @@ TEST_CASE("inflight budget: one ticket at a time, the next once the last request
     auto c = std::make_shared<Waiter>(log, 2);
     auto d = std::make_shared<Waiter>(log, 3);
     b.take_request(0, false);
-    b.take_bytes(1000);   // the byte budget is full
+    b.take_bytes(0, 1000);   // the byte budget is full
     b.wait(0, a);
     b.wait(0, c);
     b.wait(0, d);
@@ -89,10 +89,10 @@ TEST_CASE("inflight budget: one ticket at a time, the next once the last request
     CHECK_FALSE(b.admits(0, false));   // the line is empty, but 1's request is still to come
     b.take_request(0, true);
     CHECK(log == std::vector<int>{1});   // not before 1's bytes are in
-    b.take_bytes(400);
+    b.take_bytes(0, 400);
     CHECK(log == std::vector<int>{1, 2});
     b.take_request(0, true);
-    b.take_bytes(600);   // full again: 3 waits for a reply
+    b.take_bytes(0, 600);   // full again: 3 waits for a reply
     CHECK(log == std::vector<int>{1, 2});
     b.give(0, 400);
     CHECK(log == std::vector<int>{1, 2, 3});
@@ -103,7 +103,7 @@ TEST_CASE("inflight budget: bytes fill it; a request larger than the budget pass
     InflightBudget b(100, 4096);
     CHECK(b.admits(0, false));   // idle: whatever size comes next is admitted
     b.take_request(0, false);
-    b.take_bytes(65536);
+    b.take_bytes(0, 65536);
     CHECK_FALSE(b.admits(0, false));
     auto w = std::make_shared<Waiter>(log, 1);
     b.wait(0, w);
