@@ -47,6 +47,11 @@ Server::~Server() {
     // Pool tasks refer to devices and requests: let them end first.
     pool_.stop();
     pool_.join();
+    // Devices before connections: a device's io_uring waits here for the
+    // operations still in its ring, which read into and write from buffers
+    // of the connections' requests (a forced stop leaves some there).
+    // ~Connection touches nothing of a device.
+    devices_.clear();
     connections_.clear();
 }
 

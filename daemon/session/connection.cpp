@@ -142,9 +142,19 @@ void Connection::discard_read() {
                             }));
 }
 
+boost::asio::steady_timer& Connection::socket_timer() {
+    if (device_ == nullptr) return handshake_timer_;
+    // Made here, not at the move: linger() may run on loop 0 inside
+    // exclusive() (shutdown()), which is safe for a timer of the paused
+    // device loop; its handler then runs on that loop.
+    if (!closing_timer_) closing_timer_.emplace(socket_.get_executor());
+    return *closing_timer_;
+}
+
 void Connection::watch_linger(std::chrono::steady_clock::time_point until) {
-    handshake_timer_.expires_after(linger_poll);
-    handshake_timer_.async_wait([self = shared_from_this(), until](const boost::system::error_code& ec) {
+    auto& timer = socket_timer();
+    timer.expires_after(linger_poll);
+    timer.async_wait([self = shared_from_this(), until](const boost::system::error_code& ec) {
         if (ec || self->closed_ || self->peer_gone_) return;
         if (unread_by_peer(self->socket_.native_handle()) != 0 && std::chrono::steady_clock::now() < until)
             return self->watch_linger(until);
@@ -158,6 +168,7 @@ void Connection::close(const std::string& reason, spdlog::level::level_enum leve
     if (closed_) return;
     if (!reason.empty()) spdlog::log(level, "{}: closing: {}", tag(), reason);
     handshake_timer_.cancel();
+    if (closing_timer_) closing_timer_->cancel();
     closed_ = true;
     stop_reading_ = true;
     boost::system::error_code ignored;

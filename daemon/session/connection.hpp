@@ -220,6 +220,9 @@ private:
     bool linger();
     void discard_read();
     void watch_linger(std::chrono::steady_clock::time_point until);
+    // The timer whose handlers run on the loop that owns the socket now:
+    // handshake_timer_ during the handshake, closing_timer_ after it.
+    boost::asio::steady_timer& socket_timer();
 
     std::string tag() const;
 
@@ -232,6 +235,10 @@ private:
 
     // handshake; in a graceful stop it times the linger (linger())
     boost::asio::steady_timer handshake_timer_;
+    // Times the linger and the TLS goodbye once the connection is on its
+    // device's loop: handshake_timer_ stays bound to loop 0, which accepted
+    // the socket, and its handler would race the device's loop there.
+    std::optional<boost::asio::steady_timer> closing_timer_;
     nbd::Negotiation negotiation_;
     std::vector<std::uint8_t> hs_in_;
     std::vector<std::uint8_t> hs_out_;

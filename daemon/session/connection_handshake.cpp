@@ -145,14 +145,15 @@ void Connection::start_tls() {
 
 void Connection::end_tls(std::function<void()> then) {
     tls_ending_ = true;
-    handshake_timer_.expires_after(tls_goodbye_wait);
-    handshake_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    auto& timer = socket_timer();
+    timer.expires_after(tls_goodbye_wait);
+    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
         if (ec) return;   // the shutdown ended first
         boost::system::error_code ignored;
         self->socket_.cancel(ignored);   // a peer that never answers ours
     });
     tls_->async_shutdown([self = shared_from_this(), then = std::move(then)](const boost::system::error_code&) {
-        self->handshake_timer_.cancel();
+        self->socket_timer().cancel();
         self->tls_ended_ = true;
         then();
     });
