@@ -82,7 +82,10 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
                              }
                          });
     if (!ok) return;
-    if (!has_listen) config.listen = default_listen();
+    if (!has_listen) {
+        config.listen = default_listen();
+        if (auto why = default_listen_problem()) r.error(top.at, "listen", "not given, and " + *why);
+    }
     check_listen_tls(r, config);
     check_control_apart(r, config, control_at);
     if (!has_devices) r.error(top.at, "devices", "missing: at least one device is needed");

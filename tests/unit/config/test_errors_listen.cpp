@@ -239,3 +239,18 @@ TEST_CASE("limits: threads") {
     expect_error(with("limits:\n  threads: 0\n"), "limits.threads", 2, 12, "out of range: 0");
     expect_error(with("limits:\n  threads: many\n"), "limits.threads", 2, 12, "");
 }
+
+TEST_CASE("no listen: and a default socket path too long for sockaddr_un (a long $XDG_RUNTIME_DIR)") {
+    const char* saved = std::getenv("XDG_RUNTIME_DIR");
+    std::string saved_value = saved ? saved : "";
+    setenv("XDG_RUNTIME_DIR", ("/tmp/" + std::string(100, 'x')).c_str(), 1);
+    auto r = load(minimal_tail);
+    expect_error(r, "listen", 1, 1, "not given, and the default unix socket /tmp/xxx");
+    expect_error(r, "listen", 1, 1, "(from $XDG_RUNTIME_DIR) is longer than 107 bytes");
+    CHECK(default_listen_problem().has_value());
+    setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
+    CHECK(load(minimal_tail).config.has_value());
+    CHECK_FALSE(default_listen_problem().has_value());
+    if (saved) setenv("XDG_RUNTIME_DIR", saved_value.c_str(), 1);
+    else unsetenv("XDG_RUNTIME_DIR");
+}
