@@ -148,7 +148,7 @@ void SizeRefresh::finish(Device* dev, std::uint64_t before, int err) {
     });
 }
 
-control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {
+control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust, TlsContext* tls) {
     NotifyReload notify;
     control::ReloadResult result;
     const std::string path = state.config->source;
@@ -180,6 +180,16 @@ control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdj
         result.messages = plan.refused;
         return result;
     }
+    // The files behind tls: (the same paths: the plan refused others) may
+    // have changed: a revoked key or a renewed certificate. The last check
+    // that may refuse, so nothing is half applied.
+    std::string tls_note;
+    if (tls && !tls->reload(loaded.config->tls, tls_note, error)) {
+        result.messages.push_back("tls: " + error);
+        spdlog::error("reload: tls: {}; keeping the configuration and the TLS credentials in force", error);
+        return result;
+    }
+    if (!tls_note.empty()) plan.notes.push_back(tls_note);
     for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
     apply_plan(state, plan, std::move(*loaded.config));
     spdlog::info("reload: done ({} change(s))", plan.notes.size());
