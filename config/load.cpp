@@ -45,6 +45,9 @@ constexpr const char* metrics_ipv6_refused =
     "an IPv6 address: the metrics endpoint (prometheus-cpp's civetweb) listens on IPv4 only; use 127.0.0.1:PORT, "
     "or 0.0.0.0:PORT for every address";
 
+// `devices: []` (a template that expanded to nothing): a daemon serving nothing.
+bool is_empty_list(const Field& f) { return f.value.IsSequence() && f.value.size() == 0; }
+
 std::optional<std::string> read_socket_path(Reader& r, const Field& f) {
     auto v = r.string(f);
     std::string error;
@@ -74,9 +77,11 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
                              } else if (f.key == "devices") {
                                  has_devices = true;
                                  read_entries(r, f, sections.devices, &parse_device);
+                                 if (is_empty_list(f)) r.error(f, "empty: at least one device is needed");
                              } else if (f.key == "exports") {
                                  has_exports = true;
                                  read_entries(r, f, sections.exports, &parse_export);
+                                 if (is_empty_list(f)) r.error(f, "empty: at least one export is needed");
                              } else if (f.key == "groups") {
                                  read_entries(r, f, sections.groups, &parse_group);
                              } else if (f.key == "rules") {
