@@ -50,6 +50,23 @@ void report_size(Device& dev, std::uint64_t before, int err) {
     }
 }
 
+// A tunable's note as the scheduler holds it, once applied: a value the
+// policy clamped (cfq's quantum 0 is 1) or wrote its own way (0.5 is 500us)
+// says so, rather than repeating the file's text as if it were in force.
+void note_tunables_in_force(control::DaemonState& state, ReloadPlan& plan) {
+    for (const auto& [device, tunables] : plan.tunables) {
+        Device* dev = state.find_device(device);
+        if (!dev) continue;
+        for (const auto& [name, value] : tunables) {
+            const auto in_force = dev->scheduler().get_tunable(name);
+            if (!in_force || *in_force == value) continue;
+            const std::string written = "device " + device + ": " + name + " = " + value;
+            for (auto& note : plan.notes)
+                if (note == written) note = "device " + device + ": " + name + " = " + *in_force + " (written " + value + ")";
+        }
+    }
+}
+
 }   // namespace
 
 void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next) {
@@ -190,8 +207,9 @@ control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdj
         return result;
     }
     if (!tls_note.empty()) plan.notes.push_back(tls_note);
-    for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
     apply_plan(state, plan, std::move(*loaded.config));
+    note_tunables_in_force(state, plan);
+    for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
     spdlog::info("reload: done ({} change(s))", plan.notes.size());
     notify.status = "configuration reloaded";
     result.applied = true;
