@@ -40,31 +40,53 @@ std::optional<std::pair<double, std::string_view>> split_number(std::string_view
 }   // namespace
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
-    auto parts = split_number(text);
-    if (!parts) return std::nullopt;
-    auto [value, suffix] = *parts;
+    // In integers, not through a double: 9007199254740993 is not 2^53.
+    text = trim(text);
+    std::size_t i = 0;
+    while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+    const std::string_view number = text.substr(0, i), suffix = trim(text.substr(i));
+    const auto dot = number.find('.');
+    const std::string_view whole = number.substr(0, dot);
+    std::string_view fraction = dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
+    if (fraction.find('.') != std::string_view::npos || (whole.empty() && fraction.empty())) return std::nullopt;
+    while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+    // 10^18 still fits; a longer fraction of a power of 1024 is never whole bytes.
+    if (fraction.size() > 18) return std::nullopt;
     struct Unit {
-        std::string_view names[4];
-        double factor;
+        std::string_view names[3];
+        unsigned shift;
     };
-    static const std::array<Unit, 6> units{{
-        {{"", "b", "", ""}, 1.0},
-        {{"k", "kib", "kb", ""}, 1024.0},
-        {{"m", "mib", "mb", ""}, 1024.0 * 1024},
-        {{"g", "gib", "gb", ""}, 1024.0 * 1024 * 1024},
-        {{"t", "tib", "tb", ""}, 1024.0 * 1024 * 1024 * 1024},
-        {{"p", "pib", "pb", ""}, 1024.0 * 1024 * 1024 * 1024 * 1024},
+    static constexpr std::array<Unit, 6> units{{
+        {{"", "b", ""}, 0},
+        {{"k", "kib", "kb"}, 10},
+        {{"m", "mib", "mb"}, 20},
+        {{"g", "gib", "gb"}, 30},
+        {{"t", "tib", "tb"}, 40},
+        {{"p", "pib", "pb"}, 50},
     }};
-    for (const auto& unit : units) {
-        for (auto name : unit.names) {
-            if (name.empty() && !suffix.empty()) continue;
-            if (!iequals(name, suffix)) continue;
-            double bytes = value * unit.factor;
-            if (bytes > 18446744073709549568.0 || bytes != std::floor(bytes)) return std::nullopt;
-            return static_cast<std::uint64_t>(bytes);
-        }
+    const Unit* unit = nullptr;
+    for (const auto& u : units)
+        for (auto name : u.names)
+            if ((!name.empty() || suffix.empty()) && iequals(name, suffix)) unit = &u;
+    if (!unit) return std::nullopt;
+    auto digits = [](std::string_view d, std::uint64_t& out) {
+        out = 0;
+        if (d.empty()) return true;
+        auto [ptr, ec] = std::from_chars(d.data(), d.data() + d.size(), out);
+        return ec == std::errc() && ptr == d.data() + d.size();
+    };
+    std::uint64_t w = 0, f = 0;
+    if (!digits(whole, w) || !digits(fraction, f)) return std::nullopt;
+    unsigned __int128 total = static_cast<unsigned __int128>(w) << unit->shift;
+    if (f != 0) {
+        std::uint64_t scale = 1;
+        for (std::size_t n = 0; n < fraction.size(); ++n) scale *= 10;
+        const unsigned __int128 part = static_cast<unsigned __int128>(f) << unit->shift;
+        if (part % scale != 0) return std::nullopt;   // not a whole number of bytes
+        total += part / scale;
     }
-    return std::nullopt;
+    if (total > std::numeric_limits<std::uint64_t>::max()) return std::nullopt;
+    return static_cast<std::uint64_t>(total);
 }
 
 std::optional<Nanos> parse_duration(std::string_view text, Nanos bare_unit) {

@@ -208,6 +208,9 @@ Config embedded_default();
 // socket $XDG_RUNTIME_DIR/nbdsched/nbdsched.sock (else /run/nbdsched/nbdsched.sock
 // as root, else /tmp/nbdsched-UID/nbdsched.sock) plus tcp 127.0.0.1:10809.
 std::vector<Listen> default_listen();
+// Why default_listen()'s unix socket cannot be bound (a path, e.g. from a
+// long $XDG_RUNTIME_DIR, too long for sockaddr_un); nullopt when it can.
+std::optional<std::string> default_listen_problem();
 
 // HOST:PORT exactly as the `tcp:` listen key and `metrics:` take it (IPv6 in
 // brackets, port 1..65535), for --listen-tcp: nullopt and `error` on garbage.

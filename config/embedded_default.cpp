@@ -1,5 +1,6 @@
 // The configuration used when none is given: something a newcomer can connect
 // to at once, reachable only from this machine.
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -20,6 +21,16 @@ std::string default_socket_path() {
 }
 
 }   // namespace
+
+std::optional<std::string> default_listen_problem() {
+    const std::string path = default_socket_path();
+    constexpr std::size_t most = sizeof(sockaddr_un::sun_path) - 1;
+    if (path.size() <= most) return std::nullopt;
+    const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+    const std::string from = runtime && *runtime ? " (from $XDG_RUNTIME_DIR)" : "";
+    return "the default unix socket " + path + from + " is longer than " + std::to_string(most) +
+           " bytes: give a listen: entry with a shorter path" + (from.empty() ? "" : ", or a shorter $XDG_RUNTIME_DIR");
+}
 
 std::vector<Listen> default_listen() {
     Listen unix_socket;

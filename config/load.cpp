@@ -1,14 +1,33 @@
 // load_file / load_string: YAML text to a validated Config.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "config/documents.hpp"
 #include "config/parsers.hpp"
 
 namespace nbdsched::config {
+namespace {
+
+// Far above any real configuration, and bounded: a file that grows without
+// end (a log by mistake) is refused instead of read until memory runs out.
+constexpr std::uint64_t max_config_bytes = 16ull << 20;
+constexpr const char* too_large = "larger than 16MiB: not a configuration file";
+
+std::string file_kind(mode_t mode) {
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a file";
+}
+
+}   // namespace
+
 namespace detail {
 namespace {
 
@@ -25,6 +44,9 @@ void read_entries(Reader& r, const Field& field, std::vector<Parsed<T>>& out,
 constexpr const char* metrics_ipv6_refused =
     "an IPv6 address: the metrics endpoint (prometheus-cpp's civetweb) listens on IPv4 only; use 127.0.0.1:PORT, "
     "or 0.0.0.0:PORT for every address";
+
+// `devices: []` (a template that expanded to nothing): a daemon serving nothing.
+bool is_empty_list(const Field& f) { return f.value.IsSequence() && f.value.size() == 0; }
 
 std::optional<std::string> read_socket_path(Reader& r, const Field& f) {
     auto v = r.string(f);
@@ -55,9 +77,11 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
                              } else if (f.key == "devices") {
                                  has_devices = true;
                                  read_entries(r, f, sections.devices, &parse_device);
+                                 if (is_empty_list(f)) r.error(f, "empty: at least one device is needed");
                              } else if (f.key == "exports") {
                                  has_exports = true;
                                  read_entries(r, f, sections.exports, &parse_export);
+                                 if (is_empty_list(f)) r.error(f, "empty: at least one export is needed");
                              } else if (f.key == "groups") {
                                  read_entries(r, f, sections.groups, &parse_group);
                              } else if (f.key == "rules") {
@@ -82,7 +106,10 @@ void read_document(Reader& r, const YAML::Node& root, Config& config) {
                              }
                          });
     if (!ok) return;
-    if (!has_listen) config.listen = default_listen();
+    if (!has_listen) {
+        config.listen = default_listen();
+        if (auto why = default_listen_problem()) r.error(top.at, "listen", "not given, and " + *why);
+    }
     check_listen_tls(r, config);
     check_control_apart(r, config, control_at);
     if (!has_devices) r.error(top.at, "devices", "missing: at least one device is needed");
@@ -124,23 +151,36 @@ LoadResult load_string(const std::string& yaml, const std::string& name) {
 }
 
 LoadResult load_file(const std::string& path) {
-    // An ifstream opens a directory, and its failed read would look like an empty file.
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-        LoadResult result;
-        result.errors.push_back(Error{Origin{path, 0, 0}, "", "is a directory, not a configuration file"});
+    LoadResult result;
+    auto fail = [&](const std::string& message) {
+        result.errors.push_back(Error{Origin{path, 0, 0}, "", message});
         return result;
+    };
+    // O_NONBLOCK: opening a FIFO would wait for a writer.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return fail(std::string("cannot read: ") + std::strerror(errno));
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return fail(std::string("cannot read: ") + std::strerror(errno));
+    // A directory's failed read would look like an empty file; a device or
+    // a FIFO may never end (/dev/zero would fill the memory).
+    if (S_ISDIR(st.st_mode)) return fail("is a directory, not a configuration file");
+    if (!S_ISREG(st.st_mode)) return fail("not a regular file (" + file_kind(st.st_mode) + ")");
+    if (static_cast<std::uint64_t>(st.st_size) > max_config_bytes) return fail(too_large);
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail(std::string("cannot read: ") + std::strerror(errno));
+        if (n == 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+        if (text.size() > max_config_bytes) return fail(too_large);   // grew while read
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        int err = errno;
-        LoadResult result;
-        result.errors.push_back(Error{Origin{path, 0, 0}, "", std::string("cannot read: ") + std::strerror(err)});
-        return result;
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return load_string(text.str(), path);
+    return load_string(text, path);
 }
 
 }   // namespace nbdsched::config

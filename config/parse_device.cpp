@@ -1,4 +1,5 @@
 // devices[]: one scheduling domain over one backend.
+#include "backend/ram_backend.hpp"
 #include "config/parsers.hpp"
 
 namespace nbdsched::config::detail {
@@ -42,6 +43,10 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
             r.error(required_by, p.key("size"), "missing: a ram device needs a size (e.g. size: 1GiB)");
         else if (d.size == 0 && size_parsed)
             r.error(p.where("size"), p.key("size"), "a ram device needs a size above 0");
+        else if (d.size > backend::RamBackend::max_size)   // what the start would refuse
+            r.error(p.where("size"), p.key("size"),
+                    "a ram device is at most " + format_size(backend::RamBackend::max_size) + ", got " +
+                        format_size(d.size));
         if (p.at.count("path"))
             r.error(p.where("path"), p.key("path"), "only for backend: file");
         if (d.direct)

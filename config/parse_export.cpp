@@ -1,4 +1,6 @@
 // exports[]: what clients connect to, a whole device or a window of it.
+#include <cstdio>
+
 #include "config/parsers.hpp"
 
 namespace nbdsched::config::detail {
@@ -6,6 +8,23 @@ namespace {
 
 // NBD_OPT_GO/EXPORT_NAME carry names and descriptions of at most 4096 bytes.
 constexpr std::size_t nbd_max_string = 4096;
+
+// The first C0 or C1 control character (a newline, ESC, U+0085) as
+// "U+001B"; empty when there is none. Names and descriptions reach log
+// lines, ctl tables and metric labels: a newline there forges a log line.
+std::string control_character(std::string_view text) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0u;
+        const bool c1 = c == 0xc2 && next >= 0x80 && next <= 0x9f;   // U+0080..U+009F in UTF-8
+        if (c < 0x20 || c == 0x7f || c1) {
+            char code[8];
+            std::snprintf(code, sizeof code, "U+%04X", c1 ? next : c);
+            return code;
+        }
+    }
+    return {};
+}
 
 }   // namespace
 
@@ -22,6 +41,9 @@ std::optional<Parsed<Export>> parse_export(Reader& r, const Field& item) {
                                  if (v->size() > nbd_max_string)
                                      return r.error(f, "longer than the NBD limit of 4096 bytes");
                                  if (k == "name" && v->empty()) return r.error(f, "empty export name");
+                                 if (auto c = control_character(*v); !c.empty())
+                                     return r.error(f, "a control character (" + c + ") in " +
+                                                           (k == "name" ? "an export name" : "a description"));
                                  (k == "name" ? e.name : e.description) = *v;
                              } else if (k == "device") {
                                  if (auto v = read_name(r, f)) e.device = *v;

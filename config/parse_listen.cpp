@@ -20,6 +20,18 @@ bool is_hostname(std::string_view host) {
     return true;
 }
 
+// Digits and dots only: meant as an IPv4 address, never a host name (a
+// top-level domain is not all digits). Civetweb would scan "127.0.0.257" as
+// 127.0.1.1; getaddrinfo takes "127.1" as 127.0.0.1.
+bool looks_like_ipv4(std::string_view host) {
+    return host.find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
+bool is_ipv4(const std::string& host) {
+    in_addr addr{};
+    return inet_pton(AF_INET, host.c_str(), &addr) == 1;
+}
+
 bool is_ipv6(const std::string& host) {
     in6_addr addr{};
     return inet_pton(AF_INET6, host.c_str(), &addr) == 1;
@@ -56,6 +68,10 @@ std::optional<HostPort> parse_host_port(std::string_view text, std::string& erro
         }
         if (out.host.empty()) {
             error = "host missing (use 0.0.0.0 or [::] to listen on every address)";
+            return std::nullopt;
+        }
+        if (looks_like_ipv4(out.host) && !is_ipv4(out.host)) {
+            error = "'" + out.host + "' is not an IPv4 address (four numbers 0..255, e.g. 127.0.0.1)";
             return std::nullopt;
         }
         if (!is_hostname(out.host)) {

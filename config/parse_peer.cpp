@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <pwd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -80,6 +81,21 @@ std::optional<std::string> read_cgroup(Reader& r, const Field& field) {
     if (v && (v->empty() || v->front() != '/')) {
         r.error(field, "a cgroup path starts with '/', as in /proc/PID/cgroup (e.g. /tenants.slice/a.scope)");
         return std::nullopt;
+    }
+    if (!v) return v;
+    // Matched component by component against the kernel's path, which
+    // never has these: such a rule would never match (trailing '/' is fine).
+    std::string_view rest(*v);
+    while (rest.size() > 1 && rest.back() == '/') rest.remove_suffix(1);
+    for (std::size_t at = 1; rest.size() > 1 && at <= rest.size();) {
+        const auto end = std::min(rest.find('/', at), rest.size());
+        const auto part = rest.substr(at, end - at);
+        if (part.empty() || part == "." || part == "..") {
+            r.error(field, "'" + *v + "' has an empty, '.' or '..' component: a cgroup path as /proc/PID/cgroup "
+                                      "shows it never does, so it would never match");
+            return std::nullopt;
+        }
+        at = end + 1;
     }
     return v;
 }

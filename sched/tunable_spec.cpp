@@ -40,8 +40,8 @@ std::optional<std::uint64_t> parse_value(Unit unit, std::string_view text) {
     case Unit::sectors: return whole_number(text);
     case Unit::kib:
         if (auto n = whole_number(text)) return n;
-        if (auto bytes = parse_size(text)) return *bytes / 1024;
-        return std::nullopt;
+        if (auto bytes = parse_size(text); bytes && *bytes % 1024 == 0) return *bytes / 1024;
+        return std::nullopt;   // parse_tunable says why a size of bytes is refused
     case Unit::flag: return flag(text);
     }
     return std::nullopt;
@@ -95,7 +95,7 @@ std::string values_markdown(const TunableSpec& spec) {
     case Unit::duration: out = "duration" + range_markdown(spec); break;
     case Unit::count: out = "whole number" + range_markdown(spec); break;
     case Unit::sectors: out = "sectors" + range_markdown(spec); break;
-    case Unit::kib: out = "KiB" + range_markdown(spec) + ", or a size (`16MiB`)"; break;
+    case Unit::kib: out = "KiB" + range_markdown(spec) + ", or a size of whole KiB (`16MiB`)"; break;
     case Unit::flag: out = "0 or 1"; break;
     }
     if (spec.auto_value.of) out += ", `auto`";
@@ -123,6 +123,10 @@ ParsedTunable parse_tunable(const TunableSpec& spec, std::string_view text, cons
     if (spec.auto_value.of && value == "auto")
         return {std::clamp(spec.auto_value.of(device), std::min(spec.min, max), max), {}};
     auto parsed = parse_value(spec.unit, value);
+    // Rounding 512b down to 0 KiB would switch back_seek_max off without a word.
+    if (auto bytes = spec.unit == Unit::kib && !parsed ? parse_size(value) : std::nullopt; bytes && *bytes % 1024)
+        return {0, std::string(spec.name) + ": '" + std::string(text) + "' is " + std::to_string(*bytes) +
+                       " bytes, not a whole number of KiB (want " + wanted(spec) + ")"};
     if (!parsed || (*parsed < spec.min && spec.below_min_is_error) || (spec.unit == Unit::kib && *parsed > kMaxKib))
         return {0, std::string(spec.name) + ": bad " + std::string(kind(spec.unit)) + " '" + std::string(text) +
                        "' (want " + wanted(spec) + ")"};

@@ -125,6 +125,11 @@ int main(int argc, char** argv) {
         spdlog::error("{}", error);
         return 2;
     }
+    // A file without listen: had this checked when it loaded.
+    if (auto why = config::default_listen_problem(); why && embedded && cli.listen_unix.empty() && cli.listen_tcp.empty()) {
+        spdlog::error("{}: {}", config.source, *why);
+        return 1;
+    }
     daemon::ServerOptions options;
     // --takeover: a planned restart; the running daemon's listeners and
     // connections come once everything else is built.

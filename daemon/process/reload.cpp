@@ -50,6 +50,23 @@ void report_size(Device& dev, std::uint64_t before, int err) {
     }
 }
 
+// A tunable's note as the scheduler holds it, once applied: a value the
+// policy clamped (cfq's quantum 0 is 1) or wrote its own way (0.5 is 500us)
+// says so, rather than repeating the file's text as if it were in force.
+void note_tunables_in_force(control::DaemonState& state, ReloadPlan& plan) {
+    for (const auto& [device, tunables] : plan.tunables) {
+        Device* dev = state.find_device(device);
+        if (!dev) continue;
+        for (const auto& [name, value] : tunables) {
+            const auto in_force = dev->scheduler().get_tunable(name);
+            if (!in_force || *in_force == value) continue;
+            const std::string written = "device " + device + ": " + name + " = " + value;
+            for (auto& note : plan.notes)
+                if (note == written) note = "device " + device + ": " + name + " = " + *in_force + " (written " + value + ")";
+        }
+    }
+}
+
 }   // namespace
 
 void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next) {
@@ -148,7 +165,7 @@ void SizeRefresh::finish(Device* dev, std::uint64_t before, int err) {
     });
 }
 
-control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust) {
+control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust, TlsContext* tls) {
     NotifyReload notify;
     control::ReloadResult result;
     const std::string path = state.config->source;
@@ -180,8 +197,19 @@ control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdj
         result.messages = plan.refused;
         return result;
     }
-    for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
+    // The files behind tls: (the same paths: the plan refused others) may
+    // have changed: a revoked key or a renewed certificate. The last check
+    // that may refuse, so nothing is half applied.
+    std::string tls_note;
+    if (tls && !tls->reload(loaded.config->tls, tls_note, error)) {
+        result.messages.push_back("tls: " + error);
+        spdlog::error("reload: tls: {}; keeping the configuration and the TLS credentials in force", error);
+        return result;
+    }
+    if (!tls_note.empty()) plan.notes.push_back(tls_note);
     apply_plan(state, plan, std::move(*loaded.config));
+    note_tunables_in_force(state, plan);
+    for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
     spdlog::info("reload: done ({} change(s))", plan.notes.size());
     notify.status = "configuration reloaded";
     result.applied = true;

@@ -17,6 +17,7 @@
 #include "config/config.hpp"
 #include "daemon/control/state.hpp"
 #include "daemon/process/reload_plan.hpp"
+#include "daemon/session/tls_context.hpp"
 
 namespace nbdsched::daemon {
 
@@ -25,8 +26,10 @@ namespace nbdsched::daemon {
 using ConfigAdjust = std::function<bool(config::Config&, std::string&)>;
 
 // applied: the new config is in force; messages: what changed, or each
-// reason it did not load or cannot apply (also logged).
-control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust);
+// reason it did not load or cannot apply (also logged). `tls`: the
+// listeners' credentials, read again (null: no tls: section); a TLS file
+// that does not load refuses the whole reload.
+control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust, TlsContext* tls);
 
 // Applies a plan whose ok() is true and makes `next` the config in force.
 // Device sizes are SizeRefresh's.

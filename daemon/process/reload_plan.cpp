@@ -32,7 +32,8 @@ bool same_limits(const config::Limits& a, const config::Limits& b) {
            a.threads == b.threads;
 }
 
-// The keys are loaded once at start, into the listeners' TLS context.
+// Which files and how clients are verified are fixed at start; what the
+// files hold is read again by every reload (TlsContext::reload).
 bool same_tls(const config::Tls& a, const config::Tls& b) {
     return a.psk_file == b.psk_file && a.certificates == b.certificates && a.verify_clients == b.verify_clients;
 }

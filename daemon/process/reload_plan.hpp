@@ -3,7 +3,8 @@
 //
 // Applies live: group weights, reserve/limit/latency_target and new groups, scheduler tunables, rules, an
 // export's group (and a device's default_group), export descriptions and
-// allow: rules, the log level. Anything else -- listeners, the control/metrics addresses,
+// allow: rules, the log level (and, read by reload.cpp, what the tls: files
+// hold). Anything else -- listeners, the control/metrics addresses,
 // devices added/removed or their backend, size, path, profile, scheduler
 // policy, queue depth, read-ahead, writes_sync, faults, exports added/removed/moved,
 // limits -- would need the daemon restarted: such a reload is refused as a

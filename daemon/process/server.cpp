@@ -294,7 +294,7 @@ void Server::stop() {
 
 control::ReloadResult Server::reload() {
     control::ReloadResult result;
-    exclusive([&] { result = reload_config(state_, options_.reload_adjust); });
+    exclusive([&] { result = reload_config(state_, options_.reload_adjust, tls_.get()); });
     if (result.applied) sizes_.start();
     return result;
 }

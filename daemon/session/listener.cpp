@@ -124,11 +124,29 @@ Listener::Listener(asio::io_context& io) : io_(io), backoff_(io, "listener") {}
 Listener::~Listener() { close(); }
 
 std::unique_ptr<Listener> Listener::open(asio::io_context& io, const config::Listen& where, std::string& error) {
+    // Asio throws where the C calls only fail (an endpoint's path longer than
+    // sockaddr_un holds): a listener that cannot open is an error, not an abort.
+    try {
+        return open_or_throw(io, where, error);
+    } catch (const std::exception& e) {
+        const bool unix_socket = where.kind == config::Listen::Kind::unix_socket;
+        error = "cannot listen on " + (unix_socket ? "unix socket " + where.path : "tcp " + where.host) + ": " + e.what();
+        return nullptr;
+    }
+}
+
+std::unique_ptr<Listener> Listener::open_or_throw(asio::io_context& io, const config::Listen& where,
+                                                  std::string& error) {
     std::unique_ptr<Listener> l(new Listener(io));
     l->tls_mode_ = tls_mode_of(where);
     boost::system::error_code ec;
     if (where.kind == config::Listen::Kind::unix_socket) {
         const auto& path = where.path;
+        if (path.size() >= sizeof(sockaddr_un::sun_path)) {   // before its directory is made
+            error = "cannot listen on unix socket " + path + ": longer than " +
+                    std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes";
+            return nullptr;
+        }
         auto parent = std::filesystem::path(path).parent_path();
         std::error_code fs_ec;   // a missing directory shows up as a bind error below
         if (!parent.empty()) std::filesystem::create_directories(parent, fs_ec);

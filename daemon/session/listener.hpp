@@ -65,6 +65,9 @@ public:
 
 private:
     explicit Listener(boost::asio::io_context& io);
+    // open() without its catch: Asio's throwing calls may throw.
+    static std::unique_ptr<Listener> open_or_throw(boost::asio::io_context& io, const config::Listen& where,
+                                                   std::string& error);
     void accept_next();
 
     boost::asio::io_context& io_;

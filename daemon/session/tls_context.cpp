@@ -1,6 +1,7 @@
 #include "daemon/session/tls_context.hpp"
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +10,6 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "common/hex.hpp"
 #include "common/utf8.hpp"
@@ -34,16 +34,49 @@ int ssl_peer_index() {
     return index;
 }
 
-int ctx_self_index() {
-    static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+// A context's PSK table, freed with the context: after a reload, a
+// handshake still under way on the previous context looks its key up there.
+void free_psk_table(void*, void* table, CRYPTO_EX_DATA*, int, long, void*) { delete static_cast<PskTable*>(table); }
+
+int ctx_psk_index() {
+    static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, &free_psk_table);
     return index;
 }
 
-bool readable(const std::string& path, std::string& error) {
-    std::ifstream in(path);
-    if (in) return true;
-    error = path + ": cannot read: " + std::strerror(errno);
-    return false;
+// Far above any key or certificate file: a path naming a device or a huge
+// file is refused instead of read without end.
+constexpr std::size_t max_file_bytes = 1 << 20;
+
+// The whole file, its SHA-256 added to `digests` (what a reload compares);
+// nullopt and `error` naming it when it cannot be read.
+std::optional<std::string> read_whole(const std::string& path, std::map<std::string, std::string>& digests,
+                                      std::string& error) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        error = path + ": cannot read: " + std::strerror(errno);
+        return std::nullopt;
+    }
+    std::string text;
+    char buf[16384];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        text.append(buf, static_cast<std::size_t>(in.gcount()));
+        if (text.size() > max_file_bytes) {
+            error = path + ": larger than 1MiB: not a key or certificate file";
+            return std::nullopt;
+        }
+    }
+    if (in.bad()) {
+        error = path + ": cannot read: " + std::strerror(errno);
+        return std::nullopt;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    if (EVP_Digest(text.data(), text.size(), md, &md_len, EVP_sha256(), nullptr) != 1) {
+        error = path + ": cannot hash: " + openssl_error();
+        return std::nullopt;
+    }
+    digests[path] = std::string(reinterpret_cast<const char*>(md), md_len);
+    return text;
 }
 
 // Whether the handshake that just ended was authenticated by a PSK: a
@@ -135,10 +168,12 @@ std::optional<PskTable> parse_psk_file(std::string_view text, std::string& error
     return out;
 }
 
-TlsContext::TlsContext() : ssl_(boost::asio::ssl::context::tls_server) {
-    SSL_CTX* ctx = ssl_.native_handle();
+std::unique_ptr<boost::asio::ssl::context> TlsContext::make_context() {
+    auto context = std::make_unique<boost::asio::ssl::context>(boost::asio::ssl::context::tls_server);
+    auto& ssl = *context;
+    SSL_CTX* ctx = ssl.native_handle();
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    ssl_.set_options(boost::asio::ssl::context::default_workarounds | boost::asio::ssl::context::single_dh_use);
+    ssl.set_options(boost::asio::ssl::context::default_workarounds | boost::asio::ssl::context::single_dh_use);
     // TLS 1.2 PSK suites are not in DEFAULT; 1.3 suites are set apart.
     SSL_CTX_set_cipher_list(ctx, "DEFAULT:PSK");
     // A TLS 1.3 PSK from the PSK callback is bound to SHA-256: a SHA-384
@@ -154,22 +189,52 @@ TlsContext::TlsContext() : ssl_(boost::asio::ssl::context::tls_server) {
     // Still required once clients are verified (a TLS 1.3 PSK makes a session).
     static const unsigned char sid[] = "nbdsched";
     SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
-    SSL_CTX_set_ex_data(ctx, ctx_self_index(), this);
+    return context;
 }
 
-std::unique_ptr<TlsContext> TlsContext::load(const config::Tls& tls, std::string& error) {
-    std::unique_ptr<TlsContext> c(new TlsContext());
-    if (!tls.certificates.empty() && !c->load_certificates(tls, error)) return nullptr;
-    if (!tls.psk_file.empty() && !c->load_psk(tls.psk_file, error)) return nullptr;
+std::optional<TlsContext::Credentials> TlsContext::read(const config::Tls& tls, std::string& error) {
+    Credentials c;
+    c.ssl = make_context();
+    if (!tls.certificates.empty() && !load_certificates(c, tls, error)) return std::nullopt;
+    if (!tls.psk_file.empty() && !load_psk(c, tls.psk_file, error)) return std::nullopt;
     return c;
 }
 
-bool TlsContext::load_certificates(const config::Tls& tls, std::string& error) {
-    SSL_CTX* ctx = ssl_.native_handle();
+std::unique_ptr<TlsContext> TlsContext::load(const config::Tls& tls, std::string& error) {
+    auto credentials = read(tls, error);
+    if (!credentials) return nullptr;
+    std::unique_ptr<TlsContext> c(new TlsContext());
+    c->ssl_ = std::move(credentials->ssl);
+    c->digests_ = std::move(credentials->digests);
+    return c;
+}
+
+bool TlsContext::reload(const config::Tls& tls, std::string& note, std::string& error) {
+    auto credentials = read(tls, error);
+    if (!credentials) return false;
+    std::string changed;
+    for (const auto& [path, digest] : credentials->digests) {
+        auto was = digests_.find(path);
+        if (was == digests_.end() || was->second != digest) changed += (changed.empty() ? "" : ", ") + path;
+    }
+    if (changed.empty()) return true;
+    // The context in force goes; OpenSSL keeps it (and its PSK table) for
+    // as long as a session or a handshake under way still uses it.
+    ssl_ = std::move(credentials->ssl);
+    digests_ = std::move(credentials->digests);
+    note = "tls: " + changed + " changed: new TLS handshakes use the new credentials" +
+           (tls.psk_file.empty() ? "" : " (" + std::to_string(credentials->psk_identities) + " PSK identities)") +
+           ", sessions already up keep theirs";
+    return true;
+}
+
+bool TlsContext::load_certificates(Credentials& into, const config::Tls& tls, std::string& error) {
+    SSL_CTX* ctx = into.ssl->native_handle();
     const std::string cert = tls.certificates + "/server-cert.pem";
     const std::string key = tls.certificates + "/server-key.pem";
     const std::string ca = tls.certificates + "/ca-cert.pem";
-    if (!readable(cert, error) || !readable(key, error)) return false;
+    // Read here for the digests; OpenSSL reads them again, by name.
+    if (!read_whole(cert, into.digests, error) || !read_whole(key, into.digests, error)) return false;
     ERR_clear_error();
     if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1) {
         error = cert + ": not a PEM certificate: " + openssl_error();
@@ -184,7 +249,7 @@ bool TlsContext::load_certificates(const config::Tls& tls, std::string& error) {
         return false;
     }
     if (!tls.verify_clients) return true;
-    if (!readable(ca, error)) return false;
+    if (!read_whole(ca, into.digests, error)) return false;
     if (SSL_CTX_load_verify_locations(ctx, ca.c_str(), nullptr) != 1) {
         error = ca + ": not a PEM CA certificate: " + openssl_error();
         return false;
@@ -193,32 +258,34 @@ bool TlsContext::load_certificates(const config::Tls& tls, std::string& error) {
     return true;
 }
 
-bool TlsContext::load_psk(const std::string& path, std::string& error) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        error = path + ": cannot read: " + std::strerror(errno);
-        return false;
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto table = parse_psk_file(text.str(), error);
+bool TlsContext::load_psk(Credentials& into, const std::string& path, std::string& error) {
+    auto text = read_whole(path, into.digests, error);
+    if (!text) return false;
+    auto table = parse_psk_file(*text, error);
     if (!table) {
         error = path + ": " + error;
         return false;
     }
-    psk_ = std::move(*table);
+    into.psk_identities = table->size();
+    SSL_CTX* ctx = into.ssl->native_handle();
+    auto owned = std::make_unique<PskTable>(std::move(*table));
+    if (SSL_CTX_set_ex_data(ctx, ctx_psk_index(), owned.get()) != 1) {
+        error = path + ": " + openssl_error();
+        return false;
+    }
+    owned.release();   // the context's now (free_psk_table)
     // OpenSSL uses this callback for TLS 1.3 too (with SHA-256, as GnuTLS).
-    SSL_CTX_set_psk_server_callback(ssl_.native_handle(), &TlsContext::psk_callback);
+    SSL_CTX_set_psk_server_callback(ctx, &TlsContext::psk_callback);
     return true;
 }
 
 unsigned int TlsContext::psk_callback(SSL* ssl, const char* identity, unsigned char* psk, unsigned int max_len) {
-    auto* self = static_cast<TlsContext*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_self_index()));
+    const auto* table = static_cast<const PskTable*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_psk_index()));
     auto* peer = static_cast<TlsPeer*>(SSL_get_ex_data(ssl, ssl_peer_index()));
     std::string_view id = identity ? identity : "";
     if (peer) peer->psk_offered.clear();
-    auto it = self->psk_.find(id);
-    if (it == self->psk_.end() || it->second.size() > max_len) {
+    auto it = table ? table->find(id) : PskTable::const_iterator{};
+    if (!table || it == table->end() || it->second.size() > max_len) {
         spdlog::warn("{}: TLS: unknown PSK identity '{}'", peer ? peer->tag : "?", printable(id));
         return 0;
     }

@@ -60,6 +60,10 @@ def ctl_reload_reports_outcome():
         out = d.ctl("reload")
         check(weight(d, "bronze") == 300, f"ctl reload: in force when it returns (bronze 300): {out.strip()}")
         check("bronze" in out, f"ctl reload prints what changed: {out.strip()}")
+        # A tunable is noted as the scheduler holds it, not as written.
+        d.write_config(BASE.format(size="32MiB", idle="0.5", bronze=300))
+        out = d.ctl("reload")
+        check("slice_idle = 500us (written 0.5)" in out, f"ctl reload notes the value in force: {out.strip()}")
 
         d.write_config(BASE.format(size="64MiB", idle="8ms", bronze=7))
         err = d.ctl("reload", expect=1)

@@ -85,5 +85,23 @@ stop TERM
 grep -qx precious "$tmp/handover-file" 2>/dev/null && ok "--handover-socket: the regular file is still there" \
     || fail "--handover-socket: the regular file at the hand-over path was removed or changed"
 
+# No listen: and a $XDG_RUNTIME_DIR so long that the default socket path does
+# not fit in sockaddr_un: --check-config and the start say so and exit 1 (not
+# an abort), without making the socket's directory.
+long_runtime="$tmp/$(printf 'x%.0s' $(seq 100))"
+mkdir "$long_runtime"
+printf 'devices: [{name: d0, size: 16MiB}]\nexports: [{name: e, device: d0}]\n' > "$tmp/nolisten.yaml"
+for how in "--check-config $tmp/nolisten.yaml" "-c $tmp/nolisten.yaml" ""; do
+    # shellcheck disable=SC2086   # $how is the options, split on purpose
+    XDG_RUNTIME_DIR="$long_runtime" timeout 20 "$NBDSCHED" $how > "$tmp/long.out" 2>&1; rc=$?
+    if [ $rc -eq 1 ] && grep -qF "default unix socket $long_runtime/nbdsched/nbdsched.sock (from \$XDG_RUNTIME_DIR) is longer than 107 bytes" "$tmp/long.out"; then
+        ok "long default socket path, nbdsched ${how:-(embedded default)}: exit 1, says why"
+    else
+        fail "long default socket path, nbdsched ${how:-(embedded default)}: exit $rc:"; cat "$tmp/long.out"
+    fi
+done
+[ -e "$long_runtime/nbdsched" ] && fail "long default socket path: its directory was made" \
+    || ok "long default socket path: no directory left behind"
+
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

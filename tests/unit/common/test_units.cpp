@@ -13,6 +13,22 @@ TEST_CASE("sizes with binary suffixes") {
     CHECK(parse_size("1.5M") == 1572864u);
     CHECK(parse_size(" 2 TiB ") == (2ull << 40));
     CHECK(parse_size("512B") == 512u);
+    CHECK(parse_size(".5k") == 512u);
+    CHECK(parse_size("1.") == 1u);
+    CHECK(parse_size("1.50000000000000000000000000GiB") == (3ull << 29));
+}
+
+TEST_CASE("sizes are exact to the byte, also above 2^53") {
+    CHECK(parse_size("9007199254740993") == 9007199254740993ull);   // 2^53 + 1: a double made it 2^53
+    CHECK(parse_size("18446744073709551615") == 18446744073709551615ull);
+    CHECK(parse_size("18446744073709551615b") == 18446744073709551615ull);
+    CHECK(parse_size("16383.999999999999999999P").has_value() == false);   // not whole bytes
+    CHECK(parse_size("8191.5P") == (8191ull << 50) + (1ull << 49));
+    CHECK_FALSE(parse_size("18446744073709551616"));   // 2^64
+    CHECK_FALSE(parse_size("16EiB"));
+    CHECK_FALSE(parse_size("16384P"));   // 2^64
+    CHECK_FALSE(parse_size("1.2.3k"));
+    CHECK_FALSE(parse_size("."));
 }
 
 TEST_CASE("bad sizes are refused") {

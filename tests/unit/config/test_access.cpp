@@ -113,3 +113,20 @@ TEST_CASE("listen: a unix socket's mode, owner and group") {
     expect_error(r, "listen[4].group", 6, 32, "unknown group 'no-such-group-here'");
     expect_error(r, "listen[5].mode", 7, 36, "for unix sockets");
 }
+
+TEST_CASE("cgroup paths that the kernel never shows are refused, in allow: and rules:") {
+    for (std::string path : {"/a//b", "/a/./b", "/a/../b", "/a/b/..", "//a", "/."}) {
+        CAPTURE(path);
+        auto r = load(std::string(devices) + "exports:\n  - {name: e0, device: d0, allow: [{cgroup: \"" + path +
+                      "\"}]}\nrules:\n  - {match: {cgroup: \"" + path + "\"}, group: default}\n");
+        expect_error(r, "exports[0].allow[0].cgroup", 4, 45, "has an empty, '.' or '..' component");
+        expect_error(r, "rules[0].match.cgroup", 6, 22, "never match");
+    }
+    for (std::string path : {"/", "/a/", "/tenants.slice/a.scope", "/a/b//", "/a.b/..c"}) {
+        CAPTURE(path);
+        auto r = load(std::string(devices) + "exports:\n  - {name: e0, device: d0, allow: [{cgroup: \"" + path +
+                      "\"}]}\n");
+        INFO(all_errors(r));
+        CHECK(r.config.has_value());
+    }
+}

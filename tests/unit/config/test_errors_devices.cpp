@@ -28,9 +28,13 @@ TEST_CASE("bad sizes") {
                  23, "bad size '-1'");
 }
 
-TEST_CASE("a ram device needs a size above 0") {
+TEST_CASE("a ram device needs a size above 0, and at most 64TiB") {
     expect_error(device("name: d0\n"), "devices[0].size", 2, 5, "missing: a ram device needs a size");
     expect_error(device("name: d0\n    size: 0\n"), "devices[0].size", 3, 11, "above 0");
+    // Found by --check-config, not only when the daemon starts (without a position, in bytes).
+    expect_error(device("name: d0\n    size: 65TiB\n"), "devices[0].size", 3, 11,
+                 "a ram device is at most 64TiB, got 65TiB");
+    CHECK(device("name: d0\n    size: 64TiB\n").config.has_value());
 }
 
 TEST_CASE("a file device needs a path; a ram device takes none") {

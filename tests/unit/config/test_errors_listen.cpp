@@ -88,6 +88,23 @@ TEST_CASE("metrics: an IPv6 address is refused, since the endpoint cannot bind i
     CHECK(with("metrics: localhost:9810\n").config->metrics == "localhost:9810");
 }
 
+TEST_CASE("metrics: and listen: tcp: take only real IPv4 addresses") {
+    // Civetweb would bind 127.0.0.257 as 127.0.1.1 and 999.1.1.1 as 231.1.1.1.
+    for (const char* host : {"127.0.0.257", "999.1.1.1", "127.1", "1.2.3.4.5", "127.00.0.1"}) {
+        CAPTURE(host);
+        expect_error(with(std::string("metrics: \"") + host + ":9810\"\n"), "metrics", 1, 10,
+                     std::string("'") + host + "' is not an IPv4 address");
+    }
+    // Not "listening on 127.0.0.257 (not loopback) without TLS", and not passed with insecure: true.
+    expect_error(with("listen:\n  - tcp: 127.0.0.257:10813\n"), "listen[0].tcp", 2, 10,
+                 "'127.0.0.257' is not an IPv4 address (four numbers 0..255");
+    expect_error(with("listen:\n  - {tcp: 127.0.0.257:10813, insecure: true}\n"), "listen[0].tcp", 2, 11,
+                 "is not an IPv4 address");
+    CHECK(with("metrics: 0.0.0.0:9810\n").config->metrics == "0.0.0.0:9810");
+    CHECK(with("metrics: 255.255.255.255:9810\n").config.has_value());
+    CHECK(with("metrics: metrics-host.example:9810\n").config.has_value());
+}
+
 TEST_CASE("control, metrics and log_level") {
     auto r = with("control: \"\"\nmetrics: 9810\nlog_level: warning\n");
     expect_error(r, "control", 1, 10, "empty socket path");
@@ -238,4 +255,19 @@ TEST_CASE("limits: threads") {
     CHECK(with("").config->limits.threads == 0);   // one per CPU, resolved at start
     expect_error(with("limits:\n  threads: 0\n"), "limits.threads", 2, 12, "out of range: 0");
     expect_error(with("limits:\n  threads: many\n"), "limits.threads", 2, 12, "");
+}
+
+TEST_CASE("no listen: and a default socket path too long for sockaddr_un (a long $XDG_RUNTIME_DIR)") {
+    const char* saved = std::getenv("XDG_RUNTIME_DIR");
+    std::string saved_value = saved ? saved : "";
+    setenv("XDG_RUNTIME_DIR", ("/tmp/" + std::string(100, 'x')).c_str(), 1);
+    auto r = load(minimal_tail);
+    expect_error(r, "listen", 1, 1, "not given, and the default unix socket /tmp/xxx");
+    expect_error(r, "listen", 1, 1, "(from $XDG_RUNTIME_DIR) is longer than 107 bytes");
+    CHECK(default_listen_problem().has_value());
+    setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
+    CHECK(load(minimal_tail).config.has_value());
+    CHECK_FALSE(default_listen_problem().has_value());
+    if (saved) setenv("XDG_RUNTIME_DIR", saved_value.c_str(), 1);
+    else unsetenv("XDG_RUNTIME_DIR");
 }

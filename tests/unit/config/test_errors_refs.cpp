@@ -28,6 +28,23 @@ TEST_CASE("an export of an unknown device") {
                  "missing: an export needs the device");
 }
 
+TEST_CASE("control characters in export names and descriptions are refused") {
+    // YAML escapes in double quotes: a newline (a forged log line), ESC, DEL, U+0085 (NEL).
+    auto r = load(R"(devices: [{name: d0, size: 1GiB}]
+exports:
+  - {name: "e0\n[error] forged", device: d0}
+  - {name: e1, device: d0, description: "red \e[31m"}
+  - {name: "e2\x7f", device: d0}
+  - {name: e3, device: d0, description: "next \u0085 line"}
+  - {name: "e4 ok", device: d0, description: "tab-free, ünïcode fine"}
+)");
+    expect_error(r, "exports[0].name", 3, 12, "a control character (U+000A) in an export name");
+    expect_error(r, "exports[1].description", 4, 41, "a control character (U+001B) in a description");
+    expect_error(r, "exports[2].name", 5, 12, "(U+007F)");
+    expect_error(r, "exports[3].description", 6, 41, "(U+0085)");
+    CHECK(r.errors.size() == 4);
+}
+
 TEST_CASE("export windows must lie inside their device") {
     auto r = load(R"(devices: [{name: d0, size: 1GiB}]
 exports:

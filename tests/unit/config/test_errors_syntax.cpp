@@ -71,6 +71,11 @@ TEST_CASE("devices and exports are required") {
     auto r = load("log_level: info\n");
     expect_error(r, "devices", 1, 1, "missing");
     expect_error(r, "exports", 1, 1, "missing");
+    // Present but empty serves nothing just as well.
+    r = load("devices: []\nexports: []\n");
+    expect_error(r, "devices", 1, 10, "empty: at least one device is needed");
+    expect_error(r, "exports", 2, 10, "empty: at least one export is needed");
+    expect_error(load("devices: [{name: d0, size: 1MiB}]\nexports: []\n"), "exports", 2, 10, "empty");
 }
 
 TEST_CASE("every error is reported, in file order") {

@@ -1,9 +1,13 @@
 // Good configurations load into the structs with every value where it belongs.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
 
 #include "helpers.hpp"
+#include "temp_dir.hpp"
 
 using namespace nbdsched::config;
 using namespace nbdsched::config::test;
@@ -188,6 +192,36 @@ TEST_CASE("load_file says a directory is a directory, not an empty configuration
     auto r = load_file("/tmp");
     REQUIRE(r.errors.size() == 1);
     CHECK(r.errors[0].str() == "/tmp: is a directory, not a configuration file");
+}
+
+TEST_CASE("load_file refuses what is not a regular file, or is too large, at once") {
+    nbdsched::testlib::TempDir dir;
+    const std::string fifo = dir.file("fifo.yaml"), big = dir.file("big.yaml");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    {
+        std::ofstream out(big);
+        out << minimal_tail;
+    }
+    REQUIRE(::truncate(big.c_str(), 1ll << 30) == 0);   // sparse: nothing to write
+    const struct {
+        std::string path, error;
+    } cases[] = {
+        {"/dev/zero", "/dev/zero: not a regular file (a character device)"},
+        {fifo, fifo + ": not a regular file (a FIFO)"},   // no writer: reading would wait for ever
+        {big, big + ": larger than 16MiB: not a configuration file"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.path);
+        const auto start = std::chrono::steady_clock::now();
+        auto r = load_file(c.path);
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+        REQUIRE(r.errors.size() == 1);
+        CHECK(r.errors[0].str() == c.error);
+    }
+    REQUIRE(::truncate(big.c_str(), 16 << 20) == 0);   // at the bound: read (and refused as YAML with NUL bytes)
+    auto r = load_file(big);
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].message.find("larger than") == std::string::npos);
 }
 
 TEST_CASE("embedded default: 1GiB RAM device d0 served as export default") {

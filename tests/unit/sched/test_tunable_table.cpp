@@ -143,6 +143,17 @@ TEST_CASE("KiB tunables take at most INT_MAX KiB and refuse more, never wrap or 
     }
 }
 
+TEST_CASE("a KiB tunable written as a size must be whole KiB, not rounded down") {
+    CHECK(parsed("cfq", "back_seek_max", "512b") ==
+          "error: back_seek_max: '512b' is 512 bytes, not a whole number of KiB (want KiB up to 2147483647 or a size "
+          "below 2TiB, e.g. 16384, 16MiB)");
+    CHECK(parsed("cfq", "iops_charge_kb", "1.5k").rfind("error: iops_charge_kb: '1.5k' is 1536 bytes, not a whole", 0) ==
+          0);
+    CHECK(parsed("bfq", "back_seek_max", "1025b").find("not a whole number of KiB") != std::string::npos);
+    CHECK(parsed("cfq", "back_seek_max", "2048b") == "2");
+    CHECK(parsed("cfq", "iops_charge_kb", "1.5MiB") == "1536");
+}
+
 TEST_CASE("units: bare numbers as in sysfs, units, words, auto, blanks") {
     CHECK(parsed("cfq", "slice_idle", "8") == "8ms");
     CHECK(parsed("cfq", "slice_idle", " 1.5s ") == "1500ms");
