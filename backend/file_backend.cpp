@@ -69,9 +69,43 @@ std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::stri
             ::unlink(options.path.c_str());
         return nullptr;
     }
+    b->on_storage_failure_ = options.on_storage_failure;
+    b->open_sync_fd();
     if (options.io_uring)
         b->open_ring();
     return b;
+}
+
+// Its own open file description, so that its errseq cursor moves only with
+// FLUSH (see the header). Through /proc (the same inode even if the path
+// changed since), else the path checked to be the same file; failing both,
+// FLUSH syncs fd_ (what it did before there was a second one).
+void FileBackend::open_sync_fd() {
+    sync_fd_ = fd_;
+    if (read_only_) return;
+    struct stat mine {};
+    struct stat other {};
+    if (::fstat(fd_, &mine) != 0) return;
+    int fd = ::open(("/proc/self/fd/" + std::to_string(fd_)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    if (::fstat(fd, &other) != 0 || other.st_dev != mine.st_dev || other.st_ino != mine.st_ino ||
+        other.st_rdev != mine.st_rdev) {
+        ::close(fd);
+        return;
+    }
+    sync_fd_ = fd;
+}
+
+int FileBackend::storage_failed(int err, const char* what) {
+    int none = 0;
+    if (err == 0 || !storage_error_.compare_exchange_strong(none, err, std::memory_order_acq_rel)) return err;
+    if (on_storage_failure_)
+        on_storage_failure_(std::string("the storage failed to write acknowledged data (") + what + ": " +
+                            std::strerror(err) +
+                            "); FLUSH and FUA requests fail with EIO from now on, and the daemon exits 1: check "
+                            "the storage, then restart (data written since the last successful FLUSH may be lost)");
+    return err;
 }
 
 #ifdef NBDSCHED_HAVE_IO_URING
@@ -163,6 +197,8 @@ int FileBackend::refresh_size() {
 
 FileBackend::~FileBackend() {
     uring_.reset();   // waits for its requests, which use fd_
+    if (sync_fd_ >= 0 && sync_fd_ != fd_)
+        ::close(sync_fd_);
     if (fd_ >= 0)
         ::close(fd_);
 }
@@ -224,16 +260,29 @@ std::optional<int> FileBackend::read_if_cached(std::uint64_t offset, std::span<s
 int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua) {
     if (int err = check_mutation(offset, data.size()))
         return err;
-    if (direct_ && !aligned(offset, data.size(), data.data()))
-        return direct_write(offset, data, fua);
-    auto hold = hold_shared(offset, data.size());
-    return pwrite_full(fd_, data, offset, fua);
+    if (fua && storage_error() != 0)
+        return EIO;
+    int err;
+    bool sync_failed = false;
+    if (direct_ && !aligned(offset, data.size(), data.data())) {
+        err = direct_write(offset, data, fua, &sync_failed);
+    } else {
+        auto hold = hold_shared(offset, data.size());
+        err = pwrite_full(fd_, data, offset, fua, &sync_failed);
+    }
+    if (sync_failed) return storage_failed(err, "fdatasync after a FUA write");
+    // EIO from RWF_DSYNC may be the writeback of earlier writes, reported
+    // here and no more on fd_. ENOSPC is left to the next FLUSH (sync_fd_):
+    // it is as often a plain allocation failure that lost nothing.
+    return fua && err == EIO ? storage_failed(err, "FUA write") : err;
 }
 
 int FileBackend::flush() {
     if (read_only_)
         return 0;
-    return ::fdatasync(fd_) == 0 ? 0 : errno;
+    if (storage_error() != 0)
+        return EIO;
+    return ::fdatasync(sync_fd_) == 0 ? 0 : storage_failed(errno, "fdatasync");
 }
 
 int FileBackend::discard_block_device(std::uint64_t offset, std::uint64_t length) {
