@@ -164,8 +164,10 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
     }
     if (b->size_ > actual) {
         if (b->read_only_ || ::ftruncate(b->fd_, static_cast<off_t>(b->size_)) != 0) {
-            error = sys_error("ftruncate (grow to " + format_size(b->size_) + ")", options.path,
-                              b->read_only_ ? EROFS : errno);
+            const int err = b->read_only_ ? EROFS : errno;
+            error = sys_error("ftruncate (grow to " + format_size(b->size_) + ")", options.path, err);
+            if (err == EFBIG)
+                error += " (over the process's file size limit, ulimit -f or systemd LimitFSIZE=, or the largest file the filesystem holds)";
             return false;
         }
         b->grown_ = !b->created_;
