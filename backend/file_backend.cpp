@@ -162,16 +162,6 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
         error = options.path + ": block device is " + format_size(actual) + ", smaller than the configured size " + format_size(b->size_);
         return false;
     }
-    if (b->size_ > actual) {
-        if (b->read_only_ || ::ftruncate(b->fd_, static_cast<off_t>(b->size_)) != 0) {
-            const int err = b->read_only_ ? EROFS : errno;
-            error = sys_error("ftruncate (grow to " + format_size(b->size_) + ")", options.path, err);
-            if (err == EFBIG)
-                error += " (over the process's file size limit, ulimit -f or systemd LimitFSIZE=, or the largest file the filesystem holds)";
-            return false;
-        }
-        b->grown_ = !b->created_;
-    }
     if (b->direct_ && b->size_ % b->align_ != 0) {
         error = options.path + ": size " + std::to_string(b->size_) + " is not a multiple of " + std::to_string(b->align_) + " as O_DIRECT needs";
         return false;
@@ -181,6 +171,17 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
         b->optimal_io_ = q->optimal_io_bytes;
         b->max_io_ = q->max_io_bytes;
         b->no_write_zeroes_ = b->block_device_ && q->write_zeroes == false;
+    }
+    // Last: a start refused by a check above leaves an existing file as it was.
+    if (b->size_ > actual) {
+        if (b->read_only_ || ::ftruncate(b->fd_, static_cast<off_t>(b->size_)) != 0) {
+            const int err = b->read_only_ ? EROFS : errno;
+            error = sys_error("ftruncate (grow to " + format_size(b->size_) + ")", options.path, err);
+            if (err == EFBIG)
+                error += " (over the process's file size limit, ulimit -f or systemd LimitFSIZE=, or the largest file the filesystem holds)";
+            return false;
+        }
+        b->grown_ = !b->created_;
     }
     return true;
 }

@@ -17,7 +17,8 @@
 //     blocks are read-modify-written holding their blocks exclusively
 //     (block_guard.hpp); every other write, zero or trim holds its bytes
 //     shared, so no mutation of a block is undone by a read-modify-write of
-//     it (overlapping or not). The size must then be a multiple of alignment().
+//     it (overlapping or not). The size must then be a multiple of alignment()
+//     (checked before a file is grown: a refused start leaves it as it was).
 //
 // Semantics: FLUSH = fdatasync. FUA = pwritev2(RWF_DSYNC) (pwrite+fdatasync
 // where unsupported), durable before returning. TRIM = fallocate(PUNCH_HOLE|
