@@ -70,6 +70,7 @@ std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::stri
         return nullptr;
     }
     b->on_storage_failure_ = options.on_storage_failure;
+    b->on_storage_warning_ = options.on_storage_warning;
     b->open_sync_fd();
     if (options.io_uring)
         b->open_ring();
@@ -186,7 +187,30 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
     return true;
 }
 
+void FileBackend::check_still_there() {
+    if (block_device_ || !on_storage_warning_ || (told_gone_.load() && told_truncated_.load())) return;
+    struct stat mine {};
+    struct stat named {};
+    if (::fstat(fd_, &mine) != 0) return;
+    // A replacement (rename over it) drops the last link too: the path tells them apart.
+    const bool named_exists = ::stat(path_.c_str(), &named) == 0;
+    const bool deleted = mine.st_nlink == 0 && !named_exists;
+    const bool replaced = !deleted && (!named_exists || named.st_dev != mine.st_dev || named.st_ino != mine.st_ino);
+    if ((deleted || replaced) && !told_gone_.exchange(true))
+        on_storage_warning_("its file " + path_ +
+                            (deleted ? " was deleted" : " was replaced or moved (the path names another file now)") +
+                            " while it is served: reads and writes go on into the file the daemon holds open, "
+                            "which the next start will not find (data written since is lost then); restore "
+                            "the file or stop the clients");
+    const auto actual = static_cast<std::uint64_t>(mine.st_size);
+    if (!size_from_storage_ && actual < size() && !told_truncated_.exchange(true))
+        on_storage_warning_("its file " + path_ + " was truncated behind the daemon's back to " +
+                            format_size(actual) + " (the device is " + format_size(size()) +
+                            "): what was past its end reads as zeros now");
+}
+
 int FileBackend::refresh_size() {
+    check_still_there();
     if (!size_from_storage_) return 0;
     std::uint64_t actual = 0;
     struct stat st {};
@@ -285,7 +309,10 @@ int FileBackend::flush() {
         return 0;
     if (storage_error() != 0)
         return EIO;
-    return ::fdatasync(sync_fd_) == 0 ? 0 : storage_failed(errno, "fdatasync");
+    if (::fdatasync(sync_fd_) != 0)
+        return storage_failed(errno, "fdatasync");
+    check_still_there();
+    return 0;
 }
 
 int FileBackend::discard_block_device(std::uint64_t offset, std::uint64_t length) {

@@ -40,6 +40,13 @@
 // device, ambiguous with a plain allocation failure) still reaches the next
 // FLUSH there. Reads and plain writes go on. docs/reliability.md.
 //
+// A file deleted, replaced (its path names another file now) or truncated
+// behind the daemon's back is noticed by the threads' FLUSH (one fstat and
+// one stat) and by every reload, on both engines, and told once per kind
+// through Options::on_storage_warning. Requests go on as before: the data
+// lives in the inode the daemon holds open, as a loop device or nbdkit
+// would serve it; only a restart will not find it.
+//
 // io_uring: with Options::io_uring, reads, writes and flushes can also go
 // through a ring (async(), file_uring.hpp) with the same semantics; when the
 // kernel refuses a ring, async() is nullptr and io_uring_error() says why.
@@ -66,6 +73,8 @@ public:
         bool io_uring = false;   // open a ring for async() (where built and allowed)
         // Called once, when the storage first fails to persist (see above).
         std::function<void(const std::string&)> on_storage_failure = nullptr;
+        // Called once per kind: the file deleted, replaced or truncated (see above).
+        std::function<void(const std::string&)> on_storage_warning = nullptr;
     };
 
     // nullptr and a message in `error` on failure ("open /x: Permission denied").
@@ -139,6 +148,7 @@ private:
     int check_mutation(std::uint64_t offset, std::uint64_t length) const;   // EINVAL, EROFS or 0
     void open_ring();
     void open_sync_fd();
+    void check_still_there();   // deleted, replaced, truncated: warned once each
     int direct_read(std::uint64_t offset, std::span<std::byte> out);
     int direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, bool* sync_failed);
     int zero_fill(std::uint64_t offset, std::uint64_t length, bool fua);
@@ -153,6 +163,9 @@ private:
     BlockGuard::Hold hold_shared(std::uint64_t offset, std::uint64_t length);
 
     int fd_ = -1;
+    std::atomic<bool> told_gone_{false};        // deleted or replaced, warned
+    std::atomic<bool> told_truncated_{false};   // shorter than size(), warned
+    std::function<void(const std::string&)> on_storage_warning_;
     int sync_fd_ = -1;   // fd_ where the file could not be opened a second time
     std::atomic<int> storage_error_{0};
     std::function<void(const std::string&)> on_storage_failure_;

@@ -71,6 +71,9 @@ struct Spec {
     // written data ("the storage failed to write ..."); FLUSH and FUA fail
     // from then on (file_backend.hpp).
     std::function<void(const std::string&)> on_storage_failure = nullptr;
+    // File only, set by the daemon: once per kind, when a FLUSH or a reload
+    // finds the file deleted, replaced or truncated behind the daemon's back.
+    std::function<void(const std::string&)> on_storage_warning = nullptr;
 };
 
 }   // namespace nbdsched::backend

@@ -96,6 +96,7 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     spec.on_storage_failure = [name = dev.name](const std::string& what) {
         spdlog::error("device {}: {}", name, what);
     };
+    spec.on_storage_warning = [name = dev.name](const std::string& what) { spdlog::warn("device {}: {}", name, what); };
     parts.backend = backend::make_backend(spec, error);
     if (!parts.backend) return nullptr;
     if (!check_io_engine(dev, *parts.backend, error)) return nullptr;
