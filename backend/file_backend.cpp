@@ -69,9 +69,44 @@ std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::stri
             ::unlink(options.path.c_str());
         return nullptr;
     }
+    b->on_storage_failure_ = options.on_storage_failure;
+    b->on_storage_warning_ = options.on_storage_warning;
+    b->open_sync_fd();
     if (options.io_uring)
         b->open_ring();
     return b;
+}
+
+// Its own open file description, so that its errseq cursor moves only with
+// FLUSH (see the header). Through /proc (the same inode even if the path
+// changed since), else the path checked to be the same file; failing both,
+// FLUSH syncs fd_ (what it did before there was a second one).
+void FileBackend::open_sync_fd() {
+    sync_fd_ = fd_;
+    if (read_only_) return;
+    struct stat mine {};
+    struct stat other {};
+    if (::fstat(fd_, &mine) != 0) return;
+    int fd = ::open(("/proc/self/fd/" + std::to_string(fd_)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    if (::fstat(fd, &other) != 0 || other.st_dev != mine.st_dev || other.st_ino != mine.st_ino ||
+        other.st_rdev != mine.st_rdev) {
+        ::close(fd);
+        return;
+    }
+    sync_fd_ = fd;
+}
+
+int FileBackend::storage_failed(int err, const char* what) {
+    int none = 0;
+    if (err == 0 || !storage_error_.compare_exchange_strong(none, err, std::memory_order_acq_rel)) return err;
+    if (on_storage_failure_)
+        on_storage_failure_(std::string("the storage failed to write acknowledged data (") + what + ": " +
+                            std::strerror(err) +
+                            "); FLUSH and FUA requests fail with EIO from now on, and the daemon exits 1: check "
+                            "the storage, then restart (data written since the last successful FLUSH may be lost)");
+    return err;
 }
 
 #ifdef NBDSCHED_HAVE_IO_URING
@@ -128,14 +163,6 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
         error = options.path + ": block device is " + format_size(actual) + ", smaller than the configured size " + format_size(b->size_);
         return false;
     }
-    if (b->size_ > actual) {
-        if (b->read_only_ || ::ftruncate(b->fd_, static_cast<off_t>(b->size_)) != 0) {
-            error = sys_error("ftruncate (grow to " + format_size(b->size_) + ")", options.path,
-                              b->read_only_ ? EROFS : errno);
-            return false;
-        }
-        b->grown_ = !b->created_;
-    }
     if (b->direct_ && b->size_ % b->align_ != 0) {
         error = options.path + ": size " + std::to_string(b->size_) + " is not a multiple of " + std::to_string(b->align_) + " as O_DIRECT needs";
         return false;
@@ -146,10 +173,44 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
         b->max_io_ = q->max_io_bytes;
         b->no_write_zeroes_ = b->block_device_ && q->write_zeroes == false;
     }
+    // Last: a start refused by a check above leaves an existing file as it was.
+    if (b->size_ > actual) {
+        if (b->read_only_ || ::ftruncate(b->fd_, static_cast<off_t>(b->size_)) != 0) {
+            const int err = b->read_only_ ? EROFS : errno;
+            error = sys_error("ftruncate (grow to " + format_size(b->size_) + ")", options.path, err);
+            if (err == EFBIG)
+                error += " (over the process's file size limit, ulimit -f or systemd LimitFSIZE=, or the largest file the filesystem holds)";
+            return false;
+        }
+        b->grown_ = !b->created_;
+    }
     return true;
 }
 
+void FileBackend::check_still_there() {
+    if (block_device_ || !on_storage_warning_ || (told_gone_.load() && told_truncated_.load())) return;
+    struct stat mine {};
+    struct stat named {};
+    if (::fstat(fd_, &mine) != 0) return;
+    // A replacement (rename over it) drops the last link too: the path tells them apart.
+    const bool named_exists = ::stat(path_.c_str(), &named) == 0;
+    const bool deleted = mine.st_nlink == 0 && !named_exists;
+    const bool replaced = !deleted && (!named_exists || named.st_dev != mine.st_dev || named.st_ino != mine.st_ino);
+    if ((deleted || replaced) && !told_gone_.exchange(true))
+        on_storage_warning_("its file " + path_ +
+                            (deleted ? " was deleted" : " was replaced or moved (the path names another file now)") +
+                            " while it is served: reads and writes go on into the file the daemon holds open, "
+                            "which the next start will not find (data written since is lost then); restore "
+                            "the file or stop the clients");
+    const auto actual = static_cast<std::uint64_t>(mine.st_size);
+    if (!size_from_storage_ && actual < size() && !told_truncated_.exchange(true))
+        on_storage_warning_("its file " + path_ + " was truncated behind the daemon's back to " +
+                            format_size(actual) + " (the device is " + format_size(size()) +
+                            "): what was past its end reads as zeros now");
+}
+
 int FileBackend::refresh_size() {
+    check_still_there();
     if (!size_from_storage_) return 0;
     std::uint64_t actual = 0;
     struct stat st {};
@@ -163,6 +224,8 @@ int FileBackend::refresh_size() {
 
 FileBackend::~FileBackend() {
     uring_.reset();   // waits for its requests, which use fd_
+    if (sync_fd_ >= 0 && sync_fd_ != fd_)
+        ::close(sync_fd_);
     if (fd_ >= 0)
         ::close(fd_);
 }
@@ -224,16 +287,32 @@ std::optional<int> FileBackend::read_if_cached(std::uint64_t offset, std::span<s
 int FileBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool fua) {
     if (int err = check_mutation(offset, data.size()))
         return err;
-    if (direct_ && !aligned(offset, data.size(), data.data()))
-        return direct_write(offset, data, fua);
-    auto hold = hold_shared(offset, data.size());
-    return pwrite_full(fd_, data, offset, fua);
+    if (fua && storage_error() != 0)
+        return EIO;
+    int err;
+    bool sync_failed = false;
+    if (direct_ && !aligned(offset, data.size(), data.data())) {
+        err = direct_write(offset, data, fua, &sync_failed);
+    } else {
+        auto hold = hold_shared(offset, data.size());
+        err = pwrite_full(fd_, data, offset, fua, &sync_failed);
+    }
+    if (sync_failed) return storage_failed(err, "fdatasync after a FUA write");
+    // EIO from RWF_DSYNC may be the writeback of earlier writes, reported
+    // here and no more on fd_. ENOSPC is left to the next FLUSH (sync_fd_):
+    // it is as often a plain allocation failure that lost nothing.
+    return fua && err == EIO ? storage_failed(err, "FUA write") : err;
 }
 
 int FileBackend::flush() {
     if (read_only_)
         return 0;
-    return ::fdatasync(fd_) == 0 ? 0 : errno;
+    if (storage_error() != 0)
+        return EIO;
+    if (::fdatasync(sync_fd_) != 0)
+        return storage_failed(errno, "fdatasync");
+    check_still_there();
+    return 0;
 }
 
 int FileBackend::discard_block_device(std::uint64_t offset, std::uint64_t length) {

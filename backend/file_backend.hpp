@@ -17,7 +17,8 @@
 //     blocks are read-modify-written holding their blocks exclusively
 //     (block_guard.hpp); every other write, zero or trim holds its bytes
 //     shared, so no mutation of a block is undone by a read-modify-write of
-//     it (overlapping or not). The size must then be a multiple of alignment().
+//     it (overlapping or not). The size must then be a multiple of alignment()
+//     (checked before a file is grown: a refused start leaves it as it was).
 //
 // Semantics: FLUSH = fdatasync. FUA = pwritev2(RWF_DSYNC) (pwrite+fdatasync
 // where unsupported), durable before returning. TRIM = fallocate(PUNCH_HOLE|
@@ -26,12 +27,33 @@
 // WRITE_ZEROES = PUNCH_HOLE when may_trim (files), else ZERO_RANGE; falls back
 // to writing zeros when fallocate is unsupported.
 //
+// A failure to persist (writeback errors): Linux reports a writeback error
+// once per open file description (errseq_t), to the first fsync that asks,
+// and drops the pages it could not write; the next fsync returns 0 though
+// the data is lost. So the backend remembers the first such failure (any
+// failed fdatasync or ring fsync, and a FUA write that fails with EIO) and
+// from then on every FLUSH and every FUA request (write, trim, zeroes)
+// fails with EIO without asking the kernel; Options::on_storage_failure
+// hears it once. FLUSH syncs through a second open file description of the
+// same file (sync_fd()), which FUA writes never sync through: a writeback
+// error a FUA write's RWF_DSYNC consumed on fd() (ENOSPC from a thin
+// device, ambiguous with a plain allocation failure) still reaches the next
+// FLUSH there. Reads and plain writes go on. docs/reliability.md.
+//
+// A file deleted, replaced (its path names another file now) or truncated
+// behind the daemon's back is noticed by the threads' FLUSH (one fstat and
+// one stat) and by every reload, on both engines, and told once per kind
+// through Options::on_storage_warning. Requests go on as before: the data
+// lives in the inode the daemon holds open, as a loop device or nbdkit
+// would serve it; only a restart will not find it.
+//
 // io_uring: with Options::io_uring, reads, writes and flushes can also go
 // through a ring (async(), file_uring.hpp) with the same semantics; when the
 // kernel refuses a ring, async() is nullptr and io_uring_error() says why.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <sys/stat.h>
@@ -49,6 +71,10 @@ public:
         std::uint64_t size = 0;   // 0 = the existing file's / device's size
         bool direct = false;
         bool io_uring = false;   // open a ring for async() (where built and allowed)
+        // Called once, when the storage first fails to persist (see above).
+        std::function<void(const std::string&)> on_storage_failure = nullptr;
+        // Called once per kind: the file deleted, replaced or truncated (see above).
+        std::function<void(const std::string&)> on_storage_warning = nullptr;
     };
 
     // nullptr and a message in `error` on failure ("open /x: Permission denied").
@@ -91,6 +117,14 @@ public:
     // Why Options::io_uring got no ring ("" when it did or was not asked).
     const std::string& io_uring_error() const { return io_uring_error_; }
     int fd() const { return fd_; }
+    // What FLUSH syncs (the same file through its own open file description).
+    int sync_fd() const { return sync_fd_; }
+    // The first failure to persist (an errno), or 0.
+    int storage_error() const { return storage_error_.load(std::memory_order_acquire); }
+    // Remembers `err` from `what` ("fdatasync") as the storage's failure to
+    // persist, if it is the first (logged through on_storage_failure once);
+    // returns err, the answer for the request that saw it.
+    int storage_failed(int err, const char* what);
     bool in_range(std::uint64_t offset, std::uint64_t length) const;
     // Offset, length and buffer all multiples of alignment() (O_DIRECT as is).
     bool aligned(std::uint64_t offset, std::uint64_t length, const void* buffer) const;
@@ -113,8 +147,10 @@ private:
     bool finish_open(const Options& options, struct ::stat& st, std::string& error);
     int check_mutation(std::uint64_t offset, std::uint64_t length) const;   // EINVAL, EROFS or 0
     void open_ring();
+    void open_sync_fd();
+    void check_still_there();   // deleted, replaced, truncated: warned once each
     int direct_read(std::uint64_t offset, std::span<std::byte> out);
-    int direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua);
+    int direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, bool* sync_failed);
     int zero_fill(std::uint64_t offset, std::uint64_t length, bool fua);
     // fallocate zeroing: 0, or the errno (unsupported(errno) = no such mode here).
     // only_fast: a block device's PUNCH_HOLE only, no ZERO_RANGE after it
@@ -127,6 +163,12 @@ private:
     BlockGuard::Hold hold_shared(std::uint64_t offset, std::uint64_t length);
 
     int fd_ = -1;
+    std::atomic<bool> told_gone_{false};        // deleted or replaced, warned
+    std::atomic<bool> told_truncated_{false};   // shorter than size(), warned
+    std::function<void(const std::string&)> on_storage_warning_;
+    int sync_fd_ = -1;   // fd_ where the file could not be opened a second time
+    std::atomic<int> storage_error_{0};
+    std::function<void(const std::string&)> on_storage_failure_;
     std::string path_;
     std::atomic<std::uint64_t> size_ = 0;   // read by pool threads, changed by a reload
     bool size_from_storage_ = false;        // no size configured: a reload measures it again

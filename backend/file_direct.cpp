@@ -33,7 +33,7 @@ int FileBackend::direct_read(std::uint64_t offset, std::span<std::byte> out) {
     return 0;
 }
 
-int FileBackend::direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua) {
+int FileBackend::direct_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, bool* sync_failed) {
     const AlignedRange r = enclosing(offset, data.size(), align_);
     AlignedBuffer bounce(r.length(), align_);
     if (!bounce)
@@ -54,7 +54,7 @@ int FileBackend::direct_write(std::uint64_t offset, std::span<const std::byte> d
             return err;
     }
     std::memcpy(bounce.data() + (offset - r.start), data.data(), data.size());
-    return pwrite_full(fd_, {bounce.data(), bounce.size()}, r.start, fua);
+    return pwrite_full(fd_, {bounce.data(), bounce.size()}, r.start, fua, sync_failed);
 }
 
 }   // namespace nbdsched::backend

@@ -50,7 +50,7 @@ ssize_t pwrite_dsync(int fd, const std::byte* p, std::size_t n, std::uint64_t of
 
 }   // namespace
 
-int pwrite_full(int fd, std::span<const std::byte> data, std::uint64_t offset, bool dsync) {
+int pwrite_full(int fd, std::span<const std::byte> data, std::uint64_t offset, bool dsync, bool* sync_failed) {
     bool sync_after = false;
     std::size_t done = 0;
     while (done < data.size()) {
@@ -71,8 +71,10 @@ int pwrite_full(int fd, std::span<const std::byte> data, std::uint64_t offset, b
             return EIO;   // a zero-byte write would loop forever
         done += static_cast<std::size_t>(n);
     }
-    if (sync_after && ::fdatasync(fd) != 0)
+    if (sync_after && ::fdatasync(fd) != 0) {
+        if (sync_failed) *sync_failed = true;
         return errno;
+    }
     return 0;
 }
 

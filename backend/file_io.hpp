@@ -22,8 +22,10 @@ int pread_cached(int fd, std::span<std::byte> out, std::uint64_t offset);
 
 // Writes all of data at offset. dsync: RWF_DSYNC via pwritev2 (the data is
 // durable when it returns), falling back to pwrite + fdatasync where the
-// kernel or filesystem refuses the flag. Returns 0 or an errno.
-int pwrite_full(int fd, std::span<const std::byte> data, std::uint64_t offset, bool dsync);
+// kernel or filesystem refuses the flag. Returns 0 or an errno;
+// *sync_failed (when given) is set when that errno is the fdatasync's.
+int pwrite_full(int fd, std::span<const std::byte> data, std::uint64_t offset, bool dsync,
+                bool* sync_failed = nullptr);
 
 // A heap buffer aligned for O_DIRECT (memory alignment `align`, a power of 2).
 class AlignedBuffer {

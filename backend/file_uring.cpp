@@ -161,6 +161,7 @@ void FileUring::submit_read(std::uint64_t offset, std::span<std::byte> out, void
 void FileUring::submit_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, void* tag) {
     if (!file_.in_range(offset, data.size())) return sink_->completed_on_loop(tag, EINVAL);
     if (file_.read_only()) return sink_->completed_on_loop(tag, EROFS);
+    if (fua && file_.storage_error() != 0) return sink_->completed_on_loop(tag, EIO);
     if (data.empty()) return sink_->completed_on_loop(tag, 0);
     // The kernel only reads from it.
     Op& op = new_op(tag, AsyncOp::write, const_cast<std::byte*>(data.data()), data.size(), offset);
@@ -171,6 +172,7 @@ void FileUring::submit_write(std::uint64_t offset, std::span<const std::byte> da
 
 void FileUring::submit_flush(void* tag) {
     if (file_.read_only()) return sink_->completed_on_loop(tag, 0);
+    if (file_.storage_error() != 0) return sink_->completed_on_loop(tag, EIO);
     start(new_op(tag, AsyncOp::flush, nullptr, 0, 0));
 }
 
@@ -193,7 +195,9 @@ void FileUring::start(Op& op) {
     std::byte* at = op.data + op.done;
     const unsigned left = static_cast<unsigned>(op.length - op.done);
     const std::uint64_t where = op.offset + op.done;
-    if (op.kind == AsyncOp::flush || op.syncing) {
+    if (op.kind == AsyncOp::flush) {   // as FileBackend::flush: the file's own description for FLUSH
+        ::io_uring_prep_fsync(sqe, file_.sync_fd(), IORING_FSYNC_DATASYNC);
+    } else if (op.syncing) {
         ::io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
     } else if (op.kind == AsyncOp::read) {
         ::io_uring_prep_read(sqe, fd, at, left, where);
@@ -228,7 +232,11 @@ void FileUring::reap() {
 
 void FileUring::on_result(Op& op, int res) {
     if ((res == -EAGAIN || res == -EINTR) && ++op.retries < max_retries) return start(op);
-    if (op.kind == AsyncOp::flush || op.syncing) return finish(op, res < 0 ? -res : 0);
+    // A failed fsync (or FUA write, as in FileBackend::write) is the storage's
+    // failure to persist: remembered, so that later FLUSH and FUA fail too.
+    if (op.kind == AsyncOp::flush) return finish(op, res < 0 ? file_.storage_failed(-res, "fsync") : 0);
+    if (op.syncing) return finish(op, res < 0 ? file_.storage_failed(-res, "fdatasync after a FUA write") : 0);
+    if (res == -EIO && op.kind == AsyncOp::write && op.fua) return finish(op, file_.storage_failed(EIO, "FUA write"));
     if (res < 0 && op.kind == AsyncOp::write && op.fua && !op.sync_after && (res == -EOPNOTSUPP || res == -ENOSYS)) {
         op.sync_after = true;   // no RWF_DSYNC here: as pwrite_full, write then fdatasync
         return start(op);

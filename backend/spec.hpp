@@ -66,6 +66,14 @@ struct Spec {
     std::vector<FaultRule> faults;              // fault injection (testing); empty = none
     RbdSpec rbd;                                // rbd only
     IoEngine io_engine = IoEngine::automatic;   // file only
+    // File only, set by the daemon (the backend has no log): called once, on
+    // the thread that saw it, when the storage first fails to persist
+    // written data ("the storage failed to write ..."); FLUSH and FUA fail
+    // from then on (file_backend.hpp).
+    std::function<void(const std::string&)> on_storage_failure = nullptr;
+    // File only, set by the daemon: once per kind, when a FLUSH or a reload
+    // finds the file deleted, replaced or truncated behind the daemon's back.
+    std::function<void(const std::string&)> on_storage_warning = nullptr;
 };
 
 }   // namespace nbdsched::backend

@@ -2,6 +2,8 @@
 #include "backend/ram_backend.hpp"
 #include "config/parsers.hpp"
 
+#include <sys/stat.h>
+
 namespace nbdsched::config::detail {
 namespace {
 
@@ -26,6 +28,21 @@ std::optional<std::optional<std::uint64_t>> read_read_ahead(Reader& r, const Fie
     }
     if (auto kb = r.integer(f, 0, max_read_ahead_kb)) return std::optional<std::uint64_t>{*kb};
     return std::nullopt;
+}
+
+// O_DIRECT transfers whole blocks, so the start refuses a size that is not
+// a multiple of them (backend/file_backend.hpp): 4096 on a file, the
+// logical block size (512 or 4096) on a block device, which only the start
+// reads; here a block device is held to 512 only.
+void check_direct_size(Reader& r, Parsed<Device>& p) {
+    const Device& d = p.value;
+    struct stat st {};
+    const bool block_device = ::stat(d.path.c_str(), &st) == 0 && S_ISBLK(st.st_mode);
+    const std::uint64_t block = block_device ? 512 : 4096;
+    if (d.size % block != 0)
+        r.error(p.where("size"), p.key("size"),
+                "size " + std::to_string(d.size) + " is not a multiple of " + std::to_string(block) +
+                    " as O_DIRECT (direct: true) needs on " + (block_device ? "a block device" : "a file"));
 }
 
 // The checks that depend on more than one key of the entry.
@@ -55,6 +72,8 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
             r.error(p.where("io_engine"), p.key("io_engine"), "only for backend: file");
     } else if (p.at.count("path") == 0) {
         r.error(required_by, p.key("path"), "missing: a file device needs a path (a file or a block device)");
+    } else if (d.direct && size_parsed && d.size != 0) {
+        check_direct_size(r, p);
     }
 }
 

@@ -1,6 +1,7 @@
 // nbdsched: parse the command line, load the configuration, run the server.
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -94,6 +95,12 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::string_view(argv[1]) == "detach") return daemon::run_detach(argc - 1, argv + 1);
     daemon::CliOptions cli;
     if (auto code = daemon::parse_cli(argc, argv, cli)) return *code;
+    // A write past RLIMIT_FSIZE (ulimit -f, LimitFSIZE=) raises SIGXFSZ,
+    // whose default action ends the process with every device and
+    // connection: ignored, the write fails with EFBIG instead, which is that
+    // request's NBD_ENOSPC (as on io_uring, which never raises it) or a
+    // start-up error naming the file.
+    std::signal(SIGXFSZ, SIG_IGN);
 
     keep_large_buffers_mapped();
 

@@ -92,7 +92,12 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     parts.max_inflight = config.limits.max_inflight_per_device;
     parts.max_inflight_bytes = config.limits.max_inflight_bytes_per_device;
     parts.inflight_fair_share = config.limits.inflight_fair_share;
-    parts.backend = backend::make_backend(dev.backend_spec(), error);
+    auto spec = dev.backend_spec();
+    spec.on_storage_failure = [name = dev.name](const std::string& what) {
+        spdlog::error("device {}: {}", name, what);
+    };
+    spec.on_storage_warning = [name = dev.name](const std::string& what) { spdlog::warn("device {}: {}", name, what); };
+    parts.backend = backend::make_backend(spec, error);
     if (!parts.backend) return nullptr;
     if (!check_io_engine(dev, *parts.backend, error)) return nullptr;
     std::string why;

@@ -175,3 +175,19 @@ TEST_CASE("file O_DIRECT: a size that is not a multiple of the block is refused"
     CHECK(b == nullptr);
     MESSAGE(error);
 }
+
+TEST_CASE("file O_DIRECT: a refused size leaves an existing shorter file as it was") {
+    TempDir dir;
+    const std::string path = dir.file("short.img");
+    std::ofstream(path) << "hello";
+    std::string error;
+    auto b = FileBackend::open({path, 10000, true}, error);
+    if (!b && error.find("O_DIRECT is not supported") != std::string::npos) {
+        nbdsched::testlib::record_skip(error);
+        return;
+    }
+    CHECK(b == nullptr);
+    CHECK(error.find("not a multiple of 4096") != std::string::npos);
+    MESSAGE(error);
+    CHECK(std::filesystem::file_size(path) == 5);
+}

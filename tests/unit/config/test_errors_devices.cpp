@@ -49,6 +49,18 @@ TEST_CASE("a file device needs a path; a ram device takes none") {
     CHECK(ok.config->devices[0].backend_spec().io_engine == nbdsched::backend::IoEngine::automatic);
 }
 
+TEST_CASE("direct: true needs a size the start can serve with O_DIRECT") {
+    expect_error(device("name: d0\n    backend: file\n    path: /nonexistent/x.img\n    size: 10000\n    direct: true\n"),
+                 "devices[0].size", 5, 11, "size 10000 is not a multiple of 4096 as O_DIRECT (direct: true) needs");
+    for (const char* ok_body : {"name: d0\n    backend: file\n    path: /nonexistent/x.img\n    size: 16MiB\n    direct: true\n",
+                                "name: d0\n    backend: file\n    path: /nonexistent/x.img\n    size: 10000\n",
+                                "name: d0\n    backend: file\n    path: /nonexistent/x.img\n    direct: true\n"}) {
+        auto ok = device(ok_body);
+        INFO(all_errors(ok));
+        CHECK(ok.config);
+    }
+}
+
 TEST_CASE("io_engine: threads, io_uring or auto, for file devices only") {
     for (auto [word, engine] : {std::pair{"threads", nbdsched::backend::IoEngine::threads},
                                 std::pair{"io_uring", nbdsched::backend::IoEngine::io_uring},
