@@ -120,20 +120,32 @@ std::string apply_weight(DaemonState& state, const std::string& group, unsigned 
     return {};
 }
 
+namespace {
+
+// The commands that read or change devices, run with every loop paused.
+Json paused_command(const std::string& cmd, const Json& request, DaemonState& state) {
+    if (cmd == "list") return with_ok(list_json(state));
+    if (cmd == "get") return tunable_command(request, state, false);
+    if (cmd == "set") return tunable_command(request, state, true);
+    if (cmd == "weight") return weight_command(request, state);
+    if (cmd == "faults") return faults_command(request, state);
+    if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") return qos_command(request, state);
+    return error_reply("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target, reload)");
+}
+
+}   // namespace
+
 Json handle_command(const Json& request, DaemonState& state) {
     if (!request.is_object()) return error_reply("a request is a JSON object");
     auto it = request.find("cmd");
     if (it == request.end() || !it->is_string()) return error_reply("missing \"cmd\"");
     auto cmd = it->get<std::string>();
-    if (cmd == "list") return with_ok(list_json(state));
-    if (cmd == "stats") return with_ok(stats_json(state));
-    if (cmd == "get") return tunable_command(request, state, false);
-    if (cmd == "set") return tunable_command(request, state, true);
-    if (cmd == "weight") return weight_command(request, state);
-    if (cmd == "faults") return faults_command(request, state);
-    if (cmd == "reload") return reload_command(state);
-    if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") return qos_command(request, state);
-    return error_reply("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target, reload)");
+    // Only the copy of the numbers is paused: their JSON is built after.
+    if (cmd == "stats") return with_ok(stats_json(take_snapshot(state)));
+    if (cmd == "reload") return reload_command(state);   // the reload pauses the loops itself
+    Json reply;
+    state.exclusive([&] { reply = paused_command(cmd, request, state); });
+    return reply;
 }
 
 std::string handle_line(const std::string& line, DaemonState& state) {

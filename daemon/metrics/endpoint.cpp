@@ -15,20 +15,27 @@
 
 namespace nbdsched::daemon::metrics {
 
+// The latest copy of the numbers. The families are built from it on the
+// exposer's thread when a scrape asks, not on the event loop.
 class Snapshot : public prometheus::Collectable {
 public:
     std::vector<prometheus::MetricFamily> Collect() const override {
-        std::lock_guard lock(mutex_);
-        return families_;
+        std::shared_ptr<const control::StatsSnapshot> numbers;
+        {
+            std::lock_guard lock(mutex_);
+            numbers = numbers_;
+        }
+        return numbers ? collect(*numbers) : std::vector<prometheus::MetricFamily>{};
     }
-    void set(std::vector<prometheus::MetricFamily> families) {
+    void set(control::StatsSnapshot numbers) {
+        auto fresh = std::make_shared<const control::StatsSnapshot>(std::move(numbers));
         std::lock_guard lock(mutex_);
-        families_ = std::move(families);
+        numbers_.swap(fresh);   // the old one is freed outside the lock, below
     }
 
 private:
     mutable std::mutex mutex_;
-    std::vector<prometheus::MetricFamily> families_;
+    std::shared_ptr<const control::StatsSnapshot> numbers_;
 };
 
 Endpoint::Endpoint(boost::asio::io_context& io, std::string address, const control::DaemonState& state)
@@ -100,9 +107,7 @@ void Endpoint::start() {
 
 void Endpoint::publish() {
     if (closed_) return;
-    std::vector<prometheus::MetricFamily> families;
-    state_.exclusive([&] { families = collect(state_); });   // devices may run on other loops
-    snapshot_->set(std::move(families));
+    snapshot_->set(control::take_snapshot(state_));   // pauses the other loops for the copy only
     timer_.expires_after(std::chrono::seconds(1));
     timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) publish();
