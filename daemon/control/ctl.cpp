@@ -20,7 +20,8 @@ namespace {
 struct CtlArgs {
     std::string socket;
     std::string config;   // the socket from this file's control:
-    pid_t pid = 0;        // reload: SIGHUP to this process when no control socket answers
+    pid_t pid = 0;        // reload: SIGHUP to this process when there is no control socket to connect to
+    int timeout = 0;      // seconds to wait for the answer; 0: the command's default
     bool json = false;
     std::string device, tunable, value, group, faults_switch, target;
     std::vector<std::string> settings;   // reserve/limit: key=value
@@ -62,8 +63,10 @@ std::string control_socket(const CtlArgs& a) {
     return loaded.config->control;
 }
 
-// reload --pid without a control socket that answers: what systemctl
-// reload did before, SIGHUP; its outcome is only in the daemon's log.
+// reload --pid when the control socket cannot be connected to (none, or
+// nobody listening): what systemctl reload did before, SIGHUP; its outcome
+// is only in the daemon's log. Never once the request was sent: the daemon
+// may be reloading it, and a second reload could hide its refusal.
 int reload_by_signal(pid_t pid, const std::string& why) {
     if (::kill(pid, SIGHUP) != 0) {
         std::cerr << "nbdsched ctl reload: " << why << ", and SIGHUP to " << pid << " failed: " << std::strerror(errno)
@@ -110,6 +113,8 @@ int run_ctl(int argc, char** argv) {
     auto* config = app.add_option("-c,--config", a.config, "or the configuration file whose `control:` it is");
     socket->excludes(config);
     app.add_flag("--json", a.json, "print the daemon's JSON reply instead of a table");
+    app.add_option("--timeout", a.timeout, "seconds to wait for the daemon's answer (default 10; reload 80)")
+        ->check(CLI::Range(1, 3600));
     app.require_subcommand(1);
     auto* list = app.add_subcommand("list", "devices, exports, groups and open queues");
     auto* stats = app.add_subcommand("stats", "counters per device, export, group and queue");
@@ -138,7 +143,7 @@ int run_ctl(int argc, char** argv) {
     target->add_option("target", a.target, "a duration such as 50ms, or off")->required();
     auto* reload = app.add_subcommand("reload", "re-read the configuration file (as SIGHUP does) and wait: exit 0 "
                                                 "when it is in force, 1 (with the reasons) when it was refused");
-    reload->add_option("--pid", a.pid, "without a control socket that answers, send this process SIGHUP instead")
+    reload->add_option("--pid", a.pid, "when the control socket cannot be connected to, send this process SIGHUP instead")
         ->check(CLI::PositiveNumber);
     for (auto* sub : {list, stats, get, set, weight, faults, reserve, limit, target, reload})
         sub->add_flag("--json", a.json, "print the JSON reply");
@@ -169,11 +174,21 @@ int run_ctl(int argc, char** argv) {
     const std::string path = control_socket(a);
     if (path.empty()) return cmd == "reload" && a.pid ? reload_by_signal(a.pid, "no control socket") : 2;
     std::string error;
-    auto line = request(path, json_text(req), error);
-    if (!line) {
+    bool connected = false;
+    // A reload re-reads the file and may open devices: more than a query, and
+    // under systemd's 90 s for ExecReload.
+    const int timeout = a.timeout ? a.timeout : cmd == "reload" ? 80
+                                                                : 10;
+    auto line = request(path, json_text(req), error, timeout, &connected);
+    if (!line && !connected) {
         if (cmd == "reload" && a.pid) return reload_by_signal(a.pid, error);
         std::cerr << "nbdsched ctl: " << error << "\n";
         return 2;
+    }
+    if (!line) {   // sent: the daemon may act on it still, so no SIGHUP on top
+        std::cerr << "nbdsched ctl " << cmd << ": " << error << "; the request was sent and may still take effect"
+                  << (cmd == "reload" ? " (see the daemon's log)" : "") << "\n";
+        return 1;
     }
     try {
         return print_reply(cmd, Json::parse(*line), a.json);
