@@ -87,6 +87,12 @@ Json weight_command(const Json& request, DaemonState& state) {
     if (it == request.end() || !it->is_number_integer()) return error_reply("\"weight\" must be an integer 1..1000");
     auto w = it->get<long long>();
     if (w < 1 || w > 1000) return error_reply("weight " + std::to_string(w) + " is outside 1..1000");
+    // The next connection its cgroup rule places would set the cgroup's
+    // weight again, and a restart would not carry this one: refused.
+    if (auto id = state.groups->find(group); id && state.groups->at(*id).weight_from_cgroup)
+        return error_reply("group " + group +
+                           " takes its weight from its cgroup (weight: from-cgroup): set the cgroup's io.bfq.weight "
+                           "or io.weight, or give the group a number in the configuration");
     auto why = apply_weight(state, group, static_cast<unsigned>(w));
     if (!why.empty()) return error_reply(why);
     state.changed_by_ctl.weights.insert(group);
