@@ -6,6 +6,7 @@
 #include "common/json_text.hpp"
 #include "daemon/control/qos.hpp"
 #include "sched/tunable_spec.hpp"
+#include "sched/weight.hpp"
 
 namespace nbdsched::daemon::control {
 
@@ -84,9 +85,13 @@ Json weight_command(const Json& request, DaemonState& state) {
     auto group = field(request, "group", error);
     if (!error.empty()) return error_reply(error);
     auto it = request.find("weight");
-    if (it == request.end() || !it->is_number_integer()) return error_reply("\"weight\" must be an integer 1..1000");
-    auto w = it->get<long long>();
-    if (w < 1 || w > 1000) return error_reply("weight " + std::to_string(w) + " is outside 1..1000");
+    const std::string range = std::to_string(sched::min_weight) + ".." + std::to_string(sched::max_weight);
+    if (it == request.end() || !it->is_number_integer())
+        return error_reply("\"weight\" must be a whole number " + range);
+    if (!it->is_number_unsigned())   // negative: read as such, not as a huge unsigned
+        return error_reply("\"weight\": out of range: " + it->dump() + " (allowed " + range + ")");
+    auto w = it->get<std::uint64_t>();
+    if (auto why = sched::check_weight(w); !why.empty()) return error_reply("\"weight\": " + why);
     // The next connection its cgroup rule places would set the cgroup's
     // weight again, and a restart would not carry this one: refused.
     if (auto id = state.groups->find(group); id && state.groups->at(*id).weight_from_cgroup)
