@@ -90,11 +90,17 @@ void add_inflight(Builder& b, const Labels& d, const InflightBudget::Stats& s) {
               static_cast<double>(s.waits));
 }
 
+// An operation as requests_total's `op` label spells it, so injected and
+// completed join on(op): the faults: rules' "zeroes" is "write_zeroes" here.
+std::string op_label(unsigned op) {
+    return op == fault_zeroes ? "write_zeroes" : std::string(fault_op_name(op));
+}
+
 // What the device's `faults:` rules injected.
 void add_faults(Builder& b, const Labels& d, const backend::FaultStats& s) {
     for (unsigned i = 0; i < fault_op_count; ++i)
         b.counter("nbdsched_device_injected_errors_total", "errors the faults: rules injected, by operation",
-                  with(d, "op", std::string(fault_op_name(1u << i))), static_cast<double>(s.errors[i]));
+                  with(d, "op", op_label(1u << i)), static_cast<double>(s.errors[i]));
     b.counter("nbdsched_device_injected_delays_total", "requests the faults: rules delayed", d,
               static_cast<double>(s.delayed));
 }
