@@ -2,6 +2,8 @@
 // and the names both use.
 #include "config/parsers.hpp"
 
+#include "sched/weight.hpp"
+
 namespace nbdsched::config::detail {
 namespace {
 
@@ -50,7 +52,7 @@ std::optional<Parsed<Group>> parse_group(Reader& r, const Field& item) {
             g.weight_from_cgroup = true;
         } else if (f.value.IsScalar() && !f.value.Scalar().empty() && f.value.Scalar()[0] >= '0' &&
                    f.value.Scalar()[0] <= '9') {
-            if (auto v = r.integer(f, 1, 1000)) g.weight = static_cast<unsigned>(*v);
+            if (auto v = r.integer(f, sched::min_weight, sched::max_weight)) g.weight = static_cast<unsigned>(*v);
         } else {
             r.error(f, "expected a weight 1..1000 or from-cgroup, got " + describe(f.value));
         }

@@ -36,7 +36,8 @@ bool wait_for(int fd, short events, int timeout_seconds) {
 }   // namespace
 
 std::optional<std::string> request(const std::string& socket_path, const std::string& line, std::string& error,
-                                   int timeout_seconds) {
+                                   int timeout_seconds, bool* connected) {
+    if (connected) *connected = false;
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (socket_path.size() >= sizeof addr.sun_path) {
@@ -49,6 +50,7 @@ std::optional<std::string> request(const std::string& socket_path, const std::st
         error = socket_path + ": " + std::strerror(errno);
         return std::nullopt;
     }
+    if (connected) *connected = true;
     std::string out = line + "\n";
     for (std::size_t done = 0; done < out.size();) {
         auto n = ::send(fd.get(), out.data() + done, out.size() - done, MSG_NOSIGNAL);
@@ -63,7 +65,7 @@ std::optional<std::string> request(const std::string& socket_path, const std::st
     char buf[65536];
     while (reply.empty() || reply.back() != '\n') {
         if (!wait_for(fd.get(), POLLIN, timeout_seconds)) {
-            error = socket_path + ": no reply within " + std::to_string(timeout_seconds) + " s";
+            error = socket_path + ": the daemon did not answer within " + std::to_string(timeout_seconds) + " s";
             return std::nullopt;
         }
         auto n = ::recv(fd.get(), buf, sizeof buf, 0);

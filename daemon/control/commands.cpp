@@ -6,6 +6,7 @@
 #include "common/json_text.hpp"
 #include "daemon/control/qos.hpp"
 #include "sched/tunable_spec.hpp"
+#include "sched/weight.hpp"
 
 namespace nbdsched::daemon::control {
 
@@ -84,9 +85,19 @@ Json weight_command(const Json& request, DaemonState& state) {
     auto group = field(request, "group", error);
     if (!error.empty()) return error_reply(error);
     auto it = request.find("weight");
-    if (it == request.end() || !it->is_number_integer()) return error_reply("\"weight\" must be an integer 1..1000");
-    auto w = it->get<long long>();
-    if (w < 1 || w > 1000) return error_reply("weight " + std::to_string(w) + " is outside 1..1000");
+    const std::string range = std::to_string(sched::min_weight) + ".." + std::to_string(sched::max_weight);
+    if (it == request.end() || !it->is_number_integer())
+        return error_reply("\"weight\" must be a whole number " + range);
+    if (!it->is_number_unsigned())   // negative: read as such, not as a huge unsigned
+        return error_reply("\"weight\": out of range: " + it->dump() + " (allowed " + range + ")");
+    auto w = it->get<std::uint64_t>();
+    if (auto why = sched::check_weight(w); !why.empty()) return error_reply("\"weight\": " + why);
+    // The next connection its cgroup rule places would set the cgroup's
+    // weight again, and a restart would not carry this one: refused.
+    if (auto id = state.groups->find(group); id && state.groups->at(*id).weight_from_cgroup)
+        return error_reply("group " + group +
+                           " takes its weight from its cgroup (weight: from-cgroup): set the cgroup's io.bfq.weight "
+                           "or io.weight, or give the group a number in the configuration");
     auto why = apply_weight(state, group, static_cast<unsigned>(w));
     if (!why.empty()) return error_reply(why);
     state.changed_by_ctl.weights.insert(group);
@@ -120,20 +131,32 @@ std::string apply_weight(DaemonState& state, const std::string& group, unsigned 
     return {};
 }
 
+namespace {
+
+// The commands that read or change devices, run with every loop paused.
+Json paused_command(const std::string& cmd, const Json& request, DaemonState& state) {
+    if (cmd == "list") return with_ok(list_json(state));
+    if (cmd == "get") return tunable_command(request, state, false);
+    if (cmd == "set") return tunable_command(request, state, true);
+    if (cmd == "weight") return weight_command(request, state);
+    if (cmd == "faults") return faults_command(request, state);
+    if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") return qos_command(request, state);
+    return error_reply("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target, reload)");
+}
+
+}   // namespace
+
 Json handle_command(const Json& request, DaemonState& state) {
     if (!request.is_object()) return error_reply("a request is a JSON object");
     auto it = request.find("cmd");
     if (it == request.end() || !it->is_string()) return error_reply("missing \"cmd\"");
     auto cmd = it->get<std::string>();
-    if (cmd == "list") return with_ok(list_json(state));
-    if (cmd == "stats") return with_ok(stats_json(state));
-    if (cmd == "get") return tunable_command(request, state, false);
-    if (cmd == "set") return tunable_command(request, state, true);
-    if (cmd == "weight") return weight_command(request, state);
-    if (cmd == "faults") return faults_command(request, state);
-    if (cmd == "reload") return reload_command(state);
-    if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") return qos_command(request, state);
-    return error_reply("unknown command '" + cmd + "' (list, stats, get, set, weight, faults, reserve, limit, latency-target, reload)");
+    // Only the copy of the numbers is paused: their JSON is built after.
+    if (cmd == "stats") return with_ok(stats_json(take_snapshot(state)));
+    if (cmd == "reload") return reload_command(state);   // the reload pauses the loops itself
+    Json reply;
+    state.exclusive([&] { reply = paused_command(cmd, request, state); });
+    return reply;
 }
 
 std::string handle_line(const std::string& line, DaemonState& state) {

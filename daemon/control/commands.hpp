@@ -8,7 +8,9 @@
 //   {"cmd":"faults","device":D[,"enabled":B]}        -> {"ok":true, "enabled":B, "rules":N, "faults":{..}}
 //   anything wrong                                   -> {"ok":false, "error":"..."}
 //
-// Runs on the event loop thread: it touches devices and schedulers directly.
+// Runs on loop 0's thread. What reads or changes devices runs inside
+// state.exclusive(); `stats` pauses the loops only to copy the numbers
+// (snapshot.hpp), and every reply is serialised after the loops resume.
 #pragma once
 
 #include <string>

@@ -3,15 +3,19 @@
 //  | limit GROUP [iops=N] [bps=SIZE] [burst=DURATION] | latency-target GROUP DURATION|off
 //  | reload [--pid PID]> [--json]`
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <sys/types.h>
 
 #include "common/json_text.hpp"
 #include "config/config.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/control/render.hpp"
+#include "sched/qos/spec.hpp"
+#include "sched/weight.hpp"
 
 namespace nbdsched::daemon::control {
 
@@ -20,22 +24,34 @@ namespace {
 struct CtlArgs {
     std::string socket;
     std::string config;   // the socket from this file's control:
-    pid_t pid = 0;        // reload: SIGHUP to this process when no control socket answers
+    pid_t pid = 0;        // reload: SIGHUP to this process when there is no control socket to connect to
+    int timeout = 0;      // seconds to wait for the answer; 0: the command's default
     bool json = false;
     std::string device, tunable, value, group, faults_switch, target;
     std::vector<std::string> settings;   // reserve/limit: key=value
-    unsigned weight = 0;
+    std::string weight;                  // checked with the configuration's words
 };
 
-// "iops=200 bps=20MiB burst=100ms" (or nothing / "off": none) into the request.
-bool put_settings(const std::string& cmd, const std::vector<std::string>& settings, Json& req) {
+// "iops=200 bps=20MiB burst=100ms" (or nothing / "off": none) into the
+// request. 0 on success; 2 for a malformed setting, 1 for a count out of
+// range (the daemon's and the configuration's words).
+int put_settings(const std::string& cmd, const std::vector<std::string>& settings, Json& req) {
     for (const auto& s : settings) {
         if (s == "off") continue;
         auto eq = s.find('=');
         std::string key = s.substr(0, eq), value = eq == std::string::npos ? "" : s.substr(eq + 1);
-        if (key == "iops" && !value.empty() && value.size() <= 18 &&
-            value.find_first_not_of("0123456789") == std::string::npos) {
-            req["iops"] = std::stoull(value);
+        if (eq != std::string::npos && req.contains(key)) {
+            std::cerr << "nbdsched ctl " << cmd << ": " << key << " given twice\n";
+            return 2;
+        }
+        if (key == "iops" && !value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
+            std::uint64_t n = 0;
+            if (std::from_chars(value.data(), value.data() + value.size(), n).ec != std::errc()) {
+                std::cerr << "nbdsched ctl " << cmd << ": \"iops\": out of range: " << value << " (allowed "
+                          << sched::qos::min_iops << ".." << sched::qos::max_iops << ")\n";
+                return 1;
+            }
+            req["iops"] = n;
         } else if (key == "bps" && !value.empty()) {
             req["bps"] = value;
         } else if (key == "burst" && cmd == "limit" && !value.empty()) {
@@ -43,10 +59,10 @@ bool put_settings(const std::string& cmd, const std::vector<std::string>& settin
         } else {
             std::cerr << "nbdsched ctl " << cmd << ": bad setting '" << s << "' (iops=N, bps=SIZE"
                       << (cmd == "limit" ? ", burst=DURATION" : "") << ", or off)\n";
-            return false;
+            return 2;
         }
     }
-    return true;
+    return 0;
 }
 
 // The control socket named by --socket, or by --config's `control:`;
@@ -62,8 +78,10 @@ std::string control_socket(const CtlArgs& a) {
     return loaded.config->control;
 }
 
-// reload --pid without a control socket that answers: what systemctl
-// reload did before, SIGHUP; its outcome is only in the daemon's log.
+// reload --pid when the control socket cannot be connected to (none, or
+// nobody listening): what systemctl reload did before, SIGHUP; its outcome
+// is only in the daemon's log. Never once the request was sent: the daemon
+// may be reloading it, and a second reload could hide its refusal.
 int reload_by_signal(pid_t pid, const std::string& why) {
     if (::kill(pid, SIGHUP) != 0) {
         std::cerr << "nbdsched ctl reload: " << why << ", and SIGHUP to " << pid << " failed: " << std::strerror(errno)
@@ -110,6 +128,8 @@ int run_ctl(int argc, char** argv) {
     auto* config = app.add_option("-c,--config", a.config, "or the configuration file whose `control:` it is");
     socket->excludes(config);
     app.add_flag("--json", a.json, "print the daemon's JSON reply instead of a table");
+    app.add_option("--timeout", a.timeout, "seconds to wait for the daemon's answer (default 10; reload 80)")
+        ->check(CLI::Range(1, 3600));
     app.require_subcommand(1);
     auto* list = app.add_subcommand("list", "devices, exports, groups and open queues");
     auto* stats = app.add_subcommand("stats", "counters per device, export, group and queue");
@@ -122,7 +142,7 @@ int run_ctl(int argc, char** argv) {
     set->add_option("value", a.value)->required();
     auto* weight = app.add_subcommand("weight", "change a group's weight on every device now");
     weight->add_option("group", a.group)->required();
-    weight->add_option("weight", a.weight)->required()->check(CLI::Range(1, 1000));
+    weight->add_option("weight", a.weight, "1..1000")->required();
     auto* faults = app.add_subcommand("faults", "show a device's fault injection; on/off switches it (keeps its counts)");
     faults->add_option("device", a.device)->required();
     faults->add_option("switch", a.faults_switch, "off: inject nothing; on: the configured rules again")
@@ -138,8 +158,8 @@ int run_ctl(int argc, char** argv) {
     target->add_option("target", a.target, "a duration such as 50ms, or off")->required();
     auto* reload = app.add_subcommand("reload", "re-read the configuration file (as SIGHUP does) and wait: exit 0 "
                                                 "when it is in force, 1 (with the reasons) when it was refused");
-    reload->add_option("--pid", a.pid, "without a control socket that answers, send this process SIGHUP instead")
-        ->check(CLI::PositiveNumber);
+    reload->add_option("--pid", a.pid, "when the control socket cannot be connected to, send this process SIGHUP instead")
+        ->check(CLI::Range(1, std::numeric_limits<pid_t>::max()).description("a process id"));
     for (auto* sub : {list, stats, get, set, weight, faults, reserve, limit, target, reload})
         sub->add_flag("--json", a.json, "print the JSON reply");
     try {
@@ -161,19 +181,35 @@ int run_ctl(int argc, char** argv) {
     if (cmd == "set") req["value"] = a.value;
     if (cmd == "weight") {
         req["group"] = a.group;
-        req["weight"] = a.weight;
+        unsigned w = 0;
+        if (auto why = sched::parse_weight(a.weight, w); !why.empty()) {
+            std::cerr << "nbdsched ctl weight: \"weight\": " << why << "\n";
+            return why.starts_with("out of range") ? 1 : 2;
+        }
+        req["weight"] = w;
     }
     if (cmd == "reserve" || cmd == "limit" || cmd == "latency-target") req["group"] = a.group;
-    if ((cmd == "reserve" || cmd == "limit") && !put_settings(cmd, a.settings, req)) return 2;
+    if (cmd == "reserve" || cmd == "limit")
+        if (int rc = put_settings(cmd, a.settings, req)) return rc;
     if (cmd == "latency-target") req["target"] = a.target;
     const std::string path = control_socket(a);
     if (path.empty()) return cmd == "reload" && a.pid ? reload_by_signal(a.pid, "no control socket") : 2;
     std::string error;
-    auto line = request(path, json_text(req), error);
-    if (!line) {
+    bool connected = false;
+    // A reload re-reads the file and may open devices: more than a query, and
+    // under systemd's 90 s for ExecReload.
+    const int timeout = a.timeout ? a.timeout : cmd == "reload" ? 80
+                                                                : 10;
+    auto line = request(path, json_text(req), error, timeout, &connected);
+    if (!line && !connected) {
         if (cmd == "reload" && a.pid) return reload_by_signal(a.pid, error);
         std::cerr << "nbdsched ctl: " << error << "\n";
         return 2;
+    }
+    if (!line) {   // sent: the daemon may act on it still, so no SIGHUP on top
+        std::cerr << "nbdsched ctl " << cmd << ": " << error << "; the request was sent and may still take effect"
+                  << (cmd == "reload" ? " (see the daemon's log)" : "") << "\n";
+        return 1;
     }
     try {
         return print_reply(cmd, Json::parse(*line), a.json);

@@ -4,12 +4,16 @@
 #include <cstdio>
 
 #include "common/units.hpp"
+#include "common/utf8.hpp"
 #include "daemon/stats/catalog.hpp"
 
 namespace nbdsched::daemon::control {
 
 namespace {
 
+// A value as a table cell. Strings (export names, peers) come from outside:
+// a control character or a stray byte shows as \xNN, so a name cannot
+// break the table or send escape sequences to the terminal.
 std::string num(const Json& j) {
     if (j.is_number_float()) {
         char buf[32];
@@ -17,7 +21,7 @@ std::string num(const Json& j) {
         return buf;
     }
     if (j.is_number()) return j.dump();
-    if (j.is_string()) return j.get<std::string>();
+    if (j.is_string()) return printable(j.get_ref<const std::string&>());
     if (j.is_boolean()) return j.get<bool>() ? "yes" : "no";
     return "-";
 }
@@ -132,17 +136,28 @@ std::string render_qos(const Json& groups) {
 
 }   // namespace
 
+namespace {
+
+// Columns on a terminal: code points, not bytes ("laté" is 4 wide; wide
+// CJK characters would take 2, which is not worth a table here).
+std::size_t columns(const std::string& cell) {
+    return static_cast<std::size_t>(
+        std::count_if(cell.begin(), cell.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+}   // namespace
+
 std::string Table::str(const std::string& indent) const {
     std::vector<std::size_t> width;
     for (const auto& r : rows_) {
         if (width.size() < r.size()) width.resize(r.size(), 0);
-        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], columns(r[i]));
     }
     std::string out;
     for (const auto& r : rows_) {
         std::string line = indent;
         for (std::size_t i = 0; i < r.size(); ++i) {
-            std::string pad(width[i] - r[i].size(), ' ');
+            std::string pad(width[i] - columns(r[i]), ' ');
             line += i == 0 ? r[i] + pad : "  " + pad + r[i];
         }
         while (!line.empty() && line.back() == ' ') line.pop_back();

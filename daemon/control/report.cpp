@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "backend/factory.hpp"
 #include "daemon/control/qos.hpp"
 #include "daemon/stats/catalog.hpp"
 
@@ -29,7 +28,7 @@ Json queue_info_json(sched::QueueId id, const stats::QueueInfo& info, const Grou
 
 // The device-wide in-flight limits: what is held now, the
 // high-water marks, and how often a connection had to wait for room.
-Json inflight_json(const InflightBudget::Stats& s, const config::Limits& limits) {
+Json inflight_json(const InflightBudget::Stats& s, std::uint64_t max_requests, std::uint64_t max_bytes) {
     Json j;
     j["requests"] = s.requests;
     j["bytes"] = s.bytes;
@@ -37,8 +36,8 @@ Json inflight_json(const InflightBudget::Stats& s, const config::Limits& limits)
     j["peak_bytes"] = s.peak_bytes;
     j["waits"] = s.waits;
     j["tickets"] = s.tickets;
-    j["max_requests"] = limits.max_inflight_per_device;
-    j["max_bytes"] = limits.max_inflight_bytes_per_device;
+    j["max_requests"] = max_requests;
+    j["max_bytes"] = max_bytes;
     return j;
 }
 
@@ -65,18 +64,28 @@ Json error_reply(const std::string& message) {
     return Json{{"ok", false}, {"error", message}};
 }
 
-Json counters_json(const stats::Counters& c) {
+Json counters_json(const Numbers& n) {
     Json j;
-    for (const auto& stat : stats::catalog())
-        if (!stat.key.empty() && !stat.from_sched()) put(j, stat, stat.counters(c));
+    const auto catalog = stats::catalog();
+    for (std::size_t i = 0; i < catalog.size(); ++i)
+        if (!catalog[i].key.empty() && !catalog[i].from_sched()) put(j, catalog[i], n[i]);
     return j;
 }
 
-Json sched_json(const sched::EntityStats& s) {
+Json sched_json(const Numbers& n) {
     Json j;
-    for (const auto& stat : stats::catalog())
-        if (!stat.key.empty() && stat.from_sched()) put(j, stat, stat.sched(s));
+    const auto catalog = stats::catalog();
+    for (std::size_t i = 0; i < catalog.size(); ++i)
+        if (!catalog[i].key.empty() && catalog[i].from_sched()) put(j, catalog[i], n[i]);
     return j;
+}
+
+Json counters_json(const stats::Counters& c) {
+    return counters_json(numbers_of(&c, nullptr));
+}
+
+Json sched_json(const sched::EntityStats& s) {
+    return sched_json(numbers_of(nullptr, &s));
 }
 
 Json list_json(const DaemonState& state) {
@@ -120,55 +129,58 @@ Json list_json(const DaemonState& state) {
     return out;
 }
 
-Json stats_json(const DaemonState& state) {
+Json stats_json(const StatsSnapshot& snapshot) {
     Json out;
     out["devices"] = Json::array();
-    auto now = steady_now();
-    for (auto& dev : *state.devices) {
-        const auto& st = dev->stats();
-        auto ss = dev->scheduler().stats(now);
+    for (const auto& dev : snapshot.devices) {
         Json d;
-        d["name"] = dev->name();
-        d["scheduler"] = std::string(dev->scheduler().policy());
-        d["hw_tag"] = ss.hw_tag;
-        d["idling"] = ss.idling;
-        d["lock_lost"] = state.lock_lost(dev->name());
-        d["counters"] = counters_json(st.device());
-        d["sched"] = sched_json(ss.device);
-        d["inflight"] = inflight_json(dev->inflight_budget().stats(), state.config->limits);
-        if (auto f = backend::fault_stats(dev->backend())) d["faults"] = faults_json(*f);
-        if (auto m = dev->backend().memory_bytes()) d["memory_bytes"] = *m;
-        d["queues_opened"] = st.queues_opened();
+        d["name"] = dev.name;
+        d["scheduler"] = dev.scheduler;
+        d["hw_tag"] = dev.hw_tag;
+        d["idling"] = dev.idling;
+        d["lock_lost"] = dev.lock_lost;
+        d["counters"] = counters_json(dev.numbers);
+        d["sched"] = sched_json(dev.numbers);
+        d["inflight"] = inflight_json(dev.inflight, snapshot.max_inflight_requests, snapshot.max_inflight_bytes);
+        if (dev.faults) d["faults"] = faults_json(*dev.faults);
+        if (dev.memory_bytes) d["memory_bytes"] = *dev.memory_bytes;
+        d["queues_opened"] = dev.queues_opened;
         d["exports"] = Json::array();
-        for (const auto& [name, c] : st.exports()) {
-            Json e = counters_json(c);
+        for (const auto& [name, numbers] : dev.exports) {
+            Json e = counters_json(numbers);
             e["name"] = name;
             d["exports"].push_back(std::move(e));
         }
         d["groups"] = Json::array();
-        for (std::size_t id = 0; id < state.groups->size(); ++id) {
-            auto gid = static_cast<sched::GroupId>(id);
+        for (std::size_t id = 0; id < dev.groups.size(); ++id) {
+            const auto& group = snapshot.groups[id];
+            const auto& numbers = dev.groups[id];
             Json g;
-            g["name"] = state.groups->name_of(gid);
-            g["weight"] = state.groups->at(gid).weight;
-            auto c = st.groups().find(gid);
-            g["counters"] = counters_json(c == st.groups().end() ? stats::Counters{} : c->second);
-            auto s = ss.groups.find(gid);
-            g["sched"] = sched_json(s == ss.groups.end() ? sched::EntityStats{} : s->second);
-            if (auto q = ss.qos.find(gid); q != ss.qos.end()) g["qos"] = qos_json(state.groups->at(gid).qos, q->second);
+            g["name"] = group.name;
+            g["weight"] = group.weight;
+            g["counters"] = counters_json(numbers.numbers);
+            g["sched"] = sched_json(numbers.numbers);
+            if (numbers.qos) g["qos"] = qos_json(group.qos, *numbers.qos);
             d["groups"].push_back(std::move(g));
         }
         d["queues"] = Json::array();
-        for (const auto& [id, q] : st.queues()) {
-            Json j = queue_info_json(id, q.info, *state.groups);
-            j["counters"] = counters_json(q.counters);
-            auto s = ss.queues.find(id);
-            j["sched"] = sched_json(s == ss.queues.end() ? sched::EntityStats{} : s->second);
+        for (const auto& q : dev.queues) {
+            Json j;
+            j["id"] = q.id;
+            j["export"] = q.export_name;
+            j["group"] = snapshot.group_name(q.group);
+            j["peer"] = q.peer;
+            j["counters"] = counters_json(q.numbers);
+            j["sched"] = sched_json(q.numbers);
             d["queues"].push_back(std::move(j));
         }
         out["devices"].push_back(std::move(d));
     }
     return out;
+}
+
+Json stats_json(const DaemonState& state) {
+    return stats_json(take_snapshot(state));
 }
 
 Json fault_switch_json(const std::string& device, const backend::FaultyBackend& faulty) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/faulty.hpp"
+#include "daemon/control/snapshot.hpp"
 #include "daemon/control/state.hpp"
 #include "daemon/stats/counters.hpp"
 #include "sched/stats.hpp"
@@ -18,10 +19,16 @@ Json error_reply(const std::string& message);
 
 // The keys of stats::catalog() read from the daemon's counters (reads, ..., latency_p99_us)
 // and from the scheduler's view (slices, idle_ms, dispatched, ...).
+Json counters_json(const Numbers& n);
+Json sched_json(const Numbers& n);
 Json counters_json(const stats::Counters& c);
 Json sched_json(const sched::EntityStats& s);
 
+// Reads the devices: inside exclusive().
 Json list_json(const DaemonState& state);
+// Built from a snapshot (take_snapshot), with the loops running.
+Json stats_json(const StatsSnapshot& snapshot);
+// take_snapshot(state), then the above.
 Json stats_json(const DaemonState& state);
 // device, enabled, rules (how many), faults (the counts `stats` shows under `faults`).
 Json fault_switch_json(const std::string& device, const backend::FaultyBackend& faulty);

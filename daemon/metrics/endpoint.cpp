@@ -3,9 +3,13 @@
 #include <CivetServer.h>
 #include <chrono>
 #include <civetweb.h>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
@@ -15,20 +19,62 @@
 
 namespace nbdsched::daemon::metrics {
 
+namespace {
+
+// When this process started, in seconds since the epoch: /proc/self/stat's
+// starttime (clock ticks after boot) plus /proc/stat's btime. 0 if unknown.
+double process_start_time() {
+    std::ifstream self("/proc/self/stat");
+    std::string text;
+    std::getline(self, text);
+    auto name_end = text.rfind(')');   // the command name may hold spaces
+    if (name_end == std::string::npos) return 0;
+    std::istringstream fields(text.substr(name_end + 1));
+    std::string field;
+    unsigned long long ticks = 0;
+    for (int i = 3; i <= 22 && fields >> field; ++i)   // field 3 is the state, 22 starttime
+        if (i == 22) ticks = std::strtoull(field.c_str(), nullptr, 10);
+    std::ifstream stat("/proc/stat");
+    unsigned long long boot = 0;
+    for (std::string line; std::getline(stat, line);)
+        if (line.rfind("btime ", 0) == 0) boot = std::strtoull(line.c_str() + 6, nullptr, 10);
+    const long hz = ::sysconf(_SC_CLK_TCK);
+    if (!boot || !ticks || hz <= 0) return 0;
+    return static_cast<double>(boot) + static_cast<double>(ticks) / static_cast<double>(hz);
+}
+
+}   // namespace
+
+// The latest copy of the numbers. The families are built from it on the
+// exposer's thread when a scrape asks, not on the event loop.
 class Snapshot : public prometheus::Collectable {
 public:
     std::vector<prometheus::MetricFamily> Collect() const override {
-        std::lock_guard lock(mutex_);
-        return families_;
+        std::shared_ptr<const control::StatsSnapshot> numbers;
+        {
+            std::lock_guard lock(mutex_);
+            numbers = numbers_;
+        }
+        auto families = numbers ? collect(*numbers) : std::vector<prometheus::MetricFamily>{};
+        // The standard name, so a restart shows as a new start time, not only as counters going back to 0.
+        prometheus::MetricFamily start{"process_start_time_seconds",
+                                       "Start time of the process since unix epoch in seconds.",
+                                       prometheus::MetricType::Gauge,
+                                       {}};
+        start.metric.emplace_back().gauge.value = start_time_;
+        families.push_back(std::move(start));
+        return families;
     }
-    void set(std::vector<prometheus::MetricFamily> families) {
+    void set(control::StatsSnapshot numbers) {
+        auto fresh = std::make_shared<const control::StatsSnapshot>(std::move(numbers));
         std::lock_guard lock(mutex_);
-        families_ = std::move(families);
+        numbers_.swap(fresh);   // the old one is freed outside the lock, below
     }
 
 private:
+    const double start_time_ = process_start_time();
     mutable std::mutex mutex_;
-    std::vector<prometheus::MetricFamily> families_;
+    std::shared_ptr<const control::StatsSnapshot> numbers_;
 };
 
 Endpoint::Endpoint(boost::asio::io_context& io, std::string address, const control::DaemonState& state)
@@ -100,9 +146,7 @@ void Endpoint::start() {
 
 void Endpoint::publish() {
     if (closed_) return;
-    std::vector<prometheus::MetricFamily> families;
-    state_.exclusive([&] { families = collect(state_); });   // devices may run on other loops
-    snapshot_->set(std::move(families));
+    snapshot_->set(control::take_snapshot(state_));   // pauses the other loops for the copy only
     timer_.expires_after(std::chrono::seconds(1));
     timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) publish();

@@ -1,8 +1,10 @@
 // The Prometheus endpoint (config `metrics: HOST:PORT`, off by default),
 // served by prometheus-cpp's exposer on its own threads. The counters live
-// on the event loop thread, so the loop publishes a snapshot every second
-// and scrapes read the latest one: a scrape never waits for the loop, and
-// shutting the exposer down can never deadlock against it.
+// on the event loop threads, so loop 0 copies their numbers every second
+// (control/snapshot.hpp; the other loops pause for the copy only) and a
+// scrape builds its answer from the latest copy on the exposer's thread: a
+// scrape never waits for a loop, and shutting the exposer down can never
+// deadlock against it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

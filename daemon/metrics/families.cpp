@@ -3,7 +3,6 @@
 #include <map>
 #include <string>
 
-#include "backend/factory.hpp"
 #include "common/fault_rule.hpp"
 #include "daemon/stats/catalog.hpp"
 
@@ -74,17 +73,12 @@ private:
     std::map<std::string, std::size_t> index_;
 };
 
-// The catalog's stats of one device, export or group; `s` is null for an
-// export (the scheduler knows no exports).
-void add_stats(Builder& b, const std::string& level, const Labels& labels, const stats::Counters& c,
-               const sched::EntityStats* s) {
-    for (const auto& stat : stats::catalog()) {
-        if (!stat.family) continue;
-        if (!stat.from_sched())
-            b.stat(level, labels, stat, stat.counters(c));
-        else if (s)
-            b.stat(level, labels, stat, stat.sched(*s));
-    }
+// The catalog's stats of one device, export or group; not the scheduler's
+// for an export (the scheduler knows no exports).
+void add_stats(Builder& b, const std::string& level, const Labels& labels, const control::Numbers& n, bool sched) {
+    const auto catalog = stats::catalog();
+    for (std::size_t i = 0; i < catalog.size(); ++i)
+        if (catalog[i].family && (sched || !catalog[i].from_sched())) b.stat(level, labels, catalog[i], n[i]);
 }
 
 // The device's in-flight budget (limits.max_inflight_per_device and its line).
@@ -96,11 +90,17 @@ void add_inflight(Builder& b, const Labels& d, const InflightBudget::Stats& s) {
               static_cast<double>(s.waits));
 }
 
+// An operation as requests_total's `op` label spells it, so injected and
+// completed join on(op): the faults: rules' "zeroes" is "write_zeroes" here.
+std::string op_label(unsigned op) {
+    return op == fault_zeroes ? "write_zeroes" : std::string(fault_op_name(op));
+}
+
 // What the device's `faults:` rules injected.
 void add_faults(Builder& b, const Labels& d, const backend::FaultStats& s) {
     for (unsigned i = 0; i < fault_op_count; ++i)
         b.counter("nbdsched_device_injected_errors_total", "errors the faults: rules injected, by operation",
-                  with(d, "op", std::string(fault_op_name(1u << i))), static_cast<double>(s.errors[i]));
+                  with(d, "op", op_label(1u << i)), static_cast<double>(s.errors[i]));
     b.counter("nbdsched_device_injected_delays_total", "requests the faults: rules delayed", d,
               static_cast<double>(s.delayed));
 }
@@ -127,38 +127,34 @@ void add_qos(Builder& b, const Labels& g, const sched::QosGroupStats& s) {
 
 }   // namespace
 
-std::vector<MetricFamily> collect(const control::DaemonState& state) {
+std::vector<MetricFamily> collect(const control::StatsSnapshot& snapshot) {
     Builder b;
-    auto now = steady_now();
-    for (const auto& dev : *state.devices) {
-        Labels d{{"device", dev->name()}};
-        const auto& st = dev->stats();
-        auto ss = dev->scheduler().stats(now);
-        add_stats(b, "device", d, st.device(), &ss.device);
-        for (const auto& [name, c] : st.exports()) add_stats(b, "export", with(d, "export", name), c, nullptr);
-        for (std::size_t i = 0; i < state.groups->size(); ++i) {
-            auto gid = static_cast<sched::GroupId>(i);
-            auto labels = with(d, "group", state.groups->name_of(gid));
-            auto c = st.groups().find(gid);
-            auto s = ss.groups.find(gid);
-            const sched::EntityStats none;
-            add_stats(b, "group", labels, c == st.groups().end() ? stats::Counters{} : c->second,
-                      s == ss.groups.end() ? &none : &s->second);
-            b.gauge("nbdsched_group_weight", "the group's scheduling weight", labels,
-                    static_cast<double>(state.groups->at(gid).weight));
-            if (auto q = ss.qos.find(gid); q != ss.qos.end()) add_qos(b, labels, q->second);
+    for (const auto& dev : snapshot.devices) {
+        Labels d{{"device", dev.name}};
+        add_stats(b, "device", d, dev.numbers, true);
+        for (const auto& [name, numbers] : dev.exports) add_stats(b, "export", with(d, "export", name), numbers, false);
+        for (std::size_t id = 0; id < dev.groups.size(); ++id) {
+            const auto& group = snapshot.groups[id];
+            auto labels = with(d, "group", group.name);
+            add_stats(b, "group", labels, dev.groups[id].numbers, true);
+            b.gauge("nbdsched_group_weight", "the group's scheduling weight", labels, static_cast<double>(group.weight));
+            if (dev.groups[id].qos) add_qos(b, labels, *dev.groups[id].qos);
         }
-        b.gauge("nbdsched_device_queues", "open client queues", d, static_cast<double>(st.queues().size()));
+        b.gauge("nbdsched_device_queues", "open client queues", d, static_cast<double>(dev.queues.size()));
         b.gauge("nbdsched_device_lock_lost",
                 "1 while the device's lock, given up in a failed hand-over, is not back (writes fail, EROFS)", d,
-                state.lock_lost(dev->name()) ? 1.0 : 0.0);
-        add_inflight(b, d, dev->inflight_budget().stats());
-        if (auto m = dev->backend().memory_bytes())
+                dev.lock_lost ? 1.0 : 0.0);
+        add_inflight(b, d, dev.inflight);
+        if (dev.memory_bytes)
             b.gauge("nbdsched_device_memory_bytes", "bytes of the daemon's memory holding the device's data (RAM)", d,
-                    static_cast<double>(*m));
-        if (auto f = backend::fault_stats(dev->backend())) add_faults(b, d, *f);
+                    static_cast<double>(*dev.memory_bytes));
+        if (dev.faults) add_faults(b, d, *dev.faults);
     }
     return b.take();
+}
+
+std::vector<MetricFamily> collect(const control::DaemonState& state) {
+    return collect(control::take_snapshot(state));
 }
 
 }   // namespace nbdsched::daemon::metrics

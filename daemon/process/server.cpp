@@ -196,11 +196,7 @@ bool Server::open_endpoints(std::string& error) {
     if (!config_.control.empty()) {
         control_ = control::ControlServer::open(
             io_, config_.control,
-            [this](const std::string& line) {
-                std::string reply;
-                exclusive([&] { reply = control::handle_line(line, state_); });
-                return reply;
-            },
+            [this](const std::string& line) { return control::handle_line(line, state_); },   // pauses what it must
             error);
         if (!control_) return false;
     }

@@ -1,6 +1,8 @@
 // daemon/control/render: the ctl tables come from the JSON replies.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "daemon/control/render.hpp"
 
 using namespace nbdsched::daemon::control;
@@ -35,6 +37,38 @@ TEST_CASE("stats and list render from their JSON") {
     CHECK(l.find("no open queues") != std::string::npos);
     // missing fields render as "-", never throw
     CHECK_NOTHROW(render_stats(Json::parse(R"({"devices":[{"name":"x"}]})")));
+}
+
+TEST_CASE("names with control characters are escaped, one line per row, widths in characters") {
+    Json names;
+    names["a"] = "q\"uo\\te\nnl";
+    names["b"] = "clear\x1b[2J";
+    names["c"] = "lat\xc3\xa9";
+    auto stats = Json::parse(R"({"devices":[{"name":"d0","scheduler":"cfq","counters":{},"sched":{},
+        "exports":[],"groups":[],"queues":[]}]})");
+    for (const auto& [key, name] : names.items()) {
+        Json e;
+        e["name"] = name;
+        e["reads"] = 1;
+        stats["devices"][0]["exports"].push_back(e);
+    }
+    auto text = render_stats(stats);
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find("export clear\\x1b[2J") != std::string::npos);
+    CHECK(text.find("export q\"uo\\te\\x0anl") != std::string::npos);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 6);   // device line, header, device, 3 exports
+
+    auto list = Json::parse(R"({"groups":[],"devices":[{"name":"d0","scheduler":"cfq","size":1,"rotational":false,
+        "exports":[],"queues":[]}]})");
+    for (const auto& [key, name] : names.items())
+        list["devices"][0]["exports"].push_back({{"name", name}, {"offset", 0}, {"size", 1}, {"group", "g"}, {"read_only", false}});
+    auto l = render_list(list);
+    CHECK(l.find('\x1b') == std::string::npos);
+    CHECK(l.find("nl") == l.find("q\"uo\\te\\x0anl") + 11);   // on the name's own line
+    Table t({"name", "n"});
+    t.add({"lat\xc3\xa9", "1"});
+    t.add({"late", "22"});
+    CHECK(t.str() == "name   n\nlat\xc3\xa9   1\nlate  22\n");
 }
 
 TEST_CASE("ctl stats names a device whose lock is lost, and only that one") {

@@ -1,6 +1,11 @@
 // daemon/stats: the latency histogram and the per-device counters.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
 #include "daemon/stats/counters.hpp"
 #include "daemon/stats/latency.hpp"
 
@@ -43,6 +48,28 @@ TEST_CASE("latency mean and percentiles") {
     h.merge(other);
     CHECK(h.count() == 101);
     CHECK(h.max() == milliseconds(50));
+}
+
+TEST_CASE("a percentile is the upper edge of the bucket of the sample at its rank, from either end") {
+    std::mt19937_64 rng(7);
+    for (int round = 0; round < 50; ++round) {
+        LatencyHistogram h;
+        std::vector<Nanos> samples;
+        const int n = 1 + static_cast<int>(rng() % 300);
+        for (int i = 0; i < n; ++i) {
+            samples.push_back(Nanos(static_cast<std::int64_t>(rng() % (1u << (5 + round % 20)))));
+            h.record(samples.back());
+        }
+        std::sort(samples.begin(), samples.end());
+        for (double p : {0.0, 0.01, 0.25, 0.5, 0.51, 0.9, 0.99, 0.999, 1.0}) {
+            CAPTURE(n);
+            CAPTURE(p);
+            auto rank = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(p * n)));
+            auto at_rank = samples[rank - 1];
+            auto want = std::min(LatencyHistogram::upper_edge(LatencyHistogram::bucket_of(at_rank)), samples.back());
+            CHECK(h.percentile(p) == want);
+        }
+    }
 }
 
 TEST_CASE("device stats route a queue's requests to its export and group") {
