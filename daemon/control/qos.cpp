@@ -114,6 +114,9 @@ Json qos_command(const Json& request, DaemonState& state) {
         if (cmd == "limit") {
             qos.burst = sched::qos::default_burst;
             if (error.empty()) error = read_duration(request, "burst", sched::qos::burst_range, false, qos.burst);
+            // A burst alone would clear the limit (no rate): the file refuses it, so does ctl.
+            if (error.empty() && request.contains("burst") && !rate.set())
+                error = "limit: needs iops=, bps= or both (a burst alone is no limit; off removes it)";
         }
     } else {
         error = request.contains("target")

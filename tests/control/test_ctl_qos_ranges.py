@@ -1,8 +1,10 @@
 """`ctl reserve|limit|latency-target` take the values the configuration
 takes and refuse the others with the configuration's words
-(sched/qos/spec.hpp): iops 1..100000000, bps above 0, burst 1ms..10s,
-latency target 100us..10s. 0 is not a way to clear (it used to clear
-silently): `off` is, and a refused command leaves the group as it was.
+(sched/qos/spec.hpp): iops 1..100000000, bps above 0, burst 1ms..10s (and
+only with a rate: a burst alone is no limit), latency target 100us..10s.
+0 is not a way to clear (it used to clear silently), nor is a burst alone
+(it used to remove the limit): `off` is, and a refused command leaves the
+group as it was.
 The same values in the file are refused by --check-config, with the same
 words."""
 import subprocess
@@ -27,6 +29,7 @@ REFUSED = [
     (["limit", "g", "iops=0"], "out of range: 0 (allowed 1..100000000)"),
     (["limit", "g", "iops=600", "burst=10min"], "expected a duration from 1ms to 10s, e.g. 100ms, got '10min'"),
     (["limit", "g", "iops=600", "burst=0"], "expected a duration from 1ms to 10s, e.g. 100ms, got '0'"),
+    (["limit", "g", "burst=1s"], "limit: needs iops=, bps= or both"),   # it used to remove the limit, exit 0
     (["latency-target", "g", "0"], "expected a duration from 100us to 10s, e.g. 10ms, got '0'"),
     (["latency-target", "g", "1ns"], "expected a duration from 100us to 10s, e.g. 10ms, got '1ns'"),
     (["latency-target", "g", "10min"], "expected a duration from 100us to 10s, e.g. 10ms, got '10min'"),
@@ -37,6 +40,7 @@ FILE_REFUSED = [
     ("reserve", "{iops: 0}", "out of range: 0 (allowed 1..100000000)"),
     ("reserve", "{bps: 0}", "bps must be above 0 (leave it out for no byte rate)"),
     ("limit", "{iops: 10, burst: 10min}", "expected a duration from 1ms to 10s, e.g. 100ms, got '10min'"),
+    ("limit", "{burst: 1s}", "limit: needs iops:, bps: or both"),
     ("latency_target", "1ns", "expected a duration from 100us to 10s, e.g. 10ms, got '1ns'"),
 ]
 
