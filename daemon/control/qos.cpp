@@ -126,6 +126,7 @@ Json qos_command(const Json& request, DaemonState& state) {
     if (!error.empty()) return error_reply(error);
     std::vector<std::string> warnings;
     if (auto why = apply_qos(state, group, qos, warnings); !why.empty()) return error_reply(why);
+    state.changed_by_ctl.qos.insert(group);
     spdlog::info("control: group {}: reserve {}, limit {} (burst {}), latency target {}", group,
                  sched::qos::to_string(qos.reserve), sched::qos::to_string(qos.limit), format_duration(qos.burst),
                  qos.latency_target.count() ? format_duration(qos.latency_target) : std::string("none"));

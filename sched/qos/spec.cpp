@@ -9,6 +9,12 @@ std::string to_string(const Rate& rate) {
     return out.empty() ? "none" : out;
 }
 
+std::string to_string(const GroupQos& qos) {
+    return "reserve " + to_string(qos.reserve) + ", limit " + to_string(qos.limit) +
+           (qos.limit.set() ? " (burst " + format_duration(qos.burst) + ")" : "") + ", latency target " +
+           (qos.latency_target.count() ? format_duration(qos.latency_target) : "none");
+}
+
 std::string check_iops(std::uint64_t iops) {
     if (iops >= min_iops && iops <= max_iops) return {};
     return "out of range: " + std::to_string(iops) + " (allowed " + std::to_string(min_iops) + ".." +

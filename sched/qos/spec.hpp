@@ -54,6 +54,8 @@ struct GroupQos {
 
 // "iops 200, bps 20MiB" ("none" when unset).
 std::string to_string(const Rate& rate);
+// "reserve iops 60, limit bps 20MiB (burst 100ms), latency target none".
+std::string to_string(const GroupQos& qos);
 // Empty, or why the settings contradict each other ("limit iops 20 is below reserve iops 60").
 std::string check(const GroupQos& qos);
 
