@@ -22,7 +22,10 @@ std::string check_iops(std::uint64_t iops) {
 }
 
 std::string check_bps(std::uint64_t bps) {
-    return bps > 0 ? std::string() : "bps must be above 0 (leave it out for no byte rate)";
+    if (bps == 0) return "bps must be above 0 (leave it out for no byte rate)";
+    if (bps >= min_bps) return {};
+    return "bps " + format_size(bps) + " is below " + format_size(min_bps) + ", one 4KiB request a second (bps is bytes per second: " +
+           std::to_string(bps) + "MiB for " + std::to_string(bps) + " MiB/s)";
 }
 
 std::string check_duration(const DurationRange& range, std::optional<Nanos> value, std::string_view text) {
