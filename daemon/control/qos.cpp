@@ -114,6 +114,9 @@ Json qos_command(const Json& request, DaemonState& state) {
         if (cmd == "limit") {
             qos.burst = sched::qos::default_burst;
             if (error.empty()) error = read_duration(request, "burst", sched::qos::burst_range, false, qos.burst);
+            // A burst alone would clear the limit (no rate): the file refuses it, so does ctl.
+            if (error.empty() && request.contains("burst") && !rate.set())
+                error = "limit: needs iops=, bps= or both (a burst alone is no limit; off removes it)";
         }
     } else {
         error = request.contains("target")
@@ -123,6 +126,7 @@ Json qos_command(const Json& request, DaemonState& state) {
     if (!error.empty()) return error_reply(error);
     std::vector<std::string> warnings;
     if (auto why = apply_qos(state, group, qos, warnings); !why.empty()) return error_reply(why);
+    state.changed_by_ctl.qos.insert(group);
     spdlog::info("control: group {}: reserve {}, limit {} (burst {}), latency target {}", group,
                  sched::qos::to_string(qos.reserve), sched::qos::to_string(qos.limit), format_duration(qos.burst),
                  qos.latency_target.count() ? format_duration(qos.latency_target) : std::string("none"));

@@ -19,12 +19,14 @@
 namespace nbdsched::daemon::control {
 
 // What `nbdsched ctl` changed since the file was loaded (weights, tunables,
-// the faults switch), by name: a planned restart carries these on
-// (live_changes.hpp); a SIGHUP that changes one in the file forgets it.
+// the faults switch, a group's reserve/limit/latency target), by name: a
+// SIGHUP keeps each unless the file changes it, and then forgets it; a
+// planned restart carries all but the QoS settings on (live_changes.hpp).
 struct ChangedByCtl {
     std::set<std::string> weights;                            // groups
     std::set<std::pair<std::string, std::string>> tunables;   // device, tunable
     std::set<std::string> faults;                             // devices
+    std::set<std::string> qos;                                // groups
 };
 
 // What a reload did: whether the file's configuration is in force now, and

@@ -67,9 +67,52 @@ void note_tunables_in_force(control::DaemonState& state, ReloadPlan& plan) {
     }
 }
 
+// Each group's reserve/limit/latency_target from `next`, except where `ctl
+// reserve|limit|latency-target` changed the group's and `next` gives the
+// same settings as the file in force: those are kept, as a ctl weight is.
+// (Before, every reload put the file's back and said nothing: a limit set
+// with ctl on a noisy tenant vanished on a reload for another group.)
+// Returns what it kept or replaced of ctl's, one line each, also logged.
+std::vector<std::string> apply_group_qos(control::DaemonState& state, const config::Config& next) {
+    std::vector<std::string> said, warnings;
+    for (const auto& g : next.groups) {
+        auto id = state.groups->find(g.name);
+        if (!id) continue;
+        const auto live = state.groups->at(*id).qos;
+        const bool by_ctl = state.changed_by_ctl.qos.count(g.name) > 0;
+        const auto* was = state.config->find_group(g.name);
+        const bool file_changed = !was || was->qos != g.qos;
+        if (live == g.qos) {
+            state.changed_by_ctl.qos.erase(g.name);
+            continue;
+        }
+        if (by_ctl && !file_changed) {
+            said.push_back("group " + g.name + ": " + sched::qos::to_string(live) +
+                           ", set with ctl, kept: the file does not change the group's reserve, limit or "
+                           "latency_target");
+            spdlog::info("reload: {}", said.back());
+            continue;
+        }
+        auto why = control::apply_qos(state, g.name, g.qos, warnings);   // checked when loaded
+        if (!why.empty()) {
+            spdlog::error("reload: {}", why);
+            continue;
+        }
+        state.changed_by_ctl.qos.erase(g.name);
+        if (!by_ctl) continue;
+        said.push_back("group " + g.name + ": " + sched::qos::to_string(live) +
+                       ", set with ctl, not kept: the file changes the group's to " + sched::qos::to_string(g.qos));
+        spdlog::info("reload: {}", said.back());
+    }
+    std::sort(warnings.begin(), warnings.end());
+    warnings.erase(std::unique(warnings.begin(), warnings.end()), warnings.end());
+    for (const auto& w : warnings) spdlog::warn("reload: {}", w);
+    return said;
+}
+
 }   // namespace
 
-void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next) {
+std::vector<std::string> apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next) {
     auto now = steady_now();
     for (const auto& g : plan.groups) {
         auto existing = state.groups->find(g.name);
@@ -77,6 +120,10 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
         unsigned weight = g.weight_from_cgroup && existing ? state.groups->at(*existing).weight : g.weight;
         config::Group entry = g;
         entry.weight = weight;
+        // The QoS in force stays for apply_group_qos(), which decides and
+        // applies it on the devices too (taking the file's here changed the
+        // table only, so a reload's new limit never reached the devices).
+        entry.qos = existing ? state.groups->at(*existing).qos : sched::qos::GroupQos{};
         auto id = state.groups->upsert(entry);
         state.changed_by_ctl.weights.erase(g.name);   // the file changed this group: its value holds
         for (auto& dev : *state.devices) {
@@ -84,18 +131,7 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
             dev->kick();
         }
     }
-    // The file's reserve/limit/latency_target are what holds after a reload,
-    // whatever `ctl reserve|limit|latency-target` set since.
-    std::vector<std::string> warnings;
-    for (const auto& g : next.groups) {
-        auto id = state.groups->find(g.name);
-        if (!id || state.groups->at(*id).qos == g.qos) continue;
-        auto why = control::apply_qos(state, g.name, g.qos, warnings);   // checked when loaded
-        if (!why.empty()) spdlog::error("reload: {}", why);
-    }
-    std::sort(warnings.begin(), warnings.end());
-    warnings.erase(std::unique(warnings.begin(), warnings.end()), warnings.end());
-    for (const auto& w : warnings) spdlog::warn("reload: {}", w);
+    auto said = apply_group_qos(state, next);
     for (const auto& [device, tunables] : plan.tunables) {
         Device* dev = state.find_device(device);
         if (!dev) continue;
@@ -117,6 +153,7 @@ void apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Con
     if (next.log_level != state.config->log_level) spdlog::set_level(spdlog::level::from_str(next.log_level));
     *state.config = std::move(next);
     fit_exports(state);   // a window the new config changed
+    return said;
 }
 
 void SizeRefresh::start() {
@@ -207,13 +244,14 @@ control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdj
         return result;
     }
     if (!tls_note.empty()) plan.notes.push_back(tls_note);
-    apply_plan(state, plan, std::move(*loaded.config));
+    auto ctl_kept = apply_plan(state, plan, std::move(*loaded.config));
     note_tunables_in_force(state, plan);
     for (const auto& note : plan.notes) spdlog::info("reload: {}", note);
     spdlog::info("reload: done ({} change(s))", plan.notes.size());
     notify.status = "configuration reloaded";
     result.applied = true;
     result.messages = std::move(plan.notes);
+    result.messages.insert(result.messages.end(), ctl_kept.begin(), ctl_kept.end());
     return result;
 }
 

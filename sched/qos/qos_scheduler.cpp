@@ -7,6 +7,27 @@
 
 namespace nbdsched::sched::qos {
 
+namespace {
+
+// What a request costs a byte rate (the limit's and the floor's buckets, the
+// protector's served bytes): the data it moves. A TRIM or a WRITE_ZEROES
+// names a range but carries no payload, and the backends drop or zero it in
+// place (fallocate, the RAM pages, rbd_discard/rbd_write_zeroes). Charged
+// the whole range, one 32 MiB trim under a 1 MiB/s limit held the group's
+// next read for 32 s. Both cost one sector, as blk-throttle's
+// throtl_bio_data_size() charges a REQ_OP_DISCARD ("assume it's one
+// sector", block/blk-throttle.c); the kernel charges a WRITE_ZEROES in full,
+// but none of its bytes cross the wire here either. Each still counts as
+// one request against an iops rate.
+constexpr std::uint64_t k_no_data_cost = 512;
+
+std::uint64_t data_bytes(const Request& r) {
+    const bool no_data = r.op == Op::trim || r.op == Op::write_zeroes;
+    return no_data ? std::min(r.length, k_no_data_cost) : r.length;
+}
+
+}   // namespace
+
 QosScheduler::QosScheduler(std::unique_ptr<Scheduler> inner, const DeviceTraits& device)
     : inner_(std::move(inner)), device_(device) {
     if (device_.max_depth == 0) device_.max_depth = 1;
@@ -106,12 +127,12 @@ unsigned QosScheduler::depth_cap(const Group& g, Time now) const {
 }
 
 bool QosScheduler::limit_ready(const Group& g, const Request& r) const {
-    return g.limit_iops.ready(1) && g.limit_bps.ready(double(r.length));
+    return g.limit_iops.ready(1) && g.limit_bps.ready(double(data_bytes(r)));
 }
 
 bool QosScheduler::below_floor(const Group& g, const Request& r) const {
     return (g.reserve_iops.on() && g.reserve_iops.ready(1)) ||
-           (g.reserve_bps.on() && g.reserve_bps.ready(double(r.length)));
+           (g.reserve_bps.on() && g.reserve_bps.ready(double(data_bytes(r))));
 }
 
 // Every dispatch of a reserved group counts toward its floor, whichever
@@ -119,8 +140,8 @@ bool QosScheduler::below_floor(const Group& g, const Request& r) const {
 // addition to it.
 void QosScheduler::charge_floor(Group& g, const Request& r) {
     g.reserve_iops.take(1);
-    g.reserve_bps.take(double(r.length));
-    g.protector.add_served(r.length);
+    g.reserve_bps.take(double(data_bytes(r)));
+    g.protector.add_served(data_bytes(r));
 }
 
 void QosScheduler::pass_gate(Group& g, Time now) {
@@ -135,7 +156,7 @@ void QosScheduler::pass_gate(Group& g, Time now) {
         }
         if (g.outstanding >= cap) return;
         g.limit_iops.take(1);
-        g.limit_bps.take(double(r.length));
+        g.limit_bps.take(double(data_bytes(r)));
         ++g.outstanding;
         if (g.reserved()) {
             g.ready.push_back(r);

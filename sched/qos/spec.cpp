@@ -9,6 +9,12 @@ std::string to_string(const Rate& rate) {
     return out.empty() ? "none" : out;
 }
 
+std::string to_string(const GroupQos& qos) {
+    return "reserve " + to_string(qos.reserve) + ", limit " + to_string(qos.limit) +
+           (qos.limit.set() ? " (burst " + format_duration(qos.burst) + ")" : "") + ", latency target " +
+           (qos.latency_target.count() ? format_duration(qos.latency_target) : "none");
+}
+
 std::string check_iops(std::uint64_t iops) {
     if (iops >= min_iops && iops <= max_iops) return {};
     return "out of range: " + std::to_string(iops) + " (allowed " + std::to_string(min_iops) + ".." +
@@ -16,7 +22,10 @@ std::string check_iops(std::uint64_t iops) {
 }
 
 std::string check_bps(std::uint64_t bps) {
-    return bps > 0 ? std::string() : "bps must be above 0 (leave it out for no byte rate)";
+    if (bps == 0) return "bps must be above 0 (leave it out for no byte rate)";
+    if (bps >= min_bps) return {};
+    return "bps " + format_size(bps) + " is below " + format_size(min_bps) + ", one 4KiB request a second (bps is bytes per second: " +
+           std::to_string(bps) + "MiB for " + std::to_string(bps) + " MiB/s)";
 }
 
 std::string check_duration(const DurationRange& range, std::optional<Nanos> value, std::string_view text) {

@@ -27,6 +27,10 @@ inline constexpr Nanos default_burst = std::chrono::milliseconds(100);
 // (0 means "not set", so it is never a value: `off` or leaving the key out
 // clears). Each check below gives empty, or the words both use.
 inline constexpr std::uint64_t min_iops = 1, max_iops = 100'000'000;
+// One 4 KiB request a second: below it a byte rate is a typo (`bps: 100`
+// meant as 100MiB held each 4 KiB read 41 s and looked like a hang), not a
+// wish, so it is refused rather than taken.
+inline constexpr std::uint64_t min_bps = 4096;
 
 struct DurationRange {
     Nanos min, max;
@@ -37,7 +41,8 @@ inline constexpr DurationRange latency_target_range{std::chrono::microseconds(10
 
 // "out of range: 0 (allowed 1..100000000)"
 std::string check_iops(std::uint64_t iops);
-// "bps must be above 0 (leave it out for no byte rate)"
+// "bps must be above 0 (leave it out for no byte rate)", or for 1..4095
+// "bps 100B is below 4KiB, one 4KiB request a second (bps is bytes per second: 100MiB for 100 MiB/s)"
 std::string check_bps(std::uint64_t bps);
 // "expected a duration from 1ms to 10s, e.g. 100ms, got '10min'" when `value`
 // (what `text` parsed to, nullopt if it did not) is outside `range`.
@@ -54,6 +59,8 @@ struct GroupQos {
 
 // "iops 200, bps 20MiB" ("none" when unset).
 std::string to_string(const Rate& rate);
+// "reserve iops 60, limit bps 20MiB (burst 100ms), latency target none".
+std::string to_string(const GroupQos& qos);
 // Empty, or why the settings contradict each other ("limit iops 20 is below reserve iops 60").
 std::string check(const GroupQos& qos);
 

@@ -113,6 +113,14 @@ struct Loop {
     }
 };
 
+// A request of `op` over `length` bytes in `group` (its own queue).
+Request ranged(RequestId id, GroupId group, Op op, std::uint64_t length) {
+    Request r = test::make_request(id, group, group);
+    r.op = op;
+    r.length = length;
+    return r;
+}
+
 }   // namespace
 
 TEST_CASE("qos layer: no settings, every call passes through in order") {
@@ -336,6 +344,58 @@ TEST_CASE("qos layer: a byte reservation's floor dispatches its rate in bytes, w
         // left it 3 of 400).
         CHECK(other >= 120);
     }
+}
+
+TEST_CASE("qos layer: a trim or write-zeroes costs a byte limit one sector, an iops limit one request") {
+    for (Op op : {Op::trim, Op::write_zeroes}) {
+        CAPTURE(to_string(op));
+        auto s = make("none", 4);
+        qos::GroupQos q;
+        q.limit.bps = 1 << 20;   // 1 MiB/s, burst 100 ms
+        REQUIRE(s->set_qos(1, q, Time{}).empty());
+        s->open_queue(1, 1, Time{});
+        s->submit(ranged(1, 1, op, 32 << 20), Time{});
+        auto r = s->dispatch(Time{});
+        REQUIRE(r);
+        s->complete(r->id, Time{1ms});
+        // Charged its 32 MiB, the read waited for 32 s of debt.
+        s->submit(ranged(2, 1, Op::read, 4096), Time{1ms});
+        r = s->dispatch(Time{1ms});
+        CHECK((r && r->id == 2));
+        CHECK(s->stats(Time{1ms}).qos.at(1).limit_delayed == 0);
+    }
+    auto s = make("none", 4);
+    qos::GroupQos q;
+    q.limit.iops = 10;   // burst 100 ms: one request
+    REQUIRE(s->set_qos(1, q, Time{}).empty());
+    s->open_queue(1, 1, Time{});
+    s->submit(ranged(1, 1, Op::trim, 32 << 20), Time{});
+    REQUIRE(s->dispatch(Time{}));
+    s->submit(ranged(2, 1, Op::read, 4096), Time{1ms});
+    CHECK_FALSE(s->dispatch(Time{1ms}));
+    REQUIRE(s->next_wakeup());
+    CHECK(*s->next_wakeup() == Time{100ms});
+}
+
+TEST_CASE("qos layer: a trim costs a byte reservation one sector: the floor is still due after it") {
+    auto s = make("none", 1);
+    qos::GroupQos q;
+    q.reserve.bps = 1 << 20;
+    REQUIRE(s->set_qos(2, q, Time{}).empty());
+    s->open_queue(1, 1, Time{});
+    s->open_queue(2, 2, Time{});
+    for (RequestId i = 0; i < 8; ++i) s->submit(test::make_request(i, 1, 1), Time{});   // greedy, first in line
+    s->submit(ranged(100, 2, Op::trim, 32 << 20), Time{});
+    auto r = s->dispatch(Time{});
+    REQUIRE(r);
+    CHECK(r->id == 100);   // the floor, ahead of the greedy ones
+    s->complete(r->id, Time{1ms});
+    // Charged its 32 MiB, the floor was next due 32 s later.
+    s->submit(ranged(101, 2, Op::read, 4096), Time{1ms});
+    r = s->dispatch(Time{1ms});
+    REQUIRE(r);
+    CHECK(r->id == 101);
+    CHECK(s->stats(Time{1ms}).qos.at(2).reserved_dispatches == 2);
 }
 
 TEST_CASE("qos layer: with the device full, no wake-up is asked for that dispatch() cannot act on") {
