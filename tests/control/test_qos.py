@@ -8,7 +8,6 @@ capacity warning, `ctl stats`, the Prometheus families and a SIGHUP reload
 (which keeps ctl's settings where the file does not change them);
 and a limit below a reservation refused by --check-config with file:line:col.
 """
-import os
 import subprocess
 import sys
 import urllib.request
