@@ -34,8 +34,8 @@ readahead::Options read_ahead_options(const config::Device& device, bool rotatio
     o.device_size = device_size;
     o.window_bytes = readahead::window_bytes(device.read_ahead_kb, rotational, limits.max_io_bytes,
                                              limits.optimal_io_bytes);
-    // `auto` opens a window only where it hides a wait: not from RAM (1 MiB
-    // reads: 1.71 GB/s with a 128 KiB window, 2.42 GB/s without, bench exp6),
+    // `auto` opens a window only where it hides a wait: not from RAM, where
+    // a prefetch is only one more copy of each byte (docs/data-path.md),
     // and not in front of RBD, where librbd keeps every request at the OSDs at
     // once and a prefetch is one more librbd request plus a copy of its bytes
     // into the read that waited for it (1 MiB sequential reads at depth 8:
