@@ -1,6 +1,7 @@
 #include "daemon/process/attach_cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -48,12 +49,12 @@ int run_attach(int argc, char** argv) {
     std::string tcp, device;
     long timeout = 30, dead_timeout = 120;
     std::uint64_t block_size = 4096;
-    bool no_monitor = false;
+    bool no_monitor = false, wait_for_monitor = false;
     auto* unix_opt = app.add_option("--socket", o.target.unix_path, "the daemon's unix socket")->type_name("PATH");
     auto* tcp_opt = app.add_option("--tcp", tcp, "the daemon's TCP listener")->type_name("HOST:PORT");
     unix_opt->excludes(tcp_opt);
     app.add_option("--export", o.target.export_name, "export name (default: the server's default export)");
-    app.add_option("--device", device, "/dev/nbdN to use (default: the next free one)");
+    auto* device_opt = app.add_option("--device", device, "/dev/nbdN to use (default: the next free one)");
     app.add_option("--connections", o.connections, "sockets per device (the export should offer multi-conn)")
         ->check(CLI::Range(1u, 16u));
     app.add_option("--timeout", timeout, "request timeout (NBD_ATTR_TIMEOUT); a request older than this is "
@@ -67,7 +68,13 @@ int run_attach(int argc, char** argv) {
     app.add_option("--block-size", block_size, "logical block size: 512, 1024, 2048 or 4096")
         ->check(CLI::IsMember({512, 1024, 2048, 4096}))
         ->default_str("4096");
-    app.add_flag("--no-monitor", no_monitor, "exit after attaching (no reconnection when the daemon restarts)");
+    auto* no_monitor_opt =
+        app.add_flag("--no-monitor", no_monitor, "exit after attaching (no reconnection when the daemon restarts)");
+    app.add_flag("--wait-for-monitor", wait_for_monitor,
+                 "with --device: when another monitor watches the device, wait for it to end and then take the "
+                 "device over, instead of exiting 1 (the systemd unit's way)")
+        ->excludes(no_monitor_opt)
+        ->needs(device_opt);
     app.footer("Prints the device (/dev/nbdN) on stdout once attached, then stays running as the device's "
                "monitor until it is detached. Needs CAP_SYS_ADMIN and the nbd module. TLS listeners are not "
                "supported (the kernel speaks plaintext NBD): use a unix socket. See docs/restart.md.");
@@ -103,16 +110,32 @@ int run_attach(int argc, char** argv) {
     o.device.block_size = block_size;
 
     auto netlink = kernel::Netlink::open(error);
-    // Subscribed before the connect, so that a link dying right after it is heard.
-    auto events = netlink && !no_monitor ? kernel::LinkDeadEvents::open(error) : nullptr;
-    if (!netlink || (!no_monitor && !events)) {
+    if (!netlink) {
         spdlog::error("{}", error);
         return 1;
     }
     // A monitor restarted on a device it attached before takes it over, unless
     // another monitor still watches it.
     std::optional<kernel::MonitorLock> lock;
-    if (o.device.index && !no_monitor && !(lock = kernel::MonitorLock::take(kernel::record_directory(), *o.device.index, error))) {
+    if (o.device.index && !no_monitor) {
+        auto waiting = [&](const std::string& holder) {
+            spdlog::info("{}: waiting for it to end, then taking the device over", holder);
+            // Ready: the device is attached and watched, by the other monitor for now.
+            notify_ready(holder + ": waiting for it to end");
+        };
+        lock = kernel::MonitorLock::take_waiting(kernel::record_directory(), *o.device.index,
+                                                 wait_for_monitor ? waiting : std::function<void(const std::string&)>(),
+                                                 error);
+        if (!lock) {
+            spdlog::error("{}", error);
+            return 1;
+        }
+    }
+    // Subscribed after the wait (the other monitor answered what died
+    // meanwhile) and before the connect, so that a link dying right after it
+    // is heard.
+    auto events = no_monitor ? nullptr : kernel::LinkDeadEvents::open(error);
+    if (!no_monitor && !events) {
         spdlog::error("{}", error);
         return 1;
     }

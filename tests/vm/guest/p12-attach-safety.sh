@@ -2,7 +2,8 @@
 # `nbdsched detach` refuse to do to a device in use. A monitor started on a
 # device that is attached to another export (or by something else) exits 1
 # and leaves the device, its size and its data alone; one started on the same
-# export takes it over, unless another monitor still watches it. `detach`
+# export takes it over, unless another monitor still watches it (then it
+# exits 1, or with --wait-for-monitor waits for that one to end). `detach`
 # refuses a mounted device (unless --force) and one that is not attached.
 P12_DEV=/dev/nbd1
 P12_MONITOR=
@@ -71,6 +72,27 @@ p12_second_monitor_refused() {
     P12_MONITOR=$_first
     pid_running "$_first" || { echo "the first monitor is gone"; return 1; }
     return $_rc
+}
+
+# The same, asked to wait (--wait-for-monitor, the systemd unit's way): it
+# says who watches the device and keeps waiting; when that monitor ends (here
+# killed) it takes the device over, and the lock names it.
+p12_waiting_monitor_takes_over() {
+    _first=$P12_MONITOR
+    "$VM_DAEMON" attach --socket "$SOCK" --export rot --device "$P12_DEV" --wait-for-monitor >/dev/null 2>/tmp/p12-w.log &
+    _waiter=$!
+    vt_wait_for 10 grep -q "watched by another monitor (pid $_first).*waiting for it to end" /tmp/p12-w.log ||
+        { cat /tmp/p12-w.log; kill "$_waiter"; return 1; }
+    usleep 500000
+    pid_running "$_waiter" || { echo "the waiting monitor exited"; cat /tmp/p12-w.log; return 1; }
+    kill -KILL "$_first"
+    wait "$_first" 2>/dev/null
+    P12_MONITOR=$_waiter
+    vt_wait_for 10 grep -q 'monitoring it' /tmp/p12-w.log || { cat /tmp/p12-w.log; return 1; }
+    cat /tmp/p12-w.log
+    pid_running "$_waiter" || { echo "the new monitor exited"; return 1; }
+    [ "$(cat /run/nbdsched-attach/nbd1.lock)" = "$_waiter" ] || { echo "lock: $(cat /run/nbdsched-attach/nbd1.lock)"; return 1; }
+    [ "$(p12_marker)" = 'P12MARK!' ] || { echo "the marker is gone"; return 1; }
 }
 
 # A device attached before records existed (an upgrade restarting its
@@ -163,6 +185,7 @@ p12_points() {
     vt_step p12-same-export-adopted p12_adopt_same
     vt_step p12-adopt-no-false-reconnect p12_no_false_reconnect
     vt_step p12-second-monitor-refused p12_second_monitor_refused
+    vt_step p12-waiting-monitor-takes-over p12_waiting_monitor_takes_over
     vt_step p12-drop-record p12_drop_record
     vt_step p12-no-record-other-size-refused p12_refused hdd "bytes where the device has"
     vt_step p12-no-record-same-size-adopted p12_no_record_adopted
