@@ -38,6 +38,10 @@ public:
     // metrics; nullopt where the data lives elsewhere (files, RBD). Safe
     // from any thread beside requests.
     virtual std::optional<std::uint64_t> memory_bytes() const { return std::nullopt; }
+    // The first failure to persist acknowledged data that the backend
+    // remembers (an errno; 0: none): from it on, FLUSH and FUA fail. For
+    // `ctl stats` and the metrics; safe from any thread.
+    virtual int storage_error() const { return 0; }
     // The asynchronous path for data requests (async_backend.hpp), or nullptr.
     virtual AsyncBackend* async() { return nullptr; }
 

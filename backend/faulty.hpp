@@ -53,6 +53,7 @@ public:
     std::optional<bool> detected_rotational() const override { return inner_->detected_rotational(); }
     std::string describe() const override;
     std::optional<std::uint64_t> memory_bytes() const override { return inner_->memory_bytes(); }
+    int storage_error() const override { return inner_->storage_error(); }
 
     int read(std::uint64_t offset, std::span<std::byte> out) override;
     int write(std::uint64_t offset, std::span<const std::byte> data, bool fua) override;

@@ -119,8 +119,7 @@ public:
     int fd() const { return fd_; }
     // What FLUSH syncs (the same file through its own open file description).
     int sync_fd() const { return sync_fd_; }
-    // The first failure to persist (an errno), or 0.
-    int storage_error() const { return storage_error_.load(std::memory_order_acquire); }
+    int storage_error() const override { return storage_error_.load(std::memory_order_acquire); }
     // Remembers `err` from `what` ("fdatasync") as the storage's failure to
     // persist, if it is the first (logged through on_storage_failure once);
     // returns err, the answer for the request that saw it.

@@ -199,7 +199,11 @@ std::string render_stats(const Json& reply) {
         out += "device " + num(at(d, "name")) + " (" + num(at(d, "scheduler")) +
                (flag(at(d, "hw_tag")) ? ", queueing" : "") +
                (d.contains("memory_bytes") ? ", memory " + memory(at(d, "memory_bytes")) : "") +
-               (flag(at(d, "lock_lost")) ? ", lock lost: writes fail until it is back" : "") + "):\n";
+               (flag(at(d, "lock_lost")) ? ", lock lost: writes fail until it is back" : "") +
+               (d.contains("storage_error") && at(d, "storage_error").is_string()
+                    ? ", storage failed (" + num(at(d, "storage_error")) + "): FLUSH and FUA fail"
+                    : "") +
+               "):\n";
         Table t(header(""));
         t.add(row("device", counter_cells(at(d, "counters"), at(d, "sched"))));
         for (const auto& e : at(d, "exports")) t.add(row("export " + num(at(e, "name")), counter_cells(e, Json())));

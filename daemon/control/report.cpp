@@ -1,6 +1,7 @@
 #include "daemon/control/report.hpp"
 
 #include <chrono>
+#include <cstring>
 
 #include "daemon/control/qos.hpp"
 #include "daemon/stats/catalog.hpp"
@@ -139,6 +140,8 @@ Json stats_json(const StatsSnapshot& snapshot) {
         d["hw_tag"] = dev.hw_tag;
         d["idling"] = dev.idling;
         d["lock_lost"] = dev.lock_lost;
+        // null while the storage has persisted everything asked of it
+        d["storage_error"] = dev.storage_error ? Json(std::strerror(dev.storage_error)) : Json(nullptr);
         d["counters"] = counters_json(dev.numbers);
         d["sched"] = sched_json(dev.numbers);
         d["inflight"] = inflight_json(dev.inflight, snapshot.max_inflight_requests, snapshot.max_inflight_bytes);

@@ -40,6 +40,7 @@ DeviceSnapshot device_snapshot(Device& dev, const DaemonState& state, std::size_
     d.inflight = dev.inflight_budget().stats();
     if (auto f = backend::fault_stats(dev.backend())) d.faults = *f;
     d.memory_bytes = dev.backend().memory_bytes();
+    d.storage_error = dev.backend().storage_error();
     d.queues_opened = st.queues_opened();
     d.exports.reserve(st.exports().size());
     for (const auto& [name, c] : st.exports()) d.exports.emplace_back(name, numbers_of(&c, nullptr));

@@ -47,6 +47,7 @@ struct DeviceSnapshot {
     bool hw_tag = false;
     bool idling = false;
     bool lock_lost = false;
+    int storage_error = 0;   // the backend's remembered failure to persist (an errno), 0: none
     Numbers numbers;
     InflightBudget::Stats inflight;
     std::optional<backend::FaultStats> faults;

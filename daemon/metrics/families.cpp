@@ -144,6 +144,9 @@ std::vector<MetricFamily> collect(const control::StatsSnapshot& snapshot) {
         b.gauge("nbdsched_device_lock_lost",
                 "1 while the device's lock, given up in a failed hand-over, is not back (writes fail, EROFS)", d,
                 dev.lock_lost ? 1.0 : 0.0);
+        b.gauge("nbdsched_device_storage_failed",
+                "1 once the storage failed to persist acknowledged data: FLUSH and FUA fail until a restart", d,
+                dev.storage_error ? 1.0 : 0.0);
         add_inflight(b, d, dev.inflight);
         if (dev.memory_bytes)
             b.gauge("nbdsched_device_memory_bytes", "bytes of the daemon's memory holding the device's data (RAM)", d,

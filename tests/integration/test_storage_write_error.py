@@ -11,6 +11,8 @@ acknowledged; then
     the data is lost;
   - a FUA write fails with EIO; reads and plain writes still work;
   - the log says once that the storage failed to write acknowledged data;
+  - `ctl stats` shows the failure (JSON storage_error, and the table's device
+    line) from then on, and showed none before it;
   - SIGTERM: the final flush fails and the daemon exits 1.
 Needs root (mount, losetup): skips without it.
 """
@@ -83,7 +85,7 @@ def one_engine(c, engine):
     storage = FailingStorage()
     try:
         try:
-            d = Daemon(CONFIG.format(path=storage.loop, engine=engine), f"wberr-{engine}", control=False)
+            d = Daemon(CONFIG.format(path=storage.loop, engine=engine), f"wberr-{engine}")
         except RuntimeError as e:
             if engine == "io_uring" and "io_uring" in str(e):
                 print(f"SKIP (io_uring engine only): no ring here: {e}")
@@ -96,6 +98,8 @@ def one_engine(c, engine):
                 h.connect_unix(d.sock)
                 return h
             a, b = client(), client()
+            before = Daemon.device(d.stats(), "lu").get("storage_error", "absent")
+            c.check(f"{engine}: ctl stats shows no storage failure at first", before is None, repr(before))
             for i in range(8):
                 a.pwrite(bytes([i + 1]) * MiB, i * MiB)
             first, err = fails(b.flush)
@@ -108,6 +112,12 @@ def one_engine(c, engine):
             c.check(f"{engine}: a FUA write fails with EIO", fua, f"errno {err}")
             ok = a.pread(4096, MiB) == bytes([2]) * 4096
             c.check(f"{engine}: reads still work", ok)
+            shown = Daemon.device(d.stats(), "lu").get("storage_error")
+            c.check(f"{engine}: ctl stats --json names the storage failure", isinstance(shown, str) and shown,
+                    repr(shown))
+            table = d.ctl("stats")
+            c.check(f"{engine}: the ctl stats table says the storage failed",
+                    "storage failed (" in table and "FLUSH and FUA fail" in table, table.splitlines()[0])
             a.shutdown()
             b.shutdown()
             logged = d.log().count(LOGGED)
