@@ -1,0 +1,57 @@
+"""The experiments' ratios pair repetition i of one side with repetition i of
+the other (they ran interleaved, seconds apart) and take the median of those
+ratios, never the ratio of two medians; a run that completed no request
+fails instead of counting as 0 (a -100% cost, a 0.00x ratio).
+
+Usage: test_paired_ratios.py BENCH_DIR (the bench/ whose scripts to test)
+"""
+import os
+import sys
+
+BENCH = os.path.abspath(sys.argv[1])
+sys.path[:0] = [BENCH, os.path.join(BENCH, "lib"), os.path.join(os.path.dirname(BENCH), "tests", "lib", "python")]
+import exp7_sched_cost  # noqa: E402
+from nbdsched_test import fio  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def fake_run(ios, cpu):
+    side = {"iops": ios / 5.0, "bw": 0, "total_ios": ios, "lat_ns": {"mean": 1000, "stddev": 0}}
+    idle = {"iops": 0.0, "bw": 0, "total_ios": 0, "lat_ns": {"mean": 0, "stddev": 0}}
+    return fio.Result(["fio"], {"jobs": [{"jobname": "c", "read": side, "write": idle}]}, 5.0, [cpu])
+
+
+def test_exp7_costs():
+    # CPU us per request of three repetitions: medians 5.0 (none) and 5.5 (bfq) would say +10%;
+    # repetition by repetition bfq costs +50%, -8.3% and +5%: median +5%.
+    none = [(100.0, 4.0), (100.0, 6.0), (100.0, 5.0)]
+    bfq = [(50.0, 6.0), (100.0, 5.5), (100.0, 5.25)]
+    measured = {(1, "none"): none, (1, "cfq"): none, (1, "bfq"): bfq}
+    cost, cpu_cost = exp7_sched_cost.costs(measured, [1])
+    check(abs(cpu_cost[(1, "bfq")] - 0.05) < 1e-9, f"exp7 CPU cost: median of paired ratios +5.0% "
+          f"(got {cpu_cost[(1, 'bfq')]:+.1%}; the ratio of medians would be +10.0%)")
+    check(abs(cost[(1, "bfq")]) < 1e-9 and cost[(1, "cfq")] == 0, f"exp7 throughput cost paired: {cost}")
+    try:
+        exp7_sched_cost.measure(fake_run(0, 1.0))
+        check(False, "exp7: a run with no request fails (not 0 us per request, a -100% cost)")
+    except RuntimeError as e:
+        check("no request" in str(e), f"exp7: a run with no request fails: {e}")
+    check(exp7_sched_cost.measure(fake_run(1000, 0.01))[1] == 10.0, "exp7: 0.01 s over 1000 requests is 10 us")
+
+
+def main():
+    test_exp7_costs()
+    if failures:
+        print(f"{len(failures)} failed")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
