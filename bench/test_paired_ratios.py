@@ -10,6 +10,7 @@ import sys
 
 BENCH = os.path.abspath(sys.argv[1])
 sys.path[:0] = [BENCH, os.path.join(BENCH, "lib"), os.path.join(os.path.dirname(BENCH), "tests", "lib", "python")]
+import exp12_rbd  # noqa: E402
 import exp7_sched_cost  # noqa: E402
 from nbdsched_test import fio  # noqa: E402
 
@@ -46,8 +47,27 @@ def test_exp7_costs():
     check(exp7_sched_cost.measure(fake_run(1000, 0.01))[1] == 10.0, "exp7: 0.01 s over 1000 requests is 10 us")
 
 
+def test_exp12_ratios():
+    # exp12's committed randread 4k qd64 repetitions: the medians give 19746 / 18960 = 1.04x (over the
+    # 0.9x target); repetition by repetition nbdsched made 0.90x, 1.04x and 0.89x of fio-rbd.
+    def reps(*iops):
+        return [{"iops": x} for x in iops]
+    by_server = {"nbdsched": reps(24979, 19746, 13811), "fio-rbd": reps(27823, 18960, 15584),
+                 "fio-rbd-nocache": reps(1, 1, 1), "qemu-nbd": reps(1, 1, 1)}
+    r = exp12_rbd.paired(by_server, "nbdsched", "fio-rbd")
+    check(0.89 < r < 0.905, f"exp12: median of paired ratios 0.90x (got {r:.3f}x; ratio of medians 1.04x)")
+    row = exp12_rbd.summary({"randread 4k qd64": by_server})
+    check(row["ours"].startswith("vs fio-rbd: 0.90x") and row["status"] == "not met", f"exp12 summary: {row}")
+    try:
+        exp12_rbd.paired(dict(by_server, **{"fio-rbd": reps(27823, 0, 15584)}), "nbdsched", "fio-rbd")
+        check(False, "exp12: a repetition without I/O fails (not an infinite ratio)")
+    except RuntimeError as e:
+        check("without I/O" in str(e), f"exp12: a repetition without I/O fails: {e}")
+
+
 def main():
     test_exp7_costs()
+    test_exp12_ratios()
     if failures:
         print(f"{len(failures)} failed")
         sys.exit(1)
