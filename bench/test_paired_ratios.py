@@ -1,7 +1,8 @@
 """The experiments' ratios pair repetition i of one side with repetition i of
 the other (they ran interleaved, seconds apart) and take the median of those
 ratios, never the ratio of two medians; a run that completed no request
-fails instead of counting as 0 (a -100% cost, a 0.00x ratio).
+fails instead of counting as 0 (a -100% cost, a 0.00x ratio), and a summary
+row whose reference never ran says "no result", not 0.00x.
 
 Usage: test_paired_ratios.py BENCH_DIR (the bench/ whose scripts to test)
 """
@@ -11,6 +12,7 @@ import sys
 BENCH = os.path.abspath(sys.argv[1])
 sys.path[:0] = [BENCH, os.path.join(BENCH, "lib"), os.path.join(os.path.dirname(BENCH), "tests", "lib", "python")]
 import exp12_rbd  # noqa: E402
+import exp6_report  # noqa: E402
 import exp7_sched_cost  # noqa: E402
 from nbdsched_test import fio  # noqa: E402
 
@@ -65,9 +67,21 @@ def test_exp12_ratios():
         check("without I/O" in str(e), f"exp12: a repetition without I/O fails: {e}")
 
 
+def test_exp6_summary_row():
+    ok = {"none_vs_nbdkit": 1.06, "sched_cost_mean": {"cfq": -0.028, "bfq": -0.093},
+          "sched_cost_worst": ("bfq", "tcp", "x", 0.24), "sched_ok": True}
+    row = exp6_report.summary_row(ok, [])
+    check(row["ours"] == "none / nbdkit, 4k randread qd64 unix: 1.06x; scheduler cost at qd64, mean of 8 cells: "
+          "cfq -2.8%, bfq -9.3% (worst cell +24%)" and row["status"] == "met / met", f"exp6 row: {row}")
+    row = exp6_report.summary_row({}, ["nbdkit over unix, randread 4k qd64 x1, repetition 1: fio failed"])
+    check("0.00x" not in row["ours"] and "no result" in row["ours"] and "1 runs failed" in row["ours"]
+          and row["status"] == "no result / no result", f"exp6 row without nbdkit: {row}")
+
+
 def main():
     test_exp7_costs()
     test_exp12_ratios()
+    test_exp6_summary_row()
     if failures:
         print(f"{len(failures)} failed")
         sys.exit(1)

@@ -112,14 +112,26 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
                 labels, series, "ratio to nbdkit")
     print(report.write(name, "Experiment 6: protocol overhead against nbdkit and qemu-nbd", sections, facts,
                        commands, peers=True, quick=quick,
-                       summary={"setup": "RAM, nbdsched none/cfq/bfq vs nbdkit memory vs qemu-nbd, unix + tcp",
-                                "seed": "-",
-                                "ours": f"none / nbdkit, 4k randread qd64 unix: {result.get('none_vs_nbdkit', 0):.2f}x"
-                                        + ("; scheduler cost at qd64, mean of 8 cells: " + ", ".join(
-                                            f"{s} {m:+.1%}" for s, m in result["sched_cost_mean"].items()) +
-                                           f" (worst cell {result['sched_cost_worst'][3]:+.0%})"
-                                           if "sched_cost_mean" in result else ""),
-                                "target": ">= 1x nbdkit (aim 1.5x); cfq/bfq <= 10% below none at qd64 (mean of the cells)",
-                                "status": ("met" if result.get("none_vs_nbdkit", 0) >= 1 else "missed") +
-                                          " / " + ("met" if result.get("sched_ok") else "missed")}))
+                       summary=summary_row(result, failures)))
     return result
+
+
+def summary_row(result, failures):
+    """The row of results/README.md. A target whose cells are missing (every
+    run of nbdkit, or of `none`, failed) says "no result", never 0.00x or
+    missed."""
+    r = result.get("none_vs_nbdkit")
+    ours = f"none / nbdkit, 4k randread qd64 unix: {f'{r:.2f}x' if r is not None else 'no result'}"
+    if "sched_cost_mean" in result:
+        ours += ("; scheduler cost at qd64, mean of 8 cells: " +
+                 ", ".join(f"{s} {m:+.1%}" for s, m in result["sched_cost_mean"].items()) +
+                 f" (worst cell {result['sched_cost_worst'][3]:+.0%})")
+    else:
+        ours += "; scheduler cost: no result"
+    if failures:
+        ours += f"; {len(failures)} runs failed (see the report)"
+    status = ("no result" if r is None else "met" if r >= 1 else "missed") + " / " + \
+        ("no result" if "sched_ok" not in result else "met" if result["sched_ok"] else "missed")
+    return {"setup": "RAM, nbdsched none/cfq/bfq vs nbdkit memory vs qemu-nbd, unix + tcp", "seed": "-",
+            "ours": ours, "target": ">= 1x nbdkit (aim 1.5x); cfq/bfq <= 10% below none at qd64 (mean of the cells)",
+            "status": status}
