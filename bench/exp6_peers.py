@@ -56,7 +56,7 @@ def main():
     image = f"/dev/shm/nbdbench-{os.getpid()}.img"
     with open(image, "wb") as f:
         f.truncate(1 << 30)
-    # samples[(server, transport, workload)] = list of (iops, MiB/s, cpu s per 1e6 requests, lat us)
+    # samples[(server, transport, workload)] = {repetition: (iops, MiB/s, cpu s per 1e6 requests, lat us)}
     samples = {}
     commands = []
     failures = []
@@ -98,14 +98,14 @@ def main():
                             sm = r.summary(r.job(f"{k[0]}@{k[1]}"))
                             cpu = r.server_cpu[i] if k in srv else None
                             per_m = cpu / sm["ios"] * 1e6 if cpu is not None and sm["ios"] else None
-                            samples.setdefault((k[0], k[1], w), []).append(
-                                (sm["iops"], sm["bw_mib"], per_m, sm["lat_us"]))
+                            samples.setdefault((k[0], k[1], w), {})[rep] = (
+                                sm["iops"], sm["bw_mib"], per_m, sm["lat_us"])
                 print(f"exp6: repetition {rep + 1}/{reps} done", flush=True)
     finally:
         os.unlink(image)
-    med = common.medians(samples)
+    med = common.medians({k: list(v.values()) for k, v in samples.items()})
     result = exp6_report.write(NAME, a.quick, facts, med, workloads, reps, runtime, commands, wl_name,
-                                failures)
+                                failures, samples)
     return result
 
 

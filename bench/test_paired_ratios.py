@@ -78,7 +78,22 @@ def test_exp6_summary_row():
           and row["status"] == "no result / no result", f"exp6 row without nbdkit: {row}")
 
 
+def test_exp6_paired():
+    w = ("randread", "4k", 64, 1)
+    # medians 110 vs 100 (1.10x); repetition by repetition 0.80x, 0.92x, 1.25x: 0.92x. Repetition 2 of
+    # nbdkit failed in the second case: the ratio pairs repetitions 1 and 3 only.
+    samples = {("nbdsched-none", "unix", w): {0: (80.0,), 1: (110.0,), 2: (125.0,)},
+               ("nbdkit", "unix", w): {0: (100.0,), 1: (120.0,), 2: (100.0,)}}
+    r = exp6_report._paired(samples, "nbdsched-none", "nbdkit", "unix", w)
+    check(abs(r - 110 / 120) < 1e-9, f"exp6: median of paired ratios 0.92x (got {r:.3f}x; ratio of medians 1.10x)")
+    del samples[("nbdkit", "unix", w)][1]
+    r = exp6_report._paired(samples, "nbdsched-none", "nbdkit", "unix", w)
+    check(abs(r - (0.8 + 1.25) / 2) < 1e-9, f"exp6: a failed repetition is left out of both sides (got {r:.3f}x)")
+    check(exp6_report._paired(samples, "nbdsched-none", "qemu-nbd", "unix", w) is None, "exp6: no pair, no ratio")
+
+
 def main():
+    test_exp6_paired()
     test_exp7_costs()
     test_exp12_ratios()
     test_exp6_summary_row()

@@ -1,5 +1,6 @@
 """Tables, verdict and plot of experiment 6 (kept apart from the runner)."""
 
+import common
 import report
 
 SERVERS = ["nbdsched-none", "nbdsched-cfq", "nbdsched-bfq", "nbdkit", "qemu-nbd"]
@@ -21,7 +22,17 @@ def _fmt(v, base):
     return s
 
 
-def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, failures):
+def _paired(samples, a, b, tr, w):
+    """Median over the repetitions of a's throughput over b's in the same
+    repetition (the servers ran back to back in it); None without a pair."""
+    i = 1 if w[1] == "1m" else 0
+    num, den = ({rep: m[i] for rep, m in samples.get((s, tr, w), {}).items()} for s in (a, b))
+    return common.ratio_by_rep(num, den)
+
+
+def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, failures, samples):
+    """med: {(server, transport, workload): medians}; samples: the same keys,
+    {repetition: numbers}, which every ratio of the verdict pairs."""
     sections = []
     from exp6_peers import __doc__ as doc
     sections.append((None, doc.strip()))
@@ -54,22 +65,22 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
     v = {s: _val(med.get((s, "unix", w64)), w64) for s in SERVERS}
     verdict = []
     result = {}
-    if v.get("nbdsched-none") and v.get("nbdkit"):
-        r = v["nbdsched-none"] / v["nbdkit"]
+    r = _paired(samples, "nbdsched-none", "nbdkit", "unix", w64)
+    if r is not None:
         result["none_vs_nbdkit"] = r
         verdict.append(f"nbdsched `none` vs nbdkit memory, 4k randread qd64, Unix socket: **{r:.2f}x** "
-                       f"({v['nbdsched-none']:,.0f} vs {v['nbdkit']:,.0f} IOPS): target >= 1x "
+                       f"(median of the repetitions' ratios; medians {v['nbdsched-none']:,.0f} vs "
+                       f"{v['nbdkit']:,.0f} IOPS): target >= 1x "
                        f"**{'met' if r >= 1 else 'missed'}**, aim 1.5x **{'met' if r >= 1.5 else 'missed'}**.")
     costs = []
     for w in workloads:
         if w[2] != 64:
             continue
         for tr in ("unix", "tcp"):
-            none = _val(med.get(("nbdsched-none", tr, w)), w)
             for s in ("cfq", "bfq"):
-                x = _val(med.get((f"nbdsched-{s}", tr, w)), w)
-                if none and x:
-                    costs.append((s, tr, wl_name(w), 1 - x / none))
+                x = _paired(samples, f"nbdsched-{s}", "nbdsched-none", tr, w)
+                if x is not None:
+                    costs.append((s, tr, wl_name(w), 1 - x))
     if costs:
         # One cell is one median of 3 runs and swings by +-15% on a shared
         # machine (negative "costs" as large as positive ones); the mean over
@@ -81,7 +92,8 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
         ok = all(m <= 0.10 for m in mean.values())
         result["sched_cost_worst"] = worst
         result["sched_cost_mean"] = mean
-        verdict.append("cfq/bfq throughput cost vs `none` at iodepth 64 (RAM; positive = slower than `none`): "
+        verdict.append("cfq/bfq throughput cost vs `none` at iodepth 64 (RAM; positive = slower than `none`; each cell "
+                       "the median of the repetitions' ratios to `none` in the same repetition): "
                        + ", ".join(f"{s} {tr} {wl}: {c:+.0%}" for s, tr, wl, c in costs) +
                        ". Mean over the 8 cells: " + ", ".join(f"{s} {m:+.1%}" for s, m in mean.items()) +
                        f" — target <= 10% **{'met' if ok else 'missed'}** (worst single cell {worst[0]} {worst[1]} "
@@ -112,7 +124,11 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
                 labels, series, "ratio to nbdkit")
     print(report.write(name, "Experiment 6: protocol overhead against nbdkit and qemu-nbd", sections, facts,
                        commands, peers=True, quick=quick,
-                       summary=summary_row(result, failures)))
+                       summary=summary_row(result, failures),
+                       runs={f"{srv} {tr} {wl_name(w)}": [
+                           dict(zip(("repetition", "iops", "mib_s", "cpu_s_per_million", "lat_us"),
+                                    (rep + 1, *(None if x is None else round(x, 2) for x in m))))
+                           for rep, m in sorted(by_rep.items())] for (srv, tr, w), by_rep in samples.items()}))
     return result
 
 
