@@ -13,6 +13,7 @@ BENCH = os.path.abspath(sys.argv[1])
 sys.path[:0] = [BENCH, os.path.join(BENCH, "lib"), os.path.join(os.path.dirname(BENCH), "tests", "lib", "python")]
 import exp12_rbd  # noqa: E402
 import exp6_report  # noqa: E402
+import exp8_file_io  # noqa: E402
 import exp7_sched_cost  # noqa: E402
 from nbdsched_test import fio  # noqa: E402
 
@@ -92,8 +93,18 @@ def test_exp6_paired():
     check(exp6_report._paired(samples, "nbdsched-none", "qemu-nbd", "unix", w) is None, "exp6: no pair, no ratio")
 
 
+def test_exp8_paired():
+    w = ("randread", "4k", 64, True)
+    # medians 20,000 vs 26,316 (0.76x); repetition by repetition 0.95x, 0.67x, 0.95x: 0.95x
+    samples = {(exp8_file_io.URING, w): {0: (19000.0, 0, 5.0), 1: (20000.0, 0, 5.0), 2: (25000.0, 0, 5.0)},
+               (exp8_file_io.RAW[0], w): {0: (20000.0, 0, None), 1: (30000.0, 0, None), 2: (26315.8, 0, None)}}
+    r = exp8_file_io.paired(samples, exp8_file_io.URING, exp8_file_io.RAW[0], w)
+    check(abs(r - 0.95) < 1e-3, f"exp8: median of paired ratios 0.95x (got {r:.3f}x; ratio of medians 0.76x)")
+
+
 def main():
     test_exp6_paired()
+    test_exp8_paired()
     test_exp7_costs()
     test_exp12_ratios()
     test_exp6_summary_row()
