@@ -13,6 +13,7 @@ BENCH = os.path.abspath(sys.argv[1])
 sys.path[:0] = [BENCH, os.path.join(BENCH, "lib"), os.path.join(os.path.dirname(BENCH), "tests", "lib", "python")]
 import exp12_rbd  # noqa: E402
 import exp6_report  # noqa: E402
+import exp11_report  # noqa: E402
 import exp8_file_io  # noqa: E402
 import exp7_sched_cost  # noqa: E402
 from nbdsched_test import fio  # noqa: E402
@@ -102,8 +103,20 @@ def test_exp8_paired():
     check(abs(r - 0.95) < 1e-3, f"exp8: median of paired ratios 0.95x (got {r:.3f}x; ratio of medians 0.76x)")
 
 
+def test_exp11_paired():
+    w = exp11_report.WORKLOADS[0]
+    # medians 100 vs 80 (1.25x, met); repetition by repetition 0.91x, 1.25x, 0.83x: 0.91x (missed)
+    samples = {("nbdsched-tls", "unix", w): {0: (100.0, 1, 1), 1: (100.0, 1, 1), 2: (100.0, 1, 1)},
+               ("nbdkit-tls", "unix", w): {0: (110.0, 1, 1), 1: (80.0, 1, 1), 2: (120.0, 1, 1)}}
+    text, ratios, met = exp11_report._verdict({}, [], samples)
+    r = ratios[(w, "unix")]
+    check(abs(r - 100 / 110) < 1e-9 and met == 0, f"exp11: median of paired ratios 0.91x (got {r:.3f}x, {met} met)")
+    check(ratios[(w, "tcp")] is None and "tcp -" in text, "exp11: a cell without a pair has no ratio")
+
+
 def main():
     test_exp6_paired()
+    test_exp11_paired()
     test_exp8_paired()
     test_exp7_costs()
     test_exp12_ratios()
