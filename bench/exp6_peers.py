@@ -1,5 +1,7 @@
 """Experiment 6, protocol overhead against the peers (no emulation, RAM):
-nbdsched (`none`, `cfq`, `bfq`) vs `nbdkit memory` vs `qemu-nbd` on a
+nbdsched (`none`, `cfq`, `bfq`) vs `nbdkit memory` (its default 16 threads,
+and `--threads 1`; the targets are judged against the faster of the two in
+each repetition) vs `qemu-nbd` on a
 /dev/shm file, over a Unix socket and TCP loopback; 4k randread and
 randwrite at iodepth 1/16/64 with 1 and 2 jobs, 1 MiB sequential read at
 iodepth 8; and fio directly on the /dev/shm file (libaio, no protocol) as
@@ -45,6 +47,7 @@ def start_all(srv, tmp, image):
         srv[(f"nbdsched-{s}", "tcp")] = servers.start_nbdsched(tmp, f"nt-{s}", dev, exp, tcp=True)
     for tr in TRANSPORTS:
         srv[("nbdkit", tr)] = servers.start_nbdkit_memory(tmp, f"k-{tr}", "1G", tr)
+        srv[("nbdkit-t1", tr)] = servers.start_nbdkit_memory(tmp, f"k1-{tr}", "1G", tr, threads=1)
         srv[("qemu-nbd", tr)] = servers.start_qemu_nbd(tmp, f"q-{tr}", image, tr)
 
 
