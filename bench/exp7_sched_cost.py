@@ -74,9 +74,10 @@ def main():
     # handshake together would be taken for idle sockets and closed.
     limits = {"max_handshakes": 2 * max(counts)}
     with TempDir("e7") as tmp, servers.start_nbdsched(tmp, "d", devices, exports, limits=limits) as srv:
-        for _ in range(reps):
+        for rep in range(reps):
             for n in counts:
-                for s in SCHEDS:   # interleaved per connection count and repetition
+                # interleaved per connection count and repetition, each scheduler first in turn
+                for s in SCHEDS[rep % len(SCHEDS):] + SCHEDS[:rep % len(SCHEDS)]:
                     g = common.fio_base(runtime, 0)
                     g.update({"uri": srv.uri(f"e-{s}"), "rw": "randread", "bs": "4k", "iodepth": 8, "numjobs": n})
                     res[(n, s)].append(fio.run(g, [("c", {})], [srv], timeout=120 + 10 * runtime + n))
@@ -93,7 +94,8 @@ def main():
     text = report.table(["connections", "scheduler", "requests/s (sum of jobs)", "requests / fio wall s",
                          "vs none", "daemon CPU us/request", "daemon CPU / fio wall", "avg lat (us)"], rows)
     text += (f"\n\nEach column is the median of {reps} runs of {runtime} s per cell (taken per column), the "
-             "schedulers interleaved per connection count and repetition; \"vs none\" and the verdict's "
+             "schedulers interleaved per connection count and repetition (the order rotated between "
+             "repetitions); \"vs none\" and the verdict's "
              "percentages are the median over the repetitions of each one's ratio to `none` in the same "
              "repetition. CPU per "
              "request is the daemon's utime+stime over the run (connection setup included) divided by the "
