@@ -152,17 +152,18 @@ def main():
                         failures.append(f"{k[0]} over {k[1]}, {exp11_report.wl_name(w)}, repetition {rep + 1}: "
                                         f"{str(e).splitlines()[0][:200]}")
                         continue
-                    samples.setdefault((*k, w), []).append(m)
+                    samples.setdefault((*k, w), {})[rep] = m
                     cmd = shlex.join(argv).replace(tmp, "$TMP").replace(NBDLOAD, "bench/lib/nbdload.py")
                     commands.setdefault((*k, w), cmd)
             print(f"exp11: repetition {rep + 1}/{reps} done", flush=True)
         configs = [f"# {k[0]} over {k[1]}: " + (json.dumps(s.config) if hasattr(s, "config") else " ".join(s.argv))
                    for k, s in srv.items()]
     speeds = {} if a.quick else cipher_speeds()
-    med = common.medians(samples)
+    med = common.medians({k: list(v.values()) for k, v in samples.items()})
     cmds = ["psktool -u alice -p $TMP/psk/keys.psk"] + [c.replace(tmp, "$TMP") for c in configs]
     cmds += [c for c in commands.values()]
-    return exp11_report.write(NAME, a.quick, facts, med, reps, runtime, size, cmds, failures, sessions, speeds)
+    return exp11_report.write(NAME, a.quick, facts, med, reps, runtime, size, cmds, failures, sessions, speeds,
+                              samples)
 
 
 if __name__ == "__main__":

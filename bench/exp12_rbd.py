@@ -34,7 +34,8 @@ import subprocess
 import sys
 import time
 
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("../tests/lib/python",)]
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
+import common  # noqa: E402
 from nbdsched_test import fio, servers  # noqa: E402
 from nbdsched_test.ceph import Cluster  # noqa: E402
 from nbdsched_test.process import cpu_seconds, thread_cpu_seconds  # noqa: E402
@@ -126,15 +127,22 @@ def prefill(cluster):
                    env=env, check=True, capture_output=True, timeout=300)
 
 
+def paired(by_server, server, ref):
+    """server's IOPS over ref's: the median over the repetitions of each
+    repetition's ratio (the servers took turns in it), not the ratio of the
+    two medians. Fails on a run with no I/O rather than dividing by 0."""
+    num, den = ([r["iops"] for r in by_server[s]] for s in (server, ref))
+    if len(num) != len(den) or not all(num + den):
+        raise RuntimeError(f"{server} {num} against {ref} {den} IOPS: a repetition missing or without I/O")
+    return common.ratio_median(num, den)
+
+
 def summary(results):
     """The row bench/lib/summary.py puts in bench/results/README.md."""
-    fio_r, nocache, qemu = [], [], []
-    for key, by_server in results.items():
-        med = {s: statistics.median(r["iops"] for r in by_server[s]) for s in SERVERS}
-        fio_r.append(f"{med['nbdsched'] / med['fio-rbd']:.2f}x")
-        nocache.append(f"{med['nbdsched'] / med['fio-rbd-nocache']:.2f}x")
-        qemu.append(f"{med['nbdsched'] / med['qemu-nbd']:.2f}x")
-    met = all(float(a[:-1]) >= 0.9 for a in fio_r) and all(float(b[:-1]) >= 1.0 for b in qemu)
+    ratios = {ref: [paired(by_server, "nbdsched", ref) for by_server in results.values()]
+              for ref in ("fio-rbd", "fio-rbd-nocache", "qemu-nbd")}
+    fio_r, nocache, qemu = ([f"{r:.2f}x" for r in ratios[ref]] for ref in ("fio-rbd", "fio-rbd-nocache", "qemu-nbd"))
+    met = all(r >= 0.9 for r in ratios["fio-rbd"]) and all(r >= 1.0 for r in ratios["qemu-nbd"])
     return {"name": NAME, "title": "Experiment 12: nbdsched + RBD",
             "setup": "one-host memstore cluster; nbdsched backend rbd vs fio's rbd engine vs qemu-nbd; "
                      + ", ".join(results), "seed": "-",
@@ -144,9 +152,10 @@ def summary(results):
 
 
 def report(results, args, elapsed):
-    lines = [f"# Experiment 12: nbdsched + RBD against fio's rbd engine and qemu-nbd", "",
+    lines = ["# Experiment 12: nbdsched + RBD against fio's rbd engine and qemu-nbd", "",
              f"One-host cluster (1 mon, 1 memstore OSD), one {IMAGE_MIB} MiB image, prefilled; "
-             f"{args.reps} interleaved repetitions of {args.runtime} s (+1 s ramp), medians; "
+             f"{args.reps} interleaved repetitions of {args.runtime} s (+1 s ramp), medians (a ratio: the median "
+             "of each repetition's ratio); "
              f"run took {elapsed:.0f} s. `bench/exp12_rbd.py --reps {args.reps} --runtime {args.runtime}`.", "",
              "| workload | server | IOPS | MiB/s | mean lat µs | p99 µs | CPU µs/I/O | vs fio-rbd "
              "| vs fio-rbd-nocache | vs qemu-nbd |",
@@ -161,8 +170,8 @@ def report(results, args, elapsed):
             m = med[s]
             lines.append(f"| {key} | {s} | {m['iops']:.0f} | {m['mib_s']:.1f} | {m['lat_us']:.0f} | "
                          f"{m['p99_us']:.0f} | {m['cpu_us_per_io']:.1f} | "
-                         f"{m['iops'] / med['fio-rbd']['iops']:.2f}x | "
-                         f"{m['iops'] / med['fio-rbd-nocache']['iops']:.2f}x | {m['iops'] / med['qemu-nbd']['iops']:.2f}x |")
+                         + " | ".join(f"{paired(results[key], s, ref):.2f}x"
+                                      for ref in ("fio-rbd", "fio-rbd-nocache", "qemu-nbd")) + " |")
     lines += ["", "CPU µs/I/O: the serving process (nbdsched, qemu-nbd; librbd runs inside each) or, for "
               "fio-rbd, the whole fio process (fio and librbd); the NBD servers' client (fio's nbd engine) "
               "is not counted.", "",

@@ -1,5 +1,7 @@
 """Experiment 6, protocol overhead against the peers (no emulation, RAM):
-nbdsched (`none`, `cfq`, `bfq`) vs `nbdkit memory` vs `qemu-nbd` on a
+nbdsched (`none`, `cfq`, `bfq`) vs `nbdkit memory` (its default 16 threads,
+and `--threads 1`; the targets are judged against the faster of the two in
+each repetition) vs `qemu-nbd` on a
 /dev/shm file, over a Unix socket and TCP loopback; 4k randread and
 randwrite at iodepth 1/16/64 with 1 and 2 jobs, 1 MiB sequential read at
 iodepth 8; and fio directly on the /dev/shm file (libaio, no protocol) as
@@ -45,6 +47,7 @@ def start_all(srv, tmp, image):
         srv[(f"nbdsched-{s}", "tcp")] = servers.start_nbdsched(tmp, f"nt-{s}", dev, exp, tcp=True)
     for tr in TRANSPORTS:
         srv[("nbdkit", tr)] = servers.start_nbdkit_memory(tmp, f"k-{tr}", "1G", tr)
+        srv[("nbdkit-t1", tr)] = servers.start_nbdkit_memory(tmp, f"k1-{tr}", "1G", tr, threads=1)
         srv[("qemu-nbd", tr)] = servers.start_qemu_nbd(tmp, f"q-{tr}", image, tr)
 
 
@@ -56,7 +59,7 @@ def main():
     image = f"/dev/shm/nbdbench-{os.getpid()}.img"
     with open(image, "wb") as f:
         f.truncate(1 << 30)
-    # samples[(server, transport, workload)] = list of (iops, MiB/s, cpu s per 1e6 requests, lat us)
+    # samples[(server, transport, workload)] = {repetition: (iops, MiB/s, cpu s per 1e6 requests, lat us)}
     samples = {}
     commands = []
     failures = []
@@ -98,14 +101,14 @@ def main():
                             sm = r.summary(r.job(f"{k[0]}@{k[1]}"))
                             cpu = r.server_cpu[i] if k in srv else None
                             per_m = cpu / sm["ios"] * 1e6 if cpu is not None and sm["ios"] else None
-                            samples.setdefault((k[0], k[1], w), []).append(
-                                (sm["iops"], sm["bw_mib"], per_m, sm["lat_us"]))
+                            samples.setdefault((k[0], k[1], w), {})[rep] = (
+                                sm["iops"], sm["bw_mib"], per_m, sm["lat_us"])
                 print(f"exp6: repetition {rep + 1}/{reps} done", flush=True)
     finally:
         os.unlink(image)
-    med = common.medians(samples)
+    med = common.medians({k: list(v.values()) for k, v in samples.items()})
     result = exp6_report.write(NAME, a.quick, facts, med, workloads, reps, runtime, commands, wl_name,
-                                failures)
+                                failures, samples)
     return result
 
 

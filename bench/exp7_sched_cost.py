@@ -22,10 +22,26 @@ SCHEDS = ["none", "cfq", "bfq"]
 def measure(r):
     """(requests/s, daemon CPU us per request, daemon CPU / wall, requests / wall, avg latency us)."""
     sm = r.summary()
-    us = r.server_cpu[0] / sm["ios"] * 1e6 if sm["ios"] else 0
+    if not sm["ios"]:   # 0 us per request would pass as a -100% cost
+        raise RuntimeError(f"fio completed no request: {r.command}")
+    us = r.server_cpu[0] / sm["ios"] * 1e6
     floor = sm["ios"] / r.wall if r.wall else 0
     busy = r.server_cpu[0] / r.wall if r.wall else 0
     return sm["iops"], us, busy, floor, sm["lat_us"]
+
+
+def costs(measured, counts):
+    """({(n, s): throughput lost vs none}, {(n, s): CPU per request over none's - 1}) for cfq and bfq,
+    from measured[(n, s)] = [measure() of each repetition]: the median over the repetitions of each
+    repetition's ratio to `none`'s run in the same repetition (interleaved, seconds apart), not the ratio
+    of two medians, which can pair one scheduler's fast repetition with another's slow one."""
+    def field(n, s, i):
+        return [m[i] for m in measured[(n, s)]]
+    cost = {(n, s): 1 - common.ratio_median(field(n, s, 0), field(n, "none", 0))
+            for n in counts for s in ("cfq", "bfq")}
+    cpu_cost = {(n, s): common.ratio_median(field(n, s, 1), field(n, "none", 1)) - 1
+                for n in counts for s in ("cfq", "bfq")}
+    return cost, cpu_cost
 
 
 def scheduler_alone(quick):
@@ -58,26 +74,30 @@ def main():
     # handshake together would be taken for idle sockets and closed.
     limits = {"max_handshakes": 2 * max(counts)}
     with TempDir("e7") as tmp, servers.start_nbdsched(tmp, "d", devices, exports, limits=limits) as srv:
-        for _ in range(reps):
+        for rep in range(reps):
             for n in counts:
-                for s in SCHEDS:   # interleaved per connection count and repetition
+                # interleaved per connection count and repetition, each scheduler first in turn
+                for s in SCHEDS[rep % len(SCHEDS):] + SCHEDS[:rep % len(SCHEDS)]:
                     g = common.fio_base(runtime, 0)
                     g.update({"uri": srv.uri(f"e-{s}"), "rw": "randread", "bs": "4k", "iodepth": 8, "numjobs": n})
                     res[(n, s)].append(fio.run(g, [("c", {})], [srv], timeout=120 + 10 * runtime + n))
         commands = common.commands_for(srv, [r for k in res for r in res[k]])
+    cost, cpu_cost = costs({k: [measure(r) for r in v] for k, v in res.items()}, counts)
     rows, out = [], {}
     for n in counts:
         for s in SCHEDS:
             out[(n, s)] = tuple(statistics.median(measure(r)[i] for r in res[(n, s)]) for i in range(5))
-        base = out[(n, "none")][0]
         for s in SCHEDS:
             iops, us, busy, floor, lat = out[(n, s)]
-            rows.append((n, s, report.f0(iops), report.f0(floor), f"{iops / base:.2f}" if base else "-",
+            rows.append((n, s, report.f0(iops), report.f0(floor), f"{1 - cost.get((n, s), 0):.2f}",
                          f"{us:.1f}", f"{busy:.0%}", report.f0(lat)))
     text = report.table(["connections", "scheduler", "requests/s (sum of jobs)", "requests / fio wall s",
                          "vs none", "daemon CPU us/request", "daemon CPU / fio wall", "avg lat (us)"], rows)
     text += (f"\n\nEach column is the median of {reps} runs of {runtime} s per cell (taken per column), the "
-             "schedulers interleaved per connection count and repetition. CPU per "
+             "schedulers interleaved per connection count and repetition (the order rotated between "
+             "repetitions); \"vs none\" and the verdict's "
+             "percentages are the median over the repetitions of each one's ratio to `none` in the same "
+             "repetition. CPU per "
              "request is the daemon's utime+stime over the run (connection setup included) divided by the "
              "requests completed; it includes the NBD protocol work, which is the same for all three "
              "schedulers, so the scheduler's own cost is the difference to `none`. \"requests/s\" sums fio's "
@@ -86,10 +106,6 @@ def main():
              "bound. Each cell drives one device, and a device's requests all run on its one event loop "
              "thread (docs/threads.md): that thread is the ceiling; CPU above 100% is the daemon's other "
              "threads.")
-    cost = {(n, s): 1 - out[(n, s)][0] / out[(n, "none")][0] for n in counts for s in ("cfq", "bfq")
-            if out[(n, "none")][0]}
-    cpu_cost = {(n, s): out[(n, s)][1] / out[(n, "none")][1] - 1 for n in counts for s in ("cfq", "bfq")
-                if out[(n, "none")][1]}
     # Judged on daemon CPU per request: requests/s sums fio's per-job rates
     # (overstated with staggered starts) and moves with the machine's load.
     status = "met" if all(c <= 0.10 for c in cpu_cost.values()) else \

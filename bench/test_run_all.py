@@ -4,6 +4,7 @@ the run, and the summary step copes with no results at all.
 
 Usage: test_run_all.py BENCH_DIR (the bench/ whose run-all and lib/ to test)
 """
+import json
 import os
 import shutil
 import subprocess
@@ -26,6 +27,14 @@ json.dump(row, open(os.path.join(d, "exp1-ok.json"), "w"))
     "exp2_skip.py": "print('SKIP: no widget installed')\nraise SystemExit(77)\n",
     "exp3_fail.py": "raise SystemExit(1)\n",
 }
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        return f"({e})"
 
 
 def check(cond, what):
@@ -58,8 +67,16 @@ def tree(tmp):
     return bench, env
 
 
-def run_all(bench, env, *args):
+def run_all(bench, env, *args, results_before=None):
+    """run-all --quick on an empty results/quick, or on one holding the
+    summary rows `results_before` ({name: row}) of an earlier run."""
     shutil.rmtree(os.path.join(bench, "results"), ignore_errors=True)
+    if results_before:
+        d = os.path.join(bench, "results", "quick")
+        os.makedirs(d)
+        for name, row in results_before.items():
+            with open(os.path.join(d, f"{name}.json"), "w") as f:
+                json.dump(row, f)
     r = subprocess.run([os.path.join(bench, "run-all"), "--quick", *args], capture_output=True, text=True,
                        env=env, timeout=120)
     return r.returncode, r.stdout + r.stderr
@@ -79,6 +96,17 @@ def main():
         rc, out = run_all(bench, env)
         check(rc == 1 and "exp3_fail FAILED" in out and "1 ran, 1 skipped, 1 failed" in out,
               f"ran, skipped and failed together: exit 1, each counted (rc {rc})")
+        earlier = {"name": "exp3-fail", "title": "Experiment 3: fail", "setup": "-", "seed": "-",
+                   "ours": "12.3x", "target": "-", "status": "met", "load": "0.5 0.5 0.5 / 0.6 0.6 0.6"}
+        rc, out = run_all(bench, env, "--only", "fail", results_before={"exp3-fail": earlier})
+        readme = read(os.path.join(bench, "results", "quick", "README.md"))
+        row = [line for line in readme.splitlines() if "exp3-fail.md" in line]
+        check(rc == 1 and row and "FAILED in this run" in row[0] and "**met**" not in row[0],
+              f"a failed experiment's row from an earlier run is marked, not shown as current (rc {rc}): {row}")
+        rc, out = run_all(bench, env, "--only", "fail")
+        readme = read(os.path.join(bench, "results", "quick", "README.md"))
+        check(rc == 1 and "exp3_fail" in readme and "FAILED in this run" in readme,
+              f"a failed experiment without an earlier row gets one saying so (rc {rc})")
         if failures:
             print(out)
     if failures:

@@ -90,6 +90,16 @@ def ratio_median(num, den):
     return statistics.median(n / d if d else float("inf") for n, d in zip(num, den))
 
 
+def ratio_by_rep(num, den):
+    """ratio_median of two {repetition: value} dicts over the repetitions
+    both have (a failed run leaves its repetition out on one side only);
+    None when they share none or a shared one is 0 or None (not measured)."""
+    reps = sorted(set(num) & set(den))
+    if not reps or not all(num[r] and den[r] for r in reps):
+        return None
+    return ratio_median([num[r] for r in reps], [den[r] for r in reps])
+
+
 def export_bytes(srv, keys=("read_bytes", "write_bytes")):
     """{export name: bytes read + written} from the daemon's counters (or
     the sum of other counters: ("reads", "writes") counts requests)."""

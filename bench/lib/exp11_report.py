@@ -1,5 +1,6 @@
 """Tables, verdict and plot of experiment 11 (kept apart from the runner)."""
 
+import common
 import report
 
 SERVERS = ["nbdsched", "nbdsched-tls", "nbdkit", "nbdkit-tls"]
@@ -30,6 +31,13 @@ def _ratio(a, b):
     return a / b if a and b else None
 
 
+def _paired(samples, a, b, tr, w):
+    """a's throughput over b's: the median of the repetitions' ratios (the
+    clients ran back to back in each repetition); None without a pair."""
+    num, den = ({rep: m[0] for rep, m in samples.get((s, tr, w), {}).items()} for s in (a, b))
+    return common.ratio_by_rep(num, den)
+
+
 def _cost(tls, plain):
     """Throughput lost to TLS, as a share of the plaintext throughput."""
     return f"{1 - tls / plain:+.0%}" if tls and plain else "-"
@@ -39,11 +47,11 @@ def _cells():
     return [(w, tr) for w in WORKLOADS for tr in TRANSPORTS]
 
 
-def _throughput(med):
+def _throughput(med, samples):
     rows = []
     for w, tr in _cells():
         v = {s: _get(med, s, tr, w) for s in SERVERS}
-        r = _ratio(v["nbdsched-tls"], v["nbdkit-tls"])
+        r = _paired(samples, "nbdsched-tls", "nbdkit-tls", tr, w)
         rows.append((f"{wl_name(w)} {tr} ({_unit(w)})", _fmt(v["nbdsched"]), _fmt(v["nbdsched-tls"]),
                      _cost(v["nbdsched-tls"], v["nbdsched"]), _fmt(v["nbdkit"]), _fmt(v["nbdkit-tls"]),
                      _cost(v["nbdkit-tls"], v["nbdkit"]), f"**{r:.2f}x**" if r else "-"))
@@ -73,9 +81,8 @@ def _client_check(med):
                          "client CPU (cores)", "fio CPU (cores)"], rows)
 
 
-def _verdict(med, failures):
-    ratios = {(w, tr): _ratio(_get(med, "nbdsched-tls", tr, w), _get(med, "nbdkit-tls", tr, w))
-              for w, tr in _cells()}
+def _verdict(med, failures, samples):
+    ratios = {(w, tr): _paired(samples, "nbdsched-tls", "nbdkit-tls", tr, w) for w, tr in _cells()}
     met = sum(1 for r in ratios.values() if r and r >= 1)
     text = ("Goal: nbdsched with TLS at least as fast as nbdkit with TLS. nbdsched TLS / nbdkit TLS: "
             + ", ".join(f"{wl_name(w)} {tr} **{r:.2f}x**" if r else f"{wl_name(w)} {tr} -"
@@ -103,13 +110,16 @@ def _sessions(sessions, speeds):
     return text
 
 
-def write(name, quick, facts, med, reps, runtime, size, commands, failures, sessions, speeds):
+def write(name, quick, facts, med, reps, runtime, size, commands, failures, sessions, speeds, samples):
+    """med: {(server, transport, workload): medians}; samples: the same keys,
+    {repetition: numbers}, which the nbdsched TLS / nbdkit TLS ratios pair."""
     from exp11_tls import __doc__ as doc
-    verdict, ratios, met = _verdict(med, failures)
+    verdict, ratios, met = _verdict(med, failures, samples)
     sections = [
         (None, doc.strip()),
-        ("Throughput (median of the repetitions)", _throughput(med) + "\n\n`TLS cost`: throughput lost "
-         "against the same server in plaintext (positive = slower with TLS)."),
+        ("Throughput (median of the repetitions)", _throughput(med, samples) + "\n\n`TLS cost`: throughput "
+         "lost against the same server in plaintext (positive = slower with TLS). nbdsched TLS / nbdkit TLS: the "
+         "median of the repetitions' ratios."),
         ("Server CPU per request (median)", _cpu(med) + "\n\nThe server process's utime+stime (all its threads) "
          "over one client run, connection and TLS handshake included, divided by the requests served. nbdkit "
          "runs 16 worker threads; nbdsched, with the one device here, serves every connection on that device's "
@@ -137,7 +147,8 @@ def write(name, quick, facts, med, reps, runtime, size, commands, failures, sess
               for s in SERVERS]
     report.bars(report.plot_path(name, quick), "Throughput relative to nbdkit --tls=require (=1), PSK, RAM",
                 labels, series, "ratio to nbdkit TLS")
-    summary_ratios = ", ".join(f"{wl_name(w).split()[0]} {tr} {r:.2f}x" for (w, tr), r in ratios.items() if r)
+    summary_ratios = ", ".join(f"{wl_name(w).split()[0]} {tr} " + (f"{r:.2f}x" if r is not None else "no result")
+                               for (w, tr), r in ratios.items())
     tls_cost = [_cost(_get(med, "nbdsched-tls", tr, w), _get(med, "nbdsched", tr, w)) for w, tr in _cells()]
     print(report.write(name, "Experiment 11: what TLS costs", sections, facts, commands, peers=True, quick=quick,
                        summary={"setup": "RAM, nbdsched none vs nbdkit memory, plain and TLS (PSK), unix + tcp; "
@@ -146,5 +157,9 @@ def write(name, quick, facts, med, reps, runtime, size, commands, failures, sess
                                 "ours": f"nbdsched TLS / nbdkit TLS: {summary_ratios}; nbdsched's TLS cost "
                                         + ", ".join(f"{lab} {c}" for lab, c in zip(labels, tls_cost)),
                                 "target": ">= 1x nbdkit with TLS",
-                                "status": "met" if met == len(ratios) else f"{met} of {len(ratios)} met"}))
+                                "status": "met" if met == len(ratios) else f"{met} of {len(ratios)} met"},
+                       runs={f"{srv} {tr} {wl_name(w)}": [
+                           dict(zip(("repetition", "throughput", "server_cpu_us_per_request", "client_cpu_cores"),
+                                    (rep + 1, *(None if x is None else round(x, 2) for x in m))))
+                           for rep, m in sorted(by_rep.items())] for (srv, tr, w), by_rep in samples.items()}))
     return {"ratios": {f"{wl_name(w)} {tr}": r for (w, tr), r in ratios.items()}, "met": met}

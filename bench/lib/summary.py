@@ -29,11 +29,15 @@ def experiment_number(file_name):
     return (int(digits) if digits else 0, file_name)
 
 
-def main(quick):
+def main(quick, failed=()):
+    """failed: the experiments (script names, exp6_peers) that failed in
+    this run: their rows say so, whether an earlier run left one or not."""
     d = os.path.join(report.RESULTS, "quick") if quick else report.RESULTS
-    if not os.path.isdir(d):   # no experiment ran (all skipped, or --only matched none)
+    if not os.path.isdir(d) and not failed:   # no experiment ran (all skipped, or --only matched none)
         print(f"summary: no results in {d}, no README written")
         return
+    os.makedirs(d, exist_ok=True)
+    failed = {f.replace("_", "-"): f for f in failed}   # exp6_peers.py writes exp6-peers.json
     rows = []
     for f in sorted(os.listdir(d), key=experiment_number):
         if not f.endswith(".json"):
@@ -43,7 +47,13 @@ def main(quick):
         link = f"[{s['title'].split(':')[0]}]({s['name']}.md)"
         if os.path.exists(os.path.join(d, s["name"] + ".png")):
             link += f" ([plot]({s['name']}.png))"
-        rows.append((link, s["setup"], s["seed"], s["ours"], s["target"], f"**{s['status']}**"))
+        status = f"**{s['status']}**"
+        if failed.pop(s["name"], None):
+            status = (f"**FAILED in this run**; the numbers and status ({s['status']}) are an earlier run's "
+                      f"(load {s.get('load', 'not recorded')})")
+        rows.append((link, s["setup"], s["seed"], s["ours"], s["target"], status))
+    for name in sorted(failed.values(), key=experiment_number):
+        rows.append((name, "-", "-", "-", "-", "**FAILED in this run**; no results"))
     text = ["# Benchmark results", "", NOTES, "",
             report.table(["experiment", "setup", "seed", "nbdsched", "target", "status"], rows), "",
             *([] if quick else [ALSO, ""]),
@@ -58,4 +68,4 @@ def main(quick):
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    main("--quick" in sys.argv, [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--failed=")])

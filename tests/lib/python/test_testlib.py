@@ -48,6 +48,19 @@ def test_fio_command():
                    "--name=a", "--uri=nbd://x/a", "--name=b"], f"fio argv: {argv}")
 
 
+def test_fio_job_names():
+    side = {"iops": 100.0, "bw": 400, "total_ios": 100, "lat_ns": {"mean": 1000, "stddev": 0}}
+    none = {"iops": 0.0, "bw": 0, "total_ios": 0, "lat_ns": {"mean": 0, "stddev": 0}}
+    jobs = [{"jobname": n, "read": side, "write": none} for n in ("a", "b", "b")]
+    r = fio.Result(["fio"], {"jobs": jobs}, 1.0, [])
+    check(len(r.job("b")) == 2 and r.summary(r.job("a"))["iops"] == 100, "job(name): every clone of a job")
+    try:
+        r.job("c")
+        check(False, "job() of a name fio did not run raises (not an empty list that sums to 0 IOPS)")
+    except KeyError as e:
+        check("'c'" in str(e) and "a, b" in str(e), f"job() of a name fio did not run raises: {e}")
+
+
 def test_server():
     tmp = TempDir("selftest")
     sock = tmp.file("s.sock")
@@ -90,5 +103,5 @@ def test_daemon_config():
 
 
 if __name__ == "__main__":
-    for t in (test_pattern, test_tempdir, test_fio_command, test_server, test_daemon_config):
+    for t in (test_pattern, test_tempdir, test_fio_command, test_fio_job_names, test_server, test_daemon_config):
         t()

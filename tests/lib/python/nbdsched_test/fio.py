@@ -114,7 +114,14 @@ class Result:
         return [job[d] for d in (("read", "write") if rw is None else (rw,))]
 
     def job(self, name):
-        return [j for j in self.jobs if j["jobname"] == name]
+        """Every clone (numjobs) of job `name`; KeyError when fio ran no job
+        of that name, so that a misspelt name fails instead of summing to
+        0 IOPS."""
+        found = [j for j in self.jobs if j["jobname"] == name]
+        if not found:
+            names = ", ".join(dict.fromkeys(j["jobname"] for j in self.jobs))
+            raise KeyError(f"fio ran no job named {name!r} (jobs: {names})")
+        return found
 
     def summary(self, jobs=None, rw=None):
         """Totals over `jobs` (default all): iops, bw_mib (MiB/s), lat mean and

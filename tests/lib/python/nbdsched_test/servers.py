@@ -41,10 +41,12 @@ def _peer(name, argv, workdir, tag, transport, unix_args, tcp_args, image=()):
                   tcp_port=port)
 
 
-def start_nbdkit_memory(workdir, tag, size="1G", transport="unix", tls_psk=None):
-    """nbdkit's memory plugin (sparse RAM, default 16 worker threads).
-    tls_psk: (identity, psk_file): --tls=require with that key file."""
+def start_nbdkit_memory(workdir, tag, size="1G", transport="unix", tls_psk=None, threads=None):
+    """nbdkit's memory plugin (sparse RAM, default 16 worker threads;
+    `threads`: --threads N). tls_psk: (identity, psk_file): --tls=require
+    with that key file."""
     tls = ["--tls=require", f"--tls-psk={tls_psk[1]}"] if tls_psk else []
+    tls += ["--threads", str(threads)] if threads else []
     srv = _peer("nbdkit", ["nbdkit", "-f", "--exit-with-parent", *tls], workdir, tag, transport,
                 lambda s: ["-U", s], lambda p: ["-i", "127.0.0.1", "-p", str(p)], ["memory", size])
     srv.tls = tls_psk

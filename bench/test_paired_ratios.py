@@ -1,0 +1,138 @@
+"""The experiments' ratios pair repetition i of one side with repetition i of
+the other (they ran interleaved, seconds apart) and take the median of those
+ratios, never the ratio of two medians; a run that completed no request
+fails instead of counting as 0 (a -100% cost, a 0.00x ratio), and a summary
+row whose reference never ran says "no result", not 0.00x.
+
+Usage: test_paired_ratios.py BENCH_DIR (the bench/ whose scripts to test)
+"""
+import os
+import sys
+
+BENCH = os.path.abspath(sys.argv[1])
+sys.path[:0] = [BENCH, os.path.join(BENCH, "lib"), os.path.join(os.path.dirname(BENCH), "tests", "lib", "python")]
+import exp12_rbd  # noqa: E402
+import exp6_report  # noqa: E402
+import exp11_report  # noqa: E402
+import exp8_file_io  # noqa: E402
+import exp7_sched_cost  # noqa: E402
+from nbdsched_test import fio  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def fake_run(ios, cpu):
+    side = {"iops": ios / 5.0, "bw": 0, "total_ios": ios, "lat_ns": {"mean": 1000, "stddev": 0}}
+    idle = {"iops": 0.0, "bw": 0, "total_ios": 0, "lat_ns": {"mean": 0, "stddev": 0}}
+    return fio.Result(["fio"], {"jobs": [{"jobname": "c", "read": side, "write": idle}]}, 5.0, [cpu])
+
+
+def test_exp7_costs():
+    # CPU us per request of three repetitions: medians 5.0 (none) and 5.5 (bfq) would say +10%;
+    # repetition by repetition bfq costs +50%, -8.3% and +5%: median +5%.
+    none = [(100.0, 4.0), (100.0, 6.0), (100.0, 5.0)]
+    bfq = [(50.0, 6.0), (100.0, 5.5), (100.0, 5.25)]
+    measured = {(1, "none"): none, (1, "cfq"): none, (1, "bfq"): bfq}
+    cost, cpu_cost = exp7_sched_cost.costs(measured, [1])
+    check(abs(cpu_cost[(1, "bfq")] - 0.05) < 1e-9, f"exp7 CPU cost: median of paired ratios +5.0% "
+          f"(got {cpu_cost[(1, 'bfq')]:+.1%}; the ratio of medians would be +10.0%)")
+    check(abs(cost[(1, "bfq")]) < 1e-9 and cost[(1, "cfq")] == 0, f"exp7 throughput cost paired: {cost}")
+    try:
+        exp7_sched_cost.measure(fake_run(0, 1.0))
+        check(False, "exp7: a run with no request fails (not 0 us per request, a -100% cost)")
+    except RuntimeError as e:
+        check("no request" in str(e), f"exp7: a run with no request fails: {e}")
+    check(exp7_sched_cost.measure(fake_run(1000, 0.01))[1] == 10.0, "exp7: 0.01 s over 1000 requests is 10 us")
+
+
+def test_exp12_ratios():
+    # exp12's committed randread 4k qd64 repetitions: the medians give 19746 / 18960 = 1.04x (over the
+    # 0.9x target); repetition by repetition nbdsched made 0.90x, 1.04x and 0.89x of fio-rbd.
+    def reps(*iops):
+        return [{"iops": x} for x in iops]
+    by_server = {"nbdsched": reps(24979, 19746, 13811), "fio-rbd": reps(27823, 18960, 15584),
+                 "fio-rbd-nocache": reps(1, 1, 1), "qemu-nbd": reps(1, 1, 1)}
+    r = exp12_rbd.paired(by_server, "nbdsched", "fio-rbd")
+    check(0.89 < r < 0.905, f"exp12: median of paired ratios 0.90x (got {r:.3f}x; ratio of medians 1.04x)")
+    row = exp12_rbd.summary({"randread 4k qd64": by_server})
+    check(row["ours"].startswith("vs fio-rbd: 0.90x") and row["status"] == "not met", f"exp12 summary: {row}")
+    try:
+        exp12_rbd.paired(dict(by_server, **{"fio-rbd": reps(27823, 0, 15584)}), "nbdsched", "fio-rbd")
+        check(False, "exp12: a repetition without I/O fails (not an infinite ratio)")
+    except RuntimeError as e:
+        check("without I/O" in str(e), f"exp12: a repetition without I/O fails: {e}")
+
+
+def test_exp6_summary_row():
+    ok = {"none_vs_nbdkit": 1.06, "sched_cost_mean": {"cfq": -0.028, "bfq": -0.093},
+          "sched_cost_worst": ("bfq", "tcp", "x", 0.24), "sched_ok": True}
+    row = exp6_report.summary_row(ok, [])
+    check(row["ours"] == "none / best nbdkit, 4k randread qd64 unix: 1.06x; scheduler cost at qd64, mean of 8 cells: "
+          "cfq -2.8%, bfq -9.3% (worst cell +24%)" and row["status"] == "met / met", f"exp6 row: {row}")
+    row = exp6_report.summary_row({}, ["nbdkit over unix, randread 4k qd64 x1, repetition 1: fio failed"])
+    check("0.00x" not in row["ours"] and "no result" in row["ours"] and "1 runs failed" in row["ours"]
+          and row["status"] == "no result / no result", f"exp6 row without nbdkit: {row}")
+
+
+def test_exp6_paired():
+    w = ("randread", "4k", 64, 1)
+    # medians 110 vs 100 (1.10x); repetition by repetition 0.80x, 0.92x, 1.25x: 0.92x. Repetition 2 of
+    # nbdkit failed in the second case: the ratio pairs repetitions 1 and 3 only.
+    samples = {("nbdsched-none", "unix", w): {0: (80.0,), 1: (110.0,), 2: (125.0,)},
+               ("nbdkit", "unix", w): {0: (100.0,), 1: (120.0,), 2: (100.0,)}}
+    r = exp6_report._paired(samples, "nbdsched-none", "nbdkit", "unix", w)
+    check(abs(r - 110 / 120) < 1e-9, f"exp6: median of paired ratios 0.92x (got {r:.3f}x; ratio of medians 1.10x)")
+    del samples[("nbdkit", "unix", w)][1]
+    r = exp6_report._paired(samples, "nbdsched-none", "nbdkit", "unix", w)
+    check(abs(r - (0.8 + 1.25) / 2) < 1e-9, f"exp6: a failed repetition is left out of both sides (got {r:.3f}x)")
+    check(exp6_report._paired(samples, "nbdsched-none", "qemu-nbd", "unix", w) is None, "exp6: no pair, no ratio")
+    # The target's reference is the faster nbdkit setting of each repetition: 1.20x against 16 threads,
+    # but --threads 1 was faster in repetitions 1 and 2 (16 threads failed in 2): 0.92x, 0.92x, 1.25x.
+    samples[("nbdsched-none", "unix", w)] = {0: (120.0,), 1: (110.0,), 2: (125.0,)}
+    samples[("nbdkit-t1", "unix", w)] = {0: (130.0,), 1: (120.0,), 2: (90.0,)}
+    check(abs(exp6_report._paired(samples, "nbdsched-none", "nbdkit", "unix", w) - 1.225) < 1e-9,
+          "exp6: against 16 threads alone 1.23x")
+    r = exp6_report._paired(samples, "nbdsched-none", "best-nbdkit", "unix", w)
+    check(abs(r - 120 / 130) < 1e-9, f"exp6: against the faster nbdkit of each repetition 0.92x (got {r:.3f}x)")
+
+
+def test_exp8_paired():
+    w = ("randread", "4k", 64, True)
+    # medians 20,000 vs 26,316 (0.76x); repetition by repetition 0.95x, 0.67x, 0.95x: 0.95x
+    samples = {(exp8_file_io.URING, w): {0: (19000.0, 0, 5.0), 1: (20000.0, 0, 5.0), 2: (25000.0, 0, 5.0)},
+               (exp8_file_io.RAW[0], w): {0: (20000.0, 0, None), 1: (30000.0, 0, None), 2: (26315.8, 0, None)}}
+    r = exp8_file_io.paired(samples, exp8_file_io.URING, exp8_file_io.RAW[0], w)
+    check(abs(r - 0.95) < 1e-3, f"exp8: median of paired ratios 0.95x (got {r:.3f}x; ratio of medians 0.76x)")
+
+
+def test_exp11_paired():
+    w = exp11_report.WORKLOADS[0]
+    # medians 100 vs 80 (1.25x, met); repetition by repetition 0.91x, 1.25x, 0.83x: 0.91x (missed)
+    samples = {("nbdsched-tls", "unix", w): {0: (100.0, 1, 1), 1: (100.0, 1, 1), 2: (100.0, 1, 1)},
+               ("nbdkit-tls", "unix", w): {0: (110.0, 1, 1), 1: (80.0, 1, 1), 2: (120.0, 1, 1)}}
+    text, ratios, met = exp11_report._verdict({}, [], samples)
+    r = ratios[(w, "unix")]
+    check(abs(r - 100 / 110) < 1e-9 and met == 0, f"exp11: median of paired ratios 0.91x (got {r:.3f}x, {met} met)")
+    check(ratios[(w, "tcp")] is None and "tcp -" in text, "exp11: a cell without a pair has no ratio")
+
+
+def main():
+    test_exp6_paired()
+    test_exp11_paired()
+    test_exp8_paired()
+    test_exp7_costs()
+    test_exp12_ratios()
+    test_exp6_summary_row()
+    if failures:
+        print(f"{len(failures)} failed")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
