@@ -33,7 +33,7 @@ std::unique_ptr<Backend> make_storage(const Spec& spec, std::string& error) {
             error = where + "ram size must be between 1 byte and " + format_size(RamBackend::max_size) + ", got " + std::to_string(spec.size);
             return nullptr;
         }
-        return std::make_unique<RamBackend>(spec.size);
+        return std::make_unique<RamBackend>(spec.size, spec.huge_pages);
     }
     if (spec.kind == Kind::rbd) return make_rbd(spec, error);
     if (spec.path.empty()) {

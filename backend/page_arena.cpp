@@ -29,7 +29,8 @@ bool PageArena::add_chunk() {
     if (chunk != base) ::munmap(base, static_cast<std::size_t>(chunk - base));
     if (std::byte* tail = chunk + chunk_bytes; tail != base + 2 * chunk_bytes)
         ::munmap(tail, static_cast<std::size_t>(base + 2 * chunk_bytes - tail));
-    ::madvise(chunk, chunk_bytes, MADV_HUGEPAGE);   // advice: THP off or unsupported leaves 4 KiB pages
+    // Advice: THP off or unsupported leaves 4 KiB pages either way.
+    ::madvise(chunk, chunk_bytes, huge_ ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     chunks_.push_back(chunk);
     next_ = chunk;
     end_ = chunk + chunk_bytes;

@@ -19,7 +19,9 @@ public:
     static constexpr std::size_t page_bytes = 4096;
     static constexpr std::size_t chunk_bytes = std::size_t{2} << 20;   // an x86-64 huge page
 
-    PageArena() = default;
+    // huge: chunks marked MADV_HUGEPAGE (transparent huge pages), else
+    // MADV_NOHUGEPAGE (4 KiB pages, whatever the system-wide THP mode).
+    explicit PageArena(bool huge = true) : huge_(huge) {}
     ~PageArena();
     PageArena(const PageArena&) = delete;
     PageArena& operator=(const PageArena&) = delete;
@@ -34,6 +36,7 @@ public:
 private:
     bool add_chunk();   // with mutex_ held
 
+    const bool huge_;
     mutable std::mutex mutex_;
     std::vector<std::byte*> chunks_;
     std::byte* next_ = nullptr;   // the next never-used page of the last chunk

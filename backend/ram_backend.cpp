@@ -87,8 +87,9 @@ struct RamBackend::Leaf {
     }
 };
 
-RamBackend::RamBackend(std::uint64_t size)
-    : size_(size),
+RamBackend::RamBackend(std::uint64_t size, bool huge_pages)
+    : arena_(huge_pages),
+      size_(size),
       leaf_count_((size + leaf_bytes - 1) / leaf_bytes),
       leaves_(std::make_unique<std::atomic<Leaf*>[]>(leaf_count_)) {
 }

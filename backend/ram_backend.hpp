@@ -56,7 +56,8 @@ public:
     static constexpr std::uint64_t max_size = std::uint64_t{64} << 40;   // 64 TiB
 
     // size must be 1..max_size (the factory validates and reports errors).
-    explicit RamBackend(std::uint64_t size);
+    // huge_pages: the pages come from transparent huge pages (PageArena).
+    explicit RamBackend(std::uint64_t size, bool huge_pages = true);
     ~RamBackend() override;
     RamBackend(const RamBackend&) = delete;
     RamBackend& operator=(const RamBackend&) = delete;

@@ -66,6 +66,7 @@ struct Spec {
     std::vector<FaultRule> faults;              // fault injection (testing); empty = none
     RbdSpec rbd;                                // rbd only
     IoEngine io_engine = IoEngine::automatic;   // file only
+    bool huge_pages = true;                     // ram only: pages from transparent huge pages (PageArena)
     // File only, set by the daemon (the backend has no log): called once, on
     // the thread that saw it, when the storage first fails to persist
     // written data ("the storage failed to write ..."); FLUSH and FUA fail

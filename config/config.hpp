@@ -66,6 +66,7 @@ struct Device {
     std::uint64_t size = 0;                                       // bytes; file: 0 = use the existing file's size
     std::string path;                                             // file only
     bool direct = false;                                          // O_DIRECT
+    bool huge_pages = true;                                       // ram only: THP-backed pages
     backend::IoEngine io_engine = backend::IoEngine::automatic;   // file only: threads | io_uring
     Tristate rotational = Tristate::automatic;
     std::string scheduler = "none";                      // none | cfq | bfq

@@ -70,11 +70,14 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
             r.error(p.where("direct"), p.key("direct"), "only for backend: file (O_DIRECT)");
         if (p.at.count("io_engine"))
             r.error(p.where("io_engine"), p.key("io_engine"), "only for backend: file");
-    } else if (p.at.count("path") == 0) {
-        r.error(required_by, p.key("path"), "missing: a file device needs a path (a file or a block device)");
-    } else if (d.direct && size_parsed && d.size != 0) {
-        check_direct_size(r, p);
+        return;
     }
+    if (p.at.count("huge_pages"))
+        r.error(p.where("huge_pages"), p.key("huge_pages"), "only for backend: ram");
+    if (p.at.count("path") == 0)
+        r.error(required_by, p.key("path"), "missing: a file device needs a path (a file or a block device)");
+    else if (d.direct && size_parsed && d.size != 0)
+        check_direct_size(r, p);
 }
 
 }   // namespace
@@ -86,7 +89,7 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
     std::vector<Field> tunables, param_blocks;
     bool size_parsed = false;
     bool ok = r.read_map(item,
-                         {"name", "backend", "size", "path", "direct", "io_engine", "rotational", "scheduler", "tunables", "profile",
+                         {"name", "backend", "size", "path", "direct", "huge_pages", "io_engine", "rotational", "scheduler", "tunables", "profile",
                           "hdd", "ssd", "nvme", "read_ahead_kb", "read_ahead_cache", "writes_sync", "queue_depth",
                           "default_group", "faults", "pool", "image", "namespace", "ceph_conf", "client",
                           "osd_op_timeout", "mount_timeout"},
@@ -111,6 +114,8 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
                                  }
                              } else if (k == "direct") {
                                  if (auto v = r.boolean(f)) d.direct = *v;
+                             } else if (k == "huge_pages") {
+                                 if (auto v = r.boolean(f)) d.huge_pages = *v;
                              } else if (k == "io_engine") {
                                  if (auto v = r.choice(f, {"auto", "threads", "io_uring"}))
                                      d.io_engine = *v == "threads"    ? backend::IoEngine::threads

@@ -47,6 +47,7 @@ void compare_device(const config::Device& a, const config::Device& b, ReloadPlan
     if (a.size != b.size) refuse("size");
     if (a.path != b.path) refuse("path");
     if (a.direct != b.direct) refuse("direct");
+    if (a.huge_pages != b.huge_pages) refuse("huge_pages");
     if (a.io_engine != b.io_engine) refuse("io_engine");
     if (a.rotational != b.rotational) refuse("rotational");
     if (a.scheduler != b.scheduler) refuse("scheduler (" + a.scheduler + " -> " + b.scheduler + ")");

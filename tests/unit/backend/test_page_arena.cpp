@@ -5,8 +5,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "backend/factory.hpp"
 #include "backend/page_arena.hpp"
 #include "backend/ram_backend.hpp"
 #include "pattern.hpp"
@@ -22,7 +26,67 @@ bool all_zero(const std::byte* p, std::size_t n) {
     return true;
 }
 
+// The VmFlags line of the mapping holding `at` in /proc/self/smaps ("" if none).
+std::string vm_flags_at(const void* at) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto addr = reinterpret_cast<std::uintptr_t>(at);
+    bool inside = false;
+    for (std::string line; std::getline(smaps, line);) {
+        std::uintptr_t lo = 0, hi = 0;
+        char dash = 0;
+        std::istringstream head(line);
+        if (line.find(':') > line.find('-') && (head >> std::hex >> lo >> dash >> hi) && dash == '-') {
+            inside = lo <= addr && addr < hi;
+            continue;
+        }
+        if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+    }
+    return "";
+}
+
+bool has_flag(const std::string& vm_flags, const std::string& flag) {
+    return vm_flags.find(" " + flag + " ") != std::string::npos || vm_flags.ends_with(" " + flag);
+}
+
 }   // namespace
+
+TEST_CASE("page arena: chunks ask for transparent huge pages, or refuse them with huge false") {
+    // hg: MADV_HUGEPAGE, nh: MADV_NOHUGEPAGE (proc(5)). Whether the kernel
+    // then backs the chunk with a huge page is its THP mode's business.
+    for (const bool huge : {true, false}) {
+        INFO("huge: " << huge);
+        PageArena arena(huge);
+        std::byte* page = arena.take();
+        REQUIRE(page != nullptr);
+        const std::string flags = vm_flags_at(page);
+        INFO(flags);
+        CHECK(has_flag(flags, huge ? "hg" : "nh"));
+        CHECK_FALSE(has_flag(flags, huge ? "nh" : "hg"));
+    }
+}
+
+TEST_CASE("ram: a device's huge_pages reaches its pages through the factory") {
+    for (const bool huge : {true, false}) {
+        INFO("huge_pages: " << huge);
+        Spec spec;
+        spec.name = "d0";
+        spec.size = 64 << 20;
+        spec.huge_pages = huge;
+        std::string error;
+        auto ram = make_backend(spec, error);
+        REQUIRE(ram != nullptr);
+        REQUIRE(ram->write(0, byte_pattern(0, 4096), false) == 0);
+        std::vector<std::span<const std::byte>> pieces;
+        const auto pin = ram->read_pinned(0, 4096, pieces);
+        REQUIRE(pin);
+        REQUIRE(pieces.size() == 1);
+        const std::string flags = vm_flags_at(pieces[0].data());
+        INFO(flags);
+        CHECK(has_flag(flags, huge ? "hg" : "nh"));
+        CHECK_FALSE(has_flag(flags, huge ? "nh" : "hg"));
+        ram->unpin(*pin);
+    }
+}
 
 TEST_CASE("page arena: pages are zeroed, aligned, in order, and a chunk is mapped at a time") {
     PageArena arena;

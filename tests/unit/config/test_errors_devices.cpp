@@ -37,6 +37,18 @@ TEST_CASE("a ram device needs a size above 0, and at most 64TiB") {
     CHECK(device("name: d0\n    size: 64TiB\n").config.has_value());
 }
 
+TEST_CASE("huge_pages: a ram device's, on by default, reaching the backend's spec; an error elsewhere") {
+    auto on = device("name: d0\n    size: 1GiB\n");
+    REQUIRE(on.config);
+    CHECK(on.config->devices[0].backend_spec().huge_pages);
+    auto off = device("name: d0\n    size: 1GiB\n    huge_pages: false\n");
+    INFO(all_errors(off));
+    REQUIRE(off.config);
+    CHECK_FALSE(off.config->devices[0].backend_spec().huge_pages);
+    expect_error(device("name: d0\n    backend: file\n    path: /x\n    huge_pages: false\n"), "devices[0].huge_pages",
+                 5, 17, "only for backend: ram");
+}
+
 TEST_CASE("a file device needs a path; a ram device takes none") {
     expect_error(device("name: d0\n    backend: file\n"), "devices[0].path", 3, 14, "missing: a file device needs a path");
     expect_error(device("name: d0\n    backend: ram\n"), "devices[0].size", 3, 14, "missing: a ram device needs a size");
