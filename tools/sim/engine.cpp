@@ -4,7 +4,6 @@
 #include <deque>
 #include <map>
 #include <queue>
-#include <random>
 #include <unordered_map>
 
 #include "timing/profiles.hpp"
@@ -12,6 +11,7 @@
 #include "tools/sim/depth_log.hpp"
 #include "tools/sim/job.hpp"
 #include "tools/sim/request_pool.hpp"
+#include "tools/sim/timer_slack.hpp"
 
 namespace nbdsched::sim {
 namespace {
@@ -61,7 +61,7 @@ public:
           ready_(w.jobs.size()),
           asleep_(w.jobs.size()),
           depth_(ramp_, end_, w.trace_window),
-          slack_rng_(w.seed) {}
+          slack_(w.seed, w.timer_slack) {}
 
     Results run(std::string& error);
 
@@ -99,14 +99,11 @@ private:
     std::vector<std::deque<Time>> ready_;   // when a job came to want the requests it has not sent
     std::vector<bool> asleep_;              // waiting for the pool to wake it
     DepthLog depth_;
-    std::mt19937_64 slack_rng_;
+    TimerSlack slack_;
     Results r_;
 };
 
-Time Runner::late(Time at) {
-    if (w_.timer_slack.count() <= 0) return at;
-    return at + Nanos(std::uniform_int_distribution<std::int64_t>(0, w_.timer_slack.count())(slack_rng_));
-}
+Time Runner::late(Time at) { return at + slack_.next(); }
 
 void Runner::issue(std::size_t job, Time wanted, Time now) {
     if (now >= end_) return;

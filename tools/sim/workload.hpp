@@ -76,7 +76,8 @@ struct Workload {
     PoolSpec pool;
     Nanos trace_window{0};   // record every depth change in [ramp_time, ramp_time + this)
     // A loaded host's timers: every wake-up and completion reaches the
-    // scheduler late by a pseudo-random amount in [0, this] (0: exactly on time).
+    // scheduler late by a pseudo-random amount in [0, this] (0: exactly on
+    // time), the same for a seed with any standard library (timer_slack.hpp).
     Nanos timer_slack{0};
 };
 
