@@ -7,6 +7,11 @@ namespace nbdsched::timing {
 
 SsdParams ssd_defaults() { return SsdParams{}; }
 
+// An NVMe SSD on PCIe 3.0 x4 (3.94 GB/s of link after 128b/130b coding):
+// bandwidth 3 GiB/s = 3.22 GB/s, the class of such drives' data sheets
+// (3.2-3.5 GB/s sequential read); 32 channels and 80 us reads give 400k IOPS
+// at depth, and the 256-deep queue stands for NVMe's many deep queues. The
+// latencies and channels are not one data sheet's.
 SsdParams nvme_defaults() {
     SsdParams p;
     p.name = "nvme";
@@ -14,7 +19,7 @@ SsdParams nvme_defaults() {
     p.write_latency = Nanos{20'000};
     p.channels = 32;
     p.queue_depth = 256;
-    p.bandwidth = 3.0 * 1024 * 1024 * 1024;
+    p.bandwidth = 3.0 * 1024 * 1024 * 1024;   // 3 GiB/s = 3.22 GB/s
     p.max_io = 512 * 1024;
     return p;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "daemon/device/steady_clock.hpp"
+#include "sched/pool_share.hpp"
 
 namespace nbdsched::daemon {
 
@@ -31,7 +32,7 @@ Nanos InflightBudget::now() const {
 }
 
 bool InflightBudget::using_device(const Group& g, Nanos now) const {
-    return g.held > 0 || !g.line.empty() || (g.ever_used && now - g.idle_since < share_idle_);
+    return sched::uses_pool(g.held > 0 || !g.line.empty(), g.ever_used, g.idle_since, now, share_idle_);
 }
 
 std::uint64_t InflightBudget::weight_sum(sched::GroupId id, Nanos now, std::uint64_t& weight) const {
@@ -43,20 +44,11 @@ std::uint64_t InflightBudget::weight_sum(sched::GroupId id, Nanos now, std::uint
     return wsum;
 }
 
-namespace {
-// bfqq_request_over_limit() rounds to the closest; rounding down keeps the
-// shares' sum within the pool. The limits may be UINT64_MAX (none): split
-// before multiplying.
-std::uint64_t split(std::uint64_t pool, std::uint64_t weight, std::uint64_t wsum) {
-    return std::max<std::uint64_t>(pool / wsum * weight + pool % wsum * weight / wsum, 1);
-}
-}   // namespace
-
 std::uint64_t InflightBudget::share_of(sched::GroupId id, Nanos now) const {
     if (!fair_share_) return max_requests_;
     std::uint64_t weight = 0;
     const auto wsum = weight_sum(id, now, weight);
-    return split(max_requests_, weight, wsum);
+    return sched::weighted_share(max_requests_, weight, wsum);
 }
 
 // At least one byte: a group holding none is admitted whatever the size of
@@ -65,7 +57,7 @@ std::uint64_t InflightBudget::byte_share_of(sched::GroupId id, Nanos now) const 
     if (!fair_share_) return max_bytes_;
     std::uint64_t weight = 0;
     const auto wsum = weight_sum(id, now, weight);
-    return split(max_bytes_, weight, wsum);
+    return sched::weighted_share(max_bytes_, weight, wsum);
 }
 
 bool InflightBudget::eligible(sched::GroupId id, const Group& g, Nanos now) const {

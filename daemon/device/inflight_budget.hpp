@@ -11,7 +11,8 @@
 // whichever connection happened to read first would take every freed slot,
 // and the scheduler would never see the others' requests.
 //
-// Across groups the pool is shared by weight (fair_share), the analogue of
+// Across groups the pool is shared by weight (fair_share, the rule in
+// sched/pool_share.hpp, which the simulator's `line` pool shares), the analogue of
 // BFQ's bfqq_request_over_limit() (Linux 5.17+, "bfq: Limit number of
 // requests consumed by each cgroup"): while several groups use the device,
 // a group may hold at most max_requests * weight / (sum of the weights of
@@ -47,6 +48,7 @@
 #include <memory>
 
 #include "common/units.hpp"
+#include "sched/pool_share.hpp"
 #include "sched/request.hpp"
 
 namespace nbdsched::daemon {
@@ -76,12 +78,9 @@ public:
     struct Options {
         std::uint64_t max_requests = UINT64_MAX;
         std::uint64_t max_bytes = UINT64_MAX;
-        bool fair_share = true;   // false: one first-come-first-served line for all groups
-        // Three slice_idle windows of 8 ms: the window in which BFQ takes a
-        // queue's next request as "in time". One window was too short for a
-        // reader on a loaded host (exp10 at load 12: p99 6.9x with bfq).
-        Nanos share_idle = std::chrono::milliseconds(24);
-        std::function<Nanos()> clock;   // unset: steady_clock
+        bool fair_share = true;                         // false: one first-come-first-served line for all groups
+        Nanos share_idle = sched::default_share_idle;   // see sched/pool_share.hpp
+        std::function<Nanos()> clock;                   // unset: steady_clock
     };
 
     explicit InflightBudget(Options options);

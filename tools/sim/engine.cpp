@@ -4,7 +4,6 @@
 #include <deque>
 #include <map>
 #include <queue>
-#include <random>
 #include <unordered_map>
 
 #include "timing/profiles.hpp"
@@ -12,6 +11,7 @@
 #include "tools/sim/depth_log.hpp"
 #include "tools/sim/job.hpp"
 #include "tools/sim/request_pool.hpp"
+#include "tools/sim/timer_slack.hpp"
 
 namespace nbdsched::sim {
 namespace {
@@ -61,7 +61,7 @@ public:
           ready_(w.jobs.size()),
           asleep_(w.jobs.size()),
           depth_(ramp_, end_, w.trace_window),
-          slack_rng_(w.seed) {}
+          slack_(w.seed, w.timer_slack) {}
 
     Results run(std::string& error);
 
@@ -70,6 +70,7 @@ private:
     Time late(Time at);
     void issue(std::size_t job, Time wanted, Time now);
     void run_job(std::size_t job, Time now);
+    void wake_pool_sleepers(Time now);
     void complete(std::uint64_t id, Time now);
     void pump(Time now);
     void device_busy_change(Time now, bool busy);
@@ -99,14 +100,11 @@ private:
     std::vector<std::deque<Time>> ready_;   // when a job came to want the requests it has not sent
     std::vector<bool> asleep_;              // waiting for the pool to wake it
     DepthLog depth_;
-    std::mt19937_64 slack_rng_;
+    TimerSlack slack_;
     Results r_;
 };
 
-Time Runner::late(Time at) {
-    if (w_.timer_slack.count() <= 0) return at;
-    return at + Nanos(std::uniform_int_distribution<std::int64_t>(0, w_.timer_slack.count())(slack_rng_));
-}
+Time Runner::late(Time at) { return at + slack_.next(); }
 
 void Runner::issue(std::size_t job, Time wanted, Time now) {
     if (now >= end_) return;
@@ -133,12 +131,17 @@ void Runner::run_job(std::size_t job, Time now) {
     while (!ready_[job].empty() && !asleep_[job]) {
         if (!pool_.get(job, now)) {
             asleep_[job] = true;
+            wake_pool_sleepers(now);   // joining the line may hand others a ticket
             return;
         }
         Time wanted = ready_[job].front();
         ready_[job].pop_front();
         issue(job, wanted, now);
     }
+}
+
+void Runner::wake_pool_sleepers(Time now) {
+    for (std::size_t job : pool_.woken()) push(now, Kind::wake, job);
 }
 
 void Runner::complete(std::uint64_t id, Time now) {
@@ -150,7 +153,8 @@ void Runner::complete(std::uint64_t id, Time now) {
     if (device_in_flight_ == 0) device_busy_change(now, false);
     ++r_.completed;
     s_.complete(id, now);
-    if (auto woken = pool_.put(now)) push(now, Kind::wake, *woken);
+    pool_.put(p.job, now);
+    wake_pool_sleepers(now);
     if (now >= ramp_ && now <= end_) {
         ++job_results_[p.job].ios;
         job_results_[p.job].bytes += p.bytes;
@@ -234,6 +238,10 @@ Results Runner::run(std::string& error) {
         for (unsigned d = 0; d < spec.iodepth; ++d) push(spec.start_delay, Kind::issue, j);
     }
     for (std::size_t c = 0; c < w_.changes.size(); ++c) push(w_.changes[c].at, Kind::change, c);
+    // The pool's weights are the scheduler's, as the daemon's device syncs its
+    // in-flight budget from the scheduler's stats.
+    auto stats = s_.stats(Time{});
+    for (std::size_t j = 0; j < n; ++j) pool_.set_group(j, job_group_[j], stats.groups[job_group_[j]].weight);
     job_results_.resize(n);
     job_logs_.resize(n);
     backlog_.resize(n);

@@ -2,7 +2,27 @@
 
 namespace nbdsched::sim {
 
-RequestPool::RequestPool(const PoolSpec& spec, std::size_t jobs) : spec_(spec), procs_(jobs) {}
+RequestPool::RequestPool(const PoolSpec& spec, std::size_t jobs)
+    : spec_(spec), admission_(spec.nr_requests, spec.fair_share, spec.share_idle, jobs), procs_(jobs) {}
+
+void RequestPool::set_group(std::size_t job, sched::GroupId group, unsigned weight) {
+    admission_.set_group(job, group, weight);
+}
+
+bool RequestPool::line_mode() const { return spec_.mode == PoolSpec::Mode::line; }
+
+unsigned RequestPool::allocated() const { return line_mode() ? admission_.allocated() : count_; }
+
+std::size_t RequestPool::sleeping() const { return line_mode() ? admission_.sleeping() : line_.size(); }
+
+std::uint64_t RequestPool::sleeps() const { return line_mode() ? admission_.sleeps() : sleeps_; }
+
+std::vector<std::size_t> RequestPool::woken() {
+    if (line_mode()) return admission_.woken();
+    std::vector<std::size_t> out;
+    out.swap(woken_);
+    return out;
+}
 
 bool RequestPool::batching(const Proc& p, Nanos now) const {
     return p.batch_left == spec_.batch_requests || (p.batch_left > 0 && now < p.last_waited + spec_.batch_time);
@@ -22,19 +42,7 @@ void RequestPool::sleep(std::size_t job) {
 bool RequestPool::get(std::size_t job, Nanos now) {
     switch (spec_.mode) {
     case PoolSpec::Mode::unlimited: ++count_; return true;
-    case PoolSpec::Mode::line: {
-        Proc& p = procs_[job];
-        if (p.ticket) {   // the slot is counted already
-            p.ticket = false;
-            return true;
-        }
-        if (count_ < spec_.nr_requests && line_.empty()) {
-            ++count_;
-            return true;
-        }
-        sleep(job);
-        return false;
-    }
+    case PoolSpec::Mode::line: return admission_.get(job, now);
     case PoolSpec::Mode::batching: return get_batching(job, now);
     }
     return false;
@@ -63,25 +71,18 @@ bool RequestPool::get_batching(std::size_t job, Nanos now) {
     return true;
 }
 
-std::optional<std::size_t> RequestPool::put(Nanos now) {
+void RequestPool::put(std::size_t job, Nanos now) {
+    if (spec_.mode == PoolSpec::Mode::line) return admission_.put(job, now);
     if (count_ > 0) --count_;
-    if (spec_.mode == PoolSpec::Mode::unlimited) return std::nullopt;
-    if (spec_.mode == PoolSpec::Mode::line) {
-        if (line_.empty()) return std::nullopt;
-        std::size_t job = line_.front();
-        line_.pop_front();
-        procs_[job].ticket = true;
-        ++count_;   // the ticket holds the slot
-        return job;
-    }
+    if (spec_.mode == PoolSpec::Mode::unlimited) return;
     // __freed_request: wake one sleeper once the pool is below nr_requests.
-    if (count_ + 1 > spec_.nr_requests) return std::nullopt;
+    if (count_ + 1 > spec_.nr_requests) return;
     full_ = false;
-    if (line_.empty()) return std::nullopt;
-    std::size_t job = line_.front();
+    if (line_.empty()) return;
+    std::size_t next = line_.front();
     line_.pop_front();
-    set_batching(procs_[job], now);   // get_request after io_schedule()
-    return job;
+    set_batching(procs_[next], now);   // get_request after io_schedule()
+    woken_.push_back(next);
 }
 
 }   // namespace nbdsched::sim

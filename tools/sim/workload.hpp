@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/units.hpp"
+#include "sched/pool_share.hpp"
 #include "sched/qos/spec.hpp"
 #include "sched/scheduler.hpp"
 
@@ -53,6 +54,11 @@ struct PoolSpec {
     unsigned nr_requests = 128;     // the kernel's default nr_requests
     unsigned batch_requests = 32;   // BLK_BATCH_REQ
     Nanos batch_time = 20ms;        // BLK_BATCH_TIME (HZ / 50)
+    // line: groups share the pool by weight, as limits.inflight_fair_share
+    // (on by default) does in the daemon; a group counts as using the pool
+    // for share_idle after its last request came back.
+    bool fair_share = true;
+    Nanos share_idle = sched::default_share_idle;
 };
 
 // A run-time tunable change, as the daemon's control socket would make it.
@@ -76,7 +82,8 @@ struct Workload {
     PoolSpec pool;
     Nanos trace_window{0};   // record every depth change in [ramp_time, ramp_time + this)
     // A loaded host's timers: every wake-up and completion reaches the
-    // scheduler late by a pseudo-random amount in [0, this] (0: exactly on time).
+    // scheduler late by a pseudo-random amount in [0, this] (0: exactly on
+    // time), the same for a seed with any standard library (timer_slack.hpp).
     Nanos timer_slack{0};
 };
 

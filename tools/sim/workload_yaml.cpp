@@ -131,6 +131,10 @@ void parse_pool(const YAML::Node& node, PoolSpec& pool) {
             pool.batch_requests = unsigned(integer(kv.second, at));
         } else if (key == "batch_time") {
             pool.batch_time = duration(kv.second, at);
+        } else if (key == "fair_share") {
+            pool.fair_share = boolean(kv.second, at);
+        } else if (key == "share_idle") {
+            pool.share_idle = duration(kv.second, at);
         } else {
             throw Bad{at + ": unknown key"};
         }

@@ -6,6 +6,8 @@
 // rule of cfq_may_dispatch)? It does not: see the last case.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include "sim_shapes.hpp"
 #include "tools/sim/request_pool.hpp"
 
@@ -22,6 +24,15 @@ PoolSpec small(PoolSpec::Mode mode) {
     p.batch_requests = 4;
     p.batch_time = 20ms;
     return p;
+}
+
+// Frees one request of `job`; returns the one job it woke, if any.
+std::optional<std::size_t> put(RequestPool& pool, std::size_t job, Nanos now) {
+    pool.put(job, now);
+    auto woken = pool.woken();
+    REQUIRE(woken.size() <= 1);
+    if (woken.empty()) return std::nullopt;
+    return woken.front();
 }
 
 unsigned take(RequestPool& pool, std::size_t job, Nanos now, unsigned tries) {
@@ -42,9 +53,9 @@ TEST_CASE("request pool, batching: the process that fills the pool becomes a bat
     CHECK_FALSE(pool.get(0, Nanos{}));   // its batch used up: sleeps too, behind job 1
     CHECK(pool.sleeping() == 2);
     // Frees wake nobody until the pool is below nr_requests.
-    for (int i = 0; i < 3; ++i) CHECK_FALSE(pool.put(1ms));
+    for (int i = 0; i < 3; ++i) CHECK_FALSE(put(pool, 0, 1ms));
     CHECK(pool.allocated() == 8);
-    auto woken = pool.put(1ms);   // 7 left: one sleeper, the oldest
+    auto woken = put(pool, 0, 1ms);   // 7 left: one sleeper, the oldest
     REQUIRE(woken);
     CHECK(*woken == 1);
     // The woken process is a batcher: it takes the pool from 7 to 11
@@ -70,13 +81,13 @@ TEST_CASE("request pool, line: one request per job in turn, as nbdsched admits")
     CHECK(take(pool, 0, Nanos{}, 8) == 8);
     CHECK_FALSE(pool.get(1, Nanos{}));   // no overshoot, no batches
     CHECK_FALSE(pool.get(0, Nanos{}));   // job 0 too, behind job 1
-    auto woken = pool.put(1ms);
+    auto woken = put(pool, 0, 1ms);
     REQUIRE(woken);
     CHECK(*woken == 1);              // the slot goes to the head of the line as a ticket
     CHECK(pool.get(1, 1ms));         // its ticket
     CHECK_FALSE(pool.get(1, 1ms));   // its next request goes to the back of the line
     CHECK(pool.allocated() == 8);
-    CHECK(*pool.put(2ms) == 0);
+    CHECK(*put(pool, 0, 2ms) == 0);
 }
 
 TEST_CASE("request pool: seed 000 cloud shape, the batching allocator gives CFQ no depth beyond quantum") {
