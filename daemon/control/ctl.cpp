@@ -120,6 +120,24 @@ int print_reply(const std::string& cmd, const Json& reply, bool json) {
     return 0;
 }
 
+// The word given where a subcommand goes when it names none (`ctl bogus`):
+// CLI11 reports only "A subcommand is required" for it.
+std::optional<std::string> unknown_subcommand(CLI::App& app, const CLI::ParseError& e) {
+    if (!dynamic_cast<const CLI::RequiredError*>(&e) && !dynamic_cast<const CLI::ExtrasError*>(&e)) return std::nullopt;
+    if (!app.get_subcommands().empty()) return std::nullopt;
+    for (const auto& word : app.remaining())
+        if (!word.starts_with("-")) return word;
+    return std::nullopt;
+}
+
+// "list, stats, get, ..." in the order --help gives them.
+std::string subcommand_names(CLI::App& app) {
+    std::string names;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; }))
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+    return names;
+}
+
 }   // namespace
 
 int run_ctl(int argc, char** argv) {
@@ -167,6 +185,11 @@ int run_ctl(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        if (auto word = unknown_subcommand(app, e)) {
+            std::cerr << "nbdsched ctl: unknown subcommand '" << *word << "' (" << subcommand_names(app)
+                      << ")\nRun with --help for more information.\n";
+            return 2;
+        }
         return app.exit(e) == 0 ? 0 : 2;
     }
     if (a.socket.empty() && a.config.empty()) {
