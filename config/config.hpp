@@ -52,6 +52,7 @@ struct Tls {
     std::string certificates;      // dir with ca-cert.pem, server-cert.pem, server-key.pem
     bool verify_clients = false;   // client certificates must chain to ca-cert.pem
     Origin origin;
+    Origin psk_file_origin, certificates_origin;   // each key's value, for errors about its file
     bool enabled() const { return !psk_file.empty() || !certificates.empty(); }
 };
 

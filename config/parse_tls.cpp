@@ -1,6 +1,7 @@
 // tls: where the server's keys and certificates are. The files themselves
-// are read at start (daemon/session/tls_context), not here: a config check
-// on another machine must not need the keys.
+// are read at start and by --check-config (daemon/session/tls_context,
+// daemon/process/check_config), not here: loading a config (ctl finds its
+// control socket in it, on a machine that may lack the keys) needs none.
 #include "config/parsers.hpp"
 
 namespace nbdsched::config::detail {
@@ -16,6 +17,7 @@ void parse_tls(Reader& r, const Field& field, Tls& tls) {
         if (!v) return;
         if (v->empty()) return r.error(f, "empty path");
         (f.key == "psk_file" ? tls.psk_file : tls.certificates) = *v;
+        (f.key == "psk_file" ? tls.psk_file_origin : tls.certificates_origin) = f.at;
     });
     if (field.value.IsMap() && !tls.enabled())
         r.error(field, "give psk_file:, certificates: or both");

@@ -92,6 +92,7 @@ Json weight_command(const Json& request, DaemonState& state) {
         return error_reply("\"weight\": out of range: " + it->dump() + " (allowed " + range + ")");
     auto w = it->get<std::uint64_t>();
     if (auto why = sched::check_weight(w); !why.empty()) return error_reply("\"weight\": " + why);
+    if (auto why = group_ctl_error(state, group); !why.empty()) return error_reply(why);
     // The next connection its cgroup rule places would set the cgroup's
     // weight again, and a restart would not carry this one: refused.
     if (auto id = state.groups->find(group); id && state.groups->at(*id).weight_from_cgroup)
@@ -128,6 +129,15 @@ std::string apply_weight(DaemonState& state, const std::string& group, unsigned 
         dev->kick();
     }
     state.groups->set_weight(*id, weight);
+    return {};
+}
+
+std::string group_ctl_error(const DaemonState& state, const std::string& group) {
+    if (!state.groups->find(group)) return "no group '" + group + "'";
+    if (!state.config->find_group(group))
+        return "group " + group +
+               " is not in the configuration in force: a reload left it out, it stays only for its open "
+               "connections (add it to groups: and reload to change it)";
     return {};
 }
 

@@ -28,4 +28,9 @@ std::string handle_line(const std::string& line, DaemonState& state);
 // error message, empty on success. Shared by `ctl weight` and reload.
 std::string apply_weight(DaemonState& state, const std::string& group, unsigned weight);
 
+// Empty when ctl may change `group`, else why not: "no group 'x'", or, for a
+// group a reload left out of the file (kept only for its open connections,
+// never carried by a reload or restart), a message naming it.
+std::string group_ctl_error(const DaemonState& state, const std::string& group);
+
 }   // namespace nbdsched::daemon::control

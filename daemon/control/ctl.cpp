@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sys/types.h>
 
 #include "common/json_text.hpp"
@@ -66,13 +67,14 @@ int put_settings(const std::string& cmd, const std::vector<std::string>& setting
 }
 
 // The control socket named by --socket, or by --config's `control:`;
-// empty (and a message) when there is none.
-std::string control_socket(const CtlArgs& a) {
+// empty (and a message) when the file has none; nullopt (and its errors)
+// when the file does not load.
+std::optional<std::string> control_socket(const CtlArgs& a) {
     if (!a.socket.empty()) return a.socket;
     auto loaded = config::load_file(a.config);
     if (!loaded.config) {
         for (const auto& e : loaded.errors) std::cerr << e.str() << "\n";
-        return {};
+        return std::nullopt;
     }
     if (loaded.config->control.empty()) std::cerr << "nbdsched ctl: " << a.config << " has no control: socket\n";
     return loaded.config->control;
@@ -116,6 +118,24 @@ int print_reply(const std::string& cmd, const Json& reply, bool json) {
         std::cout << reply["value"].get<std::string>() << "\n";
     }
     return 0;
+}
+
+// The word given where a subcommand goes when it names none (`ctl bogus`):
+// CLI11 reports only "A subcommand is required" for it.
+std::optional<std::string> unknown_subcommand(CLI::App& app, const CLI::ParseError& e) {
+    if (!dynamic_cast<const CLI::RequiredError*>(&e) && !dynamic_cast<const CLI::ExtrasError*>(&e)) return std::nullopt;
+    if (!app.get_subcommands().empty()) return std::nullopt;
+    for (const auto& word : app.remaining())
+        if (!word.starts_with("-")) return word;
+    return std::nullopt;
+}
+
+// "list, stats, get, ..." in the order --help gives them.
+std::string subcommand_names(CLI::App& app) {
+    std::string names;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; }))
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+    return names;
 }
 
 }   // namespace
@@ -165,6 +185,11 @@ int run_ctl(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        if (auto word = unknown_subcommand(app, e)) {
+            std::cerr << "nbdsched ctl: unknown subcommand '" << *word << "' (" << subcommand_names(app)
+                      << ")\nRun with --help for more information.\n";
+            return 2;
+        }
         return app.exit(e) == 0 ? 0 : 2;
     }
     if (a.socket.empty() && a.config.empty()) {
@@ -192,7 +217,15 @@ int run_ctl(int argc, char** argv) {
     if (cmd == "reserve" || cmd == "limit")
         if (int rc = put_settings(cmd, a.settings, req)) return rc;
     if (cmd == "latency-target") req["target"] = a.target;
-    const std::string path = control_socket(a);
+    const auto socket_path = control_socket(a);
+    if (!socket_path && cmd == "reload") {
+        // The daemon would read the same file and refuse it: no SIGHUP, and
+        // the exit status of a refused reload (systemctl reload fails).
+        std::cerr << "nbdsched ctl reload: " << a.config << " does not load: not reloading"
+                  << (a.pid ? ", no SIGHUP sent to " + std::to_string(a.pid) : std::string()) << "\n";
+        return 1;
+    }
+    const std::string path = socket_path.value_or("");
     if (path.empty()) return cmd == "reload" && a.pid ? reload_by_signal(a.pid, "no control socket") : 2;
     std::string error;
     bool connected = false;

@@ -5,6 +5,7 @@
 #include "backend/factory.hpp"
 #include "common/units.hpp"
 #include "daemon/control/commands.hpp"
+#include "daemon/control/qos.hpp"
 
 namespace nbdsched::daemon::control {
 
@@ -76,6 +77,31 @@ void apply_faults_change(DaemonState& state, const LiveChanges::Faults& f) {
     spdlog::info("hand-over: ctl faults {} {} kept", f.device, onoff);
 }
 
+// A check of the settings (sched::qos::check) failing here is a state
+// from another version's rules: not applied, and said.
+void apply_qos_change(DaemonState& state, const LiveChanges::Qos& q) {
+    const auto* group = state.config->find_group(q.group);
+    const auto what = q.group + " " + sched::qos::to_string(q.qos);
+    if (!group) {
+        spdlog::info("hand-over: ctl QoS of group {} not kept: the group is not in this configuration's groups", what);
+        return;
+    }
+    if (group->qos != q.file_qos) {
+        spdlog::info("hand-over: ctl QoS of group {} not kept: this configuration changes the group's reserve, limit "
+                     "or latency_target (to {})",
+                     what, sched::qos::to_string(group->qos));
+        return;
+    }
+    std::vector<std::string> warnings;
+    if (auto why = apply_qos(state, q.group, q.qos, warnings); !why.empty()) {
+        spdlog::error("hand-over: ctl QoS of group {} not kept: {}", what, why);
+        return;
+    }
+    for (const auto& w : warnings) spdlog::warn("hand-over: {}", w);
+    state.changed_by_ctl.qos.insert(q.group);
+    spdlog::info("hand-over: ctl QoS of group {} kept", what);
+}
+
 }   // namespace
 
 LiveChanges live_changes(const DaemonState& state) {
@@ -99,6 +125,11 @@ LiveChanges live_changes(const DaemonState& state) {
         if (auto* faulty = dev ? backend::faulty_backend(dev->backend()) : nullptr)
             changes.faults.push_back({name, faulty->enabled()});
     }
+    for (const auto& name : state.changed_by_ctl.qos) {
+        const auto* group = state.config->find_group(name);
+        auto id = state.groups->find(name);
+        if (group && id) changes.qos.push_back({name, state.groups->at(*id).qos, group->qos});
+    }
     return changes;
 }
 
@@ -106,6 +137,7 @@ void apply_live_changes(DaemonState& state, const LiveChanges& changes) {
     for (const auto& w : changes.weights) apply_weight_change(state, w);
     for (const auto& t : changes.tunables) apply_tunable_change(state, t);
     for (const auto& f : changes.faults) apply_faults_change(state, f);
+    for (const auto& q : changes.qos) apply_qos_change(state, q);
 }
 
 }   // namespace nbdsched::daemon::control

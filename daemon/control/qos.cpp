@@ -5,6 +5,7 @@
 #include <optional>
 #include <spdlog/spdlog.h>
 
+#include "daemon/control/commands.hpp"
 #include "sched/qos/qos_scheduler.hpp"
 
 namespace nbdsched::daemon::control {
@@ -101,8 +102,8 @@ Json qos_command(const Json& request, DaemonState& state) {
     auto g = request.find("group");
     if (g == request.end() || !g->is_string()) return error_reply("missing \"group\"");
     const std::string group = g->get<std::string>();
+    if (auto why = group_ctl_error(state, group); !why.empty()) return error_reply(why);
     auto id = state.groups->find(group);
-    if (!id) return error_reply("no group '" + group + "'");
     const std::string cmd = request.value("cmd", std::string());
     sched::qos::GroupQos qos = state.groups->at(*id).qos;
     std::string error;

@@ -21,7 +21,7 @@ namespace nbdsched::daemon::control {
 // What `nbdsched ctl` changed since the file was loaded (weights, tunables,
 // the faults switch, a group's reserve/limit/latency target), by name: a
 // SIGHUP keeps each unless the file changes it, and then forgets it; a
-// planned restart carries all but the QoS settings on (live_changes.hpp).
+// planned restart carries them on by the same rule (live_changes.hpp).
 struct ChangedByCtl {
     std::set<std::string> weights;                            // groups
     std::set<std::pair<std::string, std::string>> tunables;   // device, tunable

@@ -13,6 +13,7 @@
 
 #include "config/config.hpp"
 #include "daemon/process/attach_cli.hpp"
+#include "daemon/process/check_config.hpp"
 #include "daemon/process/cli.hpp"
 #include "daemon/process/fdstore_handover.hpp"
 #include "daemon/control/client.hpp"
@@ -104,12 +105,7 @@ int main(int argc, char** argv) {
 
     keep_large_buffers_mapped();
 
-    if (!cli.check_config_file.empty()) {
-        auto result = config::load_file(cli.check_config_file);
-        if (int rc = report(result); rc != 0) return rc;
-        std::cout << cli.check_config_file << ": OK\n";
-        return 0;
-    }
+    if (!cli.check_config_file.empty()) return daemon::check_config(cli.check_config_file);
 
     config::Config config;
     bool embedded = cli.config_file.empty();

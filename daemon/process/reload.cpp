@@ -110,14 +110,46 @@ std::vector<std::string> apply_group_qos(control::DaemonState& state, const conf
     return said;
 }
 
+// The weight a group the plan changes gets: the one its cgroup gave it
+// (from-cgroup), ctl's where `ctl weight` set it and the file keeps the
+// group's weight (its reserve, limit or latency_target alone changed), the
+// file's otherwise. Before, a reload that changed only a group's QoS put
+// the file's weight back over ctl's without a word. Adds a line to `said`
+// (also logged) for each ctl weight kept or not kept.
+unsigned group_weight_after_reload(control::DaemonState& state, const config::Group& g,
+                                   std::vector<std::string>& said) {
+    auto existing = state.groups->find(g.name);
+    if (!existing) return g.weight;
+    const unsigned live = state.groups->at(*existing).weight;
+    if (g.weight_from_cgroup) {
+        state.changed_by_ctl.weights.erase(g.name);   // its cgroup's weight holds
+        return live;
+    }
+    if (state.changed_by_ctl.weights.count(g.name) == 0) return g.weight;
+    const auto* was = state.config->find_group(g.name);
+    if (was && was->weight == g.weight && !was->weight_from_cgroup) {
+        said.push_back("group " + g.name + ": weight " + std::to_string(live) +
+                       ", set with ctl, kept: the file does not change the group's weight");
+        spdlog::info("reload: {}", said.back());
+        return live;
+    }
+    state.changed_by_ctl.weights.erase(g.name);   // the file changed this group's weight: its value holds
+    if (live != g.weight) {
+        said.push_back("group " + g.name + ": weight " + std::to_string(live) +
+                       ", set with ctl, not kept: the file changes the group's to " + std::to_string(g.weight));
+        spdlog::info("reload: {}", said.back());
+    }
+    return g.weight;
+}
+
 }   // namespace
 
 std::vector<std::string> apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next) {
     auto now = steady_now();
+    std::vector<std::string> said;
     for (const auto& g : plan.groups) {
         auto existing = state.groups->find(g.name);
-        // A from-cgroup group keeps the weight its cgroup gave it.
-        unsigned weight = g.weight_from_cgroup && existing ? state.groups->at(*existing).weight : g.weight;
+        const unsigned weight = group_weight_after_reload(state, g, said);
         config::Group entry = g;
         entry.weight = weight;
         // The QoS in force stays for apply_group_qos(), which decides and
@@ -125,13 +157,13 @@ std::vector<std::string> apply_plan(control::DaemonState& state, const ReloadPla
         // table only, so a reload's new limit never reached the devices).
         entry.qos = existing ? state.groups->at(*existing).qos : sched::qos::GroupQos{};
         auto id = state.groups->upsert(entry);
-        state.changed_by_ctl.weights.erase(g.name);   // the file changed this group: its value holds
         for (auto& dev : *state.devices) {
             dev->scheduler().set_group(id, weight);
             dev->kick();
         }
     }
-    auto said = apply_group_qos(state, next);
+    auto qos_said = apply_group_qos(state, next);
+    said.insert(said.end(), qos_said.begin(), qos_said.end());
     for (const auto& [device, tunables] : plan.tunables) {
         Device* dev = state.find_device(device);
         if (!dev) continue;

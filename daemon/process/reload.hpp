@@ -32,9 +32,9 @@ using ConfigAdjust = std::function<bool(config::Config&, std::string&)>;
 control::ReloadResult reload_config(control::DaemonState& state, const ConfigAdjust& adjust, TlsContext* tls);
 
 // Applies a plan whose ok() is true and makes `next` the config in force.
-// Device sizes are SizeRefresh's. A group's QoS settings changed with ctl
-// are kept unless `next` changes them; returns a line for each such group,
-// kept or not (also logged).
+// Device sizes are SizeRefresh's. A group's weight and its QoS settings
+// changed with ctl are each kept unless `next` changes that setting; returns
+// a line for each such change, kept or not (also logged).
 std::vector<std::string> apply_plan(control::DaemonState& state, const ReloadPlan& plan, config::Config next);
 
 // After a reload, devices whose size comes from their storage (an RBD image

@@ -139,8 +139,11 @@ ReloadPlan plan_reload(const config::Config& old, const config::Config& next) {
         const bool same_qos = was && was->qos == g.qos;
         if (was && was->weight == g.weight && was->weight_from_cgroup == g.weight_from_cgroup && same_qos) continue;
         plan.groups.push_back(g);
-        plan.notes.push_back("group " + g.name + (was ? "" : " (new)") + ": weight " +
-                             (g.weight_from_cgroup ? std::string("from-cgroup") : std::to_string(g.weight)));
+        // A group whose QoS alone changed says nothing of its weight: the
+        // weight in force (perhaps ctl's) stays (reload.cpp).
+        if (!was || was->weight != g.weight || was->weight_from_cgroup != g.weight_from_cgroup)
+            plan.notes.push_back("group " + g.name + (was ? "" : " (new)") + ": weight " +
+                                 (g.weight_from_cgroup ? std::string("from-cgroup") : std::to_string(g.weight)));
         if (!same_qos && (was || g.qos.any()))
             plan.notes.push_back("group " + g.name + ": reserve " + sched::qos::to_string(g.qos.reserve) + ", limit " +
                                  sched::qos::to_string(g.qos.limit) + ", latency target " +

@@ -53,6 +53,20 @@ int fd_index(const json& j, std::size_t fd_count) {
     return fd;
 }
 
+// Counts and durations in nanoseconds: exact, whatever the units written.
+json qos_json(const sched::qos::GroupQos& q) {
+    return {{"reserve_iops", q.reserve.iops}, {"reserve_bps", q.reserve.bps}, {"limit_iops", q.limit.iops}, {"limit_bps", q.limit.bps}, {"burst_ns", q.burst.count()}, {"latency_target_ns", q.latency_target.count()}};
+}
+
+sched::qos::GroupQos qos_from(const json& j) {
+    sched::qos::GroupQos q;
+    q.reserve = {j.at("reserve_iops").get<std::uint64_t>(), j.at("reserve_bps").get<std::uint64_t>()};
+    q.limit = {j.at("limit_iops").get<std::uint64_t>(), j.at("limit_bps").get<std::uint64_t>()};
+    q.burst = Nanos(j.at("burst_ns").get<Nanos::rep>());
+    q.latency_target = Nanos(j.at("latency_target_ns").get<Nanos::rep>());
+    return q;
+}
+
 json live_changes_json(const LiveChanges& changes) {
     json weights = json::array();
     for (const auto& w : changes.weights)
@@ -65,7 +79,10 @@ json live_changes_json(const LiveChanges& changes) {
     }
     json faults = json::array();
     for (const auto& f : changes.faults) faults.push_back({{"device", f.device}, {"enabled", f.enabled}});
-    return {{"weights", weights}, {"tunables", tunables}, {"faults", faults}};
+    json qos = json::array();
+    for (const auto& q : changes.qos)
+        qos.push_back({{"group", q.group}, {"qos", qos_json(q.qos)}, {"file_qos", qos_json(q.file_qos)}});
+    return {{"weights", weights}, {"tunables", tunables}, {"faults", faults}, {"qos", qos}};
 }
 
 LiveChanges live_changes_from(const json& j) {
@@ -81,6 +98,9 @@ LiveChanges live_changes_from(const json& j) {
     }
     for (const auto& f : j.at("faults"))
         changes.faults.push_back({f.at("device").get<std::string>(), f.at("enabled").get<bool>()});
+    if (j.contains("qos"))   // absent from a process that did not carry them yet
+        for (const auto& q : j["qos"])
+            changes.qos.push_back({q.at("group").get<std::string>(), qos_from(q.at("qos")), qos_from(q.at("file_qos"))});
     return changes;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "sched/qos/spec.hpp"
+
 namespace nbdsched::daemon {
 
 struct LiveChanges {
@@ -28,11 +30,19 @@ struct LiveChanges {
         std::string device;
         bool enabled = true;   // `ctl faults DEVICE on|off`
     };
+    // A group's reserve, limit and latency target, as one: the file's three
+    // apply together where the file changes any (what a reload does).
+    struct Qos {
+        std::string group;
+        sched::qos::GroupQos qos;        // in force (set by `ctl reserve|limit|latency-target`)
+        sched::qos::GroupQos file_qos;   // the old process's file
+    };
     std::vector<Weight> weights;
     std::vector<Tunable> tunables;
     std::vector<Faults> faults;
+    std::vector<Qos> qos;
 
-    bool empty() const { return weights.empty() && tunables.empty() && faults.empty(); }
+    bool empty() const { return weights.empty() && tunables.empty() && faults.empty() && qos.empty(); }
 };
 
 }   // namespace nbdsched::daemon

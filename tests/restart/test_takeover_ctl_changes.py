@@ -11,12 +11,10 @@ ctl change was undone: a 100, slice_idle 8ms, and reads failed again.
 """
 import json
 import os
-import subprocess
 
 import nbd
 
-from nbdsched_test.daemon import nbdsched_binary
-from nbdsched_test.handover import Generations
+from nbdsched_test.handover import Generations, ctl_at
 from nbdsched_test.process import wait_for
 from nbdsched_test.verdict import Checks
 
@@ -37,11 +35,7 @@ exports: [{{name: e0, device: d0, group: a}}]
 
 
 def ctl(tmp, *args):
-    r = subprocess.run([nbdsched_binary(), "ctl", "--socket", tmp.file("ctl.sock"), *args], capture_output=True,
-                       text=True, timeout=30)
-    if r.returncode != 0:
-        raise AssertionError(f"ctl {' '.join(args)}: exit {r.returncode}: {r.stdout}{r.stderr}")
-    return r.stdout
+    return ctl_at(tmp.file("ctl.sock"), *args)
 
 
 def weights(tmp):
@@ -91,23 +85,17 @@ def main():
         keep.pwrite(b"k" * 4096, 8192)
 
         changed = CONFIG.format(dir=tmp.path, b=300, quantum=", quantum: 16")
-        mid = g.start("mid", changed, ["--takeover", handover])
-        checks.check("old daemon exits 0 after the hand-over", old.wait(20) == 0)
-        checks.check("second daemon ready", wait_for(lambda: "nbdsched: ready" in g.log("mid"), 10))
+        mid = g.take_over(checks, "mid", changed, handover, old, "second")
         check_carried(checks, tmp, "second", sock)
         mid_log = g.log("mid")
         checks.check("the second daemon logs what it kept and what its file overrides",
                      "ctl weight a 500 kept" in mid_log and "ctl weight b 700 not kept" in mid_log
                      and "ctl set d0 quantum 2 not kept" in mid_log and "ctl faults d0 off kept" in mid_log)
 
-        g.start("new", changed, ["--takeover", handover])
-        checks.check("second daemon exits 0 after its hand-over", mid.wait(20) == 0)
-        checks.check("third daemon ready", wait_for(lambda: "nbdsched: ready" in g.log("new"), 10))
+        g.take_over(checks, "new", changed, handover, mid, "third")
         check_carried(checks, tmp, "third", sock)
         checks.check("the connection open across both restarts reads its data", keep.pread(4096, 8192) == b"k" * 4096)
-        if checks.failed:
-            for tag in ("mid", "new"):
-                print(f"--- {tag} log ---\n" + g.log(tag)[-2500:])
+        g.print_logs_if_failed(checks, "mid", "new")
     checks.finish()
 
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The nbdsched command line: --help, --version, --check-config on good and bad
-# files (exit status, and errors naming file:line:column and the key), and a
+# files and tls: files (exit status, and errors naming file:line:column and the key), and a
 # start-up error (a file device too small for an export) before anything listens.
 set -uo pipefail
 [ -n "${NBDSCHED:-}" ] && [ -x "$NBDSCHED" ] || { echo "SKIP: nbdsched not built (NBDSCHED unset)"; exit 77; }
@@ -138,6 +138,67 @@ for c in "/dev/zero:not a regular file (a character device)" "$tmp/fifo.yaml:not
     if [ $rc -eq 1 ] && grep -qF "$path: $want" "$tmp/out"; then ok "--check-config $path: exit 1, $want"
     else fail "--check-config $path: exit $rc (124: still reading)"; cat "$tmp/out"; fi
 done
+
+# --check-config reads the files behind tls: as the start would: a PSK file
+# that does not parse, a missing or unreadable PSK file, and certificates
+# that are missing or not PEM each fail the check (exit 1) with
+# file:line:column of the key that names the file (tls.psk_file,
+# tls.certificates); good files pass.
+
+# write_tls_config NAME KEY PATH: a config whose tls: gives KEY (psk_file or certificates) PATH, on line 5.
+write_tls_config() {
+    cat > "$tmp/$1.yaml" <<YAML
+listen:
+  - unix: $tmp/never.sock
+    tls: on
+tls:
+  $2: $3
+devices:
+  - {name: d0, backend: ram, size: 16MiB}
+exports:
+  - {name: e, device: d0}
+YAML
+}
+
+# expect_tls_error NAME KEY PATH WORDS: --check-config fails naming NAME.yaml:5:col, the key and WORDS.
+expect_tls_error() {
+    local name=$1 key=$2 path=$3 words=$4
+    write_tls_config "$name" "$key" "$path"
+    timeout 10 "$NBDSCHED" --check-config "$tmp/$name.yaml" > "$tmp/out" 2>&1; rc=$?
+    if [ $rc -eq 1 ] && grep -qE "$name\.yaml:5:[0-9]+: tls\.$key: .*$words" "$tmp/out"; then
+        ok "$name: exit 1 at $name.yaml:5 naming tls.$key and '$words'"
+    else
+        fail "$name: exit $rc, want 1 with $name.yaml:5:<col>: tls.$key: ...$words"; cat "$tmp/out"
+    fi
+}
+
+# accept_tls NAME KEY PATH: --check-config passes.
+accept_tls() {
+    write_tls_config "$1" "$2" "$3"
+    if timeout 10 "$NBDSCHED" --check-config "$tmp/$1.yaml" > "$tmp/out" 2>&1; then ok "$1: accepted"
+    else fail "$1: rejected"; cat "$tmp/out"; fi
+}
+
+printf 'alice:0123456789abcdef0123456789abcdef\n' > "$tmp/good.psk"
+accept_tls good-psk psk_file "$tmp/good.psk"
+printf '# keys\nalice:not-hex\n' > "$tmp/bad.psk"
+expect_tls_error bad-psk psk_file "$tmp/bad.psk" "bad\.psk: line 2"
+expect_tls_error missing-psk psk_file "$tmp/nope.psk" "nope\.psk: cannot read"
+mkdir "$tmp/dir.psk"
+expect_tls_error unreadable-psk psk_file "$tmp/dir.psk" "dir\.psk: cannot read"
+
+mkdir "$tmp/certs" "$tmp/empty" "$tmp/junk"
+if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=nbdsched-test -days 2 \
+        -keyout "$tmp/certs/server-key.pem" -out "$tmp/certs/server-cert.pem" > /dev/null 2>&1; then
+    cp "$tmp/certs/server-cert.pem" "$tmp/certs/ca-cert.pem"
+    accept_tls good-certificates certificates "$tmp/certs"
+else
+    echo "(no openssl to make a certificate: the good-certificate case left out)"
+fi
+expect_tls_error missing-certificates certificates "$tmp/empty" "server-cert\.pem: cannot read"
+echo "not a certificate" > "$tmp/junk/server-cert.pem"
+echo "not a key" > "$tmp/junk/server-key.pem"
+expect_tls_error junk-certificates certificates "$tmp/junk" "not a PEM certificate"
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -33,6 +33,7 @@ struct ManyGroups {
         std::vector<config::Group> list(500);
         for (std::size_t i = 0; i < list.size(); ++i) (list[i].name = "g") += std::to_string(i);
         groups = GroupTable(list);
+        config.groups = list;   // ctl changes only groups of the configuration in force
         for (int d = 0; d < 4; ++d) {
             std::string error;
             Device::Parts parts;

@@ -11,7 +11,7 @@ import struct
 import subprocess
 
 from nbdsched_test.daemon import nbdsched_binary
-from nbdsched_test.process import stop_all
+from nbdsched_test.process import stop_all, wait_for
 from nbdsched_test.raw_nbd import exactly
 from nbdsched_test.tempdir import TempDir
 
@@ -29,6 +29,17 @@ def start_generation(tmp, tag, text, args, procs, env=None):
                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     procs.append(p)
     return p
+
+
+def ctl_at(control_socket, *args):
+    """`nbdsched ctl --socket control_socket ARGS`: its stdout; an
+    AssertionError on a non-zero exit. For a test whose daemons come and go
+    on one control socket."""
+    r = subprocess.run([nbdsched_binary(), "ctl", "--socket", control_socket, *args], capture_output=True,
+                       text=True, timeout=30)
+    if r.returncode != 0:
+        raise AssertionError(f"ctl {' '.join(args)}: exit {r.returncode}: {r.stdout}{r.stderr}")
+    return r.stdout
 
 
 def log_of(tmp, tag):
@@ -52,6 +63,21 @@ class Generations:
 
     def log(self, tag):
         return log_of(self.tmp, tag)
+
+    def print_logs_if_failed(self, checks, *tags):
+        """The end of each log named, when a check failed."""
+        if checks.failed:
+            for tag in tags:
+                print(f"--- {tag} log ---\n" + self.log(tag)[-2500:])
+
+    def take_over(self, checks, tag, text, handover, previous, which):
+        """Starts `tag` with --takeover `handover`, then checks (a
+        verdict.Checks) that `previous` exits 0 and `tag` gets ready; `which`
+        names the new one in the checks ("second"). Its process."""
+        p = self.start(tag, text, ["--takeover", handover])
+        checks.check(f"the daemon before the {which} exits 0 after the hand-over", previous.wait(20) == 0)
+        checks.check(f"{which} daemon ready", wait_for(lambda: "nbdsched: ready" in self.log(tag), 10))
+        return p
 
     def __enter__(self):
         return self
