@@ -33,6 +33,7 @@
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_request.hpp"
 #include "daemon/session/connection_state.hpp"
+#include "daemon/session/job_timer.hpp"
 #include "daemon/session/tls_context.hpp"
 #include "nbd/negotiation.hpp"
 #include "nbd/transmission.hpp"
@@ -190,7 +191,7 @@ private:
     std::byte* payload_buffer_at();
     ssize_t recv_in_place();
     void watch_payload_stall();
-    void unpin_stalled_payload(std::uint64_t round);
+    void unpin_stalled_payload();
     void read_payload_tls();
     void payload_done();
     void payload_received(IoRequest& r);
@@ -212,7 +213,7 @@ private:
     void advance_iov(std::size_t n);
     void watch_stall();
     void end_stall();
-    void unpin_stalled(std::uint64_t round);
+    void unpin_stalled();
     void copy_out(IoRequest& r);
     void on_written(const boost::system::error_code& ec);
     void after_write();
@@ -238,7 +239,7 @@ private:
     // Times the linger and the TLS goodbye once the connection is on its
     // device's loop: handshake_timer_ stays bound to loop 0, which accepted
     // the socket, and its handler would race the device's loop there.
-    std::optional<boost::asio::steady_timer> closing_timer_;
+    JobTimer closing_timer_;
     nbd::Negotiation negotiation_;
     std::vector<std::uint8_t> hs_in_;
     std::vector<std::uint8_t> hs_out_;
@@ -284,9 +285,8 @@ private:
     // An in-place payload the client has not finished sending a while after
     // the daemon first had to wait for it lets go of the device's pages
     // (unpin_stalled_payload), as a stalled reply batch does.
-    std::optional<boost::asio::steady_timer> payload_timer_;   // made on the device's loop, at the first wait
-    std::uint64_t payload_round_ = 0;                          // tells a late timer from the current payload's
-    bool payload_watched_ = false;                             // the current payload's timer runs
+    JobTimer payload_timer_;
+    bool payload_watched_ = false;   // the current payload's timer runs
 
     // Graceful stop (shutdown()): no request past the next boundary; once
     // every reply is out, the sending half closes and what the client still
@@ -311,11 +311,10 @@ private:
     // A batch the client has not taken for a while is copied here and lets
     // go of the device's pages (RAM replies are sent from them): a paused or
     // stalled client must not keep every page trimmed meanwhile.
-    std::optional<boost::asio::steady_timer> stall_timer_;   // made on the device's loop, at the first stall
+    JobTimer stall_timer_;
     std::vector<std::byte> stall_copy_;
-    std::uint64_t stall_round_ = 0;   // tells a late timer from the current batch's
-    bool stall_watched_ = false;      // this batch waited for room: the timer runs
-    bool stalled_ = false;            // ...and fired: replies queued now are copied too
+    bool stall_watched_ = false;   // this batch waited for room: the timer runs
+    bool stalled_ = false;         // ...and fired: replies queued now are copied too
     bool writing_ = false;
     bool flush_posted_ = false;   // a flush_replies() is posted for replies queued outside a parse
 

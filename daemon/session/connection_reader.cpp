@@ -218,12 +218,8 @@ std::byte* Connection::payload_buffer_at() {
 void Connection::watch_payload_stall() {
     if (payload_watched_) return;
     payload_watched_ = true;
-    if (!payload_timer_) payload_timer_.emplace(socket_.get_executor());
-    payload_timer_->expires_after(stall_copy_after);
-    payload_timer_->async_wait(
-        [self = shared_from_this(), round = ++payload_round_](const boost::system::error_code& ec) {
-            if (!ec) self->unpin_stalled_payload(round);
-        });
+    payload_timer_.start(socket_.get_executor(), stall_copy_after,
+                         [self = shared_from_this()] { self->unpin_stalled_payload(); });
 }
 
 // The client has not sent the whole payload within stall_copy_after of the
@@ -233,9 +229,8 @@ void Connection::watch_payload_stall() {
 // held across the wait would keep every page any client of the device frees
 // meanwhile (backend/page_pins.hpp), for as long as the client stays stalled.
 // Runs only between reads: never in the middle of one.
-void Connection::unpin_stalled_payload(std::uint64_t round) {
-    if (round != payload_round_ || !payload_watched_ || closed_ || !current_ || !current_->in_place ||
-        !current_->pinned)
+void Connection::unpin_stalled_payload() {
+    if (!payload_watched_ || closed_ || !current_ || !current_->in_place || !current_->pinned)
         return;
     IoRequest& r = *current_;
     r.pinned->unpin_written(r.pin, r.offset, r.length);

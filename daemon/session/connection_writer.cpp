@@ -192,26 +192,22 @@ void Connection::advance_iov(std::size_t n) {
 void Connection::watch_stall() {
     if (stall_watched_) return;
     stall_watched_ = true;
-    if (!stall_timer_) stall_timer_.emplace(socket_.get_executor());
-    stall_timer_->expires_after(stall_copy_after);
-    stall_timer_->async_wait([self = shared_from_this(), round = ++stall_round_](const boost::system::error_code& ec) {
-        if (!ec) self->unpin_stalled(round);
-    });
+    stall_timer_.start(socket_.get_executor(), stall_copy_after, [self = shared_from_this()] { self->unpin_stalled(); });
 }
 
 void Connection::end_stall() {
     if (!stall_watched_) return;
     stall_watched_ = false;
     stalled_ = false;
-    stall_timer_->cancel();
+    stall_timer_.cancel();
     if (stall_copy_.capacity() > keep_buffer) stall_copy_ = {};
 }
 
 // What is left of the batch is copied into one buffer, which the next
 // sendmsg continues from, and the batch's pins go; so do those of replies
 // already queued behind it, and of those queued until the batch leaves.
-void Connection::unpin_stalled(std::uint64_t round) {
-    if (round != stall_round_ || !stall_watched_ || !writing_ || closed_) return;
+void Connection::unpin_stalled() {
+    if (!stall_watched_ || !writing_ || closed_) return;
     stalled_ = true;
     bool pinned = false;
     for (auto* r : batch_) pinned = pinned || r->pinned != nullptr;
