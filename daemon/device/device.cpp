@@ -307,8 +307,12 @@ void Device::data_done(IoRequest& r) {
             spdlog::warn("device {}: {} more failed request(s) not logged (at most {} lines per {} ms)", name_,
                          held_back, failure_log_.burst(),
                          std::chrono::duration_cast<std::chrono::milliseconds>(failure_log_.interval()).count());
-        spdlog::warn("device {}: {} offset {} length {} failed: {}", name_, sched::to_string(r.op), r.offset,
-                     r.length, std::system_category().message(r.backend_errno));
+        const auto why = std::system_category().message(r.backend_errno);
+        if (r.op == sched::Op::flush)   // a flush has no range: "offset 0 length 0" read as a failed write there
+            spdlog::warn("device {}: FLUSH failed: {}", name_, why);
+        else
+            spdlog::warn("device {}: {} offset {} length {} failed: {}", name_, sched::to_string(r.op), r.offset,
+                         r.length, why);
     }
     if (model_ && r.release_at > steady_now()) {
         releases_.push({r.release_at, &r});
