@@ -190,7 +190,7 @@ private:
     void read_payload_direct();
     std::byte* payload_buffer_at();
     ssize_t recv_in_place();
-    void watch_payload_stall();
+    void watch_payload_stall(bool progressed);
     void unpin_stalled_payload();
     void read_payload_tls();
     void payload_done();
@@ -211,7 +211,7 @@ private:
     void send_batch();
     void batch_sent();
     void advance_iov(std::size_t n);
-    void watch_stall();
+    void watch_stall(bool progressed);
     void end_stall();
     void unpin_stalled();
     void copy_out(IoRequest& r);
@@ -221,6 +221,15 @@ private:
     bool linger();
     void discard_read();
     void watch_linger(std::chrono::steady_clock::time_point until);
+    // connection_stall.cpp: limits.stall_timeout. Once the stall timer of
+    // `side` has let go of the device's pages, it goes on timing the wait,
+    // and closes the connection once it has lasted the timeout.
+    enum class StallSide { replies,
+                           payload };
+    void time_stall(StallSide side);
+    bool stalled_on(StallSide side) const;
+    void close_stalled(StallSide side, std::chrono::steady_clock::duration waited);
+
     // The timer whose handlers run on the loop that owns the socket now:
     // handshake_timer_ during the handshake, closing_timer_ after it.
     boost::asio::steady_timer& socket_timer();
@@ -287,6 +296,9 @@ private:
     // (unpin_stalled_payload), as a stalled reply batch does.
     JobTimer payload_timer_;
     bool payload_watched_ = false;   // the current payload's timer runs
+    // Since when the current payload has waited for the client with no byte
+    // received (limits.stall_timeout).
+    std::chrono::steady_clock::time_point payload_wait_since_;
 
     // Graceful stop (shutdown()): no request past the next boundary; once
     // every reply is out, the sending half closes and what the client still
@@ -313,6 +325,8 @@ private:
     // stalled client must not keep every page trimmed meanwhile.
     JobTimer stall_timer_;
     std::vector<std::byte> stall_copy_;
+    // Since when the batch has waited for room with no byte taken (limits.stall_timeout).
+    std::chrono::steady_clock::time_point reply_wait_since_;
     bool stall_watched_ = false;   // this batch waited for room: the timer runs
     bool stalled_ = false;         // ...and fired: replies queued now are copied too
     bool writing_ = false;

@@ -135,18 +135,20 @@ void Connection::flush_replies() {
 // an error ends it through a post, as this may run inside a parse.
 void Connection::send_batch() {
     boost::system::error_code ec;
+    bool progressed = false;
     while (iov_at_ < iov_.size()) {
         msghdr m{};
         m.msg_iov = iov_.data() + iov_at_;
         m.msg_iovlen = std::min<std::size_t>(iov_.size() - iov_at_, IOV_MAX);
         const ssize_t n = ::sendmsg(socket_.native_handle(), &m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n >= 0) {
+            progressed = progressed || n > 0;
             advance_iov(static_cast<std::size_t>(n));
             continue;
         }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            watch_stall();
+            watch_stall(progressed);
             socket_.async_wait(Socket::wait_write, [self = shared_from_this()](const boost::system::error_code& e) {
                 if (e) return self->on_written(e);
                 self->send_batch();
@@ -188,11 +190,16 @@ void Connection::advance_iov(std::size_t n) {
 }
 
 // The first wait of a batch for room starts the stall timer; the batch
-// leaving (batch_sent, on_written) stops it.
-void Connection::watch_stall() {
+// leaving (batch_sent, on_written) stops it. A wait after bytes left starts
+// the stall anew for limits.stall_timeout: a slow reader is not a stalled one.
+void Connection::watch_stall(bool progressed) {
+    if (progressed || !stall_watched_) reply_wait_since_ = std::chrono::steady_clock::now();
     if (stall_watched_) return;
     stall_watched_ = true;
-    stall_timer_.start(socket_.get_executor(), stall_copy_after, [self = shared_from_this()] { self->unpin_stalled(); });
+    stall_timer_.start(socket_.get_executor(), stall_copy_after, [self = shared_from_this()] {
+        self->unpin_stalled();
+        self->time_stall(StallSide::replies);
+    });
 }
 
 void Connection::end_stall() {

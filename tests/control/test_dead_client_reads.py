@@ -11,37 +11,16 @@ read (a client is seen gone when its first reply cannot be written, so the
 reads dispatched before that still run); before, all 4 MiB were read. Then
 a new client's READ and WRITE are answered and its data reads back."""
 import random
-import socket
 import struct
 import sys
 import time
 
 from nbdsched_test.daemon import Daemon
-from nbdsched_test.raw_nbd import (CLIENT_FLAGS, CMD_READ, CMD_WRITE, IHAVEOPT, NBDMAGIC, OPT_EXPORT_NAME,
-                                   REQUEST_MAGIC, SIMPLE_REPLY_MAGIC, exactly, send_request)
+from nbdsched_test.raw_nbd import CMD_READ, CMD_WRITE, REQUEST_MAGIC, connect_export, read_reply, send_request
 from nbdsched_test.verdict import check
 
 CLIENTS, READS, BLOCK = 4, 256, 4096
 SIZE = 64 << 20
-
-
-def connect(path):
-    """A socket past the handshake (EXPORT_NAME "default")."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    s.sendall(struct.pack(">IQII", CLIENT_FLAGS, IHAVEOPT, OPT_EXPORT_NAME, 7) + b"default")
-    greeting = exactly(s, 18)
-    if greeting[:8] != NBDMAGIC:
-        raise AssertionError(f"bad greeting {greeting!r}")
-    exactly(s, 10)   # size and flags (NO_ZEROES: no padding)
-    return s
-
-
-def read_reply(s, cookie, length=0):
-    magic, error, got = struct.unpack(">IIQ", exactly(s, 16))
-    if magic != SIMPLE_REPLY_MAGIC or got != cookie:
-        raise AssertionError(f"bad reply: magic {magic:#x} cookie {got}")
-    return error, (exactly(s, length) if length and error == 0 else b"")
 
 
 def main():
@@ -59,7 +38,7 @@ exports:
     with Daemon(config, "dead_client_reads") as d:
         rng = random.Random(3)
         for _ in range(CLIENTS):
-            s = connect(d.sock)
+            s = connect_export(d.sock)
             s.sendall(b"".join(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_READ, i,
                                            rng.randrange(SIZE // BLOCK) * BLOCK, BLOCK) for i in range(READS)))
             s.close()
@@ -77,7 +56,7 @@ exports:
               f"{dev['read_bytes'] >> 10} KiB were read (at most half; before, all)")
         check(dev["errors"] == 0, f"dropped reads are not counted as errors ({dev['errors']})")
 
-        s = connect(d.sock)
+        s = connect_export(d.sock)
         data = bytes(rng.randrange(256) for _ in range(BLOCK))
         send_request(s, CMD_WRITE, 1, 8 * BLOCK, BLOCK, data)
         check(read_reply(s, 1) == (0, b""), "a new client's WRITE is answered")
