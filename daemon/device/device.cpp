@@ -334,11 +334,13 @@ void Device::finish(IoRequest& r) {
 }
 
 // A client request is done: through the device, or from read-ahead.
-// A READ dropped for a client that closed counts as a read of no bytes, not as an error.
+// A READ dropped for a client that closed counts as cancelled, neither as a
+// read nor as an error.
 void Device::answer(IoRequest& r) {
-    const bool dropped = r.abandoned && r.backend_errno == ESHUTDOWN;
-    const bool failed = r.backend_errno != 0 && !dropped;
-    stats_.done(r.queue, r.op, dropped ? 0 : r.length, steady_now() - r.submitted_at, failed);
+    if (r.abandoned && r.backend_errno == ESHUTDOWN)
+        stats_.cancelled(r.queue);
+    else
+        stats_.done(r.queue, r.op, r.length, steady_now() - r.submitted_at, r.backend_errno != 0);
     --outstanding_;
     r.sink->request_done(r);
 }

@@ -6,10 +6,12 @@ all of them were read for nobody, and the next client waited behind them.
 
 Four clients each queue 256 random 4 KiB READs on an hdd-profile file device
 (cfq) and close. Counts, not speed: once the device has nothing in flight,
-its stats count all 1024 reads answered but at most half of their bytes
-read (a client is seen gone when its first reply cannot be written, so the
-reads dispatched before that still run); before, all 4 MiB were read. Then
-a new client's READ and WRITE are answered and its data reads back."""
+its stats count all 1024 reads answered, at most half of them read (a
+client is seen gone when its first reply cannot be written, so the reads
+dispatched before that still run) and the others as `cancelled`, not as
+reads; before, all 4 MiB were read, and then the dropped ones were counted
+as reads of 0 bytes. Then a new client's READ and WRITE are answered and
+its data reads back."""
 import random
 import struct
 import sys
@@ -45,7 +47,7 @@ exports:
         deadline = time.monotonic() + 60
         while True:
             dev = Daemon.device(d.stats(), "f0")["counters"]
-            if dev["in_flight"] == 0 and dev["reads"] >= CLIENTS * READS:
+            if dev["in_flight"] == 0 and dev["reads"] + dev.get("cancelled", 0) >= CLIENTS * READS:
                 break
             if time.monotonic() > deadline:
                 raise AssertionError(f"the dead clients' reads are still in flight after 60 s: {dev}")
@@ -55,6 +57,11 @@ exports:
               f"of {CLIENTS} closed clients' {CLIENTS * READS} reads ({total >> 10} KiB), "
               f"{dev['read_bytes'] >> 10} KiB were read (at most half; before, all)")
         check(dev["errors"] == 0, f"dropped reads are not counted as errors ({dev['errors']})")
+        cancelled = dev.get("cancelled", 0)
+        check(cancelled >= CLIENTS * READS // 2 and dev["reads"] + cancelled == CLIENTS * READS,
+              f"the dropped reads count as cancelled ({cancelled}), not as reads ({dev['reads']})")
+        group = Daemon.group(Daemon.device(d.stats(), "f0"), "default")["counters"]
+        check(group.get("cancelled") == cancelled, f"and so in their group ({group.get('cancelled')})")
 
         s = connect_export(d.sock)
         data = bytes(rng.randrange(256) for _ in range(BLOCK))
