@@ -33,6 +33,20 @@ std::optional<std::chrono::milliseconds> drain_timeout(Reader& r, const Field& f
     return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
 }
 
+// limits.stall_timeout: 0 is off. Under a second would close clients that
+// a busy host or a network hiccup merely slowed.
+std::optional<std::chrono::milliseconds> stall_timeout(Reader& r, const Field& f) {
+    auto text = r.string(f);
+    if (!text) return std::nullopt;
+    auto d = parse_duration(*text);
+    if (d && *d == Nanos(0)) return std::chrono::milliseconds(0);
+    if (!d || *d < std::chrono::seconds(1) || *d > std::chrono::hours(24)) {
+        r.error(f, "expected 0 (off) or a duration from 1s to 24h, e.g. 60s");
+        return std::nullopt;
+    }
+    return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+}
+
 }   // namespace
 
 void parse_limits(Reader& r, const Field& field, Limits& limits) {
@@ -40,7 +54,7 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
     r.read_map(field,
                {"max_connections", "max_handshakes", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
                 "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads",
-                "inflight_fair_share", "handshake_timeout", "drain_timeout", "max_handshake_options",
+                "inflight_fair_share", "handshake_timeout", "drain_timeout", "stall_timeout", "max_handshake_options",
                 "busy_poll", "threads"},
                [&](const Field& f) {
                    if (f.key == "max_connections") {
@@ -61,6 +75,9 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        if (d) limits.handshake_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
                    } else if (f.key == "drain_timeout") {
                        if (auto d = drain_timeout(r, f)) limits.drain_timeout = *d;
+                       else return;
+                   } else if (f.key == "stall_timeout") {
+                       if (auto d = stall_timeout(r, f)) limits.stall_timeout = *d;
                        else return;
                    } else if (f.key == "busy_poll") {
                        auto text = r.string(f);

@@ -307,8 +307,12 @@ void Device::data_done(IoRequest& r) {
             spdlog::warn("device {}: {} more failed request(s) not logged (at most {} lines per {} ms)", name_,
                          held_back, failure_log_.burst(),
                          std::chrono::duration_cast<std::chrono::milliseconds>(failure_log_.interval()).count());
-        spdlog::warn("device {}: {} offset {} length {} failed: {}", name_, sched::to_string(r.op), r.offset,
-                     r.length, std::system_category().message(r.backend_errno));
+        const auto why = std::system_category().message(r.backend_errno);
+        if (r.op == sched::Op::flush)   // a flush has no range: "offset 0 length 0" read as a failed write there
+            spdlog::warn("device {}: FLUSH failed: {}", name_, why);
+        else
+            spdlog::warn("device {}: {} offset {} length {} failed: {}", name_, sched::to_string(r.op), r.offset,
+                         r.length, why);
     }
     if (model_ && r.release_at > steady_now()) {
         releases_.push({r.release_at, &r});
@@ -330,11 +334,13 @@ void Device::finish(IoRequest& r) {
 }
 
 // A client request is done: through the device, or from read-ahead.
-// A READ dropped for a client that closed counts as a read of no bytes, not as an error.
+// A READ dropped for a client that closed counts as cancelled, neither as a
+// read nor as an error.
 void Device::answer(IoRequest& r) {
-    const bool dropped = r.abandoned && r.backend_errno == ESHUTDOWN;
-    const bool failed = r.backend_errno != 0 && !dropped;
-    stats_.done(r.queue, r.op, dropped ? 0 : r.length, steady_now() - r.submitted_at, failed);
+    if (r.abandoned && r.backend_errno == ESHUTDOWN)
+        stats_.cancelled(r.queue);
+    else
+        stats_.done(r.queue, r.op, r.length, steady_now() - r.submitted_at, r.backend_errno != 0);
     --outstanding_;
     r.sink->request_done(r);
 }

@@ -121,6 +121,10 @@ ReloadPlan plan_reload(const config::Config& old, const config::Config& next) {
     if (old.control != next.control) plan.refused.push_back("control: cannot change without a restart");
     if (old.metrics != next.metrics) plan.refused.push_back("metrics: cannot change without a restart");
     if (!same_limits(old.limits, next.limits)) plan.refused.push_back("limits: cannot change without a restart");
+    // The one limit applied live (Server::reload), so same_limits leaves it out.
+    if (old.limits.stall_timeout != next.limits.stall_timeout)
+        plan.notes.push_back("limits.stall_timeout = " + format_duration(next.limits.stall_timeout) +
+                             " (applies to stalls that begin from now on)");
     if (!same_tls(old.tls, next.tls)) plan.refused.push_back("tls: cannot change without a restart");
     if (old.devices.size() != next.devices.size()) {
         plan.refused.push_back("devices added or removed: cannot change without a restart");

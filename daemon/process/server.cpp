@@ -290,7 +290,12 @@ void Server::stop() {
 
 control::ReloadResult Server::reload() {
     control::ReloadResult result;
-    exclusive([&] { result = reload_config(state_, options_.reload_adjust, tls_.get()); });
+    exclusive([&] {
+        result = reload_config(state_, options_.reload_adjust, tls_.get());
+        // The one limit a reload applies (reload_plan.cpp does not compare
+        // it): connections read it on their loops, all paused here.
+        if (result.applied) context_.limits.stall_timeout = config_.limits.stall_timeout;
+    });
     if (result.applied) sizes_.start();
     return result;
 }

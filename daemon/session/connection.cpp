@@ -147,8 +147,7 @@ boost::asio::steady_timer& Connection::socket_timer() {
     // Made here, not at the move: linger() may run on loop 0 inside
     // exclusive() (shutdown()), which is safe for a timer of the paused
     // device loop; its handler then runs on that loop.
-    if (!closing_timer_) closing_timer_.emplace(socket_.get_executor());
-    return *closing_timer_;
+    return closing_timer_.on(socket_.get_executor());
 }
 
 void Connection::watch_linger(std::chrono::steady_clock::time_point until) {
@@ -168,7 +167,7 @@ void Connection::close(const std::string& reason, spdlog::level::level_enum leve
     if (closed_) return;
     if (!reason.empty()) spdlog::log(level, "{}: closing: {}", tag(), reason);
     handshake_timer_.cancel();
-    if (closing_timer_) closing_timer_->cancel();
+    closing_timer_.cancel();
     closed_ = true;
     stop_reading_ = true;
     boost::system::error_code ignored;

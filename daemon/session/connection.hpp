@@ -33,6 +33,7 @@
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_request.hpp"
 #include "daemon/session/connection_state.hpp"
+#include "daemon/session/job_timer.hpp"
 #include "daemon/session/tls_context.hpp"
 #include "nbd/negotiation.hpp"
 #include "nbd/transmission.hpp"
@@ -189,8 +190,8 @@ private:
     void read_payload_direct();
     std::byte* payload_buffer_at();
     ssize_t recv_in_place();
-    void watch_payload_stall();
-    void unpin_stalled_payload(std::uint64_t round);
+    void watch_payload_stall(bool progressed);
+    void unpin_stalled_payload();
     void read_payload_tls();
     void payload_done();
     void payload_received(IoRequest& r);
@@ -210,9 +211,9 @@ private:
     void send_batch();
     void batch_sent();
     void advance_iov(std::size_t n);
-    void watch_stall();
+    void watch_stall(bool progressed);
     void end_stall();
-    void unpin_stalled(std::uint64_t round);
+    void unpin_stalled();
     void copy_out(IoRequest& r);
     void on_written(const boost::system::error_code& ec);
     void after_write();
@@ -220,6 +221,15 @@ private:
     bool linger();
     void discard_read();
     void watch_linger(std::chrono::steady_clock::time_point until);
+    // connection_stall.cpp: limits.stall_timeout. Once the stall timer of
+    // `side` has let go of the device's pages, it goes on timing the wait,
+    // and closes the connection once it has lasted the timeout.
+    enum class StallSide { replies,
+                           payload };
+    void time_stall(StallSide side);
+    bool stalled_on(StallSide side) const;
+    void close_stalled(StallSide side, std::chrono::steady_clock::duration waited);
+
     // The timer whose handlers run on the loop that owns the socket now:
     // handshake_timer_ during the handshake, closing_timer_ after it.
     boost::asio::steady_timer& socket_timer();
@@ -238,7 +248,7 @@ private:
     // Times the linger and the TLS goodbye once the connection is on its
     // device's loop: handshake_timer_ stays bound to loop 0, which accepted
     // the socket, and its handler would race the device's loop there.
-    std::optional<boost::asio::steady_timer> closing_timer_;
+    JobTimer closing_timer_;
     nbd::Negotiation negotiation_;
     std::vector<std::uint8_t> hs_in_;
     std::vector<std::uint8_t> hs_out_;
@@ -284,9 +294,11 @@ private:
     // An in-place payload the client has not finished sending a while after
     // the daemon first had to wait for it lets go of the device's pages
     // (unpin_stalled_payload), as a stalled reply batch does.
-    std::optional<boost::asio::steady_timer> payload_timer_;   // made on the device's loop, at the first wait
-    std::uint64_t payload_round_ = 0;                          // tells a late timer from the current payload's
-    bool payload_watched_ = false;                             // the current payload's timer runs
+    JobTimer payload_timer_;
+    bool payload_watched_ = false;   // the current payload's timer runs
+    // Since when the current payload has waited for the client with no byte
+    // received (limits.stall_timeout).
+    std::chrono::steady_clock::time_point payload_wait_since_;
 
     // Graceful stop (shutdown()): no request past the next boundary; once
     // every reply is out, the sending half closes and what the client still
@@ -311,11 +323,12 @@ private:
     // A batch the client has not taken for a while is copied here and lets
     // go of the device's pages (RAM replies are sent from them): a paused or
     // stalled client must not keep every page trimmed meanwhile.
-    std::optional<boost::asio::steady_timer> stall_timer_;   // made on the device's loop, at the first stall
+    JobTimer stall_timer_;
     std::vector<std::byte> stall_copy_;
-    std::uint64_t stall_round_ = 0;   // tells a late timer from the current batch's
-    bool stall_watched_ = false;      // this batch waited for room: the timer runs
-    bool stalled_ = false;            // ...and fired: replies queued now are copied too
+    // Since when the batch has waited for room with no byte taken (limits.stall_timeout).
+    std::chrono::steady_clock::time_point reply_wait_since_;
+    bool stall_watched_ = false;   // this batch waited for room: the timer runs
+    bool stalled_ = false;         // ...and fired: replies queued now are copied too
     bool writing_ = false;
     bool flush_posted_ = false;   // a flush_replies() is posted for replies queued outside a parse
 

@@ -180,11 +180,13 @@ void Connection::read_payload_direct() {
     rbeg_ = rend_ = 0;
     busy_ = false;   // the next read is likely the next header: into the small buffer
     if (tls_) return read_payload_tls();
+    bool progressed = false;
     while (payload_left_ > 0) {
         const ssize_t n = current_->in_place
                               ? recv_in_place()
                               : ::recv(socket_.native_handle(), payload_buffer_at(), payload_left_, MSG_DONTWAIT);
         if (n > 0) {
+            progressed = true;
             payload_got_ += static_cast<std::size_t>(n);
             payload_left_ -= static_cast<std::size_t>(n);
             continue;
@@ -193,7 +195,7 @@ void Connection::read_payload_direct() {
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return close("reading a WRITE payload: " + std::system_category().message(errno));
-        if (current_->in_place) watch_payload_stall();
+        watch_payload_stall(progressed);
         reading_ = true;
         socket_.async_wait(Socket::wait_read,
                            in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -213,17 +215,20 @@ std::byte* Connection::payload_buffer_at() {
     return current_->buffer.data() + (payload_got_ - current_->placed);
 }
 
-// The first wait for the rest of an in-place payload starts the timer; the
-// payload ending (payload_received) or the connection closing ends it.
-void Connection::watch_payload_stall() {
+// The first wait for the rest of an in-place payload starts the timer (of
+// any payload, with limits.stall_timeout); the payload ending
+// (payload_received) or the connection closing ends it. A wait after bytes
+// came starts the stall anew for limits.stall_timeout.
+void Connection::watch_payload_stall(bool progressed) {
+    // Over TLS the stream reads records, not the payload's bytes: not timed (docs/configuration.md).
+    if (!current_->in_place && (context_.limits.stall_timeout.count() == 0 || tls_)) return;
+    if (progressed || !payload_watched_) payload_wait_since_ = std::chrono::steady_clock::now();
     if (payload_watched_) return;
     payload_watched_ = true;
-    if (!payload_timer_) payload_timer_.emplace(socket_.get_executor());
-    payload_timer_->expires_after(stall_copy_after);
-    payload_timer_->async_wait(
-        [self = shared_from_this(), round = ++payload_round_](const boost::system::error_code& ec) {
-            if (!ec) self->unpin_stalled_payload(round);
-        });
+    payload_timer_.start(socket_.get_executor(), stall_copy_after, [self = shared_from_this()] {
+        self->unpin_stalled_payload();
+        self->time_stall(StallSide::payload);
+    });
 }
 
 // The client has not sent the whole payload within stall_copy_after of the
@@ -233,9 +238,8 @@ void Connection::watch_payload_stall() {
 // held across the wait would keep every page any client of the device frees
 // meanwhile (backend/page_pins.hpp), for as long as the client stays stalled.
 // Runs only between reads: never in the middle of one.
-void Connection::unpin_stalled_payload(std::uint64_t round) {
-    if (round != payload_round_ || !payload_watched_ || closed_ || !current_ || !current_->in_place ||
-        !current_->pinned)
+void Connection::unpin_stalled_payload() {
+    if (!payload_watched_ || closed_ || !current_ || !current_->in_place || !current_->pinned)
         return;
     IoRequest& r = *current_;
     r.pinned->unpin_written(r.pin, r.offset, r.length);
@@ -357,7 +361,7 @@ void Connection::parse() {
     if (direct) {
         read_payload_direct();
     } else if (!paused_) {
-        if (rstate_ == ReadState::payload && current_ && current_->in_place) watch_payload_stall();
+        if (rstate_ == ReadState::payload && current_) watch_payload_stall(true);
         read_more();
     }
     maybe_finish();

@@ -135,18 +135,20 @@ void Connection::flush_replies() {
 // an error ends it through a post, as this may run inside a parse.
 void Connection::send_batch() {
     boost::system::error_code ec;
+    bool progressed = false;
     while (iov_at_ < iov_.size()) {
         msghdr m{};
         m.msg_iov = iov_.data() + iov_at_;
         m.msg_iovlen = std::min<std::size_t>(iov_.size() - iov_at_, IOV_MAX);
         const ssize_t n = ::sendmsg(socket_.native_handle(), &m, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n >= 0) {
+            progressed = progressed || n > 0;
             advance_iov(static_cast<std::size_t>(n));
             continue;
         }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            watch_stall();
+            watch_stall(progressed);
             socket_.async_wait(Socket::wait_write, [self = shared_from_this()](const boost::system::error_code& e) {
                 if (e) return self->on_written(e);
                 self->send_batch();
@@ -188,14 +190,15 @@ void Connection::advance_iov(std::size_t n) {
 }
 
 // The first wait of a batch for room starts the stall timer; the batch
-// leaving (batch_sent, on_written) stops it.
-void Connection::watch_stall() {
+// leaving (batch_sent, on_written) stops it. A wait after bytes left starts
+// the stall anew for limits.stall_timeout: a slow reader is not a stalled one.
+void Connection::watch_stall(bool progressed) {
+    if (progressed || !stall_watched_) reply_wait_since_ = std::chrono::steady_clock::now();
     if (stall_watched_) return;
     stall_watched_ = true;
-    if (!stall_timer_) stall_timer_.emplace(socket_.get_executor());
-    stall_timer_->expires_after(stall_copy_after);
-    stall_timer_->async_wait([self = shared_from_this(), round = ++stall_round_](const boost::system::error_code& ec) {
-        if (!ec) self->unpin_stalled(round);
+    stall_timer_.start(socket_.get_executor(), stall_copy_after, [self = shared_from_this()] {
+        self->unpin_stalled();
+        self->time_stall(StallSide::replies);
     });
 }
 
@@ -203,15 +206,15 @@ void Connection::end_stall() {
     if (!stall_watched_) return;
     stall_watched_ = false;
     stalled_ = false;
-    stall_timer_->cancel();
+    stall_timer_.cancel();
     if (stall_copy_.capacity() > keep_buffer) stall_copy_ = {};
 }
 
 // What is left of the batch is copied into one buffer, which the next
 // sendmsg continues from, and the batch's pins go; so do those of replies
 // already queued behind it, and of those queued until the batch leaves.
-void Connection::unpin_stalled(std::uint64_t round) {
-    if (round != stall_round_ || !stall_watched_ || !writing_ || closed_) return;
+void Connection::unpin_stalled() {
+    if (!stall_watched_ || !writing_ || closed_) return;
     stalled_ = true;
     bool pinned = false;
     for (auto* r : batch_) pinned = pinned || r->pinned != nullptr;

@@ -20,6 +20,8 @@ constexpr Family idle_seconds_total{"idle_seconds_total", MetricType::counter,
                                     "time the device was held idle waiting for it"};
 constexpr Family readahead_hits_total{"readahead_hits_total", MetricType::counter,
                                       "reads served from the read-ahead cache"};
+constexpr Family cancelled_total{"requests_cancelled_total", MetricType::counter,
+                                 "reads of a client that had closed, answered without being read"};
 constexpr Family errors_total{"errors_total", MetricType::counter, "requests the backend failed"};
 constexpr Family dispatched_total{"dispatched_total", MetricType::counter, "requests the scheduler sent to the device"};
 constexpr Family refused_total{"refused_connections_total", MetricType::counter,
@@ -67,6 +69,8 @@ const std::array stats{
          .sched = [](S s) { return nanos(s.idle_time); }},
     Stat{.key = "readahead_hits", .column = "ra_hits", .family = &readahead_hits_total,
          .counters = [](C c) { return c.readahead_hits; }},
+    Stat{.key = "cancelled", .column = "", .family = &cancelled_total,
+         .counters = [](C c) { return c.cancelled; }},
     Stat{.key = "errors", .column = "errors", .family = &errors_total,
          .counters = [](C c) { return c.errors; }},
     Stat{.key = "refused", .column = "refused", .family = &refused_total,

@@ -21,6 +21,11 @@ void Counters::done(sched::Op op, std::uint64_t bytes, Nanos took, bool error) {
     latency.record(took);
 }
 
+void Counters::cancel() {
+    if (in_flight) --in_flight;
+    ++cancelled;
+}
+
 void Counters::merge(const Counters& o) {
     reads += o.reads;
     writes += o.writes;
@@ -32,6 +37,7 @@ void Counters::merge(const Counters& o) {
     errors += o.errors;
     in_flight += o.in_flight;
     readahead_hits += o.readahead_hits;
+    cancelled += o.cancelled;
     refused += o.refused;
     latency.merge(o.latency);
 }
@@ -54,31 +60,30 @@ DeviceStats::Route* DeviceStats::route(sched::QueueId queue) {
     return it == routes_.end() ? nullptr : &it->second;
 }
 
-void DeviceStats::submitted(sched::QueueId queue) {
-    device_.submitted();
+template <class F>
+void DeviceStats::each(sched::QueueId queue, F&& f) {
+    f(device_);
     if (auto* r = route(queue)) {
-        r->queue->submitted();
-        r->export_->submitted();
-        r->group->submitted();
+        f(*r->queue);
+        f(*r->export_);
+        f(*r->group);
     }
+}
+
+void DeviceStats::submitted(sched::QueueId queue) {
+    each(queue, [](Counters& c) { c.submitted(); });
 }
 
 void DeviceStats::done(sched::QueueId queue, sched::Op op, std::uint64_t bytes, Nanos latency, bool error) {
-    device_.done(op, bytes, latency, error);
-    if (auto* r = route(queue)) {
-        r->queue->done(op, bytes, latency, error);
-        r->export_->done(op, bytes, latency, error);
-        r->group->done(op, bytes, latency, error);
-    }
+    each(queue, [&](Counters& c) { c.done(op, bytes, latency, error); });
 }
 
 void DeviceStats::readahead_hit(sched::QueueId queue) {
-    ++device_.readahead_hits;
-    if (auto* r = route(queue)) {
-        ++r->queue->readahead_hits;
-        ++r->export_->readahead_hits;
-        ++r->group->readahead_hits;
-    }
+    each(queue, [](Counters& c) { ++c.readahead_hits; });
+}
+
+void DeviceStats::cancelled(sched::QueueId queue) {
+    each(queue, [](Counters& c) { c.cancel(); });
 }
 
 void DeviceStats::refused(const std::string& export_name) {

@@ -27,6 +27,9 @@ struct Counters {
     std::uint64_t errors = 0;
     std::uint64_t in_flight = 0;        // submitted to the device, not done
     std::uint64_t readahead_hits = 0;   // reads served from the read-ahead cache
+    // Reads of a client that had closed, answered at dispatch without being
+    // read (Device::start): not counted as reads, nor in the latency.
+    std::uint64_t cancelled = 0;
     // Clients an export's allow: rules turned away (device and export only:
     // a refused client never reaches a group or a queue).
     std::uint64_t refused = 0;
@@ -35,6 +38,7 @@ struct Counters {
     std::uint64_t requests() const { return reads + writes + flushes + trims + zeroes; }
     void submitted() { ++in_flight; }
     void done(sched::Op op, std::uint64_t bytes, Nanos latency, bool error);
+    void cancel();
     void merge(const Counters& other);
 };
 
@@ -60,6 +64,7 @@ public:
     void submitted(sched::QueueId queue);
     void done(sched::QueueId queue, sched::Op op, std::uint64_t bytes, Nanos latency, bool error);
     void readahead_hit(sched::QueueId queue);
+    void cancelled(sched::QueueId queue);
     // A client asked for the export and its allow: rules said no.
     void refused(const std::string& export_name);
 
@@ -76,6 +81,10 @@ private:
         Counters* group;
     };
     Route* route(sched::QueueId queue);
+    // Runs `f` on the device's counters and, when the queue is known, its
+    // queue's, export's and group's.
+    template <class F>
+    void each(sched::QueueId queue, F&& f);
 
     Counters device_;
     std::map<std::string, Counters> exports_;

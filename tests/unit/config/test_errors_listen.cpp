@@ -237,6 +237,18 @@ TEST_CASE("limits: drain_timeout bounds a shutdown's and a hand-over's waits") {
     expect_error(with("limits:\n  drain_timout: 1s\n"), "limits.drain_timout", 2, 3, "did you mean 'drain_timeout'?");
 }
 
+TEST_CASE("limits: stall_timeout is off by default, 0 or 1s..24h") {
+    CHECK(with("").config->limits.stall_timeout == std::chrono::milliseconds(0));
+    CHECK(with("limits: {stall_timeout: 0}\n").config->limits.stall_timeout == std::chrono::milliseconds(0));
+    CHECK(with("limits: {stall_timeout: 90s}\n").config->limits.stall_timeout == std::chrono::seconds(90));
+    CHECK(with("limits: {stall_timeout: 24h}\n").config->limits.stall_timeout == std::chrono::hours(24));
+    const char* range = "expected 0 (off) or a duration from 1s to 24h, e.g. 60s";
+    expect_error(with("limits:\n  stall_timeout: 500ms\n"), "limits.stall_timeout", 2, 18, range);
+    expect_error(with("limits:\n  stall_timeout: 25h\n"), "limits.stall_timeout", 2, 18, range);
+    expect_error(with("limits:\n  stall_timeout: -1s\n"), "limits.stall_timeout", 2, 18, range);
+    expect_error(with("limits:\n  stall_timeout: never\n"), "limits.stall_timeout", 2, 18, range);
+}
+
 TEST_CASE("limits: busy_poll") {
     auto ok = with("limits: {busy_poll: 50us}\n");
     REQUIRE(ok.errors.empty());

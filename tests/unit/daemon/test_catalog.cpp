@@ -63,7 +63,7 @@ TEST_CASE("ctl stats keeps its JSON keys and table columns") {
     stats::Counters c;
     CHECK(keys_of(control::counters_json(c)) ==
           std::set<std::string>{"requests", "reads", "writes", "flushes", "trims", "zeroes", "read_bytes",
-                                "write_bytes", "in_flight", "errors", "refused", "readahead_hits", "latency_mean_us",
+                                "write_bytes", "in_flight", "errors", "refused", "readahead_hits", "cancelled", "latency_mean_us",
                                 "latency_p50_us", "latency_p99_us"});
     CHECK(keys_of(control::sched_json(sched::EntityStats{})) ==
           std::set<std::string>{"dispatched", "completed", "dispatched_sectors", "slices", "idle_ms", "queued",
@@ -127,7 +127,7 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
                                "nbdsched_device_memory_bytes", "nbdsched_group_weight"};
     for (std::string level : {"device", "export", "group"}) {
         for (std::string name : {"requests_total", "bytes_total", "errors_total", "readahead_hits_total", "in_flight",
-                                 "latency_seconds", "refused_connections_total"})
+                                 "latency_seconds", "refused_connections_total", "requests_cancelled_total"})
             want.insert("nbdsched_" + level + "_" + name);
         if (level == "export") continue;   // the scheduler knows no exports
         for (std::string name : {"dispatched_total", "slices_total", "idle_seconds_total", "queued"})

@@ -109,4 +109,13 @@ TEST_CASE("device stats route a queue's requests to its export and group") {
     CHECK(s.queues().at(1).counters.trims == 1);
     CHECK(s.queues().at(1).counters.zeroes == 1);
     CHECK(s.device().write_bytes == 8192);   // trims/zeroes move no data
+    // a closed client's read answered unread: cancelled, not a read, no latency
+    s.submitted(1);
+    s.cancelled(1);
+    CHECK(s.device().cancelled == 1);
+    CHECK(s.groups().at(0).cancelled == 1);
+    CHECK(s.exports().at("a").cancelled == 1);
+    CHECK(s.device().in_flight == 0);
+    CHECK(s.exports().at("a").reads == 1);
+    CHECK(s.groups().at(0).latency.count() == 3);
 }

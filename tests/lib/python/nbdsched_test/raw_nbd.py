@@ -2,6 +2,7 @@
 stalled handshake, an idle connection, TLS ended by hand): the protocol's
 magic numbers, exact reads, and one option or request put on the wire.
 Numbers from the NBD protocol (doc/proto.md)."""
+import socket
 import struct
 
 NBDMAGIC = b"NBDMAGIC"
@@ -34,3 +35,24 @@ def send_option(sock, opt, data=b""):
 
 def send_request(sock, cmd, cookie, offset, length, payload=b"", flags=0):
     sock.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, flags, cmd, cookie, offset, length) + payload)
+
+
+def connect_export(path, export="default"):
+    """A Unix socket at `path` past the handshake (NBD_OPT_EXPORT_NAME `export`)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    name = export.encode()
+    s.sendall(struct.pack(">IQII", CLIENT_FLAGS, IHAVEOPT, OPT_EXPORT_NAME, len(name)) + name)
+    greeting = exactly(s, GREETING_BYTES)
+    if greeting[:8] != NBDMAGIC:
+        raise AssertionError(f"bad greeting {greeting!r}")
+    exactly(s, 10)   # size and flags (NO_ZEROES: no padding)
+    return s
+
+
+def read_reply(sock, cookie, length=0):
+    """A simple reply to `cookie`: (error, data); `length` bytes of data follow a READ's."""
+    magic, error, got = struct.unpack(">IIQ", exactly(sock, 16))
+    if magic != SIMPLE_REPLY_MAGIC or got != cookie:
+        raise AssertionError(f"bad reply: magic {magic:#x} cookie {got}")
+    return error, (exactly(sock, length) if length and error == 0 else b"")

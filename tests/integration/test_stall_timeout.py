@@ -1,0 +1,128 @@
+"""limits.stall_timeout: a client that stops sending a WRITE payload it began,
+or stops reading its replies, is closed once it has been stalled that long;
+other clients go on, and what the stalled ones held is let go. With the
+default (0) nothing is closed.
+
+One daemon on a RAM export, first with no stall_timeout: a stalled writer
+(the header and 4 KiB of a 1 MiB WRITE) and a reader that never reads (64
+READs of 1 MiB) are still served 2.5 s later: the writer sends the rest and
+is answered, the reader reads every reply. A reload sets stall_timeout: 1s
+(it applies live) and the same two stalls begin again: at 0.5 s both
+connections are open, within a few seconds both are closed with a log line
+naming the export and what the client stalled on, the device holds no
+request of theirs any more, and a third client's WRITE and READ are answered
+meanwhile and after."""
+import socket
+import struct
+import sys
+import time
+
+from nbdsched_test.daemon import Daemon
+from nbdsched_test.raw_nbd import CMD_READ, CMD_WRITE, REQUEST_MAGIC, connect_export, read_reply, send_request
+from nbdsched_test.verdict import Checks
+
+MIB = 1 << 20
+READS = 64
+CONFIG = """devices:
+  - {name: d0, size: 256MiB}
+exports:
+  - {name: default, device: d0}
+"""
+WRITER_LOG = "export 'default': the client has not sent the rest of a WRITE payload for"
+READER_LOG = "export 'default': the client has not read its replies for"
+
+
+def stalled_writer(path):
+    """A connection stalled in the payload of a 1 MiB WRITE at 0."""
+    s = connect_export(path)
+    s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_WRITE, 1, 0, MIB) + b"w" * 4096)
+    return s
+
+
+def stalled_reader(path):
+    """A connection whose READ replies (64 MiB) fill its socket: never read."""
+    s = connect_export(path)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"".join(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_READ, i, i * MIB, MIB) for i in range(READS)))
+    return s
+
+
+def closed_by_server(s, timeout):
+    """True when the server's side ends (EOF or reset) within `timeout`,
+    whatever it still had in the socket read and dropped meanwhile."""
+    s.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if not s.recv(1 << 20):
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+    return False
+
+
+def live_client_works(path, offset, checks, when):
+    s = connect_export(path)
+    data = bytes((offset + i) % 251 for i in range(4096))
+    send_request(s, CMD_WRITE, 7, 200 * MIB + offset, len(data), data)
+    ok = read_reply(s, 7) == (0, b"")
+    send_request(s, CMD_READ, 8, 200 * MIB + offset, len(data))
+    ok = ok and read_reply(s, 8, len(data)) == (0, data)
+    s.close()
+    checks.check(f"another client's WRITE and READ are answered {when}", ok)
+
+
+def main():
+    checks = Checks()
+    with Daemon(CONFIG, "stall_timeout") as d:
+        # Off: stalls are waited out however long they last.
+        writer, reader = stalled_writer(d.sock), stalled_reader(d.sock)
+        time.sleep(2.5)
+        writer.sendall(b"w" * (MIB - 4096))
+        checks.check("stall_timeout 0: a writer stalled 2.5 s is still served: its WRITE is answered",
+                     read_reply(writer, 1) == (0, b""))
+        got = sum(1 for i in range(READS) if read_reply(reader, i, MIB)[0] == 0)
+        checks.check("stall_timeout 0: a reader that read nothing for 2.5 s gets all its replies", got == READS,
+                     f"{got} of {READS}")
+        writer.close()
+        reader.close()
+        checks.check("stall_timeout 0: no connection closed for a stall",
+                     WRITER_LOG not in d.log() and READER_LOG not in d.log())
+
+        # A reload sets it; it applies to the stalls that begin afterwards.
+        d.write_config("limits: {stall_timeout: 1s}\n" + CONFIG)
+        d.hup()
+        checks.check("the reload setting stall_timeout is applied", d.wait_log("reload: limits.stall_timeout = 1s", 10),
+                     d.log_tail(5))
+        start = time.monotonic()
+        writer, reader = stalled_writer(d.sock), stalled_reader(d.sock)
+        time.sleep(0.5)
+        checks.check("at 0.5 s neither stalled connection is closed yet",
+                     WRITER_LOG not in d.log() and READER_LOG not in d.log())
+        live_client_works(d.sock, 0, checks, "while two clients are stalled")
+        # Both close logs first: reading the reader's socket makes room, and
+        # a reader that reads is no longer stalled.
+        logged = d.wait_log(WRITER_LOG, 5) and d.wait_log(READER_LOG, 5)
+        elapsed = time.monotonic() - start
+        checks.check("the stalled writer is closed", logged and closed_by_server(writer, 5))
+        checks.check("the reader that does not read is closed", logged and closed_by_server(reader, 5))
+        checks.check("both within a few seconds of the 1 s timeout", elapsed < 5, f"{elapsed:.1f} s")
+        log = d.log()
+        checks.check("the writer's close is logged with the export and how long (1s)",
+                     WRITER_LOG in log and "limits.stall_timeout 1s" in log and "dropped unanswered" in log,
+                     d.log_tail(6))
+        checks.check("the reader's close is logged with the export", READER_LOG in log, d.log_tail(6))
+        deadline = time.monotonic() + 5
+        while (in_flight := Daemon.device(d.stats(), "d0")["counters"]["in_flight"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        checks.check("the device holds no request of the closed clients", in_flight == 0, f"in_flight {in_flight}")
+        live_client_works(d.sock, 4096, checks, "after the stalled clients were closed")
+        writer.close()
+        reader.close()
+    checks.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
