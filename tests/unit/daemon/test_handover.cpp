@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +24,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "daemon/process/fdstore_handover.hpp"
 #include "daemon/process/handover_server.hpp"
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/process/takeover.hpp"
@@ -313,4 +316,28 @@ TEST_CASE("hand-over socket: out of descriptors, accept waits between tries inst
     CHECK(server->failed_accepts() >= 2);
     CHECK(server->failed_accepts() <= 10);
     ::close(client);
+}
+
+TEST_CASE("fd store: a descriptor name with an index nbdsched never gives is an error, not a write out of bounds") {
+    for (const char* name : {"nbdsched-fd18446744073709551615", "nbdsched-fd99999999999", "nbdsched-fd", "nbdsched-fd1x"}) {
+        CAPTURE(name);
+        const std::string state = R"({"version":1,"listeners":[],"connections":[]})";
+        int memfd = ::memfd_create("state", MFD_CLOEXEC);
+        REQUIRE(memfd >= 0);
+        REQUIRE(::write(memfd, state.data(), state.size()) == static_cast<ssize_t>(state.size()));
+        int pipe_fds[2];
+        REQUIRE(::pipe(pipe_fds) == 0);
+        ::close(pipe_fds[1]);
+        std::vector<daemon::InheritedSocket> inherited(2);
+        inherited[0].fd = memfd;
+        inherited[0].name = "nbdsched-state";
+        inherited[1].fd = pipe_fds[0];
+        inherited[1].name = name;
+        std::string error;
+        auto handed = daemon::take_from_fd_store(inherited, error);
+        CHECK_FALSE(handed.has_value());
+        CHECK(error.find("not one nbdsched stores") != std::string::npos);
+        CHECK(inherited.empty());
+        CHECK(::fcntl(pipe_fds[0], F_GETFD) == -1);   // closed
+    }
 }
