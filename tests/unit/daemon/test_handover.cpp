@@ -341,3 +341,29 @@ TEST_CASE("fd store: a descriptor name with an index nbdsched never gives is an 
         CHECK(::fcntl(pipe_fds[0], F_GETFD) == -1);   // closed
     }
 }
+
+TEST_CASE("hand-over state: a number out of its field's range or with a fraction is malformed, not wrapped") {
+    const std::string conn = R"({"id":1,"peer":"p","identity":{"unix":true,"groups":[GROUPS],"cgroup":"/","address":""},)"
+                             R"("export":"e","size":1,"flags":FLAGS,"structured":false,"block_status":false,"group":"",)"
+                             R"("unread":"","fd":FD})";
+    auto state = [&](const std::string& fd, const std::string& flags, const std::string& groups,
+                     const std::string& version) {
+        std::string c = conn;
+        c.replace(c.find("GROUPS"), 6, groups);
+        c.replace(c.find("FLAGS"), 5, flags);
+        c.replace(c.find("FD"), 2, fd);
+        return R"({"version":)" + version + R"(,"listeners":[],"connections":[)" + c + "]}";
+    };
+    std::string error;
+    REQUIRE(daemon::handover_from_json(state("0", "1", "0", "1"), 1, error));
+    // 2^32 wrapped to descriptor 0, 2^16 + 1 to flags 1, 2^32 + 1 to version 1;
+    // 1e300 into an int was undefined.
+    for (const auto& bad : {state("4294967296", "1", "0", "1"), state("0", "65537", "0", "1"),
+                            state("0", "1", "4294967296", "1"), state("0", "1", "0", "4294967297"),
+                            state("1e300", "1", "0", "1"), state("0.5", "1", "0", "1"), state("-1", "1", "-1", "1")}) {
+        CAPTURE(bad);
+        error.clear();
+        CHECK_FALSE(daemon::handover_from_json(bad, 1, error));
+        CHECK(error.find("malformed hand-over state") != std::string::npos);
+    }
+}
