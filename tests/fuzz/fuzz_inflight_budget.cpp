@@ -11,9 +11,9 @@
 //   - a group under both of its shares, with nobody eligible ahead of it and
 //     no ticket out, is admitted, at the latest as it joins the line (the
 //     header's promise);
-//   - the pool passes its request limit by at most the limit again plus one
-//     request per group (docs/configuration.md: what the others hold beyond
-//     their shares; each group's share is at least one);
+//   - no group holds more requests than the pool, so with n groups the
+//     pool holds at most n times its limit (docs/configuration.md: what
+//     the others took while their shares were larger stays theirs);
 // and at the end, with no new requests, replying to everything and running
 // every ticket drains the line and brings every total back to zero.
 #include <chrono>
@@ -197,8 +197,9 @@ private:
         for (sched::GroupId g = 0; g < groups; ++g) {
             FUZZ_CHECK(budget_->held(g) == held[g]);
             FUZZ_CHECK(budget_->held_bytes(g) == held_bytes[g]);
+            FUZZ_CHECK(held[g] <= max_requests_);   // a share is never more than the pool
         }
-        FUZZ_CHECK(requests + tickets <= 2 * max_requests_ + groups);
+        FUZZ_CHECK(requests + tickets <= groups * max_requests_);
     }
 
     std::unique_ptr<InflightBudget> budget_;
