@@ -7,6 +7,7 @@
 #include "common/hex.hpp"
 #include "common/json_text.hpp"
 #include "common/utf8.hpp"
+#include "sched/weight.hpp"
 
 namespace nbdsched::daemon {
 
@@ -91,9 +92,13 @@ json live_changes_json(const LiveChanges& changes) {
 
 LiveChanges live_changes_from(const json& j) {
     LiveChanges changes;
-    for (const auto& w : j.at("weights"))
+    for (const auto& w : j.at("weights")) {
         changes.weights.push_back(
             {w.at("group").get<std::string>(), whole<unsigned>(w.at("weight")), whole<unsigned>(w.at("file_weight"))});
+        // Applied to every device's scheduler as it stands: the range ctl and the configuration allow.
+        if (auto why = sched::check_weight(changes.weights.back().weight); !why.empty())
+            throw std::out_of_range("ctl weight " + changes.weights.back().group + ": " + why);
+    }
     for (const auto& t : j.at("tunables")) {
         LiveChanges::Tunable entry{t.at("device").get<std::string>(), t.at("policy").get<std::string>(),
                                    t.at("name").get<std::string>(), t.at("value").get<std::string>(), std::nullopt};

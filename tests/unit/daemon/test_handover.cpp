@@ -367,3 +367,18 @@ TEST_CASE("hand-over state: a number out of its field's range or with a fraction
         CHECK(error.find("malformed hand-over state") != std::string::npos);
     }
 }
+
+TEST_CASE("hand-over state: a ctl weight outside 1..1000 is malformed") {
+    auto state = [](const std::string& weight) {
+        return R"({"version":1,"listeners":[],"connections":[],"ctl_changes":{"weights":[{"group":"g","weight":)" +
+               weight + R"(,"file_weight":100}],"tunables":[],"faults":[]}})";
+    };
+    std::string error;
+    REQUIRE(daemon::handover_from_json(state("1000"), 0, error));
+    for (const char* bad : {"0", "1001", "70000"}) {
+        CAPTURE(bad);
+        error.clear();
+        CHECK_FALSE(daemon::handover_from_json(state(bad), 0, error));
+        CHECK(error.find("out of range") != std::string::npos);
+    }
+}
