@@ -11,7 +11,8 @@
 //   2: one byte of descriptor count, then the JSON state for handover_from_json().
 // Checked: a failure says why; an accepted state is of the current version,
 // every descriptor index is below the count passed, every TLS mode is
-// known; and it survives to_json() and back unchanged.
+// known, every ctl weight it carries is in 1..1000; and it survives
+// to_json() and back unchanged.
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -22,6 +23,7 @@
 
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/session/connection_state.hpp"
+#include "sched/weight.hpp"
 #include "tests/fuzz/check.hpp"
 
 namespace {
@@ -45,6 +47,8 @@ void check_state(const std::string& text, std::size_t fd_count) {
                    l.tls_mode == nbdsched::nbd::TlsMode::require);
     }
     for (const auto& c : s->connections) FUZZ_CHECK(c.fd >= 0 && static_cast<std::size_t>(c.fd) < fd_count);
+    for (const auto& w : s->live_changes.weights)   // applied to every scheduler as they stand
+        FUZZ_CHECK(w.weight >= nbdsched::sched::min_weight && w.weight <= nbdsched::sched::max_weight);
     const std::string again = to_json(*s);
     std::string error2;
     auto back = handover_from_json(again, fd_count, error2);
