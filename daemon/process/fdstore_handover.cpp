@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -17,6 +18,19 @@ namespace {
 
 const std::string state_name = "nbdsched-state";
 const std::string fd_prefix = "nbdsched-fd";
+// The most descriptors a hand-over passes (handover_wire.cpp's limit too).
+constexpr unsigned long max_fds = 1ul << 20;
+
+// The index in a descriptor's name "nbdsched-fd<index>": digits only, below
+// max_fds; nullopt for any other name (not one push_to_fd_store gave).
+std::optional<std::size_t> fd_index(const std::string& name) {
+    const std::string digits = name.substr(fd_prefix.size());
+    if (digits.empty() || digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    const unsigned long index = std::strtoul(digits.c_str(), nullptr, 10);
+    if (index >= max_fds) return std::nullopt;
+    return index;
+}
 
 bool store(int fd, const std::string& name, std::string& error) {
     const std::string message = "FDSTORE=1\nFDNAME=" + name;
@@ -67,24 +81,34 @@ std::optional<HandedOver> take_from_fd_store(std::vector<InheritedSocket>& inher
     int state_fd = -1;
     std::vector<std::pair<std::size_t, int>> numbered;
     std::vector<InheritedSocket> rest;
+    std::string bad_name;   // a descriptor name this nbdsched does not give: the store is not its hand-over
     for (auto& s : inherited) {
         if (s.name == state_name) {
             state_fd = s.fd;
         } else if (s.name.rfind(fd_prefix, 0) == 0) {
-            numbered.emplace_back(std::strtoul(s.name.c_str() + fd_prefix.size(), nullptr, 10), s.fd);
+            if (auto index = fd_index(s.name)) {
+                numbered.emplace_back(*index, s.fd);
+            } else {
+                bad_name = s.name;
+                unstore(s.name);
+                ::close(s.fd);
+            }
         } else {
             rest.push_back(s);
         }
     }
     inherited = std::move(rest);
-    if (state_fd < 0 && numbered.empty()) return std::nullopt;
+    if (state_fd < 0 && numbered.empty() && bad_name.empty()) return std::nullopt;
     HandedOver handed;
     std::size_t count = 0;
     for (auto [index, fd] : numbered) count = std::max(count, index + 1);
     handed.fds.assign(count, -1);
     for (auto [index, fd] : numbered) handed.fds[index] = fd;
     std::optional<HandoverState> state;
-    if (state_fd < 0) {
+    if (!bad_name.empty()) {
+        error = "fd store: a descriptor named " + bad_name + ", not one nbdsched stores (index up to " +
+                std::to_string(max_fds - 1) + ")";
+    } else if (state_fd < 0) {
         error = "fd store: descriptors without a state (a hand-over that did not finish)";
     } else if (auto text = read_memfd(state_fd, error)) {
         state = handover_from_json(*text, handed.fds.size(), error);

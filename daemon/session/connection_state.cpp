@@ -1,17 +1,38 @@
 #include "daemon/session/connection_state.hpp"
 
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <stdexcept>
 
 #include "common/hex.hpp"
 #include "common/json_text.hpp"
 #include "common/utf8.hpp"
+#include "sched/weight.hpp"
 
 namespace nbdsched::daemon {
 
 namespace {
 
 using nlohmann::json;
+
+// A whole number that fits T; anything else (a fraction, a value out of
+// T's range) throws: json::get<T>() would wrap it, or, from a double out
+// of range, be undefined behaviour.
+template <typename T>
+T whole(const json& j) {
+    if (!j.is_number_integer()) throw std::invalid_argument("not a whole number: " + j.dump());
+    if (j.is_number_unsigned()) {
+        const auto v = j.get<std::uint64_t>();
+        if (v > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+            throw std::out_of_range("out of range: " + j.dump());
+        return static_cast<T>(v);
+    }
+    const auto v = j.get<std::int64_t>();
+    if (v < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+        (v > 0 && static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
+        throw std::out_of_range("out of range: " + j.dump());
+    return static_cast<T>(v);
+}
 
 json peer_json(const PeerInfo& p) {
     json j = {{"unix", p.is_unix}, {"groups", p.groups}, {"cgroup", p.cgroup}, {"address", p.address}};
@@ -31,7 +52,8 @@ json peer_json(const PeerInfo& p) {
 PeerInfo peer_from(const json& j) {
     PeerInfo p;
     p.is_unix = j.at("unix").get<bool>();
-    p.groups = j.at("groups").get<std::vector<std::uint32_t>>();
+    if (!j.at("groups").is_array()) throw std::invalid_argument("groups: not a list");
+    for (const auto& g : j.at("groups")) p.groups.push_back(whole<std::uint32_t>(g));
     p.cgroup = j.at("cgroup").get<std::string>();
     if (j.contains("cgroup_hex")) {
         auto bytes = from_hex(j["cgroup_hex"].get<std::string>());
@@ -39,14 +61,14 @@ PeerInfo peer_from(const json& j) {
         p.cgroup.assign(bytes->begin(), bytes->end());
     }
     p.address = j.at("address").get<std::string>();
-    if (j.contains("pid")) p.pid = j["pid"].get<std::int32_t>();
-    if (j.contains("uid")) p.uid = j["uid"].get<std::uint32_t>();
-    if (j.contains("gid")) p.gid = j["gid"].get<std::uint32_t>();
+    if (j.contains("pid")) p.pid = whole<std::int32_t>(j["pid"]);
+    if (j.contains("uid")) p.uid = whole<std::uint32_t>(j["uid"]);
+    if (j.contains("gid")) p.gid = whole<std::uint32_t>(j["gid"]);
     return p;
 }
 
 int fd_index(const json& j, std::size_t fd_count) {
-    const int fd = j.at("fd").get<int>();
+    const int fd = whole<int>(j.at("fd"));
     if (fd < 0 || static_cast<std::size_t>(fd) >= fd_count)
         throw std::out_of_range("descriptor index " + std::to_string(fd) + " outside the " +
                                 std::to_string(fd_count) + " passed");
@@ -87,9 +109,13 @@ json live_changes_json(const LiveChanges& changes) {
 
 LiveChanges live_changes_from(const json& j) {
     LiveChanges changes;
-    for (const auto& w : j.at("weights"))
+    for (const auto& w : j.at("weights")) {
         changes.weights.push_back(
-            {w.at("group").get<std::string>(), w.at("weight").get<unsigned>(), w.at("file_weight").get<unsigned>()});
+            {w.at("group").get<std::string>(), whole<unsigned>(w.at("weight")), whole<unsigned>(w.at("file_weight"))});
+        // Applied to every device's scheduler as it stands: the range ctl and the configuration allow.
+        if (auto why = sched::check_weight(changes.weights.back().weight); !why.empty())
+            throw std::out_of_range("ctl weight " + changes.weights.back().group + ": " + why);
+    }
     for (const auto& t : j.at("tunables")) {
         LiveChanges::Tunable entry{t.at("device").get<std::string>(), t.at("policy").get<std::string>(),
                                    t.at("name").get<std::string>(), t.at("value").get<std::string>(), std::nullopt};
@@ -133,25 +159,25 @@ std::optional<HandoverState> handover_from_json(const std::string& text, std::si
     try {
         const json j = json::parse(text);
         HandoverState s;
-        s.version = j.at("version").get<int>();
+        s.version = whole<int>(j.at("version"));
         if (s.version != HandoverState::current_version) {
             error = "hand-over state version " + std::to_string(s.version) + ", this nbdsched reads version " +
                     std::to_string(HandoverState::current_version);
             return std::nullopt;
         }
         for (const auto& l : j.at("listeners")) {
-            const int tls = l.at("tls").get<int>();
+            const int tls = whole<int>(l.at("tls"));
             if (tls < 0 || tls > static_cast<int>(nbd::TlsMode::require)) throw std::out_of_range("bad tls mode");
             s.listeners.push_back({fd_index(l, fd_count), static_cast<nbd::TlsMode>(tls)});
         }
         for (const auto& c : j.at("connections")) {
             ConnectionState cs;
-            cs.id = c.at("id").get<std::uint64_t>();
+            cs.id = whole<std::uint64_t>(c.at("id"));
             cs.peer = c.at("peer").get<std::string>();
             cs.identity = peer_from(c.at("identity"));
             cs.export_name = c.at("export").get<std::string>();
-            cs.export_size = c.at("size").get<std::uint64_t>();
-            cs.transmission_flags = c.at("flags").get<std::uint16_t>();
+            cs.export_size = whole<std::uint64_t>(c.at("size"));
+            cs.transmission_flags = whole<std::uint16_t>(c.at("flags"));
             cs.structured = c.at("structured").get<bool>();
             cs.block_status = c.at("block_status").get<bool>();
             cs.group = c.at("group").get<std::string>();

@@ -273,13 +273,13 @@ std::optional<Time> QosScheduler::next_wakeup() const {
             if (auto until = held_until(g); until && *until > last_) earliest(until);
         }
         if (g.limit_blocked && !g.gated.empty()) {
-            auto a = g.limit_iops.ready_at(1), b = g.limit_bps.ready_at(double(g.gated.front().length));
+            auto a = g.limit_iops.ready_at(1), b = g.limit_bps.ready_at(double(data_bytes(g.gated.front())));
             earliest(a && b ? std::max(a, b) : a ? a
                                                  : b);
         }
         if (room && !g.ready.empty() && !below_floor(g, g.ready.front())) {
             auto a = g.reserve_iops.on() ? g.reserve_iops.ready_at(1) : std::nullopt;
-            auto b = g.reserve_bps.on() ? g.reserve_bps.ready_at(double(g.ready.front().length)) : std::nullopt;
+            auto b = g.reserve_bps.on() ? g.reserve_bps.ready_at(double(data_bytes(g.ready.front()))) : std::nullopt;
             earliest(a && b ? std::min(a, b) : a ? a
                                                  : b);
         }

@@ -150,3 +150,59 @@ for policy in range(3):
         opens = b"".join(struct.pack("<III", 0, q, q % 3) for q in range(4))
         body = bytes(rng.randrange(256) for _ in range(3000))
         put("scheduler", f"p{policy}-r{rot}", head + opens + body)
+
+# --- control: request lines against d0 (cfq), d1 (bfq, QoS), d2 (none, faults)
+# and the groups default, g1 and cg (weight: from-cgroup)
+put("control", "commands", b"\n".join([
+    b'{"cmd":"list"}', b'{"cmd":"stats"}',
+    b'{"cmd":"get","device":"d0","tunable":"slice_idle"}',
+    b'{"cmd":"set","device":"d0","tunable":"slice_idle","value":"4ms"}',
+    b'{"cmd":"set","device":"d1","tunable":"max_budget","value":0}',
+    b'{"cmd":"set","device":"d2","tunable":"x","value":"1"}',
+    b'{"cmd":"weight","group":"g1","weight":7}', b'{"cmd":"weight","group":"cg","weight":7}',
+    b'{"cmd":"faults","device":"d2","enabled":true}', b'{"cmd":"faults","device":"d0"}',
+    b'{"cmd":"reload"}']))
+put("control", "qos", b"\n".join([
+    b'{"cmd":"reserve","group":"g1","iops":100,"bps":"20MiB"}',
+    b'{"cmd":"limit","group":"g1","iops":50,"burst":"10ms"}',
+    b'{"cmd":"limit","group":"default","bps":"1MiB"}',
+    b'{"cmd":"limit","group":"g1","burst":"1s"}',
+    b'{"cmd":"latency-target","group":"g1","target":"5ms"}',
+    b'{"cmd":"latency-target","group":"g1","target":"off"}',
+    b'{"cmd":"reserve","group":"cg","iops":-1}', b'{"cmd":"limit","group":"g1","bps":"1KiB"}',
+    b'{"cmd":"list"}']))
+put("control", "malformed", b"\n".join([
+    b'', b'{', b'[]', b'{"cmd":1}', b'{"cmd":"weight","group":"g1","weight":-5}',
+    b'{"cmd":"weight","group":"g1","weight":1e3}', b'{"cmd":"weight","group":"g1","weight":18446744073709551617}',
+    b'{"cmd":"weight","group":"g1","weight":0}', b'{"cmd":"weight","group":"g1","weight":1001}',
+    b'{"cmd":"get","device":["d0"],"tunable":"x"}', b'{"cmd":"set","device":"d0","tunable":"slice_idle","value":1.5}',
+    b'{"cmd":"faults","device":"d2","enabled":"yes"}', b'{"cmd":"nope"}', b'"\\ud800"', b'\xff\xfe']))
+
+# --- handover: mode byte (0 raw socket bytes, 1 framed text, 2 fd count + JSON)
+state = (b'{"version":1,"listeners":[{"fd":0,"tls":0},{"fd":1,"tls":2}],"connections":[{"id":7,'
+         b'"peer":"unix pid 12 uid 0","identity":{"unix":true,"groups":[0,10],"cgroup":"/a","address":"",'
+         b'"pid":12,"uid":0,"gid":0,"cgroup_hex":"2fff"},"export":"default","size":67108864,"flags":1,'
+         b'"structured":true,"block_status":false,"group":"g1","unread":"2560951300","fd":2}],'
+         b'"ctl_changes":{"weights":[{"group":"g1","weight":7,"file_weight":500}],"tunables":[{"device":"d0",'
+         b'"policy":"cfq","name":"slice_idle","value":"4ms","file_value":"8ms"}],"faults":[{"device":"d2",'
+         b'"enabled":true}]}}')
+put("handover", "state", bytes([2, 3]) + state)
+put("handover", "state-minimal", bytes([2, 0]) + b'{"version":1,"listeners":[],"connections":[]}')
+put("handover", "state-bad", bytes([2, 2]) + state.replace(b'"fd":2', b'"fd":-1').replace(b'2fff', b'2ff'))
+put("handover", "takeover-state", bytes([1]) + b"state " + state)
+put("handover", "takeover-refused", bytes([1]) + b"refused another hand-over is running")
+put("handover", "frame", bytes([0]) + struct.pack("<II", len(state) + 6, 0) + b"state " + state)
+put("handover", "frame-truncated", bytes([0]) + struct.pack("<II", 100, 0) + b"state {")
+put("handover", "frame-fds", bytes([0]) + struct.pack("<II", 6, 3) + b"Fstate ")
+put("handover", "frame-huge", bytes([0]) + struct.pack("<II", 0xFFFFFFFF, 0xFFFFFFFF))
+
+# --- inflight-budget: pool, bytes, fair share, then events
+for i, head in enumerate([bytes([3, 0, 0, 0, 0, 7, 0, 0, 0, 0]), bytes([0, 0, 0, 0, 1, 0, 0, 0, 0, 1]),
+                          bytes([15, 0, 0, 0, 0, 63, 0, 0, 0, 0])]):
+    put("inflight-budget", f"run{i}", head + bytes(rng.randrange(256) for _ in range(2000)))
+
+# --- qos-bucket: rotational, depth, policy, the limit, then events
+for policy in range(3):
+    head = bytes([0]) + struct.pack("<I", 7) + struct.pack("<I", policy) + struct.pack("<I", 3) + \
+        struct.pack("<I", 99) + struct.pack("<I", 1000) + struct.pack("<I", 99)
+    put("qos-bucket", f"p{policy}", head + bytes(rng.randrange(256) for _ in range(3000)))

@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +24,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "daemon/process/fdstore_handover.hpp"
 #include "daemon/process/handover_server.hpp"
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/process/takeover.hpp"
@@ -313,4 +316,69 @@ TEST_CASE("hand-over socket: out of descriptors, accept waits between tries inst
     CHECK(server->failed_accepts() >= 2);
     CHECK(server->failed_accepts() <= 10);
     ::close(client);
+}
+
+TEST_CASE("fd store: a descriptor name with an index nbdsched never gives is an error, not a write out of bounds") {
+    for (const char* name : {"nbdsched-fd18446744073709551615", "nbdsched-fd99999999999", "nbdsched-fd", "nbdsched-fd1x"}) {
+        CAPTURE(name);
+        const std::string state = R"({"version":1,"listeners":[],"connections":[]})";
+        int memfd = ::memfd_create("state", MFD_CLOEXEC);
+        REQUIRE(memfd >= 0);
+        REQUIRE(::write(memfd, state.data(), state.size()) == static_cast<ssize_t>(state.size()));
+        int pipe_fds[2];
+        REQUIRE(::pipe(pipe_fds) == 0);
+        ::close(pipe_fds[1]);
+        std::vector<daemon::InheritedSocket> inherited(2);
+        inherited[0].fd = memfd;
+        inherited[0].name = "nbdsched-state";
+        inherited[1].fd = pipe_fds[0];
+        inherited[1].name = name;
+        std::string error;
+        auto handed = daemon::take_from_fd_store(inherited, error);
+        CHECK_FALSE(handed.has_value());
+        CHECK(error.find("not one nbdsched stores") != std::string::npos);
+        CHECK(inherited.empty());
+        CHECK(::fcntl(pipe_fds[0], F_GETFD) == -1);   // closed
+    }
+}
+
+TEST_CASE("hand-over state: a number out of its field's range or with a fraction is malformed, not wrapped") {
+    const std::string conn = R"({"id":1,"peer":"p","identity":{"unix":true,"groups":[GROUPS],"cgroup":"/","address":""},)"
+                             R"("export":"e","size":1,"flags":FLAGS,"structured":false,"block_status":false,"group":"",)"
+                             R"("unread":"","fd":FD})";
+    auto state = [&](const std::string& fd, const std::string& flags, const std::string& groups,
+                     const std::string& version) {
+        std::string c = conn;
+        c.replace(c.find("GROUPS"), 6, groups);
+        c.replace(c.find("FLAGS"), 5, flags);
+        c.replace(c.find("FD"), 2, fd);
+        return R"({"version":)" + version + R"(,"listeners":[],"connections":[)" + c + "]}";
+    };
+    std::string error;
+    REQUIRE(daemon::handover_from_json(state("0", "1", "0", "1"), 1, error));
+    // 2^32 wrapped to descriptor 0, 2^16 + 1 to flags 1, 2^32 + 1 to version 1;
+    // 1e300 into an int was undefined.
+    for (const auto& bad : {state("4294967296", "1", "0", "1"), state("0", "65537", "0", "1"),
+                            state("0", "1", "4294967296", "1"), state("0", "1", "0", "4294967297"),
+                            state("1e300", "1", "0", "1"), state("0.5", "1", "0", "1"), state("-1", "1", "-1", "1")}) {
+        CAPTURE(bad);
+        error.clear();
+        CHECK_FALSE(daemon::handover_from_json(bad, 1, error));
+        CHECK(error.find("malformed hand-over state") != std::string::npos);
+    }
+}
+
+TEST_CASE("hand-over state: a ctl weight outside 1..1000 is malformed") {
+    auto state = [](const std::string& weight) {
+        return R"({"version":1,"listeners":[],"connections":[],"ctl_changes":{"weights":[{"group":"g","weight":)" +
+               weight + R"(,"file_weight":100}],"tunables":[],"faults":[]}})";
+    };
+    std::string error;
+    REQUIRE(daemon::handover_from_json(state("1000"), 0, error));
+    for (const char* bad : {"0", "1001", "70000"}) {
+        CAPTURE(bad);
+        error.clear();
+        CHECK_FALSE(daemon::handover_from_json(state(bad), 0, error));
+        CHECK(error.find("out of range") != std::string::npos);
+    }
 }

@@ -377,6 +377,28 @@ TEST_CASE("qos layer: a trim or write-zeroes costs a byte limit one sector, an i
     CHECK(*s->next_wakeup() == Time{100ms});
 }
 
+TEST_CASE("qos layer: a trim held by a byte limit is woken when one sector of tokens is in, not a full bucket") {
+    for (Op op : {Op::trim, Op::write_zeroes}) {
+        CAPTURE(to_string(op));
+        auto s = make("none", 4);
+        qos::GroupQos q;
+        q.limit.bps = 1 << 20;   // 1 MiB/s, burst 1 s: a bucket of 1 MiB
+        q.burst = 1s;
+        REQUIRE(s->set_qos(1, q, Time{}).empty());
+        s->open_queue(1, 1, Time{});
+        s->submit(ranged(1, 1, Op::read, 1 << 20), Time{});   // empties the bucket
+        REQUIRE(s->dispatch(Time{}));
+        s->submit(ranged(2, 1, op, 32 << 20), Time{});
+        CHECK_FALSE(s->dispatch(Time{}));
+        // It costs 512 bytes: due after 512 / 1 MiB/s = 489 us (it waited
+        // for the whole bucket, 1 s, when the wakeup charged its range).
+        REQUIRE(s->next_wakeup());
+        CHECK(*s->next_wakeup() <= Time{489us});
+        auto r = s->dispatch(*s->next_wakeup());
+        CHECK((r && r->id == 2));
+    }
+}
+
 TEST_CASE("qos layer: a trim costs a byte reservation one sector: the floor is still due after it") {
     auto s = make("none", 1);
     qos::GroupQos q;
