@@ -25,6 +25,7 @@
 #include "sched/qos/spec.hpp"
 #include "sched/weight.hpp"
 #include "tests/fuzz/check.hpp"
+#include "tests/lib/cpp/control_parts.hpp"
 
 namespace {
 
@@ -33,13 +34,7 @@ using namespace nbdsched::daemon;
 
 constexpr unsigned max_lines = 32;
 
-struct Daemon {
-    boost::asio::io_context io;
-    std::vector<std::unique_ptr<Device>> devices;
-    config::Config config;
-    ExportTable exports;
-    GroupTable groups;
-    control::DaemonState state;
+struct Daemon : testlib::ControlParts {
 
     Daemon() {
         std::vector<config::Group> list(3);

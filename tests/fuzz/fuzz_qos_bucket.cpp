@@ -28,6 +28,7 @@
 #include "sched/scheduler.hpp"
 #include "tests/fuzz/check.hpp"
 #include "tests/fuzz/input.hpp"
+#include "tests/fuzz/scheduler_harness.hpp"
 
 namespace {
 
@@ -42,14 +43,16 @@ constexpr unsigned max_events = 1000;
 
 double seconds(Nanos d) { return std::chrono::duration<double>(d).count(); }
 
-class Driver {
+class Driver : public fuzz::SchedulerHarness {
 public:
-    Driver(std::unique_ptr<qos::QosScheduler> s, unsigned depth) : s_(std::move(s)), depth_(depth) {
+    // The harness owns the scheduler; qos_ keeps its QoS interface at hand.
+    Driver(std::unique_ptr<qos::QosScheduler> s, unsigned depth) : SchedulerHarness(nullptr, depth), qos_(s.get()) {
+        s_ = std::move(s);
         for (QueueId q = 1; q <= queues; ++q) s_->open_queue(q, q % 3, now_);
     }
 
     void set_limit(const qos::GroupQos& q) {
-        FUZZ_CHECK(s_->set_qos(limited, q, now_).empty());
+        FUZZ_CHECK(qos_->set_qos(limited, q, now_).empty());
         limit_ = q.limit;
         burst_ = q.burst;
         since_ = now_;
@@ -59,7 +62,7 @@ public:
         after_event();
     }
     void set_reserve(const qos::GroupQos& q) {
-        FUZZ_CHECK(s_->set_qos(reserved, q, now_).empty());
+        FUZZ_CHECK(qos_->set_qos(reserved, q, now_).empty());
         after_event();
     }
     void submit(QueueId q, Op op, std::uint64_t length) {
@@ -76,44 +79,8 @@ public:
         s_->submit(r, now_);
         after_event();
     }
-    void complete(std::size_t pick) {
-        if (at_device_.empty()) return;
-        pick %= at_device_.size();
-        RequestId id = at_device_[pick];
-        at_device_.erase(at_device_.begin() + static_cast<std::ptrdiff_t>(pick));
-        s_->complete(id, now_);
-        ++completed_;
-        after_event();
-    }
-    void advance(Nanos by) {
-        const Time target = now_ + by;
-        while (auto w = s_->next_wakeup()) {
-            if (*w > target) break;
-            now_ = std::max(now_, *w);
-            after_event();
-        }
-        now_ = target;
-        after_event();
-    }
-    void finish() {
-        // The slowest limit (1 IOPS, 4 KiB/s) with up to 1000 requests of 1 MiB.
-        const Time deadline = now_ + 1000000s;
-        for (unsigned step = 0; step < 1'000'000 && (!waiting_.empty() || !at_device_.empty()); ++step) {
-            if (!at_device_.empty()) {
-                now_ += 100us;
-                complete(0);
-                continue;
-            }
-            auto w = s_->next_wakeup();
-            FUZZ_CHECK(w.has_value());   // queued work with an idle device needs a timer
-            FUZZ_CHECK(*w <= deadline);
-            now_ = std::max(now_, *w);
-            after_event();
-        }
-        FUZZ_CHECK(waiting_.empty() && at_device_.empty());
-        FUZZ_CHECK(s_->queued() == 0 && s_->in_flight() == 0);
-        FUZZ_CHECK(completed_ == next_id_ - 1);
-    }
+    // The slowest limit (1 IOPS, 4 KiB/s) with up to 1000 requests of 1 MiB.
+    void finish() { SchedulerHarness::finish(1000000s); }
 
 private:
     // The most the limit lets through since it was set (qos_settings.cpp
@@ -135,41 +102,16 @@ private:
             FUZZ_CHECK(double(bytes_) <= (std::max(4096.0, bps * b) + bps * t) * (1 + 1e-9) + double(biggest_));
         }
     }
-    void after_event() {
-        for (int round = 0;; ++round) {
-            bool progress = drain();
-            auto w = s_->next_wakeup();
-            if (w) FUZZ_CHECK(*w >= now_);
-            if (!w || *w > now_) break;
-            FUZZ_CHECK(progress || round < 2);
-        }
-        FUZZ_CHECK(s_->queued() == waiting_.size());
-        FUZZ_CHECK(s_->in_flight() == at_device_.size());
-        if (!waiting_.empty() && at_device_.empty()) FUZZ_CHECK(s_->next_wakeup().has_value());
+    void dispatched(const Request& r) override {
+        auto it = waiting_.find(r.id);
+        FUZZ_CHECK(it != waiting_.end());
+        check_limit(it->second);
+        waiting_.erase(it);
     }
-    bool drain() {
-        bool any = false;
-        while (auto r = s_->dispatch(now_)) {
-            auto it = waiting_.find(r->id);
-            FUZZ_CHECK(it != waiting_.end());
-            FUZZ_CHECK(dispatched_.insert(r->id).second);
-            check_limit(it->second);
-            waiting_.erase(it);
-            at_device_.push_back(r->id);
-            FUZZ_CHECK(at_device_.size() <= depth_);
-            any = true;
-        }
-        return any;
-    }
+    std::size_t waiting() const override { return waiting_.size(); }
 
-    std::unique_ptr<qos::QosScheduler> s_;
-    unsigned depth_;
-    Time now_{};
-    RequestId next_id_ = 1;
+    qos::QosScheduler* qos_;
     std::map<RequestId, Request> waiting_;
-    std::set<RequestId> dispatched_;
-    std::vector<RequestId> at_device_;
-    std::uint64_t completed_ = 0;
     qos::Rate limit_;
     Nanos burst_{};
     Time since_{};

@@ -13,19 +13,17 @@
 //   - no stuck request: when nothing is in flight but requests are queued,
 //     a wakeup is armed; and at the end, with no new work, completing
 //     everything and following the wakeups dispatches every request.
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
-#include <vector>
 
 #include "sched/scheduler.hpp"
 #include "tests/fuzz/check.hpp"
 #include "tests/fuzz/input.hpp"
+#include "tests/fuzz/scheduler_harness.hpp"
 
 namespace {
 
@@ -39,9 +37,9 @@ constexpr std::array<const char*, 12> values = {"0", "1", "2", "4", "8", "100", 
 constexpr unsigned queues = 8;
 constexpr unsigned max_events = 4000;
 
-class Driver {
+class Driver : public fuzz::SchedulerHarness {
 public:
-    Driver(std::unique_ptr<Scheduler> s, unsigned depth) : s_(std::move(s)), depth_(depth) {}
+    Driver(std::unique_ptr<Scheduler> s, unsigned depth) : SchedulerHarness(std::move(s), depth) {}
 
     void open(QueueId q, GroupId g) {
         if (open_.count(q)) return;
@@ -75,15 +73,6 @@ public:
         s_->submit(r, now_);
         after_event();
     }
-    void complete(std::size_t pick) {
-        if (at_device_.empty()) return;
-        pick %= at_device_.size();
-        RequestId id = at_device_[pick];
-        at_device_.erase(at_device_.begin() + static_cast<std::ptrdiff_t>(pick));
-        s_->complete(id, now_);
-        ++completed_;
-        after_event();
-    }
     void tunable(std::size_t name, std::size_t value) {
         auto names = s_->tunable_names();
         if (names.empty()) return;
@@ -92,79 +81,23 @@ public:
         FUZZ_CHECK(s_->get_tunable(n).has_value());
         after_event();
     }
-    // Time passes; wakeups that come due on the way are honoured.
-    void advance(Nanos by) {
-        const Time target = now_ + by;
-        while (auto w = s_->next_wakeup()) {
-            if (*w > target) break;
-            now_ = std::max(now_, *w);
-            after_event();
-        }
-        now_ = target;
-        after_event();
-    }
-    // No new work: the device completes everything, wakeups are followed;
-    // every request must reach the device within bounded (virtual) time.
+    // Everything reaches the device within an hour of virtual time, and the
+    // scheduler's own counts agree.
     void finish() {
-        const Time deadline = now_ + 3600s;
-        for (unsigned step = 0; step < 1'000'000 && (!waiting_.empty() || !at_device_.empty()); ++step) {
-            if (!at_device_.empty()) {
-                now_ += 100us;
-                complete(0);
-                continue;
-            }
-            auto w = s_->next_wakeup();
-            FUZZ_CHECK(w.has_value());   // queued work with an idle device needs a timer
-            FUZZ_CHECK(*w <= deadline);
-            now_ = std::max(now_, *w);
-            after_event();
-        }
-        FUZZ_CHECK(waiting_.empty() && at_device_.empty());
-        FUZZ_CHECK(s_->queued() == 0 && s_->in_flight() == 0);
-        FUZZ_CHECK(completed_ == next_id_ - 1);
+        SchedulerHarness::finish(3600s);
         auto st = s_->stats(now_);
         FUZZ_CHECK(st.device.dispatched == next_id_ - 1);
         FUZZ_CHECK(st.device.completed == next_id_ - 1);
     }
 
 private:
-    // The driver's part after every event: drain, then check the seam.
-    void after_event() {
-        for (int round = 0;; ++round) {
-            bool progress = drain();
-            auto w = s_->next_wakeup();
-            if (w) FUZZ_CHECK(*w >= now_);   // no wakeup in the past
-            if (!w || *w > now_) break;
-            // Asked to be called again right now: that call must achieve
-            // something, or the daemon's timer would spin at one instant.
-            FUZZ_CHECK(progress || round < 2);
-        }
-        FUZZ_CHECK(s_->queued() == waiting_.size());
-        FUZZ_CHECK(s_->in_flight() == at_device_.size());
-        if (!waiting_.empty() && at_device_.empty()) FUZZ_CHECK(s_->next_wakeup().has_value());
+    void dispatched(const Request& r) override {
+        FUZZ_CHECK(waiting_.erase(r.id) == 1);   // submitted, not yet dispatched
     }
-    bool drain() {
-        bool any = false;
-        while (auto r = s_->dispatch(now_)) {
-            FUZZ_CHECK(waiting_.erase(r->id) == 1);         // submitted, not yet dispatched
-            FUZZ_CHECK(dispatched_.insert(r->id).second);   // exactly once
-            at_device_.push_back(r->id);
-            FUZZ_CHECK(s_->in_flight() <= depth_);
-            FUZZ_CHECK(at_device_.size() <= depth_);
-            any = true;
-        }
-        return any;
-    }
+    std::size_t waiting() const override { return waiting_.size(); }
 
-    std::unique_ptr<Scheduler> s_;
-    unsigned depth_;
-    Time now_{};
-    RequestId next_id_ = 1;
     std::map<QueueId, GroupId> open_;
     std::set<RequestId> waiting_;
-    std::set<RequestId> dispatched_;
-    std::vector<RequestId> at_device_;
-    std::uint64_t completed_ = 0;
 };
 
 }   // namespace

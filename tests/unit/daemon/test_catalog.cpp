@@ -122,7 +122,8 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     auto families = metrics::collect(state);
     std::set<std::string> names;
     for (const auto& f : families) names.insert(f.name);
-    std::set<std::string> want{"nbdsched_device_queues", "nbdsched_device_lock_lost", "nbdsched_device_inflight_requests",
+    std::set<std::string> want{"nbdsched_device_queues", "nbdsched_device_lock_lost", "nbdsched_device_storage_failed",
+                               "nbdsched_device_inflight_requests",
                                "nbdsched_device_inflight_bytes", "nbdsched_device_inflight_waits_total",
                                "nbdsched_device_memory_bytes", "nbdsched_group_weight"};
     for (std::string level : {"device", "export", "group"}) {
@@ -138,6 +139,9 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
     auto* lock_lost = find_metric(families, "nbdsched_device_lock_lost", {{"device", "d0"}});
     REQUIRE(lock_lost);
     CHECK(lock_lost->gauge.value == 0);
+    auto* storage_failed = find_metric(families, "nbdsched_device_storage_failed", {{"device", "d0"}});
+    REQUIRE(storage_failed);
+    CHECK(storage_failed->gauge.value == 0);   // RAM remembers no failure to persist
     CHECK_FALSE(dev["lock_lost"].get<bool>());
     state.locks_lost = [](const std::string& device) { return device == "d0"; };   // its take-back failed
     CHECK(control::stats_json(state)["devices"][0]["lock_lost"].get<bool>());

@@ -11,6 +11,7 @@
 #include "daemon/control/commands.hpp"
 #include "daemon/control/snapshot.hpp"
 #include "daemon/metrics/families.hpp"
+#include "tests/lib/cpp/control_parts.hpp"
 
 using namespace nbdsched;
 using namespace nbdsched::daemon;
@@ -19,13 +20,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 // 4 devices and 500 groups with some traffic: a reply of megabytes.
-struct ManyGroups {
-    boost::asio::io_context io;
-    std::vector<std::unique_ptr<Device>> devices;
-    config::Config config;
-    ExportTable exports;
-    GroupTable groups;
-    control::DaemonState state;
+struct ManyGroups : testlib::ControlParts {
     int pauses = 0;
     Clock::duration paused{};
 
