@@ -68,7 +68,7 @@ exports: [{{name: default, device: d0}}]
         ok = rc == 0 and out.strip() == str(SIZE)
         checks.check(f"{name}: {'connects' if want else 'refused'}", ok == want, f"rc {rc}: {out[-300:]}")
         if log_says:
-            found = d.wait_log(log_says, timeout=5) and log_says in d.log()[before:]
+            found = d.wait_log(log_says, timeout=5, since=before)
             checks.check(f"{name}: server log has '{log_says}'", found, d.log()[before:][-400:])
 
     def reload(name, expect, says=(), not_says=()):

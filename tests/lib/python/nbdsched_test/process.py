@@ -185,9 +185,10 @@ class Server:
         sys.stdout.write(self.log_tail(lines))
         print("----")
 
-    def wait_log(self, text, timeout=10):
-        """True once `text` is in the log."""
-        return wait_for(lambda: text in self.log(), timeout)
+    def wait_log(self, text, timeout=10, since=0):
+        """True once `text` is in the log after its first `since` characters
+        (len(log()) taken before an action: only what the action logged)."""
+        return wait_for(lambda: text in self.log()[since:], timeout)
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
         """Sends `sig`, waits; the exit status, or a sentence saying it had
