@@ -82,10 +82,10 @@ json qos_json(const sched::qos::GroupQos& q) {
 
 sched::qos::GroupQos qos_from(const json& j) {
     sched::qos::GroupQos q;
-    q.reserve = {j.at("reserve_iops").get<std::uint64_t>(), j.at("reserve_bps").get<std::uint64_t>()};
-    q.limit = {j.at("limit_iops").get<std::uint64_t>(), j.at("limit_bps").get<std::uint64_t>()};
-    q.burst = Nanos(j.at("burst_ns").get<Nanos::rep>());
-    q.latency_target = Nanos(j.at("latency_target_ns").get<Nanos::rep>());
+    q.reserve = {whole<std::uint64_t>(j.at("reserve_iops")), whole<std::uint64_t>(j.at("reserve_bps"))};
+    q.limit = {whole<std::uint64_t>(j.at("limit_iops")), whole<std::uint64_t>(j.at("limit_bps"))};
+    q.burst = Nanos(whole<Nanos::rep>(j.at("burst_ns")));
+    q.latency_target = Nanos(whole<Nanos::rep>(j.at("latency_target_ns")));
     return q;
 }
 
