@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "daemon/process/handover_wire.hpp"
 #include "daemon/session/connection_state.hpp"
 
 namespace nbdsched::daemon {
@@ -18,17 +19,15 @@ namespace {
 
 const std::string state_name = "nbdsched-state";
 const std::string fd_prefix = "nbdsched-fd";
-// The most descriptors a hand-over passes (handover_wire.cpp's limit too).
-constexpr unsigned long max_fds = 1ul << 20;
 
 // The index in a descriptor's name "nbdsched-fd<index>": digits only, below
-// max_fds; nullopt for any other name (not one push_to_fd_store gave).
+// max_handover_fds; nullopt for any other name (not one push_to_fd_store gave).
 std::optional<std::size_t> fd_index(const std::string& name) {
     const std::string digits = name.substr(fd_prefix.size());
     if (digits.empty() || digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos)
         return std::nullopt;
     const unsigned long index = std::strtoul(digits.c_str(), nullptr, 10);
-    if (index >= max_fds) return std::nullopt;
+    if (index >= max_handover_fds) return std::nullopt;
     return index;
 }
 
@@ -107,7 +106,7 @@ std::optional<HandedOver> take_from_fd_store(std::vector<InheritedSocket>& inher
     std::optional<HandoverState> state;
     if (!bad_name.empty()) {
         error = "fd store: a descriptor named " + bad_name + ", not one nbdsched stores (index up to " +
-                std::to_string(max_fds - 1) + ")";
+                std::to_string(max_handover_fds - 1) + ")";
     } else if (state_fd < 0) {
         error = "fd store: descriptors without a state (a hand-over that did not finish)";
     } else if (auto text = read_memfd(state_fd, error)) {

@@ -15,7 +15,6 @@ namespace nbdsched::daemon {
 namespace {
 
 constexpr std::size_t fds_per_batch = 250;   // SCM_MAX_FD is 253 (include/net/scm.h)
-constexpr std::uint32_t max_fds = 1u << 20;
 // A command word, or the state's fields besides `unread`: per connection
 // (peer, identity, export and group names) and for the whole.
 constexpr std::size_t text_base = 1u << 20;
@@ -140,13 +139,13 @@ std::size_t max_handover_text(std::size_t fds) {
 namespace {
 std::string over_limit(std::size_t text, std::size_t fds) {
     return "hand-over: a state of " + std::to_string(text) + " bytes with " + std::to_string(fds) +
-           " descriptors is over the limit (" + std::to_string(fds > max_fds ? 0 : max_handover_text(fds)) +
-           " bytes, " + std::to_string(max_fds) + " descriptors)";
+           " descriptors is over the limit (" + std::to_string(fds > max_handover_fds ? 0 : max_handover_text(fds)) +
+           " bytes, " + std::to_string(max_handover_fds) + " descriptors)";
 }
 }   // namespace
 
 bool send_handover(int sock, const std::string& text, const std::vector<int>& fds, std::string& error) {
-    if (fds.size() > max_fds || text.size() > std::min<std::size_t>(max_handover_text(fds.size()), UINT32_MAX)) {
+    if (fds.size() > max_handover_fds || text.size() > std::min<std::size_t>(max_handover_text(fds.size()), UINT32_MAX)) {
         error = over_limit(text.size(), fds.size());
         return false;
     }
@@ -160,7 +159,7 @@ bool send_handover(int sock, const std::string& text, const std::vector<int>& fd
 std::optional<HandoverMessage> recv_handover(int sock, std::string& error) {
     std::uint32_t header[2];
     if (!read_all(sock, header, sizeof header, error)) return std::nullopt;
-    if (header[1] > max_fds || header[0] > max_handover_text(header[1])) {
+    if (header[1] > max_handover_fds || header[0] > max_handover_text(header[1])) {
         error = over_limit(header[0], header[1]);
         return std::nullopt;
     }

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ struct HandoverMessage {
     std::string text;
     std::vector<int> fds;   // received ones are the caller's to close (O_CLOEXEC)
 };
+
+// The most descriptors one hand-over passes: the frame's limit, and the
+// highest index (less one) a descriptor in the fd store may be named with.
+inline constexpr std::uint32_t max_handover_fds = 1u << 20;
 
 // The largest text a frame with `fds` descriptors may carry: every
 // descriptor may be a connection with a full read buffer of unread bytes
