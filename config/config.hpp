@@ -170,6 +170,10 @@ struct Limits {
     // Event loops (threads) serving devices and their connections
     // (docs/threads.md); 0 = one per CPU.
     unsigned threads = 0;
+
+    // Field by field: a reload refuses any change but the live ones
+    // (daemon/process/reload_plan.cpp), a field added here included.
+    bool operator==(const Limits&) const = default;
 };
 
 struct Config {
