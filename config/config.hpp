@@ -160,8 +160,9 @@ struct Limits {
     // I/O pool at exit, a hand-over's parking and its flush) before giving up
     // on it (daemon/process/storage_waits.hpp).
     std::chrono::milliseconds drain_timeout{10000};
-    // A connection in transmission that has not sent the rest of a WRITE
-    // payload, or not read its replies, for this long is closed; 0 = never.
+    // A connection in transmission that has not sent the rest of a request
+    // it began (its header, a WRITE payload), or not read its replies, for
+    // this long is closed; 0 = never.
     // Applied live by a reload (daemon/session/connection_stall.cpp).
     std::chrono::milliseconds stall_timeout{0};
     // The event loop polls this long for more work before it sleeps in
@@ -170,6 +171,10 @@ struct Limits {
     // Event loops (threads) serving devices and their connections
     // (docs/threads.md); 0 = one per CPU.
     unsigned threads = 0;
+
+    // Field by field: a reload refuses any change but the live ones
+    // (daemon/process/reload_plan.cpp), a field added here included.
+    bool operator==(const Limits&) const = default;
 };
 
 struct Config {

@@ -1,8 +1,9 @@
 // Server's part in a planned restart (docs/restart.md). The old process:
 // begin_handover parks every plaintext connection at a request boundary
-// (TLS ones and those still in the handshake are closed after answering
-// what they read), check_handover passes listeners and connections once all
-// are parked and the devices are flushed, finish_handover exits without
+// (TLS ones are closed after answering what they read, those still in the
+// handshake after answering their next option NBD_REP_ERR_SHUTDOWN, as in a
+// stop), check_handover passes listeners and connections once all are
+// parked and the devices are flushed, finish_handover exits without
 // touching the sockets; abort_handover serves on. The flush, then the
 // release of the devices' locks, run off the loops (storage_waits.hpp),
 // each bounded by drain_timeout like the parking: a device whose storage
@@ -201,10 +202,11 @@ std::string Server::begin_handover(HandoverTo to, bool force) {
     metrics_.reset();
     auto open = connections_;   // a connection may finish inside close()
     for (auto& [id, c] : open) {
-        if (!c->in_transmission())
-            c->close("hand-over during the handshake: the client may connect again");
-        else if (c->tls_active())
-            c->shutdown();   // a TLS session cannot move: answered, then closed
+        // A TLS session cannot move: answered, then closed. A handshake: its
+        // next option is answered NBD_REP_ERR_SHUTDOWN, then closed (the
+        // client connects again).
+        if (!c->in_transmission() || c->tls_active())
+            c->shutdown();
         else
             c->park();
     }

@@ -223,9 +223,13 @@ private:
     void watch_linger(std::chrono::steady_clock::time_point until);
     // connection_stall.cpp: limits.stall_timeout. Once the stall timer of
     // `side` has let go of the device's pages, it goes on timing the wait,
-    // and closes the connection once it has lasted the timeout.
+    // and closes the connection once it has lasted the timeout. `request`:
+    // a request begun and not whole, that holds no pages (part of its
+    // header, or a refused WRITE's payload read to be dropped).
     enum class StallSide { replies,
-                           payload };
+                           payload,
+                           request };
+    void watch_request_stall();
     void time_stall(StallSide side);
     bool stalled_on(StallSide side) const;
     void close_stalled(StallSide side, std::chrono::steady_clock::duration waited);
@@ -293,11 +297,13 @@ private:
 
     // An in-place payload the client has not finished sending a while after
     // the daemon first had to wait for it lets go of the device's pages
-    // (unpin_stalled_payload), as a stalled reply batch does.
+    // (unpin_stalled_payload), as a stalled reply batch does. The same timer
+    // times a request header or a refused WRITE's payload the client stops
+    // sending half-way (StallSide::request).
     JobTimer payload_timer_;
-    bool payload_watched_ = false;   // the current payload's timer runs
-    // Since when the current payload has waited for the client with no byte
-    // received (limits.stall_timeout).
+    bool payload_watched_ = false;   // the current payload's (or request's) timer runs
+    // Since when the current payload (or request) has waited for the client
+    // with no byte received (limits.stall_timeout).
     std::chrono::steady_clock::time_point payload_wait_since_;
 
     // Graceful stop (shutdown()): no request past the next boundary; once

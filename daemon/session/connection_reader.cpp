@@ -167,6 +167,8 @@ bool Connection::consume_payload() {
         current_ = nullptr;
         rstate_ = ReadState::header;
         payload_received(r);
+    } else {
+        payload_watched_ = false;   // a discarded payload timed while it came (watch_request_stall) is all in
     }
     rstate_ = ReadState::header;
     return true;
@@ -354,6 +356,7 @@ void Connection::parse() {
             return close("malformed request (bad magic); other connections are not affected", spdlog::level::warn);
         }
         rbeg_ += nbd::request_size;
+        payload_watched_ = false;   // a header timed while partial (watch_request_stall) is whole
         handle_request(*header);
     }
     parsing_ = false;
@@ -361,7 +364,11 @@ void Connection::parse() {
     if (direct) {
         read_payload_direct();
     } else if (!paused_) {
-        if (rstate_ == ReadState::payload && current_) watch_payload_stall(true);
+        // Waiting for the rest of a request the client began: timed.
+        if (rstate_ == ReadState::payload && current_)
+            watch_payload_stall(true);
+        else if (rstate_ == ReadState::discard || rend_ > rbeg_)
+            watch_request_stall();
         read_more();
     }
     maybe_finish();

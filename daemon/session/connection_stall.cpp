@@ -4,6 +4,9 @@
 // in-flight budget for as long as it stays stalled. Past the timeout it is
 // closed: nothing it was sent an answer for is lost, and the WRITE whose
 // payload did not come whole was never answered, so dropping it is allowed.
+// A client that stops half-way through a request header, or through the
+// payload of a WRITE already answered with an error, holds less, but its
+// connection is as stuck: it is closed after the same timeout.
 #include <spdlog/spdlog.h>
 
 #include "common/units.hpp"
@@ -11,12 +14,28 @@
 
 namespace nbdsched::daemon {
 
+// parse() calls it when it waits for the rest of a request it began, after
+// bytes came (or the connection was let go on), so the wait starts anew.
+// Over TLS not timed, as a payload is not (docs/configuration.md).
+void Connection::watch_request_stall() {
+    const auto timeout = context_.limits.stall_timeout;
+    if (timeout.count() == 0 || tls_) return;
+    payload_wait_since_ = std::chrono::steady_clock::now();
+    if (payload_watched_) return;   // its timer runs and reads the new start
+    payload_watched_ = true;
+    payload_timer_.start(socket_.get_executor(), timeout,
+                         [self = shared_from_this()] { self->time_stall(StallSide::request); });
+}
+
 // Runs once the stall timer's first step (stall_copy_after) is done, then
 // at each check. The timeout is read at each check: a reload that changes
 // it applies to stalls already timed too, and one that sets 0 ends them.
 void Connection::time_stall(StallSide side) {
     const auto timeout = context_.limits.stall_timeout;
-    if (timeout.count() == 0 || closed_ || !stalled_on(side)) return;
+    if (timeout.count() == 0 || closed_ || !stalled_on(side)) {
+        if (side == StallSide::request) payload_watched_ = false;   // the next wait starts the timer again
+        return;
+    }
     const auto since = side == StallSide::replies ? reply_wait_since_ : payload_wait_since_;
     const auto waited = std::chrono::steady_clock::now() - since;
     if (waited >= timeout) return close_stalled(side, waited);
@@ -25,8 +44,14 @@ void Connection::time_stall(StallSide side) {
 }
 
 bool Connection::stalled_on(StallSide side) const {
-    if (side == StallSide::replies) return stall_watched_ && writing_;
-    return payload_watched_ && rstate_ == ReadState::payload && current_ != nullptr;
+    switch (side) {
+    case StallSide::replies: return stall_watched_ && writing_;
+    case StallSide::payload: return payload_watched_ && rstate_ == ReadState::payload && current_ != nullptr;
+    case StallSide::request:
+        return payload_watched_ && reading_ &&
+               (rstate_ == ReadState::discard || (rstate_ == ReadState::header && rend_ > rbeg_));
+    }
+    return false;
 }
 
 void Connection::close_stalled(StallSide side, std::chrono::steady_clock::duration waited) {
@@ -36,6 +61,16 @@ void Connection::close_stalled(StallSide side, std::chrono::steady_clock::durati
     if (side == StallSide::replies)
         return close("export '" + export_name_ + "': the client has not read its replies for " + how_long + ": " +
                          std::to_string(batch_.size() + pending_.size()) + " replies not (all) sent",
+                     spdlog::level::warn);
+    if (side == StallSide::request && rstate_ == ReadState::discard)
+        return close("export '" + export_name_ + "': the client has not sent the rest of a refused WRITE's payload for " +
+                         how_long + ": " + std::to_string(payload_got_) + " of " +
+                         std::to_string(payload_got_ + payload_left_) + " bytes came (its error was answered)",
+                     spdlog::level::warn);
+    if (side == StallSide::request)
+        return close("export '" + export_name_ + "': the client has not sent the rest of a request header for " +
+                         how_long + ": " + std::to_string(rend_ - rbeg_) + " of " + std::to_string(nbd::request_size) +
+                         " bytes came",
                      spdlog::level::warn);
     close("export '" + export_name_ + "': the client has not sent the rest of a WRITE payload for " + how_long +
               ": " + std::to_string(payload_got_) + " of " + std::to_string(current_->header.length) +

@@ -1,17 +1,21 @@
-"""limits.stall_timeout: a client that stops sending a WRITE payload it began,
-or stops reading its replies, is closed once it has been stalled that long;
-other clients go on, and what the stalled ones held is let go. With the
-default (0) nothing is closed.
+"""limits.stall_timeout: a client that stops sending a request it began (a
+WRITE payload, a request header, a refused WRITE's payload), or stops
+reading its replies, is closed once it has been stalled that long; other
+clients go on, and what the stalled ones held is let go. With the default
+(0) nothing is closed.
 
 One daemon on a RAM export, first with no stall_timeout: a stalled writer
-(the header and 4 KiB of a 1 MiB WRITE) and a reader that never reads (64
-READs of 1 MiB) are still served 2.5 s later: the writer sends the rest and
-is answered, the reader reads every reply. A reload sets stall_timeout: 1s
-(it applies live) and the same two stalls begin again: at 0.5 s both
-connections are open, within a few seconds both are closed with a log line
-naming the export and what the client stalled on, the device holds no
-request of theirs any more, and a third client's WRITE and READ are answered
-meanwhile and after."""
+(the header and 4 KiB of a 1 MiB WRITE), a reader that never reads (64
+READs of 1 MiB), a client that sent 10 bytes of a READ's header and one
+that sent the header and 4 KiB of a 1 MiB WRITE past the export's end
+(answered with an error at once, its payload read to be dropped) are still
+served 2.5 s later: the writer sends the rest and is answered, the reader
+reads every reply, the other two send the rest and then a READ, answered. A
+reload sets stall_timeout: 1s (it applies live) and the same four stalls
+begin again: at 0.5 s all four connections are open, within a few seconds
+all are closed with a log line naming the export and what the client
+stalled on, the device holds no request of theirs any more, and another
+client's WRITE and READ are answered meanwhile and after."""
 import socket
 import struct
 import sys
@@ -30,6 +34,10 @@ exports:
 """
 WRITER_LOG = "export 'default': the client has not sent the rest of a WRITE payload for"
 READER_LOG = "export 'default': the client has not read its replies for"
+HEADER_LOG = "export 'default': the client has not sent the rest of a request header for"
+REFUSED_LOG = "export 'default': the client has not sent the rest of a refused WRITE's payload for"
+LOGS = (WRITER_LOG, READER_LOG, HEADER_LOG, REFUSED_LOG)
+HEADER_SENT = 10
 
 
 def stalled_writer(path):
@@ -44,6 +52,28 @@ def stalled_reader(path):
     s = connect_export(path)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.sendall(b"".join(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_READ, i, i * MIB, MIB) for i in range(READS)))
+    return s
+
+
+def stalled_header(path):
+    """A connection stalled after 10 bytes of a READ's header (cookie 2)."""
+    s = connect_export(path)
+    s.sendall(read_header()[:HEADER_SENT])
+    return s
+
+
+def read_header():
+    return struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_READ, 2, 0, 4096)
+
+
+def stalled_refused(path):
+    """A connection stalled in the payload of a 1 MiB WRITE past the export's
+    end (cookie 3): its error is answered at once, the payload read to be dropped."""
+    s = connect_export(path)
+    s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_WRITE, 3, 256 * MIB, MIB) + b"r" * 4096)
+    error, _ = read_reply(s, 3)
+    if error == 0:
+        raise AssertionError("a WRITE past the export's end was answered without an error")
     return s
 
 
@@ -79,6 +109,7 @@ def main():
     with Daemon(CONFIG, "stall_timeout") as d:
         # Off: stalls are waited out however long they last.
         writer, reader = stalled_writer(d.sock), stalled_reader(d.sock)
+        header, refused = stalled_header(d.sock), stalled_refused(d.sock)
         time.sleep(2.5)
         writer.sendall(b"w" * (MIB - 4096))
         checks.check("stall_timeout 0: a writer stalled 2.5 s is still served: its WRITE is answered",
@@ -86,10 +117,15 @@ def main():
         got = sum(1 for i in range(READS) if read_reply(reader, i, MIB)[0] == 0)
         checks.check("stall_timeout 0: a reader that read nothing for 2.5 s gets all its replies", got == READS,
                      f"{got} of {READS}")
-        writer.close()
-        reader.close()
-        checks.check("stall_timeout 0: no connection closed for a stall",
-                     WRITER_LOG not in d.log() and READER_LOG not in d.log())
+        header.sendall(read_header()[HEADER_SENT:])
+        checks.check("stall_timeout 0: a header stalled 2.5 s is still served: its READ is answered",
+                     read_reply(header, 2, 4096)[0] == 0)
+        refused.sendall(b"r" * (MIB - 4096) + read_header())
+        checks.check("stall_timeout 0: a refused WRITE's payload stalled 2.5 s is still read: the next READ is answered",
+                     read_reply(refused, 2, 4096)[0] == 0)
+        for s in (writer, reader, header, refused):
+            s.close()
+        checks.check("stall_timeout 0: no connection closed for a stall", not any(log in d.log() for log in LOGS))
 
         # A reload sets it; it applies to the stalls that begin afterwards.
         d.write_config("limits: {stall_timeout: 1s}\n" + CONFIG)
@@ -98,29 +134,37 @@ def main():
                      d.log_tail(5))
         start = time.monotonic()
         writer, reader = stalled_writer(d.sock), stalled_reader(d.sock)
+        header, refused = stalled_header(d.sock), stalled_refused(d.sock)
         time.sleep(0.5)
-        checks.check("at 0.5 s neither stalled connection is closed yet",
-                     WRITER_LOG not in d.log() and READER_LOG not in d.log())
-        live_client_works(d.sock, 0, checks, "while two clients are stalled")
-        # Both close logs first: reading the reader's socket makes room, and
+        checks.check("at 0.5 s no stalled connection is closed yet", not any(log in d.log() for log in LOGS))
+        live_client_works(d.sock, 0, checks, "while four clients are stalled")
+        # Every close log first: reading the reader's socket makes room, and
         # a reader that reads is no longer stalled.
-        logged = d.wait_log(WRITER_LOG, 5) and d.wait_log(READER_LOG, 5)
+        logged = {log: d.wait_log(log, 5) for log in LOGS}
         elapsed = time.monotonic() - start
-        checks.check("the stalled writer is closed", logged and closed_by_server(writer, 5))
-        checks.check("the reader that does not read is closed", logged and closed_by_server(reader, 5))
-        checks.check("both within a few seconds of the 1 s timeout", elapsed < 5, f"{elapsed:.1f} s")
+        checks.check("the stalled writer is closed", logged[WRITER_LOG] and closed_by_server(writer, 5))
+        checks.check("the reader that does not read is closed", logged[READER_LOG] and closed_by_server(reader, 5))
+        checks.check("the client stalled half-way through a request header is closed",
+                     logged[HEADER_LOG] and closed_by_server(header, 5))
+        checks.check("the client stalled half-way through a refused WRITE's payload is closed",
+                     logged[REFUSED_LOG] and closed_by_server(refused, 5))
+        checks.check("all within a few seconds of the 1 s timeout", elapsed < 5, f"{elapsed:.1f} s")
         log = d.log()
         checks.check("the writer's close is logged with the export and how long (1s)",
                      WRITER_LOG in log and "limits.stall_timeout 1s" in log and "dropped unanswered" in log,
-                     d.log_tail(6))
-        checks.check("the reader's close is logged with the export", READER_LOG in log, d.log_tail(6))
+                     d.log_tail(8))
+        checks.check("the reader's close is logged with the export", READER_LOG in log, d.log_tail(8))
+        checks.check("the header's close says how much of it came",
+                     f"{HEADER_SENT} of 28 bytes came" in log, d.log_tail(8))
+        checks.check("the refused WRITE's close says how much of its payload came",
+                     f"4096 of {MIB} bytes came (its error was answered)" in log, d.log_tail(8))
         deadline = time.monotonic() + 5
         while (in_flight := Daemon.device(d.stats(), "d0")["counters"]["in_flight"]) and time.monotonic() < deadline:
             time.sleep(0.1)
         checks.check("the device holds no request of the closed clients", in_flight == 0, f"in_flight {in_flight}")
         live_client_works(d.sock, 4096, checks, "after the stalled clients were closed")
-        writer.close()
-        reader.close()
+        for s in (writer, reader, header, refused):
+            s.close()
     checks.finish()
 
 

@@ -4,7 +4,9 @@
 // descriptors than one message can carry, a peer that hangs up); the new
 // process closes descriptors that came with a refusal or a malformed state;
 // the hand-over socket is the owner's only, whatever the umask, and waits
-// between accepts that fail for want of descriptors.
+// between accepts that fail for want of descriptors; the fd store's entries
+// under a name nbdsched never gives, or two under one name, are closed, not
+// used or leaked.
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -319,7 +321,8 @@ TEST_CASE("hand-over socket: out of descriptors, accept waits between tries inst
 }
 
 TEST_CASE("fd store: a descriptor name with an index nbdsched never gives is an error, not a write out of bounds") {
-    for (const char* name : {"nbdsched-fd18446744073709551615", "nbdsched-fd99999999999", "nbdsched-fd", "nbdsched-fd1x"}) {
+    for (const char* name :
+         {"nbdsched-fd18446744073709551615", "nbdsched-fd99999999999", "nbdsched-fd", "nbdsched-fd1x", "nbdsched-fd01"}) {
         CAPTURE(name);
         const std::string state = R"({"version":1,"listeners":[],"connections":[]})";
         int memfd = ::memfd_create("state", MFD_CLOEXEC);
@@ -339,6 +342,86 @@ TEST_CASE("fd store: a descriptor name with an index nbdsched never gives is an 
         CHECK(error.find("not one nbdsched stores") != std::string::npos);
         CHECK(inherited.empty());
         CHECK(::fcntl(pipe_fds[0], F_GETFD) == -1);   // closed
+    }
+}
+
+namespace {
+
+// A memfd holding `text`, as push_to_fd_store stores the state.
+int stored_state(const std::string& text) {
+    int fd = ::memfd_create("state", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    return fd;
+}
+
+// A pipe's read end standing in for a stored socket (its write end closed).
+int stored_socket() {
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    ::close(p[1]);
+    return p[0];
+}
+
+daemon::InheritedSocket named(int fd, const std::string& name) {
+    daemon::InheritedSocket s;
+    s.fd = fd;
+    s.name = name;
+    return s;
+}
+
+bool is_open(int fd) {
+    return ::fcntl(fd, F_GETFD) != -1;
+}
+
+}   // namespace
+
+TEST_CASE("fd store: two descriptors under a connection's index are both closed and that connection is dropped") {
+    const int state = stored_state(daemon::to_json(sample()));   // listeners on 0 and 1, a connection on 2
+    const int l0 = stored_socket(), l1 = stored_socket(), c2 = stored_socket(), other2 = stored_socket();
+    std::vector<daemon::InheritedSocket> inherited = {named(state, "nbdsched-state"), named(l0, "nbdsched-fd0"),
+                                                      named(c2, "nbdsched-fd2"), named(l1, "nbdsched-fd1"),
+                                                      named(other2, "nbdsched-fd2")};
+    std::string error;
+    auto handed = daemon::take_from_fd_store(inherited, error);
+    REQUIRE_MESSAGE(handed, error);
+    CHECK(inherited.empty());
+    CHECK(handed->fds == std::vector<int>{l0, l1, -1});
+    CHECK(handed->state.listeners.size() == 2);
+    CHECK(handed->state.connections.empty());
+    CHECK_FALSE(is_open(c2));
+    CHECK_FALSE(is_open(other2));
+    CHECK_FALSE(is_open(state));
+    ::close(l0);
+    ::close(l1);
+}
+
+TEST_CASE("fd store: a listener's index given twice, or two states, refuse the hand-over and close every descriptor") {
+    SUBCASE("a listener's index twice") {
+        const int state = stored_state(daemon::to_json(sample()));
+        const std::vector<int> fds = {stored_socket(), stored_socket(), stored_socket(), stored_socket()};
+        std::vector<daemon::InheritedSocket> inherited = {named(state, "nbdsched-state"), named(fds[0], "nbdsched-fd0"),
+                                                          named(fds[1], "nbdsched-fd0"), named(fds[2], "nbdsched-fd1"),
+                                                          named(fds[3], "nbdsched-fd2")};
+        std::string error;
+        CHECK_FALSE(daemon::take_from_fd_store(inherited, error));
+        CHECK(error.find("a listener's descriptor is missing") != std::string::npos);
+        CHECK_FALSE(is_open(state));
+        for (int fd : fds) CHECK_FALSE(is_open(fd));
+    }
+    SUBCASE("two states") {
+        const int first = stored_state(daemon::to_json(sample()));
+        const int second = stored_state(daemon::to_json(sample()));
+        const std::vector<int> fds = {stored_socket(), stored_socket(), stored_socket()};
+        std::vector<daemon::InheritedSocket> inherited = {named(first, "nbdsched-state"), named(fds[0], "nbdsched-fd0"),
+                                                          named(fds[1], "nbdsched-fd1"), named(fds[2], "nbdsched-fd2"),
+                                                          named(second, "nbdsched-state")};
+        std::string error;
+        CHECK_FALSE(daemon::take_from_fd_store(inherited, error));
+        CHECK(error.find("2 descriptors named nbdsched-state") != std::string::npos);
+        CHECK_FALSE(is_open(first));
+        CHECK_FALSE(is_open(second));
+        for (int fd : fds) CHECK_FALSE(is_open(fd));
     }
 }
 

@@ -1,6 +1,13 @@
 // daemon/reload_plan: which config changes a SIGHUP may apply live.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "daemon/process/reload_plan.hpp"
 
 using namespace nbdsched;
@@ -91,6 +98,44 @@ TEST_CASE("backend, size, listen, scheduler and export changes are refused") {
     check_refused([](config::Config& c) { c.exports.pop_back(); }, "exports");
     check_refused([](config::Config& c) { c.exports[0].offset = 4096; }, "export a");
     check_refused([](config::Config& c) { c.limits.max_connections = 5; }, "limits");
+}
+
+TEST_CASE("every limit but stall_timeout needs a restart; stall_timeout applies live") {
+    using namespace std::chrono_literals;
+    using Change = std::function<void(config::Limits&)>;
+    const std::vector<std::pair<const char*, Change>> restart_only = {
+        {"max_connections", [](config::Limits& l) { l.max_connections += 1; }},
+        {"max_handshakes", [](config::Limits& l) { l.max_handshakes += 1; }},
+        {"max_inflight_per_connection", [](config::Limits& l) { l.max_inflight_per_connection += 1; }},
+        {"max_inflight_bytes_per_connection", [](config::Limits& l) { l.max_inflight_bytes_per_connection += 4096; }},
+        {"max_request_bytes", [](config::Limits& l) { l.max_request_bytes /= 2; }},
+        {"max_inflight_per_device", [](config::Limits& l) { l.max_inflight_per_device += 1; }},
+        {"max_inflight_bytes_per_device", [](config::Limits& l) { l.max_inflight_bytes_per_device += 4096; }},
+        {"inflight_fair_share", [](config::Limits& l) { l.inflight_fair_share = !l.inflight_fair_share; }},
+        {"io_threads", [](config::Limits& l) { l.io_threads += 1; }},
+        {"handshake_timeout", [](config::Limits& l) { l.handshake_timeout += 1s; }},
+        {"max_handshake_options", [](config::Limits& l) { l.max_handshake_options += 1; }},
+        {"drain_timeout", [](config::Limits& l) { l.drain_timeout += 1s; }},
+        {"busy_poll", [](config::Limits& l) { l.busy_poll += 50us; }},
+        {"threads", [](config::Limits& l) { l.threads += 1; }},
+    };
+    for (const auto& [name, change] : restart_only) {
+        const std::string limit = name;
+        CAPTURE(limit);
+        auto next = base();
+        change(next.limits);
+        auto plan = plan_reload(base(), next);
+        CHECK_FALSE(plan.ok());
+        CHECK(std::find(plan.refused.begin(), plan.refused.end(), "limits: cannot change without a restart") !=
+              plan.refused.end());
+    }
+    auto next = base();
+    next.limits.stall_timeout = 30s;
+    auto plan = plan_reload(base(), next);
+    CHECK(plan.ok());
+    CHECK(plan.refused.empty());
+    REQUIRE(plan.notes.size() == 1);
+    CHECK(plan.notes[0].find("limits.stall_timeout = 30s") == 0);
 }
 
 TEST_CASE("allow: changes apply live, only to the exports whose rules changed") {
