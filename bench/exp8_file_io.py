@@ -12,9 +12,19 @@ cache and only the server's I/O path is measured. O_DIRECT (nbdsched
 `direct: true`, qemu-nbd `--cache=none`, fio `direct=1`): reads go to the
 disk. All servers run all the time; one fio invocation per workload and
 repetition runs them back to back (`stonewall`) in an order rotated
-between repetitions."""
+between repetitions.
+
+Beside it, for the target cell (4k randread qd64 O_DIRECT), where the CPU
+of an I/O goes: nbdsched io_uring and fio io_uring on the file each run
+alone in their own fio invocation, with the client's CPU (fio's job
+thread: its nbd engine, libnbd; for fio on the file, all of the I/O), the
+server's (/proc/PID/stat) and the whole host's busy time (/proc/stat: user,
+system, irq and softirq, not idle, iowait or steal), which also holds the
+disk's interrupts where they hit an idle CPU, kernel threads and anything
+else running on the host."""
 
 import os
+import statistics
 import subprocess
 import sys
 
@@ -33,6 +43,9 @@ THREADS = [1, 4, 16, 64]
 WORKLOADS = [("randread", "4k", 1, False), ("randread", "4k", 64, False), ("randwrite", "4k", 64, False),
              ("read", "1m", 8, False), ("randread", "4k", 1, True), ("randread", "4k", 64, True)]
 QUICK_WORKLOADS = [("randread", "4k", 64, False), ("randread", "4k", 64, True)]
+# The product target: the default engine (io_uring), 4k randread qd64
+# O_DIRECT, at least 0.9x of fio io_uring on the same file, same run.
+TARGET = ("randread", "4k", 64, True)
 
 
 def wl_name(w):
@@ -61,27 +74,85 @@ def start_all(srv, tmp, image, direct, threads):
         srv["nbdkit file"] = servers.start_nbdkit_file(tmp, "kf", image)
 
 
+def client_cpu_us(jobs, ios):
+    """fio's own CPU per I/O: its job threads' usr + sys (percentages of the
+    job's runtime; --thread, so each job's own thread): the client's side."""
+    cpu_s = sum((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] / 1000 for j in jobs)
+    return cpu_s / ios * 1e6 if ios else None
+
+
+def host_cpu_seconds():
+    """(busy, interrupts): CPU time the host's CPUs have been busy since boot
+    (/proc/stat: user, nice, system, irq, softirq; not idle, iowait nor
+    steal, the time the hypervisor gave to others), and the part of it in
+    hard and soft interrupts (sampled at the tick: this kernel has no
+    IRQ_TIME_ACCOUNTING)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in f.readline().split()[1:8])
+    tck = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tck, (irq + softirq) / tck
+
+
+def fio_options(w, runtime):
+    rw, bs, qd, _ = w
+    return {"thread": True, "time_based": True, "runtime": f"{int(runtime * 1000)}ms", "randrepeat": 0,
+            "norandommap": True, "rw": rw, "bs": bs, "iodepth": qd, "size": "1g"}
+
+
+def raw_job(engine, image, direct):
+    # invalidate=0: fio drops a file's page cache before a job by default,
+    # which would leave the next buffered run reading from the disk.
+    return (f"fio_{engine}", {"ioengine": engine, "filename": image, "direct": int(direct), "invalidate": 0,
+                              "stonewall": True})
+
+
+# Where the CPU of an I/O goes: measured for these, each alone in its fio run.
+CPU_LABELS = [URING, RAW[0]]
+
+
+def account_cpu(srv, image, w, runtime):
+    """nbdsched io_uring, then fio io_uring on the file, each alone in one fio
+    run: {label: {iops, client, server, host (us per I/O)}}. The host's busy
+    time covers fio's start and exit too (a few ms of a run of seconds)."""
+    out = {}
+    for lab in CPU_LABELS:
+        if lab == URING:
+            job, pids = (lab.replace(" ", "_"), {"ioengine": "nbd", "uri": srv[lab].uri("x")}), [srv[lab]]
+        else:
+            job, pids = raw_job("io_uring", image, w[3]), []
+        b0, i0 = host_cpu_seconds()
+        r = fio.run(fio_options(w, runtime), [job], pids, timeout=60 + 10 * runtime)
+        b1, i1 = host_cpu_seconds()
+        sm = r.summary()
+        ios = sm["ios"]
+        if not ios:
+            continue
+        # The host's busy seconds are over fio's whole life (r.wall): per I/O
+        # at the rate fio measured.
+        out[lab] = {"iops": sm["iops"], "client": client_cpu_us(r.jobs, ios),
+                    "server": r.server_cpu[0] / ios * 1e6 if pids else 0.0,
+                    "host": (b1 - b0) / r.wall / sm["iops"] * 1e6 if sm["iops"] else None,
+                    "interrupts": (i1 - i0) / r.wall / sm["iops"] * 1e6 if sm["iops"] else None}
+    return out
+
+
 def measure(srv, image, w, runtime, rep):
     """One fio run of workload w over every server (rotated by rep) plus fio
-    on the file; returns {label: (iops, MiB/s, server cpu us per request)}."""
-    rw, bs, qd, direct = w
+    on the file; returns {label: (iops, MiB/s, server cpu us per request,
+    client (fio) cpu us per request)}."""
+    direct = w[3]
     labels = list(srv.keys())
     labels = labels[rep % len(labels):] + labels[:rep % len(labels)]
     jobs = [(lab.replace(" ", "_"), {"ioengine": "nbd", "uri": srv[lab].uri("x"), "stonewall": True})
             for lab in labels]
-    # invalidate=0: fio drops a file's page cache before a job by default,
-    # which would leave the next buffered run reading from the disk.
-    for engine in ("io_uring", "libaio"):
-        jobs.append((f"fio_{engine}", {"ioengine": engine, "filename": image, "direct": int(direct),
-                                       "invalidate": 0, "stonewall": True}))
-    g = {"thread": True, "time_based": True, "runtime": f"{int(runtime * 1000)}ms", "randrepeat": 0,
-         "norandommap": True, "rw": rw, "bs": bs, "iodepth": qd, "size": "1g"}
-    r = fio.run(g, jobs, [srv[lab] for lab in labels], timeout=60 + 10 * runtime * len(jobs))
+    jobs += [raw_job(engine, image, direct) for engine in ("io_uring", "libaio")]
+    r = fio.run(fio_options(w, runtime), jobs, [srv[lab] for lab in labels], timeout=60 + 10 * runtime * len(jobs))
     out = {}
     for i, lab in enumerate(labels + RAW):
-        sm = r.summary(r.job(jobs[i][0]))
+        js = r.job(jobs[i][0])
+        sm = r.summary(js)
         cpu = r.server_cpu[i] / sm["ios"] * 1e6 if i < len(labels) and sm["ios"] else None
-        out[lab] = (sm["iops"], sm["bw_mib"], cpu)
+        out[lab] = (sm["iops"], sm["bw_mib"], cpu, client_cpu_us(js, sm["ios"]))
     return out, r.command
 
 
@@ -107,6 +178,7 @@ def main():
     image = f"/var/tmp/nbdbench-{os.getpid()}.img"
     subprocess.run(["dd", "if=/dev/urandom", f"of={image}", "bs=1M", "count=1024", "status=none"], check=True)
     samples = {}
+    cpu = {}   # {label: [account_cpu's numbers per repetition]}
     commands = []
     try:
         with TempDir("e8") as tmp:
@@ -123,12 +195,15 @@ def main():
                                 commands.append(cmd.replace(tmp, "$TMP").replace(image, "$IMG"))
                             for lab, m in out.items():
                                 samples.setdefault((lab, w), {})[rep] = m
+                            if w == TARGET:
+                                for lab, m in account_cpu(srv, image, w, runtime).items():
+                                    cpu.setdefault(lab, []).append(m)
                         print(f"exp8: {'O_DIRECT' if direct else 'buffered'} repetition {rep + 1}/{reps} done",
                               flush=True)
     finally:
         os.unlink(image)
     med = common.medians({k: list(v.values()) for k, v in samples.items()})
-    return write(a.quick, facts, med, workloads, threads, runtime, reps, commands, samples)
+    return write(a.quick, facts, med, workloads, threads, runtime, reps, commands, samples, cpu)
 
 
 def paired(samples, a, b, w):
@@ -138,9 +213,60 @@ def paired(samples, a, b, w):
     return common.ratio_by_rep(num, den)
 
 
-def write(quick, facts, med, workloads, threads, runtime, reps, commands, samples):
+def cpu_section(cpu):
+    """Where the CPU of an I/O goes in the target cell, and what 0.9x of fio
+    on the file would leave per I/O; cpu: {label: [account_cpu numbers]}."""
+    med = {lab: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for lab, runs in cpu.items() if runs}
+    if URING not in med or RAW[0] not in med:
+        return "no result: a run missing"
+    rows = []
+    for lab in CPU_LABELS:
+        m = med[lab]
+        ours = m["client"] + m["server"]
+        rows.append([lab, f"{m['iops']:,.0f}", f"{m['client']:.1f}",
+                     f"{m['server']:.1f}" if lab == URING else "- (no server)", f"{m['interrupts']:.1f}", f"{ours:.1f}",
+                     f"{m['iops'] * m['client'] / 1e6:.2f}", f"{m['iops'] * ours / 1e6:.2f}", f"{m['host']:.1f}",
+                     f"{m['iops'] * m['host'] / 1e6:.2f}", f"{m['iops'] * (m['host'] - ours) / 1e6:.2f}"])
+    ncpu = os.cpu_count() or 1
+    ours, raw = med[URING], med[RAW[0]]
+    both = ours["client"] + ours["server"]
+    goal = 0.9 * raw["iops"]
+    text = report.table(["what (alone in its fio run)", "IOPS", "client (fio's thread) µs/I/O", "server µs/I/O",
+                         "host's interrupts µs/I/O", "client + server µs/I/O", "client's CPUs (IOPS x client / 1e6)",
+                         "client + server CPUs", "whole host µs/I/O", "whole host CPUs busy", "of which the rest"],
+                        rows)
+    text += ("\n\nMedians of the repetitions. Client: fio's job thread (usr + sys from fio; the nbd engine and "
+             "libnbd for nbdsched, all of the I/O for fio on the file). Server: the daemon's /proc/PID/stat. "
+             "Host's interrupts: the hard and soft interrupt time of /proc/stat (sampled at the "
+             "timer tick) per I/O, the disk's completions and the sockets' wake-ups, part of which the kernel "
+             "also counts in the process it interrupted. Whole host: /proc/stat busy time over the fio run (user, system, irq, softirq) divided by the "
+             "I/Os: the two processes, the disk's interrupts and completions where they hit an otherwise idle "
+             "CPU, kernel threads, and anything else that ran on the host; \"the rest\" is that minus client "
+             "and server, in CPUs. Where the rest is large, other work shared the host and the whole-host "
+             "figure is not the I/O's cost; client + server is then the measured cost of an I/O.\n\n"
+             f"The arithmetic of the target: 0.9x of fio on the file ({raw['iops']:,.0f} IOPS in these runs) is "
+             f"{goal:,.0f} IOPS. On {ncpu} CPUs that leaves {ncpu * 1e6 / goal:.1f} µs of CPU per I/O for client, "
+             f"server and the disk's interrupt work together, and {1e6 / goal:.1f} µs for the client, which is one "
+             f"fio thread and so runs on one CPU at a time. Through nbdsched an I/O cost {both:.1f} µs (client "
+             f"{ours['client']:.1f}, server {ours['server']:.1f}; interrupts {ours['interrupts']:.1f} more at most): "
+             f"{ncpu} CPUs would allow at most "
+             f"{ncpu * 1e6 / both:,.0f} IOPS ({ncpu * 1e6 / both / raw['iops']:.2f}x of fio on the file) before "
+             f"any interrupt work, and the client's one thread at most {1e6 / ours['client']:,.0f} "
+             f"({1e6 / ours['client'] / raw['iops']:.2f}x) with a server that cost nothing. fio on the file "
+             f"spends {raw['client']:.1f} µs of its one thread per I/O (interrupts {raw['interrupts']:.1f}). The client and server used "
+             f"{ours['iops'] * both / 1e6:.2f} of the {ncpu} CPUs: "
+             + ("the CPUs are the limit." if ours["iops"] * both / 1e6 > 0.8 * ncpu else
+                "fio's client thread was busy {:.0%} of the time: the client is the limit.".format(
+                    ours["iops"] * ours["client"] / 1e6) if ours["iops"] * ours["client"] / 1e6 > 0.8 else
+                "the CPUs were not the limit in these runs; waiting was (on the disk, or for CPUs other "
+                "work held)."))
+    return text
+
+
+def write(quick, facts, med, workloads, threads, runtime, reps, commands, samples, cpu):
     """med: {(label, workload): medians}; samples: {(label, workload):
-    {repetition: numbers}}, which the verdict's ratios pair."""
+    {repetition: numbers}}, which the verdict's ratios pair; cpu: {label:
+    [account_cpu's numbers per repetition]} for the target cell."""
     labels = [URING] + [f"nbdsched t={n}" for n in threads] + ["qemu-nbd threads", "qemu-nbd io_uring",
                                                                "nbdkit file"] + RAW
     rows = []
@@ -156,9 +282,7 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
                  " Unix socket everywhere; one connection, scheduler `none`.")]
     verdict = []
     summary = {}
-    # The product target: the default engine (io_uring), 4k randread qd64
-    # O_DIRECT, at least 0.9x of fio io_uring on the same file, same run.
-    wd = ("randread", "4k", 64, True)
+    wd = TARGET
     ours_d, raw_d, aio_d = med.get((URING, wd)), med.get((RAW[0], wd)), med.get((RAW[1], wd))
     pool_d = med.get(("nbdsched t=16", wd))
     direct_vs_raw = paired(samples, URING, RAW[0], wd)
@@ -191,12 +315,17 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
             verdict.append(f"{wl_name(wl)}: server CPU per request io_uring {a_[2]:.0f} us, "
                            f"threads {b_[2]:.0f} us.")
     sections.append(("Verdict", "\n\n".join(verdict) or "no verdict: cells missing"))
+    if cpu:
+        sections.append(("Where the CPU of an I/O goes (4k randread qd64 O_DIRECT)", cpu_section(cpu)))
     sections.append(("Method", f"{reps} repetitions of {runtime} s per job. Image: 1 GiB of random data in "
                      "/var/tmp. nbdsched `backend: file`, `scheduler: none`; qemu-nbd `-f raw --shared=64`; "
                      "nbdkit `file` plugin (default 16 threads). fio: `--ioengine=nbd` for the servers, "
                      "`--ioengine=io_uring` and `--ioengine=libaio` on the image as the no-protocol rows. "
                      "Every job runs in the same fio invocation, one after the other (`stonewall`), so the "
-                     "ratios compare runs seconds apart; the machine's load average is in the table below."))
+                     "ratios compare runs seconds apart; the machine's load average is in the table below. After "
+                     "each repetition of the target cell, nbdsched io_uring and fio io_uring on the file run once "
+                     "more, each alone in its own fio invocation, for the CPU table (the host's busy time "
+                     "cannot be split between jobs of one invocation)."))
     series = []
     for lab in labels:
         vals = []
@@ -223,9 +352,11 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
                                 "status": "no result" if "direct_vs_raw" not in summary else
                                           "met" if ok else "missed"},
                        runs={f"{lab} {wl_name(wl)}": [
-                           dict(zip(("repetition", "iops", "mib_s", "cpu_us_per_request"),
+                           dict(zip(("repetition", "iops", "mib_s", "cpu_us_per_request", "client_cpu_us_per_request"),
                                     (rep + 1, *(None if v is None else round(v, 2) for v in m))))
-                           for rep, m in sorted(by_rep.items())] for (lab, wl), by_rep in samples.items()}))
+                           for rep, m in sorted(by_rep.items())] for (lab, wl), by_rep in samples.items()}
+                       | {f"{lab} {wl_name(TARGET)} alone (CPU per I/O, us)": [
+                           {k: round(v, 2) for k, v in m.items()} for m in runs] for lab, runs in cpu.items()}))
     return summary
 
 

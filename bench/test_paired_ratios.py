@@ -111,6 +111,23 @@ def test_exp8_paired():
     check(abs(r - 0.95) < 1e-3, f"exp8: median of paired ratios 0.95x (got {r:.3f}x; ratio of medians 0.76x)")
 
 
+def test_exp8_cpu_arithmetic():
+    # medians: nbdsched 70k IOPS at 13 + 8 us, fio on the file 150k. 0.9x is 135k IOPS: 2 CPUs leave
+    # 14.8 us an I/O and the client 7.4 us; 2e6 / 21 = 95,238 IOPS (0.63x), the client alone 76,923
+    # (0.51x), busy 0.91 of a CPU: the client is the limit.
+    def runs(iops, client, server, host):
+        return [{"iops": x, "client": client, "server": server, "host": host, "interrupts": 1.5}
+                for x in (iops - 5, iops, iops + 5)]
+    cpu = {exp8_file_io.URING: runs(70000, 13.0, 8.0, 30.0), exp8_file_io.RAW[0]: runs(150000, 7.0, 0.0, 12.0)}
+    text = exp8_file_io.cpu_section(cpu)
+    for want in ("135,000 IOPS", "14.8 µs of CPU per I/O", "7.4 µs for the client", "at most 95,238 IOPS (0.63x",
+                 "at most 76,923 (0.51x)", "busy 91% of the time: the client is the limit",
+                 "| nbdsched io_uring | 70,000 | 13.0 | 8.0 | 1.5 | 21.0 | 0.91 | 1.47 | 30.0 | 2.10 | 0.63 |"):
+        check(want in text, f"exp8 CPU arithmetic says {want!r}")
+    check(exp8_file_io.cpu_section({exp8_file_io.URING: cpu[exp8_file_io.URING]}).startswith("no result"),
+          "exp8 CPU table without fio on the file: no result")
+
+
 def test_exp11_paired():
     w = exp11_report.WORKLOADS[0]
     # medians 100 vs 80 (1.25x, met); repetition by repetition 0.91x, 1.25x, 0.83x: 0.91x (missed)
@@ -126,6 +143,7 @@ def main():
     test_exp6_paired()
     test_exp11_paired()
     test_exp8_paired()
+    test_exp8_cpu_arithmetic()
     test_exp7_costs()
     test_exp12_ratios()
     test_exp6_summary_row()
