@@ -175,8 +175,9 @@ struct Limits {
     // Applied live by a reload (daemon/session/connection_stall.cpp).
     std::chrono::milliseconds stall_timeout{0};
     // How long the event loop polls for more work before it sleeps in
-    // epoll_wait (docs/data-path.md#busy-poll).
-    BusyPoll busy_poll;
+    // epoll_wait (docs/data-path.md#busy-poll). `auto` by default, as
+    // qemu's IOThreads poll adaptively by default.
+    BusyPoll busy_poll{BusyPoll::auto_window, true};
     // Event loops (threads) serving devices and their connections
     // (docs/threads.md); 0 = one per CPU.
     unsigned threads = 0;
