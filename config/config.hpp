@@ -135,6 +135,16 @@ struct Rule {
     Origin origin;
 };
 
+// limits.busy_poll: `0` (sleep at once), a fixed window, or `auto`.
+struct BusyPoll {
+    // `auto`'s window: a 4 KiB request's round trip through a client on
+    // another core takes 20-45 us here (docs/data-path.md#busy-poll).
+    static constexpr std::chrono::microseconds auto_window{50};
+    std::chrono::microseconds window{0};   // 0: never poll
+    bool adaptive = false;                 // `auto`: poll only while it pays
+    bool operator==(const BusyPoll&) const = default;
+};
+
 struct Limits {
     unsigned max_connections = 1024;
     // Connections still in the handshake; at the bound a new one closes the
@@ -165,9 +175,10 @@ struct Limits {
     // this long is closed; 0 = never.
     // Applied live by a reload (daemon/session/connection_stall.cpp).
     std::chrono::milliseconds stall_timeout{0};
-    // The event loop polls this long for more work before it sleeps in
-    // epoll_wait (docs/busy-poll.md); 0 = never: sleep at once.
-    std::chrono::microseconds busy_poll{0};
+    // How long the event loop polls for more work before it sleeps in
+    // epoll_wait (docs/data-path.md#busy-poll). `auto` by default, as
+    // qemu's IOThreads poll adaptively by default.
+    BusyPoll busy_poll{BusyPoll::auto_window, true};
     // Event loops (threads) serving devices and their connections
     // (docs/threads.md); 0 = one per CPU.
     unsigned threads = 0;

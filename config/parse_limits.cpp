@@ -81,10 +81,14 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        else return;
                    } else if (f.key == "busy_poll") {
                        auto text = r.string(f);
+                       if (text && *text == "auto") {
+                           limits.busy_poll = BusyPoll{BusyPoll::auto_window, true};
+                           return;
+                       }
                        auto d = text ? parse_duration(*text, std::chrono::microseconds(1)) : std::nullopt;
                        if (text && (!d || *d < Nanos(0) || *d > std::chrono::milliseconds(1)))
-                           return r.error(f, "expected a duration from 0 to 1ms, e.g. 50us");
-                       if (d) limits.busy_poll = std::chrono::duration_cast<std::chrono::microseconds>(*d);
+                           return r.error(f, "expected auto or a duration from 0 to 1ms, e.g. 50us");
+                       if (d) limits.busy_poll = BusyPoll{std::chrono::duration_cast<std::chrono::microseconds>(*d), false};
                    } else if (f.key == "max_handshake_options") {
                        if (auto v = r.integer(f, 1, 65536)) limits.max_handshake_options = unsigned(*v);
                    } else if (f.key == "threads") {

@@ -1,28 +1,56 @@
 #include "daemon/process/event_loop.hpp"
 
-namespace nbdsched::daemon {
+#include <sys/resource.h>
 
-void run_event_loop(boost::asio::io_context& io, std::chrono::microseconds busy_poll, LoopStats& stats) {
-    if (busy_poll.count() == 0) {
+#include "daemon/process/busy_poll_policy.hpp"
+
+namespace nbdsched::daemon {
+namespace {
+
+// Involuntary context switches of this thread so far: the kernel took the
+// CPU from it for another runnable thread.
+long switched_out() {
+    rusage usage{};
+    return ::getrusage(RUSAGE_THREAD, &usage) == 0 ? usage.ru_nivcsw : 0;
+}
+
+// Polls `io` until a handler runs or `window` has passed; true if one ran.
+bool poll_for_work(boost::asio::io_context& io, std::chrono::microseconds window, BusyPollPolicy& policy) {
+    using clock = std::chrono::steady_clock;
+    const long switches_before = policy.adaptive() ? switched_out() : 0;
+    const auto deadline = clock::now() + window;
+    bool found = false;
+    while (!io.stopped() && !found) {
+        found = io.poll() != 0;
+        if (clock::now() >= deadline) break;
+    }
+    policy.polled(found, policy.adaptive() && switched_out() != switches_before);
+    return found;
+}
+
+}   // namespace
+
+LoopStats& LoopStats::operator+=(const LoopStats& other) {
+    polls_with_work += other.polls_with_work;
+    sleeps += other.sleeps;
+    backoffs += other.backoffs;
+    return *this;
+}
+
+void run_event_loop(boost::asio::io_context& io, const config::BusyPoll& busy_poll, LoopStats& stats) {
+    if (busy_poll.window.count() == 0) {
         io.run();
         return;
     }
-    using clock = std::chrono::steady_clock;
+    BusyPollPolicy policy(busy_poll);
     while (!io.stopped()) {
-        // Run what is ready; poll on while work keeps coming, until
-        // busy_poll has passed without any.
-        auto deadline = clock::now() + busy_poll;
-        bool idle = false;   // an empty poll since the last work
-        while (!io.stopped()) {
-            if (io.poll() != 0) {
-                if (idle) ++stats.polls_with_work;
-                idle = false;
-                deadline = clock::now() + busy_poll;
-            } else if (clock::now() >= deadline) {
-                break;
-            } else {
-                idle = true;
-            }
+        if (io.poll() != 0) continue;   // run what is ready, until nothing is
+        const auto window = policy.window();
+        const bool found = window.count() != 0 && poll_for_work(io, window, policy);
+        stats.backoffs = policy.backoffs();
+        if (found) {
+            ++stats.polls_with_work;
+            continue;
         }
         ++stats.sleeps;
         if (io.run_one() == 0) return;   // out of work, or stopped

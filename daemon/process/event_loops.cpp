@@ -16,7 +16,7 @@ EventLoops::~EventLoops() {
     stop();
 }
 
-void EventLoops::start(std::chrono::microseconds busy_poll) {
+void EventLoops::start(const config::BusyPoll& busy_poll) {
     if (running_) return;
     running_ = true;
     for (std::size_t i = 0; i < size(); ++i) {
@@ -85,10 +85,7 @@ void EventLoops::exclusive(const std::function<void()>& f) {
 
 LoopStats EventLoops::stats() const {
     LoopStats sum;
-    for (const auto& s : stats_) {
-        sum.polls_with_work += s.polls_with_work;
-        sum.sleeps += s.sleeps;
-    }
+    for (const auto& s : stats_) sum += s;
     return sum;
 }
 

@@ -35,7 +35,7 @@ public:
 
     // Starts the threads of loops 1..N-1 (busy_poll applies to each), and
     // on every loop the release of a burst's memory once it is quiet.
-    void start(std::chrono::microseconds busy_poll);
+    void start(const config::BusyPoll& busy_poll);
     // Stops those loops and joins their threads; handlers still queued stay
     // queued until their io_context is destroyed. Loop 0's thread only.
     void stop();

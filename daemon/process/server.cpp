@@ -274,10 +274,11 @@ int Server::run() {
     run_event_loop(io_, config_.limits.busy_poll, loop);
     loops_.stop();
     wait_for_storage();
-    if (config_.limits.busy_poll.count() != 0) {
-        auto others = loops_.stats();
-        spdlog::info("event loop: busy_poll {}us: {} sleeps avoided, {} sleeps{}", config_.limits.busy_poll.count(),
-                     loop.polls_with_work + others.polls_with_work, loop.sleeps + others.sleeps,
+    if (const auto& poll = config_.limits.busy_poll; poll.window.count() != 0) {
+        loop += loops_.stats();
+        spdlog::info("event loop: busy_poll {}{}us: {} sleeps avoided, {} sleeps{}{}", poll.adaptive ? "auto " : "",
+                     poll.window.count(), loop.polls_with_work, loop.sleeps,
+                     poll.adaptive ? ", stopped polling " + std::to_string(loop.backoffs) + " times" : "",
                      loops_.size() > 1 ? " (" + std::to_string(loops_.size()) + " loops)" : "");
     }
     spdlog::info("nbdsched: stopped");

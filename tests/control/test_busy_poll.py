@@ -2,10 +2,13 @@
 still round-trips over Unix and TCP (small replies copied, large RAM
 replies sent from the backend's pages, several in flight at once, a TRIM
 racing a large read), and the daemon reports the loop's polls at exit.
-No speed is asserted: whether a poll found work depends on timing.
+With `auto`, a client that sends a request every 2 ms (none arrives within
+a poll's 50 us) makes the loop stop polling. No speed is asserted: whether
+a poll found work depends on timing.
 """
 import re
 import sys
+import time
 
 import nbd
 
@@ -18,7 +21,7 @@ devices:
   - {name: d0, backend: ram, size: 64MiB}
 exports:
   - {name: a, device: d0}
-limits: {busy_poll: 200us}
+limits: {busy_poll: POLL}
 log_level: info
 """
 MIB = 1 << 20
@@ -55,18 +58,36 @@ def exercise(h, base, seed):
     check(h.pread(1000, base) == bytes(1000), "the bytes before the write are untouched")
 
 
-def main():
-    with TempDir("poll") as tmp, Daemon(CONFIG, "poll", workdir=tmp, tcp=True, control=False) as d:
+def run(poll):
+    with TempDir("poll") as tmp, Daemon(CONFIG.replace("POLL", poll), "poll", workdir=tmp, tcp=True,
+                                        control=False) as d:
         for i, transport in enumerate(("unix", "tcp")):
             h = nbd.NBD()
             h.connect_uri(d.uri("a", transport))
             exercise(h, i * 16 * MIB, seed=i + 1)
             h.shutdown()
+        if poll == "auto":
+            h = nbd.NBD()
+            h.connect_uri(d.uri("a", "unix"))
+            for i in range(200):   # a trickle: each poll runs out before the next request
+                h.pread(4096, i * 4096)
+                time.sleep(0.002)
+            h.shutdown()
         d.stop()
-        log = d.log()
-        m = re.search(r"event loop: busy_poll 200us: (\d+) sleeps avoided, (\d+) sleeps", log)
-        check(m is not None, "the daemon reports its busy polling at exit")
-        check(m is not None and int(m.group(2)) >= 1, "it slept at least once (idle before the first client)")
+        return d.log()
+
+
+def main():
+    log = run("200us")
+    m = re.search(r"event loop: busy_poll 200us: (\d+) sleeps avoided, (\d+) sleeps\n", log)
+    check(m is not None, "the daemon reports its busy polling at exit")
+    check(m is not None and int(m.group(2)) >= 1, "it slept at least once (idle before the first client)")
+    log = run("auto")
+    m = re.search(r"event loop: busy_poll auto 50us: (\d+) sleeps avoided, (\d+) sleeps, "
+                  r"stopped polling (\d+) times", log)
+    check(m is not None, "auto reports its polling and how often it stopped at exit")
+    check(m is not None and int(m.group(3)) >= 1,
+          "auto stopped polling under a trickle of requests 2 ms apart (polls that found nothing)")
     print("PASS")
 
 

@@ -250,14 +250,18 @@ TEST_CASE("limits: stall_timeout is off by default, 0 or 1s..24h") {
 }
 
 TEST_CASE("limits: busy_poll") {
+    using std::chrono::microseconds;
     auto ok = with("limits: {busy_poll: 50us}\n");
     REQUIRE(ok.errors.empty());
-    CHECK(ok.config->limits.busy_poll == std::chrono::microseconds(50));
-    CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll == std::chrono::microseconds(0));
-    CHECK(with("limits: {busy_poll: 100}\n").config->limits.busy_poll == std::chrono::microseconds(100));   // bare: us
-    CHECK(with("").config->limits.busy_poll == std::chrono::microseconds(0));                               // off by default
-    expect_error(with("limits:\n  busy_poll: 2ms\n"), "limits.busy_poll", 2, 14, "expected a duration from 0 to 1ms");
-    expect_error(with("limits:\n  busy_poll: fast\n"), "limits.busy_poll", 2, 14, "expected a duration from 0 to 1ms");
+    CHECK(ok.config->limits.busy_poll == BusyPoll{microseconds(50), false});
+    CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll.window == microseconds(0));
+    CHECK(with("limits: {busy_poll: 100}\n").config->limits.busy_poll.window == microseconds(100));   // bare: us
+    CHECK(with("limits: {busy_poll: auto}\n").config->limits.busy_poll ==
+          BusyPoll{BusyPoll::auto_window, true});
+    CHECK(with("").config->limits.busy_poll == BusyPoll{BusyPoll::auto_window, true});   // auto by default
+    CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll == BusyPoll{});       // 0: off
+    expect_error(with("limits:\n  busy_poll: 2ms\n"), "limits.busy_poll", 2, 14, "expected auto or a duration from 0 to 1ms");
+    expect_error(with("limits:\n  busy_poll: fast\n"), "limits.busy_poll", 2, 14, "expected auto or a duration from 0 to 1ms");
 }
 
 TEST_CASE("limits: threads") {

@@ -1,0 +1,51 @@
+// How long an event loop polls for more work before it sleeps
+// (`limits.busy_poll`). A fixed window polls after every burst of work.
+// `auto` polls only while it pays: most polls find work within the window,
+// and few are preempted -- a poll that the kernel switched out took the
+// CPU from another runnable thread, on a machine whose cores are all busy
+// most likely the very client it waits for (docs/data-path.md#busy-poll).
+// When it does not pay, `auto` stops polling for a number of sleeps that
+// doubles each time polling is tried again and still does not pay.
+// Pure: the loop measures, this decides.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "config/config.hpp"
+
+namespace nbdsched::daemon {
+
+class BusyPollPolicy {
+public:
+    using Micros = std::chrono::microseconds;
+    // How many polls `auto` judges at a time, and how many sleeps it first
+    // skips polling for when they did not pay (at most max_skip).
+    static constexpr unsigned judged_polls = 16;
+    static constexpr std::uint64_t first_skip = 16;
+    static constexpr std::uint64_t max_skip = 4096;
+
+    explicit BusyPollPolicy(const config::BusyPoll& settings) : settings_(settings) {}
+
+    bool adaptive() const { return settings_.adaptive; }
+    // The loop ran out of work: how long to poll now (0: sleep at once).
+    Micros window();
+    // What that poll came to: work found within the window or not, and
+    // whether the thread was switched out while it polled.
+    void polled(bool found_work, bool preempted);
+    // Times `auto` stopped polling because it did not pay.
+    std::uint64_t backoffs() const { return backoffs_; }
+
+private:
+    void back_off();
+
+    config::BusyPoll settings_;
+    unsigned judged_ = 0;      // polls since the last judgement
+    unsigned found_ = 0;       // of them, those that found work
+    unsigned preempted_ = 0;   // ... and those switched out while polling
+    std::uint64_t skip_ = 0;   // sleeps left without polling
+    std::uint64_t next_skip_ = first_skip;
+    std::uint64_t backoffs_ = 0;
+};
+
+}   // namespace nbdsched::daemon

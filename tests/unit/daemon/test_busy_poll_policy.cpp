@@ -1,0 +1,90 @@
+// The event loop's polling policy (limits.busy_poll): a fixed window always
+// polls; `auto` stops when polls do not find work or are preempted, and
+// tries again after a number of sleeps that doubles while it still does
+// not pay.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "daemon/process/busy_poll_policy.hpp"
+
+using nbdsched::config::BusyPoll;
+using nbdsched::daemon::BusyPollPolicy;
+using std::chrono::microseconds;
+
+namespace {
+
+const BusyPoll automatic{BusyPoll::auto_window, true};
+
+// Feeds `n` polls with the same outcome; returns how many of them the
+// policy let poll (the others it had the loop sleep at once).
+unsigned feed(BusyPollPolicy& p, unsigned n, bool found, bool preempted) {
+    unsigned polled = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        if (p.window().count() == 0) continue;
+        ++polled;
+        p.polled(found, preempted);
+    }
+    return polled;
+}
+
+// Sleeps until the policy polls again; returns how many it skipped.
+std::uint64_t skipped(BusyPollPolicy& p) {
+    std::uint64_t n = 0;
+    while (p.window().count() == 0) ++n;
+    return n;
+}
+
+}   // namespace
+
+TEST_CASE("a fixed window polls after every sleep, whatever the polls find") {
+    BusyPollPolicy p(BusyPoll{microseconds(50), false});
+    CHECK(feed(p, 1000, false, true) == 1000);
+    CHECK(p.window() == microseconds(50));
+    CHECK(p.backoffs() == 0);
+}
+
+TEST_CASE("auto keeps polling while most polls find work") {
+    BusyPollPolicy p(automatic);
+    for (int i = 0; i < 1000; ++i) {
+        REQUIRE(p.window() == BusyPoll::auto_window);
+        p.polled(i % 3 != 0, i % 7 == 0);   // two in three find work; one in seven preempted
+    }
+    CHECK(p.backoffs() == 0);
+}
+
+TEST_CASE("auto stops polling when polls find nothing, and backs off further while they still do not") {
+    BusyPollPolicy p(automatic);
+    CHECK(feed(p, BusyPollPolicy::judged_polls, false, false) == BusyPollPolicy::judged_polls);
+    CHECK(p.backoffs() == 1);
+    CHECK(skipped(p) == BusyPollPolicy::first_skip);
+    // The next trial fails too: twice as long, up to the cap.
+    std::uint64_t expect = BusyPollPolicy::first_skip;
+    for (int round = 0; round < 12; ++round) {
+        feed(p, BusyPollPolicy::judged_polls - 1, false, false);
+        p.polled(false, false);
+        expect = std::min(2 * expect, BusyPollPolicy::max_skip);
+        CHECK(skipped(p) == expect);
+    }
+    CHECK(expect == BusyPollPolicy::max_skip);
+}
+
+TEST_CASE("auto stops polling when a quarter of the polls are preempted, even if they find work") {
+    BusyPollPolicy p(automatic);
+    for (unsigned i = 0; i < BusyPollPolicy::judged_polls; ++i) p.polled(true, i % 3 == 0);   // 6 of 16
+    CHECK(p.backoffs() == 1);
+    CHECK(p.window().count() == 0);
+}
+
+TEST_CASE("auto, once polling pays again, backs off briefly after the next failure") {
+    BusyPollPolicy p(automatic);
+    for (int round = 0; round < 4; ++round) {   // back off four times: skip 16, 32, 64, 128
+        feed(p, BusyPollPolicy::judged_polls, false, false);
+        skipped(p);
+    }
+    CHECK(p.backoffs() == 4);
+    feed(p, BusyPollPolicy::judged_polls, true, false);    // pays
+    feed(p, BusyPollPolicy::judged_polls, false, false);   // fails again
+    CHECK(skipped(p) == BusyPollPolicy::first_skip);
+}
