@@ -17,7 +17,7 @@ namespace {
 std::unique_ptr<Backend> make_rbd(const Spec& spec, std::string& error) {
 #ifdef NBDSCHED_HAVE_RBD
     std::string why;
-    auto image = RbdBackend::open(spec.rbd, why);
+    auto image = RbdBackend::open(spec.rbd, why, spec.on_storage_warning);
     if (!image) error = "device " + spec.name + ": " + why;
     return image;
 #else

@@ -14,10 +14,14 @@
 // log). With lock_later (a --takeover) the image is opened
 // without the lock; acquire_exclusive() takes it once the old process
 // released it (release_exclusive(): a planned restart, docs/rbd.md).
+// librbd's cache is off unless RbdSpec::cache asks for it; a pool's or
+// image's own configuration that turns it on anyway is refused at the
+// open, one that changes the cache asked for is told through `warn`.
 //
 // Data requests go through the asynchronous path (async_backend.hpp):
 // rbd_aio_* with a completion callback that hands the result to the sink.
-// FUA = the write, then a flush, before the completion. TRIM = discard;
+// FUA = the write, then a flush, before the completion (with the cache
+// on too: librbd's flush waits for every write answered before it). TRIM = discard;
 // WRITE_ZEROES = rbd_aio_write_zeroes (librbd punches or zeroes as the
 // image allows). The synchronous calls use librbd's blocking API; block
 // status asks librbd which extents hold data (rbd_extents.cpp).
@@ -38,8 +42,11 @@ namespace nbdsched::backend {
 
 class RbdBackend final : public Backend, public AsyncBackend {
 public:
-    // nullptr and a message in `error` on failure ("rbd/vol1: ...").
-    static std::unique_ptr<RbdBackend> open(const RbdSpec& spec, std::string& error);
+    // nullptr and a message in `error` on failure ("rbd/vol1: ..."). `warn`
+    // hears of an image whose own configuration changes the librbd cache
+    // the spec asked for ("rbd rbd/vol1: ...").
+    static std::unique_ptr<RbdBackend> open(const RbdSpec& spec, std::string& error,
+                                            const std::function<void(const std::string&)>& warn = nullptr);
     ~RbdBackend() override;
     RbdBackend(const RbdBackend&) = delete;
     RbdBackend& operator=(const RbdBackend&) = delete;

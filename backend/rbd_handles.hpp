@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <rados/librados.h>
 #include <rbd/librbd.h>
 
@@ -31,6 +32,7 @@ struct RbdBackend::Handles {
     bool locked = false;                                 // this process holds the exclusive lock
     bool released = false;                               // it let go of it for a hand-over
     std::uint64_t object_size = 0;                       // bytes per RADOS object (4 MiB by default)
+    std::string cache_mode;                              // librbd's cache in force ("writeback"); "" = off
     std::function<void(const LockWait&)> on_lock_wait;   // RbdSpec's: a wait for the lock, told
     Handles() = default;
     Handles(const Handles&) = delete;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <future>
 #include <rbd/librbd.h>
+#include <utility>
 #include <vector>
 
 #include "backend/rbd_backend.hpp"
@@ -208,11 +209,35 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
     return false;
 }
 
-// A pool's or image's `rbd config ... set rbd_cache true` outranks the
-// rbd_cache=false connect() sets, at rbd_open: librbd would then answer
-// writes from this host's memory (docs/rbd.md). Read the image's effective
-// setting: "" when the cache is off, else why it is on and what to do.
-std::string cache_override(rbd_image_t image, const std::string& name) {
+const char* cache_name(RbdCache cache) {
+    return cache == RbdCache::writeback ? "writeback" : cache == RbdCache::writearound ? "writearound"
+                                                                                       : "off";
+}
+
+// Where an image's configuration option got its value, for a message.
+std::string source_text(int source, const std::string& name) {
+    return source == RBD_CONFIG_SOURCE_IMAGE  ? "the image's configuration (rbd config image ls " + name + ")"
+           : source == RBD_CONFIG_SOURCE_POOL ? "its pool's configuration (rbd config pool ls " +
+                                                    name.substr(0, name.find('/')) + ")"
+                                              : "the client's configuration";
+}
+
+// The command that takes an option off the image or its pool.
+std::string remove_text(int source, const std::string& name, const char* key) {
+    return source == RBD_CONFIG_SOURCE_POOL ? "rbd config pool rm " + name.substr(0, name.find('/')) + " " + key
+                                            : "rbd config image rm " + name + " " + key;
+}
+
+// A pool's or image's `rbd config ... set` outranks what connect() set, at
+// rbd_open. Reads the image's effective rbd_cache settings against what
+// the device asked for (RbdSpec::cache). With the cache off, an override
+// that turns it on is refused: librbd would answer writes from this host's
+// memory (docs/rbd.md). With the cache on, an override that turns it off
+// or changes its policy is not refused (every mode keeps the FLUSH
+// promise) but told in `warning`. `mode`: the cache in force ("" = off).
+// The refusal's text, or "".
+std::string check_cache(rbd_image_t image, const std::string& name, RbdCache asked, std::string& mode,
+                        std::string& warning) {
     std::vector<rbd_config_option_t> options(256);
     int count = static_cast<int>(options.size());
     int r = rbd_config_image_list(image, options.data(), &count);
@@ -221,22 +246,49 @@ std::string cache_override(rbd_image_t image, const std::string& name) {
         r = rbd_config_image_list(image, options.data(), &count);
     }
     if (r < 0) return "cannot read the image's configuration (rbd_cache): " + errno_text(r);
-    std::string error;
+    struct Option {
+        std::string value;
+        int source = RBD_CONFIG_SOURCE_CONFIG;
+    } cache, policy, until_flush;
     for (int i = 0; i < count; ++i) {
         const rbd_config_option_t& o = options[static_cast<std::size_t>(i)];
-        if (std::strcmp(o.name, "rbd_cache") != 0 || std::strcmp(o.value, "false") == 0) continue;
-        const std::string where =
-            o.source == RBD_CONFIG_SOURCE_IMAGE  ? "the image's configuration (rbd config image ls " + name + ")"
-            : o.source == RBD_CONFIG_SOURCE_POOL ? "its pool's configuration (rbd config pool ls " +
-                                                       name.substr(0, name.find('/')) + ")"
-                                                 : "the client's configuration";
-        error = std::string("rbd_cache is ") + o.value + " in " + where +
-                ", which outranks nbdsched's rbd_cache=false: librbd would acknowledge writes from this host's "
-                "memory before the OSDs have them. Turn it off for this image: rbd config image set " +
-                name + " rbd_cache false";
+        Option* into = std::strcmp(o.name, "rbd_cache") == 0                            ? &cache
+                       : std::strcmp(o.name, "rbd_cache_policy") == 0                   ? &policy
+                       : std::strcmp(o.name, "rbd_cache_writethrough_until_flush") == 0 ? &until_flush
+                                                                                        : nullptr;
+        if (into) *into = {o.value, static_cast<int>(o.source)};
     }
     rbd_config_image_list_cleanup(options.data(), count);
-    return error;
+    mode.clear();
+    if (asked == RbdCache::off) {
+        if (cache.value == "false") return "";
+        return "rbd_cache is " + cache.value + " in " + source_text(cache.source, name) +
+               ", which outranks nbdsched's rbd_cache=false: librbd would acknowledge writes from this host's "
+               "memory before the OSDs have them. Turn it off for this image: rbd config image set " +
+               name + " rbd_cache false (or choose librbd's cache on the device: rbd_cache: writearound or writeback)";
+    }
+    const std::string device = std::string("the device's rbd_cache: ") + cache_name(asked);
+    if (cache.value == "false") {
+        warning = "rbd_cache is false in " + source_text(cache.source, name) + ", which outranks " + device +
+                  ": librbd's cache is off for this image (a write is answered once the OSDs have it). To have "
+                  "it: " +
+                  remove_text(cache.source, name, "rbd_cache");
+        return "";
+    }
+    mode = policy.value;
+    if (policy.value != cache_name(asked))
+        warning = "rbd_cache_policy is " + policy.value + " in " + source_text(policy.source, name) +
+                  ", which outranks " + device + ": librbd runs its cache " + policy.value + ". To have " +
+                  cache_name(asked) + ": " + remove_text(policy.source, name, "rbd_cache_policy");
+    if (until_flush.value == "true" && policy.value != "writethrough") {
+        mode += " after the first FLUSH";
+        warning += std::string(warning.empty() ? "" : "; ") + "rbd_cache_writethrough_until_flush is true in " +
+                   source_text(until_flush.source, name) +
+                   ", which outranks nbdsched's false: librbd writes through until a client's first FLUSH. To "
+                   "have the cache at once: " +
+                   remove_text(until_flush.source, name, "rbd_cache_writethrough_until_flush");
+    }
+    return "";
 }
 
 // rbd_update_watch's callback, on a librbd thread, after the image's
@@ -267,6 +319,28 @@ std::string conf_value(rados_t cluster, const char* key) {
     return rados_conf_get(cluster, key, value, sizeof value) == 0 ? value : "";
 }
 
+// librbd's cache as the device asks, over ceph.conf. By default none (as
+// qemu's cache=none): the NBD client has its own, and without a second
+// cache in the daemon an acknowledged write is at the OSDs, not only in
+// this host's memory. With the cache on, librbd's
+// rbd_cache_writethrough_until_flush (true by default, for a guest that
+// may never flush) is false: every NBD client was told of a volatile cache
+// (NBD_FLAG_SEND_FLUSH) and flushes what has to last.
+bool set_cache(rados_t cluster, RbdCache cache, std::string& error) {
+    const std::pair<const char*, const char*> settings[] = {
+        {"rbd_cache", cache == RbdCache::off ? "false" : "true"},
+        {"rbd_cache_policy", cache_name(cache)},
+        {"rbd_cache_writethrough_until_flush", "false"}};
+    for (const auto& [key, value] : settings) {
+        if (int r = rados_conf_set(cluster, key, value); r < 0) {
+            error = std::string("cannot set ") + key + " to " + value + ": " + errno_text(r);
+            return false;
+        }
+        if (cache == RbdCache::off) break;   // the rest is the cache's
+    }
+    return true;
+}
+
 bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
     const std::string who = "client." + spec.client;
     int r = rados_create2(&h.cluster, "ceph", who.c_str(), 0);
@@ -288,13 +362,7 @@ bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
         error = "cannot set librados_thread_count: " + errno_text(r);
         return false;
     }
-    // No librbd cache (as qemu's cache=none): the NBD client has its own,
-    // and without a second writeback cache in the daemon an acknowledged
-    // write is at the OSDs, not only in this host's memory.
-    if ((r = rados_conf_set(h.cluster, "rbd_cache", "false")) < 0) {
-        error = "cannot turn off rbd_cache: " + errno_text(r);
-        return false;
-    }
+    if (!set_cache(h.cluster, spec.cache, error)) return false;
     // A cluster that is gone must end in errors, not requests that wait forever.
     if (!set_option(h.cluster, "rados_osd_op_timeout", spec.osd_op_timeout, error) ||
         !set_option(h.cluster, "rados_mon_op_timeout", spec.osd_op_timeout, error) ||
@@ -322,7 +390,8 @@ RbdBackend::Handles::~Handles() {
     if (cluster) rados_shutdown(cluster);
 }
 
-std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& error) {
+std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& error,
+                                             const std::function<void(const std::string&)>& warn) {
     std::string name = spec.pool + "/" + (spec.rados_namespace.empty() ? "" : spec.rados_namespace + "/") + spec.image;
     auto h = std::make_unique<Handles>();
     auto fail = [&](const std::string& why) {
@@ -336,7 +405,10 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
-    if (std::string cache = cache_override(h->image, name); !cache.empty()) return fail(cache);
+    std::string warning;
+    if (std::string refused = check_cache(h->image, name, spec.cache, h->cache_mode, warning); !refused.empty())
+        return fail(refused);
+    if (!warning.empty() && warn) warn("rbd " + name + ": " + warning);
     h->on_lock_wait = spec.on_lock_wait;
     if (!spec.lock_later && !take_lock(*h, name, spec.break_lock, error)) return fail(error);
     h->locked = !spec.lock_later;
@@ -403,6 +475,8 @@ RbdBackend::~RbdBackend() {
 
 std::uint64_t RbdBackend::size() const { return h_->size; }
 
-std::string RbdBackend::describe() const { return "rbd " + name_ + " " + format_size(size()); }
+std::string RbdBackend::describe() const {
+    return "rbd " + name_ + " " + format_size(size()) + (h_->cache_mode.empty() ? "" : ", librbd cache " + h_->cache_mode);
+}
 
 }   // namespace nbdsched::backend

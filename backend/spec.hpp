@@ -32,16 +32,28 @@ struct LockWait {
     std::chrono::milliseconds waited{};   // taken: since the acquire began
 };
 
+// librbd's cache on an RBD device (`rbd_cache:`, docs/rbd.md "librbd's
+// cache"). off: a write is answered once the OSDs have it.
+// writearound: librbd answers a write once it has sent it (up to
+// rbd_cache_max_dirty bytes in flight), reads are not cached. writeback:
+// librbd answers from this host's memory and writes back later; reads are
+// cached. With either, a FLUSH (and a FUA write's flush) waits for every
+// write answered before it to be at the OSDs.
+enum class RbdCache { off,
+                      writearound,
+                      writeback };
+
 // An RBD image (backend: rbd); docs/rbd.md.
 struct RbdSpec {
     std::string pool = "rbd";
     std::string image;
-    std::string rados_namespace;    // "" = the pool's default namespace
-    std::string ceph_conf;          // "" = librados' own search ($CEPH_CONF, /etc/ceph/ceph.conf)
-    std::string client = "admin";   // cephx id, without "client."
-    unsigned osd_op_timeout = 0;    // seconds; 0 = wait for the OSDs forever (Ceph's default)
-    unsigned mount_timeout = 0;     // seconds to reach the monitors; 0 = Ceph's default (300)
-    bool break_lock = false;        // --break-lock: take the image's lock from a dead holder
+    std::string rados_namespace;      // "" = the pool's default namespace
+    std::string ceph_conf;            // "" = librados' own search ($CEPH_CONF, /etc/ceph/ceph.conf)
+    std::string client = "admin";     // cephx id, without "client."
+    unsigned osd_op_timeout = 0;      // seconds; 0 = wait for the OSDs forever (Ceph's default)
+    unsigned mount_timeout = 0;       // seconds to reach the monitors; 0 = Ceph's default (300)
+    RbdCache cache = RbdCache::off;   // rbd_cache: librbd's cache
+    bool break_lock = false;          // --break-lock: take the image's lock from a dead holder
     // --takeover: the running daemon holds the lock until it hands over;
     // open without it (acquire_exclusive() takes it then).
     bool lock_later = false;
@@ -72,8 +84,10 @@ struct Spec {
     // written data ("the storage failed to write ..."); FLUSH and FUA fail
     // from then on (file_backend.hpp).
     std::function<void(const std::string&)> on_storage_failure = nullptr;
-    // File only, set by the daemon: once per kind, when a FLUSH or a reload
-    // finds the file deleted, replaced or truncated behind the daemon's back.
+    // Set by the daemon. File: once per kind, when a FLUSH or a reload finds
+    // the file deleted, replaced or truncated behind the daemon's back. RBD:
+    // at the open, when the image's own configuration changes the librbd
+    // cache the device asked for.
     std::function<void(const std::string&)> on_storage_warning = nullptr;
 };
 

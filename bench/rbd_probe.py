@@ -13,10 +13,14 @@ Not part of run-all; run it under `flock /tmp/bench.lock`.
       --variant ref=fio-rbd,conf='rbd cache=false' --rounds 6 --runtime 3 \\
       --workload randread:4k:64 --workload write:1M:8
 
-A variant is NAME=BINARY[,conf=KEY=VALUE;KEY=VALUE]: BINARY is an nbdsched
-executable, or `fio-rbd` for fio's own rbd engine (librbd inside fio, no
-NBD); conf lines go into the [client] section of a copy of the cluster's
-ceph.conf that the variant uses."""
+A variant is NAME=BINARY[,conf=KEY=VALUE;KEY=VALUE][,cache=MODE]: BINARY
+is an nbdsched executable, or `fio-rbd` for fio's own rbd engine (librbd
+inside fio, no NBD); conf lines go into the [client] section of a copy of
+the cluster's ceph.conf that the variant uses; cache is the device's
+rbd_cache (writearound, writeback; nbdsched only).
+
+  bench/rbd_probe.py --variant nbdsched=build/daemon/nbdsched \\
+      --variant nbdsched-wa=build/daemon/nbdsched,cache=writearound --variant fio-rbd=fio-rbd"""
 
 import argparse
 import json
@@ -48,12 +52,15 @@ def by_name(before, after):
 def parse_variant(text):
     name, rest = text.split("=", 1)
     binary, *opts = rest.split(",")
-    v = {"name": name, "binary": binary, "conf": []}
+    v = {"name": name, "binary": binary, "conf": [], "cache": None}
     for o in opts:
         key, value = o.split("=", 1)
-        if key != "conf":
-            raise SystemExit(f"unknown variant option {key}")
-        v["conf"] = [line.replace("=", " = ", 1) for line in value.split(";")]
+        if key == "conf":
+            v["conf"] = [line.replace("=", " = ", 1) for line in value.split(";")]
+        elif key == "cache" and binary != "fio-rbd":
+            v["cache"] = value
+        else:
+            raise SystemExit(f"unknown variant option {key} (for {binary})")
     return v
 
 
@@ -78,6 +85,8 @@ def run_one(v, workload, tmp, cluster, runtime, tag):
     else:
         dev = {"name": "vol", "backend": "rbd", "pool": "rbd", "image": "img1", "ceph_conf": conf,
                "client": "admin", "rotational": False}
+        if v["cache"]:
+            dev["rbd_cache"] = v["cache"]
         os.environ["NBDSCHED"] = v["binary"]
         srv = servers.start_nbdsched(tmp, tag, [dev], [{"name": "x", "device": "vol"}], log_level="info")
         engine = ["--ioengine=nbd", f"--uri={srv.uri('x')}"]

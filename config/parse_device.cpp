@@ -92,7 +92,7 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
                          {"name", "backend", "size", "path", "direct", "huge_pages", "io_engine", "rotational", "scheduler", "tunables", "profile",
                           "hdd", "ssd", "nvme", "read_ahead_kb", "read_ahead_cache", "writes_sync", "queue_depth",
                           "default_group", "faults", "pool", "image", "namespace", "ceph_conf", "client",
-                          "osd_op_timeout", "mount_timeout"},
+                          "osd_op_timeout", "mount_timeout", "rbd_cache"},
                          [&](const Field& f) {
                              p.at[f.key] = f.at;
                              const std::string& k = f.key;

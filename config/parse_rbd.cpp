@@ -54,6 +54,16 @@ void read_rbd_key(Reader& r, const Field& f, backend::RbdSpec& rbd) {
         if (auto v = r.integer(f, 0, max_timeout_seconds)) rbd.osd_op_timeout = static_cast<unsigned>(*v);
     } else if (k == "mount_timeout") {
         if (auto v = r.integer(f, 0, max_timeout_seconds)) rbd.mount_timeout = static_cast<unsigned>(*v);
+    } else if (k == "rbd_cache") {
+        // Ceph's own rbd_cache is a boolean; here the word says which cache.
+        const std::string text = f.value.IsScalar() ? f.value.Scalar() : "";
+        if (text == "true" || text == "false" || text == "on" || text == "yes" || text == "no")
+            r.error(f, "expected one of off, writearound, writeback, got '" + text +
+                           "': the word says which librbd cache (off: none; Ceph's rbd_cache true is writearound)");
+        else if (auto v = r.choice(f, {"off", "writearound", "writeback"}))
+            rbd.cache = *v == "writeback"     ? backend::RbdCache::writeback
+                        : *v == "writearound" ? backend::RbdCache::writearound
+                                              : backend::RbdCache::off;
     }
 }
 

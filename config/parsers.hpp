@@ -107,8 +107,8 @@ void for_each_shared(const std::vector<Parsed<Device>>& devices,
 std::string normal_path(const std::string& path);
 
 // backend: rbd's keys (parse_rbd.cpp): each read alone, then checked together.
-inline constexpr const char* rbd_keys[] = {"pool", "image", "namespace", "ceph_conf", "client", "osd_op_timeout",
-                                           "mount_timeout"};
+inline constexpr const char* rbd_keys[] = {"pool", "image", "namespace", "ceph_conf", "client",
+                                           "osd_op_timeout", "mount_timeout", "rbd_cache"};
 bool is_rbd_key(std::string_view key);
 void read_rbd_key(Reader& r, const Field& field, backend::RbdSpec& rbd);
 void check_rbd(Reader& r, Parsed<Device>& p, const Origin& required_by);

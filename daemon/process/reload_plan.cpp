@@ -57,6 +57,7 @@ void compare_device(const config::Device& a, const config::Device& b, ReloadPlan
     if (x.pool != y.pool || x.image != y.image || x.rados_namespace != y.rados_namespace || x.ceph_conf != y.ceph_conf ||
         x.client != y.client || x.osd_op_timeout != y.osd_op_timeout || x.mount_timeout != y.mount_timeout)
         refuse("rbd image or cluster settings");
+    if (x.cache != y.cache) refuse("rbd_cache");
     sched::Tunables changed;
     for (const auto& [name, value] : b.tunables) {
         auto it = a.tunables.find(name);

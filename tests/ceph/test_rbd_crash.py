@@ -8,7 +8,12 @@ write that was issued, never an older one and never a torn block.
 
 Each writer thread owns its own blocks (block % WRITERS) and writes them
 one request at a time, so a block's versions are ordered.
+
+`--rbd-cache writearound|writeback` runs the same rounds with librbd's
+cache on the device (rbd_cache:): a plain write is then answered from this
+host's memory, and the same guarantee must hold through FLUSH and FUA.
 """
+import argparse
 import os
 import random
 import signal
@@ -91,22 +96,29 @@ def verify(c, h, state, round_):
     return c.check(f"round {round_}: every block holds a durable or later write", not bad, "; ".join(bad[:3]))
 
 
-def config(conf):
-    return (f"devices:\n  - {rbd_config('vol', 'img1', conf, scheduler='bfq', rotational='false')}\n"
+def config(conf, cache):
+    keys = {"rbd_cache": cache} if cache else {}
+    return (f"devices:\n  - {rbd_config('vol', 'img1', conf, scheduler='bfq', rotational='false', **keys)}\n"
             "exports:\n  - {name: vol, device: vol}\n")
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rbd-cache", choices=["writearound", "writeback"],
+                        help="the device's rbd_cache (default: none, the daemon's default)")
+    cache = parser.parse_args().rbd_cache
     c = Checks()
     rng = random.Random(int(os.environ.get("CRASH_SEED", time.time_ns())))
-    tmp = TempDir("rbd-crash")
+    tmp = TempDir("rbd-crash" + (f"-{cache}" if cache else ""))
     state = State()
     durable_total = 0
     try:
         with Cluster(tmp.path, ["img1:16M"]) as cluster:
             for round_ in range(ROUNDS + 1):
-                d = Daemon(config(cluster.conf), f"r{round_}", workdir=tmp.path, args=["--break-lock"])
+                d = Daemon(config(cluster.conf, cache), f"r{round_}", workdir=tmp.path, args=["--break-lock"])
                 try:
+                    if round_ == 0 and cache:
+                        c.check(f"the device runs librbd's cache {cache}", f"librbd cache {cache}," in d.log())
                     h = nbd.NBD()
                     h.connect_uri(d.uri("vol"))
                     if not verify(c, h, state, round_):

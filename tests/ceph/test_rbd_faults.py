@@ -42,7 +42,7 @@ import time
 import nbd
 
 from nbdsched_test import fio
-from nbdsched_test.ceph import Cluster, rbd_config
+from nbdsched_test.ceph import Cluster, completed_within, rbd_config
 from nbdsched_test.daemon import DRAIN_LIMITS, DRAIN_TIMEOUT_S, Daemon
 from nbdsched_test.handover import connect_handover, handover_message, handover_reply
 from nbdsched_test.process import wait_for
@@ -136,18 +136,6 @@ def ctl_stats(d, seconds):
     r = subprocess.run([d.binary, "ctl", "--socket", d.control, "stats"], capture_output=True, text=True,
                        timeout=seconds)
     return r.returncode == 0 and "retake" in r.stdout
-
-
-def completed_within(h, cookie, seconds):
-    """True once `cookie`'s command on `h` completed (raises on an error
-    reply), False after `seconds`: a daemon that does not answer must not
-    hang the test."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        h.poll(100)
-        if h.aio_command_completed(cookie):
-            return True
-    return False
 
 
 def nbd_reads(h, seconds):

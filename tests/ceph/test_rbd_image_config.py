@@ -6,10 +6,16 @@ connection settings, on a real one-host cluster:
   - rbd_cache true on the pool: the same, naming the pool's; once the
     image says false (the command the message gives), the daemon starts
     and an acknowledged write reads back.
+With the device's own `rbd_cache: writearound` or `writeback`:
+  - rbd_cache true on the image: no refusal, the cache asked for runs;
+  - rbd_cache false on the image or on the pool: the daemon starts without
+    the cache, and its log says so and how to have it;
+  - another rbd_cache_policy on the image: that policy runs, and the log
+    says so.
 """
 import nbd
 
-from nbdsched_test.ceph import one_rbd_export, run_checks
+from nbdsched_test.ceph import one_rbd_export, rbd_config, run_checks
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.process import wait_for
 
@@ -50,5 +56,54 @@ def cache_checks(c, cluster, tmp):
     cluster.rbd("config", "pool", "rm", "rbd", "rbd_cache")
 
 
+def started(c, name, cluster, tmp, image, cache, runs, words=()):
+    """The daemon starts on `image` with the device's rbd_cache `cache`, its
+    start-up line names the librbd cache `runs` ("" = none), its log has each
+    of `words` (and no warning about rbd_cache without them), and a FUA
+    write reads back."""
+    dev = rbd_config("vol", image, cluster.conf, rbd_cache=cache)
+    d = Daemon(f"devices:\n  - {dev}\nexports:\n  - {{name: vol, device: vol}}\n", f"{image}-{cache}",
+               workdir=tmp.path)
+    h = nbd.NBD()
+    h.connect_uri(d.uri("vol"))
+    h.pwrite(b"c" * 4096, 4096, nbd.CMD_FLAG_FUA)
+    c.check(f"{name}: the daemon starts and writes", h.pread(4096, 4096) == b"c" * 4096)
+    h.shutdown()
+    d.stop()
+    log = d.log()
+    line = next((x for x in log.splitlines() if "device vol: rbd " in x and "scheduler" in x), "")
+    c.check(f"{name}: the start-up line names the cache in force ({runs or 'none'})",
+            (f"librbd cache {runs}," in line) if runs else bool(line) and "librbd cache" not in line, line)
+    missing = [w for w in words if w not in log]
+    c.check(f"{name}: the log says what the image's configuration changed", not missing,
+            f"missing {missing}: {log.strip()[-600:]}" if missing else "")
+    if not words:
+        c.check(f"{name}: no warning about the cache", "outranks" not in log,
+                "" if "outranks" not in log else log.strip()[-600:])
+
+
+def cache_on_checks(c, cluster, tmp):
+    # imgcache has rbd_cache true in its own configuration (cache_checks).
+    started(c, "rbd_cache true on the image, writearound on the device", cluster, tmp, "imgcache",
+            "writearound", "writearound")
+    cluster.rbd("config", "image", "set", "rbd/imgcache", "rbd_cache_policy", "writeback")
+    started(c, "rbd_cache_policy writeback on the image, writearound on the device", cluster, tmp, "imgcache",
+            "writearound", "writeback",
+            ["rbd rbd/imgcache: rbd_cache_policy is writeback in the image's configuration (rbd config image ls "
+             "rbd/imgcache), which outranks the device's rbd_cache: writearound",
+             "rbd config image rm rbd/imgcache rbd_cache_policy"])
+    # poolcache has rbd_cache false in its own configuration (cache_checks).
+    started(c, "rbd_cache false on the image, writeback on the device", cluster, tmp, "poolcache", "writeback", "",
+            ["rbd rbd/poolcache: rbd_cache is false in the image's configuration (rbd config image ls "
+             "rbd/poolcache), which outranks the device's rbd_cache: writeback: librbd's cache is off",
+             "rbd config image rm rbd/poolcache rbd_cache"])
+    cluster.rbd("config", "image", "rm", "rbd/poolcache", "rbd_cache")
+    cluster.rbd("config", "pool", "set", "rbd", "rbd_cache", "false")
+    started(c, "rbd_cache false on the pool, writeback on the device", cluster, tmp, "poolcache", "writeback", "",
+            ["rbd_cache is false in its pool's configuration (rbd config pool ls rbd)",
+             "rbd config pool rm rbd rbd_cache"])
+    cluster.rbd("config", "pool", "rm", "rbd", "rbd_cache")
+
+
 if __name__ == "__main__":
-    run_checks("rbd-image-config", cache_checks)
+    run_checks("rbd-image-config", cache_checks, cache_on_checks)

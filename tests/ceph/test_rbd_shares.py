@@ -6,7 +6,11 @@ fio's bandwidths must be within 10% of 3:1. On a loaded 2-core host one run
 measured 2.67 to 3.56:1 (the OSD, fio and the daemon share the cores), so up
 to 3 attempts are allowed, each printed; a scheduler that ignores weights
 gives about 1:1 every time.
+
+`--rbd-cache writearound|writeback` runs it with librbd's cache on the
+device (rbd_cache:).
 """
+import argparse
 import os
 
 from nbdsched_test import fio
@@ -20,9 +24,10 @@ DEPTH = os.environ.get("RBD_SHARES_DEPTH", "4")
 SLICE_IDLE = os.environ.get("RBD_SHARES_SLICE_IDLE", "0")
 
 
-def config(conf):
+def config(conf, cache):
+    keys = {"rbd_cache": cache} if cache else {}
     dev = rbd_config("vol", "img1", conf, scheduler="bfq", rotational="false", queue_depth=DEPTH,
-                     tunables=f"{{slice_idle: {SLICE_IDLE}}}")
+                     tunables=f"{{slice_idle: {SLICE_IDLE}}}", **keys)
     return (f"devices:\n  - {dev}\n"
             "exports:\n  - {name: heavy, device: vol, size: 64MiB, group: heavy}\n"
             "  - {name: light, device: vol, offset: 64MiB, size: 64MiB, group: light}\n"
@@ -51,12 +56,18 @@ def measure(d):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rbd-cache", choices=["writearound", "writeback"],
+                        help="the device's rbd_cache (default: none, the daemon's default)")
+    cache = parser.parse_args().rbd_cache
     fio.require_nbd_engine()
     c = Checks()
-    tmp = TempDir("rbd-shares")
+    tmp = TempDir("rbd-shares" + (f"-{cache}" if cache else ""))
     try:
         with Cluster(tmp.path, ["img1:128M"]) as cluster, \
-                Daemon(config(cluster.conf), "shares", workdir=tmp.path) as d:
+                Daemon(config(cluster.conf, cache), "shares", workdir=tmp.path) as d:
+            if cache:
+                c.check(f"the device runs librbd's cache {cache}", f"librbd cache {cache}," in d.log())
             for attempt in range(1, 4):
                 ratio, stats_ratio = measure(d)
                 if 2.7 <= ratio <= 3.3 and 2.7 <= stats_ratio <= 3.3:

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <optional>
 #include <unistd.h>
+#include <utility>
 
 #include "backend/features.hpp"
 #include "config/parsers.hpp"
@@ -117,6 +118,34 @@ TEST_CASE("an rbd device: an image, its cluster's keys, no size or path") {
     expect_error(r, "devices[0].osd_op_timeout", 7, 21, "out of range: 4000 (allowed 0..3600)");
     expect_error(device("name: d0\n    size: 1GiB\n    image: vol1\n"), "devices[0].image", 4, 12,
                  "only for backend: rbd");
+}
+
+TEST_CASE("rbd_cache: off by default, writearound or writeback; only on an rbd device") {
+    using nbdsched::backend::RbdCache;
+    const auto cache = [](const std::string& line) { return device("name: d0\n    backend: rbd\n    image: vol1\n" + line); };
+    if (nbdsched::backend::rbd_available()) {
+        const std::pair<const char*, RbdCache> cases[] = {{"", RbdCache::off},
+                                                          {"    rbd_cache: off\n", RbdCache::off},
+                                                          {"    rbd_cache: writearound\n", RbdCache::writearound},
+                                                          {"    rbd_cache: writeback\n", RbdCache::writeback}};
+        for (const auto& [line, want] : cases) {
+            CAPTURE(line);
+            auto r = cache(line);
+            INFO(all_errors(r));
+            REQUIRE(r.config);
+            CHECK(r.config->devices[0].backend_spec().rbd.cache == want);
+        }
+    }
+    // Checked whether or not rbd is built in.
+    expect_error(cache("    rbd_cache: writebak\n"), "devices[0].rbd_cache", 5, 16,
+                 "expected one of off, writearound, writeback, got 'writebak' (did you mean 'writeback'?)");
+    expect_error(cache("    rbd_cache: true\n"), "devices[0].rbd_cache", 5, 16,
+                 "got 'true': the word says which librbd cache");
+    expect_error(cache("    rbd_cache: [writeback]\n"), "devices[0].rbd_cache", 5, 16, "one of off, writearound, writeback");
+    expect_error(device("name: d0\n    size: 1GiB\n    rbd_cache: writeback\n"), "devices[0].rbd_cache", 4, 16,
+                 "only for backend: rbd");
+    expect_error(device("name: d0\n    backend: file\n    path: /x\n    rbd_cache: off\n"), "devices[0].rbd_cache", 5,
+                 16, "only for backend: rbd");
 }
 
 TEST_CASE("two rbd devices on one image are refused; another pool, namespace or cluster is another image") {

@@ -98,6 +98,7 @@ TEST_CASE("backend, size, listen, scheduler and export changes are refused") {
     check_refused([](config::Config& c) { c.exports.pop_back(); }, "exports");
     check_refused([](config::Config& c) { c.exports[0].offset = 4096; }, "export a");
     check_refused([](config::Config& c) { c.limits.max_connections = 5; }, "limits");
+    check_refused([](config::Config& c) { c.devices[0].rbd.cache = backend::RbdCache::writeback; }, "rbd_cache");
 }
 
 TEST_CASE("every limit but stall_timeout needs a restart; stall_timeout applies live") {

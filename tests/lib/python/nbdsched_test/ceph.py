@@ -27,6 +27,19 @@ def one_rbd_export(conf, image):
     return f"devices:\n  - {rbd_config('vol', image, conf)}\nexports:\n  - {{name: vol, device: vol}}\n"
 
 
+def completed_within(h, cookie, seconds):
+    """True once `cookie`'s command on the libnbd handle `h` completed
+    (raises on an error reply), False after `seconds`: a request waiting
+    for a paused OSD, or a daemon that does not answer, must not hang the
+    test."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        h.poll(100)
+        if h.aio_command_completed(cookie):
+            return True
+    return False
+
+
 def all_threads_stopped(pid):
     """Every thread of `pid` is in the stopped state (T), or it is gone."""
     tasks = f"/proc/{pid}/task"
