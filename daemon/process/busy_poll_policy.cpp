@@ -10,10 +10,10 @@ BusyPollPolicy::Micros BusyPollPolicy::window() {
     return Micros(0);
 }
 
-void BusyPollPolicy::polled(bool found_work, bool preempted) {
+void BusyPollPolicy::polled(bool found_work, Micros waited, bool preempted) {
     if (!settings_.adaptive) return;
     ++judged_;
-    if (found_work) ++found_;
+    if (found_work && waited >= min_saved_wait) ++found_;
     if (preempted) ++preempted_;
     if (judged_ < judged_polls) return;
     // Most polls saved a sleep and few delayed another thread (each

@@ -18,13 +18,18 @@ long switched_out() {
 bool poll_for_work(boost::asio::io_context& io, std::chrono::microseconds window, BusyPollPolicy& policy) {
     using clock = std::chrono::steady_clock;
     const long switches_before = policy.adaptive() ? switched_out() : 0;
-    const auto deadline = clock::now() + window;
+    const auto start = clock::now();
+    const auto deadline = start + window;
+    auto polled_at = start;
     bool found = false;
     while (!io.stopped() && !found) {
+        polled_at = clock::now();
         found = io.poll() != 0;
         if (clock::now() >= deadline) break;
     }
-    policy.polled(found, policy.adaptive() && switched_out() != switches_before);
+    // How long it polled before the call that found work (not the work).
+    const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(polled_at - start);
+    policy.polled(found, waited, policy.adaptive() && switched_out() != switches_before);
     return found;
 }
 

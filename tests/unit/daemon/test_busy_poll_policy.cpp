@@ -16,6 +16,8 @@ using std::chrono::microseconds;
 namespace {
 
 const BusyPoll automatic{BusyPoll::auto_window, true};
+// Work found after this long saved a sleep.
+const microseconds late = BusyPollPolicy::min_saved_wait + microseconds(20);
 
 // Feeds `n` polls with the same outcome; returns how many of them the
 // policy let poll (the others it had the loop sleep at once).
@@ -24,7 +26,7 @@ unsigned feed(BusyPollPolicy& p, unsigned n, bool found, bool preempted) {
     for (unsigned i = 0; i < n; ++i) {
         if (p.window().count() == 0) continue;
         ++polled;
-        p.polled(found, preempted);
+        p.polled(found, found ? late : microseconds(0), preempted);
     }
     return polled;
 }
@@ -49,7 +51,7 @@ TEST_CASE("auto keeps polling while most polls find work") {
     BusyPollPolicy p(automatic);
     for (int i = 0; i < 1000; ++i) {
         REQUIRE(p.window() == BusyPoll::auto_window);
-        p.polled(i % 3 != 0, i % 7 == 0);   // two in three find work; one in seven preempted
+        p.polled(i % 3 != 0, late, i % 7 == 0);   // two in three find work; one in seven preempted
     }
     CHECK(p.backoffs() == 0);
 }
@@ -63,16 +65,23 @@ TEST_CASE("auto stops polling when polls find nothing, and backs off further whi
     std::uint64_t expect = BusyPollPolicy::first_skip;
     for (int round = 0; round < 12; ++round) {
         feed(p, BusyPollPolicy::judged_polls - 1, false, false);
-        p.polled(false, false);
+        p.polled(false, microseconds(0), false);
         expect = std::min(2 * expect, BusyPollPolicy::max_skip);
         CHECK(skipped(p) == expect);
     }
     CHECK(expect == BusyPollPolicy::max_skip);
 }
 
+TEST_CASE("auto stops polling when polls find work at once (a streaming client: sleeping batches better)") {
+    BusyPollPolicy p(automatic);
+    for (unsigned i = 0; i < BusyPollPolicy::judged_polls; ++i) p.polled(true, microseconds(1), false);
+    CHECK(p.backoffs() == 1);
+    CHECK(p.window().count() == 0);
+}
+
 TEST_CASE("auto stops polling when a quarter of the polls are preempted, even if they find work") {
     BusyPollPolicy p(automatic);
-    for (unsigned i = 0; i < BusyPollPolicy::judged_polls; ++i) p.polled(true, i % 3 == 0);   // 6 of 16
+    for (unsigned i = 0; i < BusyPollPolicy::judged_polls; ++i) p.polled(true, late, i % 3 == 0);   // 6 of 16
     CHECK(p.backoffs() == 1);
     CHECK(p.window().count() == 0);
 }
