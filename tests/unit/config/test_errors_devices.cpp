@@ -128,12 +128,13 @@ TEST_CASE("rbd_cache: off by default, writearound or writeback; only on an rbd d
                                                           {"    rbd_cache: off\n", RbdCache::off},
                                                           {"    rbd_cache: writearound\n", RbdCache::writearound},
                                                           {"    rbd_cache: writeback\n", RbdCache::writeback}};
-        for (const auto& [line, want] : cases) {
+        for (const auto& c : cases) {   // no structured binding: clang 14 cannot capture one (CAPTURE)
+            const char* line = c.first;
             CAPTURE(line);
             auto r = cache(line);
             INFO(all_errors(r));
             REQUIRE(r.config);
-            CHECK(r.config->devices[0].backend_spec().rbd.cache == want);
+            CHECK(r.config->devices[0].backend_spec().rbd.cache == c.second);
         }
     }
     // Checked whether or not rbd is built in.
