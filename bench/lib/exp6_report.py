@@ -124,9 +124,12 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
         verdict.append("Runs that failed or hung (fio killed after a timeout; the cell's median is over "
                        "the other repetitions): " + "; ".join(failures))
     sections.append(("Verdict", "\n\n".join(verdict)))
-    sections.append(("Method", f"{reps} repetitions of {runtime} s per job, no ramp (RAM servers need none). "
+    sections.append(("Method", f"{reps} repetitions of {runtime} s per job after a 0.2 s ramp (connection set-up, fio's threads "
+                     "starting). Every export is written once before the first job (1 MiB writes): reads copy "
+                     "data, and no job pays a server's first touch of its memory (17-24 ms per 2 MiB huge page "
+                     "on this host, bench/results/data-path.md). "
                      "RAM everywhere: nbdsched `backend: ram` 1 GiB, `nbdkit memory 1G`, qemu-nbd "
-                     "(`--shared=64 -f raw`) on a sparse 1 GiB /dev/shm file. The no-protocol row is fio's "
+                     "(`--shared=64 -f raw`) on a 1 GiB /dev/shm file (written by the prefill). The no-protocol row is fio's "
                      "libaio engine on that file (tmpfs: no O_DIRECT, so libaio completes synchronously)."))
     labels = [wl_name(w) for w in workloads]
     series = []
