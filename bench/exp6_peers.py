@@ -3,8 +3,8 @@ nbdsched (`none`, `cfq`, `bfq`) vs `nbdkit memory` (its default 16 threads,
 and `--threads 1`; the targets are judged against the faster of the two in
 each repetition) vs `qemu-nbd` on a
 /dev/shm file, over a Unix socket and TCP loopback; 4k randread and
-randwrite at iodepth 1/16/64 with 1 and 2 jobs, 1 MiB sequential read at
-iodepth 8; and fio directly on the /dev/shm file (libaio, no protocol) as
+randwrite at iodepth 1/16/64 with 1 and 2 jobs, 1 MiB sequential read and
+write at iodepth 8; and fio directly on the /dev/shm file (libaio, no protocol) as
 the limit.
 
 Every server+transport is its own process (nbdkit and qemu-nbd serve one
@@ -32,8 +32,8 @@ NAME = "exp6-peers"
 SCHEDS = ["none", "cfq", "bfq"]
 TRANSPORTS = ["unix", "tcp"]
 WORKLOADS = ([(rw, "4k", qd, nj) for rw in ("randread", "randwrite") for qd in (1, 16, 64) for nj in (1, 2)]
-             + [("read", "1m", 8, 1)])
-QUICK_WORKLOADS = [("randread", "4k", 64, 1), ("read", "1m", 8, 1)]
+             + [("read", "1m", 8, 1), ("write", "1m", 8, 1)])
+QUICK_WORKLOADS = [("randread", "4k", 64, 1), ("read", "1m", 8, 1), ("write", "1m", 8, 1)]
 
 
 def wl_name(w):

@@ -102,6 +102,29 @@ def test_exp6_paired():
     check(abs(r - 120 / 130) < 1e-9, f"exp6: against the faster nbdkit of each repetition 0.92x (got {r:.3f}x)")
 
 
+def test_exp6_targets():
+    # 1 MiB write: 1.25x, 1.10x, 1.30x of the faster nbdkit: 1.25x, met. CPU per randread qd64: nbdsched
+    # 4.0 us; the cheaper nbdkit per repetition 6.0 (t1), 5.0 (16 threads), 6.5 (t1): 0.67x, 0.80x,
+    # 0.62x -> 0.67x, met (<= 2/3 + rounding: 0.6667 is the goal itself). TCP has no samples: "-".
+    wr, rr = ("write", "1m", 8, 1), ("randread", "4k", 64, 1)
+    samples = {("nbdsched-none", "unix", wr): {0: (0, 125.0, None), 1: (0, 110.0, None), 2: (0, 130.0, None)},
+               ("nbdkit", "unix", wr): {0: (0, 100.0, None), 1: (0, 100.0, None), 2: (0, 90.0, None)},
+               ("nbdkit-t1", "unix", wr): {0: (0, 80.0, None), 1: (0, 90.0, None), 2: (0, 100.0, None)},
+               ("nbdsched-none", "unix", rr): {0: (9, 0, 4.0), 1: (9, 0, 4.0), 2: (9, 0, 4.0)},
+               ("nbdkit", "unix", rr): {0: (9, 0, 7.0), 1: (9, 0, 5.0), 2: (9, 0, 7.0)},
+               ("nbdkit-t1", "unix", rr): {0: (9, 0, 6.0), 1: (9, 0, 5.5), 2: (9, 0, 6.5)}}
+    text = exp6_report._targets(samples, [wr, rr])
+    check("| 2: 1 MiB write qd8 | >= 1.20x | 1.25x met | - |" in text, f"exp6 target: 1 MiB write 1.25x met ({text})")
+    check("| 3: server CPU per 4k randread qd64 | <= 0.67x | 0.67x met | - |" in text,
+          f"exp6 target: CPU against the cheaper nbdkit of each repetition 0.67x ({text})")
+    check("randread qd1" not in text, "exp6 target: a workload that did not run has no row")
+    samples[("nbdsched-none", "unix", rr)][1] = (9, 0, 4.5)   # 0.90x in repetition 2: median 0.67 -> 0.67
+    samples[("nbdsched-none", "unix", rr)][0] = (9, 0, 4.2)   # 0.70x, 0.90x, 0.62x: median 0.70x
+    text = exp6_report._targets(samples, [wr, rr])
+    check("| 3: server CPU per 4k randread qd64 | <= 0.67x | 0.70x missed | - |" in text,
+          f"exp6 target: CPU 0.70x missed ({text})")
+
+
 def test_exp8_paired():
     w = ("randread", "4k", 64, True)
     # medians 20,000 vs 26,316 (0.76x); repetition by repetition 0.95x, 0.67x, 0.95x: 0.95x
@@ -147,6 +170,7 @@ def main():
     test_exp7_costs()
     test_exp12_ratios()
     test_exp6_summary_row()
+    test_exp6_targets()
     if failures:
         print(f"{len(failures)} failed")
         sys.exit(1)

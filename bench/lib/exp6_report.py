@@ -8,7 +8,7 @@ NBDKITS = ("nbdkit", "nbdkit-t1")   # 16 threads (its default) and --threads 1
 
 
 def _val(m, w):
-    """IOPS for 4k, MiB/s for the 1 MiB read."""
+    """IOPS for 4k, MiB/s for 1 MiB reads and writes."""
     if m is None:
         return None
     return m[1] if w[1] == "1m" else m[0]
@@ -40,6 +40,48 @@ def _paired(samples, a, b, tr, w):
     """Median over the repetitions of a's throughput over b's in the same
     repetition (the servers ran back to back in it); None without a pair."""
     return common.ratio_by_rep(_by_rep(samples, a, tr, w), _by_rep(samples, b, tr, w))
+
+
+def _cpu_by_rep(samples, server, tr, w):
+    """{repetition: server CPU seconds per million requests}; "best-nbdkit":
+    the cheaper nbdkit setting of each repetition."""
+    if server != "best-nbdkit":
+        return {rep: m[2] for rep, m in samples.get((server, tr, w), {}).items() if m[2] is not None}
+    best = {}
+    for k in NBDKITS:
+        for rep, v in _cpu_by_rep(samples, k, tr, w).items():
+            best[rep] = min(best.get(rep, v), v)
+    return best
+
+
+# The issue's targets: (what, workload, goal, higher is better).
+TARGETS = [
+    ("1: 4k randread qd1", ("randread", "4k", 1, 1), 1.0, True),
+    ("2: 1 MiB read qd8", ("read", "1m", 8, 1), 1.2, True),
+    ("2: 1 MiB write qd8", ("write", "1m", 8, 1), 1.2, True),
+    ("3: 4k randwrite qd64", ("randwrite", "4k", 64, 1), 1.2, True),
+    ("3: server CPU per 4k randread qd64", ("randread", "4k", 64, 1), 2 / 3, False),
+]
+
+
+def _targets(samples, workloads):
+    """The target table: nbdsched `none` against the better nbdkit setting of
+    each repetition, paired, Unix and TCP."""
+    rows = []
+    for what, w, goal, higher in TARGETS:
+        if w not in workloads:
+            continue
+        row = [what, f"{'>=' if higher else '<='} {goal:.2f}x"]
+        for tr in ("unix", "tcp"):
+            if higher:
+                r = _paired(samples, "nbdsched-none", "best-nbdkit", tr, w)
+            else:
+                r = common.ratio_by_rep(_cpu_by_rep(samples, "nbdsched-none", tr, w),
+                                        _cpu_by_rep(samples, "best-nbdkit", tr, w))
+            row.append("-" if r is None else
+                       f"{r:.2f}x " + ("met" if (r >= goal if higher else r <= goal) else "missed"))
+        rows.append(row)
+    return report.table(["target", "goal", "Unix", "TCP"], rows)
 
 
 def _best_base(med, tr, w):
@@ -120,6 +162,9 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
                        "the mean; the CPU per request table is the steadier measure of what the schedulers cost, "
                        "and experiment 7 measures it directly.")
         result["sched_ok"] = ok
+    verdict.append("The issue's targets, nbdsched `none` against the better nbdkit setting of each repetition "
+                   "(throughput: the faster; CPU: the cheaper), median of the repetitions' ratios:\n\n"
+                   + _targets(samples, workloads))
     if failures:
         verdict.append("Runs that failed or hung (fio killed after a timeout; the cell's median is over "
                        "the other repetitions): " + "; ".join(failures))
