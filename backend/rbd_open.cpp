@@ -209,9 +209,11 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
     return false;
 }
 
+// The table's words are string literals: data() ends with a NUL.
 const char* cache_name(RbdCache cache) {
-    return cache == RbdCache::writeback ? "writeback" : cache == RbdCache::writearound ? "writearound"
-                                                                                       : "off";
+    for (const auto& [c, word] : rbd_cache_names)
+        if (c == cache) return word.data();
+    return "off";
 }
 
 // Where an image's configuration option got its value, for a message.

@@ -8,6 +8,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/fault_rule.hpp"
@@ -42,6 +44,11 @@ struct LockWait {
 enum class RbdCache { off,
                       writearound,
                       writeback };
+
+// The words of `rbd_cache:`; writearound and writeback are also librbd's
+// rbd_cache_policy values.
+inline constexpr std::pair<RbdCache, std::string_view> rbd_cache_names[] = {
+    {RbdCache::off, "off"}, {RbdCache::writearound, "writearound"}, {RbdCache::writeback, "writeback"}};
 
 // An RBD image (backend: rbd); docs/rbd.md.
 struct RbdSpec {

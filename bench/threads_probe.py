@@ -39,7 +39,7 @@ def main():
     p.add_argument("--binary", default="build/daemon/nbdsched")
     p.add_argument("--threads", default="1,2", help="loop counts to compare")
     p.add_argument("--iodepth", default="64,1")
-    p.add_argument("--busy-poll", default="0", help="limits.busy_poll for every daemon")
+    p.add_argument("--busy-poll", default="auto", help="limits.busy_poll for every daemon (the daemon's default: auto)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--runtime", type=float, default=4)
     a = p.parse_args()

@@ -143,6 +143,7 @@ struct BusyPoll {
     std::chrono::microseconds window{0};   // 0: never poll
     bool adaptive = false;                 // `auto`: poll only while it pays
     bool operator==(const BusyPoll&) const = default;
+    static constexpr BusyPoll automatic() { return {auto_window, true}; }
 };
 
 struct Limits {
@@ -178,7 +179,7 @@ struct Limits {
     // How long the event loop polls for more work before it sleeps in
     // epoll_wait (docs/data-path.md#busy-poll). `auto` by default, as
     // qemu's IOThreads poll adaptively by default.
-    BusyPoll busy_poll{BusyPoll::auto_window, true};
+    BusyPoll busy_poll = BusyPoll::automatic();
     // Event loops (threads) serving devices and their connections
     // (docs/threads.md); 0 = one per CPU.
     unsigned threads = 0;

@@ -82,7 +82,7 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                    } else if (f.key == "busy_poll") {
                        auto text = r.string(f);
                        if (text && *text == "auto") {
-                           limits.busy_poll = BusyPoll{BusyPoll::auto_window, true};
+                           limits.busy_poll = BusyPoll::automatic();
                            return;
                        }
                        auto d = text ? parse_duration(*text, std::chrono::microseconds(1)) : std::nullopt;

@@ -2,6 +2,8 @@
 // two devices on one image.
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "backend/features.hpp"
 #include "config/parsers.hpp"
@@ -27,6 +29,13 @@ std::optional<std::string> read_rados_name(Reader& r, const Field& f, bool may_b
         return std::nullopt;
     }
     return v;
+}
+
+// The words of rbd_cache:, from the table beside backend::RbdCache.
+std::vector<std::string_view> cache_words() {
+    std::vector<std::string_view> words;
+    for (const auto& [cache, word] : backend::rbd_cache_names) words.push_back(word);
+    return words;
 }
 
 }   // namespace
@@ -57,13 +66,15 @@ void read_rbd_key(Reader& r, const Field& f, backend::RbdSpec& rbd) {
     } else if (k == "rbd_cache") {
         // Ceph's own rbd_cache is a boolean; here the word says which cache.
         const std::string text = f.value.IsScalar() ? f.value.Scalar() : "";
-        if (text == "true" || text == "false" || text == "on" || text == "yes" || text == "no")
-            r.error(f, "expected one of off, writearound, writeback, got '" + text +
+        const auto words = cache_words();
+        if (text == "true" || text == "false" || text == "on" || text == "yes" || text == "no") {
+            std::string list;
+            for (auto w : words) list += (list.empty() ? "" : ", ") + std::string(w);
+            r.error(f, "expected one of " + list + ", got '" + text +
                            "': the word says which librbd cache (off: none; Ceph's rbd_cache true is writearound)");
-        else if (auto v = r.choice(f, {"off", "writearound", "writeback"}))
-            rbd.cache = *v == "writeback"     ? backend::RbdCache::writeback
-                        : *v == "writearound" ? backend::RbdCache::writearound
-                                              : backend::RbdCache::off;
+        } else if (auto v = r.choice_in(f, words))
+            for (const auto& [cache, word] : backend::rbd_cache_names)
+                if (word == *v) rbd.cache = cache;
     }
 }
 

@@ -156,7 +156,11 @@ std::optional<std::uint64_t> Reader::integer(const Field& field, std::uint64_t m
 }
 
 std::optional<std::string> Reader::choice(const Field& field, std::initializer_list<std::string_view> choices) {
-    std::vector<std::string_view> words(choices);
+    return choice_in(field, std::span(choices.begin(), choices.size()));
+}
+
+std::optional<std::string> Reader::choice_in(const Field& field, std::span<const std::string_view> choices) {
+    std::vector<std::string_view> words(choices.begin(), choices.end());
     if (!scalar(field, "one of " + join(words))) return std::nullopt;
     const std::string& text = field.value.Scalar();
     if (std::find(words.begin(), words.end(), text) != words.end()) return text;

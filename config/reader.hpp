@@ -6,6 +6,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,7 @@ public:
     std::optional<std::uint64_t> integer(const Field& field, std::uint64_t min, std::uint64_t max);
     // One word out of `choices`, with a "did you mean" for near misses.
     std::optional<std::string> choice(const Field& field, std::initializer_list<std::string_view> choices);
+    std::optional<std::string> choice_in(const Field& field, std::span<const std::string_view> choices);
 
 private:
     bool scalar(const Field& field, std::string_view expected);

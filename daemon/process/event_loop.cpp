@@ -52,14 +52,14 @@ void run_event_loop(boost::asio::io_context& io, const config::BusyPoll& busy_po
         if (io.poll() != 0) continue;   // run what is ready, until nothing is
         const auto window = policy.window();
         const bool found = window.count() != 0 && poll_for_work(io, window, policy);
-        stats.backoffs = policy.backoffs();
         if (found) {
             ++stats.polls_with_work;
             continue;
         }
         ++stats.sleeps;
-        if (io.run_one() == 0) return;   // out of work, or stopped
+        if (io.run_one() == 0) break;   // out of work, or stopped
     }
+    stats.backoffs = policy.backoffs();   // read at exit (the log line), so counted once here
 }
 
 }   // namespace nbdsched::daemon

@@ -257,9 +257,9 @@ TEST_CASE("limits: busy_poll") {
     CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll.window == microseconds(0));
     CHECK(with("limits: {busy_poll: 100}\n").config->limits.busy_poll.window == microseconds(100));   // bare: us
     CHECK(with("limits: {busy_poll: auto}\n").config->limits.busy_poll ==
-          BusyPoll{BusyPoll::auto_window, true});
-    CHECK(with("").config->limits.busy_poll == BusyPoll{BusyPoll::auto_window, true});   // auto by default
-    CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll == BusyPoll{});      // 0: off
+          BusyPoll::automatic());
+    CHECK(with("").config->limits.busy_poll == BusyPoll::automatic());                // auto by default
+    CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll == BusyPoll{});   // 0: off
     expect_error(with("limits:\n  busy_poll: 2ms\n"), "limits.busy_poll", 2, 14, "expected auto or a duration from 0 to 1ms");
     expect_error(with("limits:\n  busy_poll: fast\n"), "limits.busy_poll", 2, 14, "expected auto or a duration from 0 to 1ms");
 }

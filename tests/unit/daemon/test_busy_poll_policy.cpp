@@ -15,7 +15,7 @@ using std::chrono::microseconds;
 
 namespace {
 
-const BusyPoll automatic{BusyPoll::auto_window, true};
+const BusyPoll automatic = BusyPoll::automatic();
 // Work found after this long saved a sleep.
 const microseconds late = BusyPollPolicy::min_saved_wait + microseconds(20);
 
