@@ -19,6 +19,10 @@ Connection::Connection(Socket socket, std::uint64_t id, std::string peer, PeerIn
       identity_(std::move(identity)),
       context_(context),
       handshake_timer_(socket_.get_executor()) {
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    tcp_ = ::getsockname(socket_.native_handle(), reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+           local.ss_family != AF_UNIX;
     negotiation_.max_options = context_.limits.max_handshake_options;
     negotiation_.tls = context_.tls ? tls_mode : nbd::TlsMode::off;
     // Safe to capture `this`: negotiation_ is ours and only our handlers use it.

@@ -138,6 +138,10 @@ public:
     void budget_available() override;
 
 private:
+    // A large payload's SO_RCVLOWAT over TCP (raise_low_water).
+    enum class LowWater { unused,
+                          raised,
+                          done };   // this payload's stall step came: not again for it
     enum class ReadState { header,
                            payload,
                            discard };
@@ -191,6 +195,8 @@ private:
     std::byte* payload_buffer_at();
     ssize_t recv_in_place();
     void watch_payload_stall(bool progressed);
+    void raise_low_water();
+    void lower_low_water(LowWater next);
     void unpin_stalled_payload();
     void read_payload_tls();
     void payload_done();
@@ -284,7 +290,10 @@ private:
     std::uint64_t payload_left_ = 0;   // payload (or discarded) bytes still to come
     std::size_t payload_got_ = 0;
     std::vector<iovec> recv_iov_;   // recv_in_place's; reused: no allocation per request
-    bool reading_ = false;          // an async read is pending
+    // SO_RCVLOWAT for the rest of a large payload over TCP (raise_low_water).
+    LowWater low_water_ = LowWater::unused;
+    bool tcp_ = false;       // a TCP socket (not Unix): SO_RCVLOWAT wakes epoll only then
+    bool reading_ = false;   // an async read is pending
     bool parsing_ = false;
     bool paused_ = false;           // back-pressure
     bool waiting_budget_ = false;   // in line at the device's InflightBudget

@@ -26,6 +26,9 @@ namespace {
 // Payload left over this size is read into the request's own buffer
 // instead of passing through the read buffer.
 constexpr std::size_t direct_payload = 64u << 10;
+// The most a payload's low-water mark asks the kernel to gather before it
+// wakes the loop (the kernel caps it at half the receive buffer's limit).
+constexpr std::uint64_t low_water_cap = 1u << 20;
 
 sched::Op op_of(std::uint16_t type) {
     switch (static_cast<nbd::Command>(type)) {
@@ -198,6 +201,7 @@ void Connection::read_payload_direct() {
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return close("reading a WRITE payload: " + std::system_category().message(errno));
         watch_payload_stall(progressed);
+        raise_low_water();
         reading_ = true;
         socket_.async_wait(Socket::wait_read,
                            in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec) {
@@ -228,9 +232,35 @@ void Connection::watch_payload_stall(bool progressed) {
     if (payload_watched_) return;
     payload_watched_ = true;
     payload_timer_.start(socket_.get_executor(), stall_copy_after, [self = shared_from_this()] {
+        if (self->payload_watched_) self->lower_low_water(LowWater::done);
         self->unpin_stalled_payload();
         self->time_stall(StallSide::payload);
     });
+}
+
+// Over TCP the loop woke for each burst of segments of a large payload
+// (5-6 recv and epoll_wait per MiB), and the client's sends waited on those
+// wake-ups. A low-water mark of the bytes still to come (SO_RCVLOWAT; the
+// kernel grows the receive buffer to hold them) has epoll wake the loop once
+// they are in. Only until the payload's stall step (stall_copy_after): after
+// that each arrival wakes the loop again, so a client that sends slowly
+// shows progress to the stall clock (limits.stall_timeout). A Unix socket's
+// epoll ignores the mark.
+void Connection::raise_low_water() {
+    if (!tcp_ || tls_ || low_water_ == LowWater::done) return;
+    const int bytes = static_cast<int>(std::min<std::uint64_t>(payload_left_, low_water_cap));
+    if (::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof bytes) == 0)
+        low_water_ = LowWater::raised;
+}
+
+// Back to waking at every byte: before the next header is read (or once the
+// payload's stall step came).
+void Connection::lower_low_water(LowWater next) {
+    if (low_water_ == LowWater::raised) {
+        const int one = 1;
+        ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
+    }
+    low_water_ = next;
 }
 
 // The client has not sent the whole payload within stall_copy_after of the
@@ -287,6 +317,7 @@ void Connection::read_payload_tls() {
 }
 
 void Connection::payload_done() {
+    lower_low_water(LowWater::unused);
     IoRequest& r = *current_;
     current_ = nullptr;
     rstate_ = ReadState::header;

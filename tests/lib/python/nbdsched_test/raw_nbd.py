@@ -38,8 +38,9 @@ def send_request(sock, cmd, cookie, offset, length, payload=b"", flags=0):
 
 
 def connect_export(path, export="default"):
-    """A Unix socket at `path` past the handshake (NBD_OPT_EXPORT_NAME `export`)."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    """A Unix socket at `path` (or TCP, for a (host, port) pair) past the
+    handshake (NBD_OPT_EXPORT_NAME `export`)."""
+    s = socket.socket(socket.AF_INET if isinstance(path, tuple) else socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
     name = export.encode()
     s.sendall(struct.pack(">IQII", CLIENT_FLAGS, IHAVEOPT, OPT_EXPORT_NAME, len(name)) + name)
