@@ -71,6 +71,8 @@ FileUring::~FileUring() {
     if (file_.direct()) file_.guard().set_waker(nullptr);
     for (Op* op : parked_) release(*op);   // never started: nothing to wait for
     parked_.clear();
+    for (Op* op : unsent_) release(*op);   // not in the kernel either
+    unsent_.clear();
     drain_for_exit();
     ::io_uring_queue_exit(ring_.get());
     if (event_fd_ >= 0) ::close(event_fd_);
@@ -184,13 +186,25 @@ void FileUring::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, 
     sink_->completed_on_loop(tag, file_.write_zeroes(offset, length, may_trim, fua));
 }
 
+// A request never fails for want of room: while some wait in unsent_, a
+// new one queues behind them (in order), and they go in as room comes.
 void FileUring::start(Op& op) {
+    if (!unsent_.empty() || !prepare(op)) unsent_.push_back(&op);
+}
+
+void FileUring::start_unsent() {
+    while (!unsent_.empty() && prepare(*unsent_.front())) unsent_.pop_front();
+}
+
+bool FileUring::prepare(Op& op) {
     ::io_uring_sqe* sqe = ::io_uring_get_sqe(ring_.get());
     if (!sqe) {   // the submission queue is full: hand it to the kernel now
-        submit_pending();
+        submit_queued();
         sqe = ::io_uring_get_sqe(ring_.get());
     }
-    if (!sqe) return finish(op, EAGAIN);   // the kernel takes nothing (memory): a retryable error
+    // The kernel took nothing (io_uring_enter: EAGAIN, ENOMEM, EBUSY): the
+    // request waits for the next completion or loop turn (submit_pending).
+    if (!sqe) return false;
     const int fd = file_.fd();
     std::byte* at = op.data + op.done;
     const unsigned left = static_cast<unsigned>(op.length - op.done);
@@ -207,9 +221,15 @@ void FileUring::start(Op& op) {
     }
     ::io_uring_sqe_set_data(sqe, &op);
     ++queued_;
+    return true;
 }
 
 void FileUring::submit_pending() {
+    submit_queued();
+    start_unsent();   // into the room the kernel just made; submitted on the next turn
+}
+
+void FileUring::submit_queued() {
     if (queued_ == 0) return;
     const int rc = ::io_uring_submit(ring_.get());
     // EAGAIN / ENOMEM / EBUSY: the entries stay queued and go with the next
@@ -218,6 +238,7 @@ void FileUring::submit_pending() {
 }
 
 void FileUring::reap() {
+    start_unsent();
     start_parked();
     ::io_uring_cqe* cqes[reap_batch];
     unsigned n;

@@ -11,10 +11,14 @@
 // to completion; while a read-modify-write of one of its blocks runs on the
 // pool it waits in the engine (parked, not in the ring), and the end of that
 // read-modify-write wakes the loop through the eventfd to start it.
+// A request that finds the submission queue full while the kernel takes
+// nothing from it (io_uring_enter refused: EAGAIN, ENOMEM, EBUSY) waits in
+// the engine, in order, and goes in at the next completion or loop turn.
 // docs/file-backend-io.md has the design and the measurements.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,7 +58,7 @@ public:
 
     int completion_fd() const override { return event_fd_; }
     void reap() override;
-    bool pending() const override { return queued_ != 0; }
+    bool pending() const override { return queued_ != 0 || !unsent_.empty(); }
     void submit_pending() override;
 
     // Requests started and not reported yet (tests).
@@ -66,8 +70,11 @@ private:
     struct Op;
     explicit FileUring(FileBackend& file);
     Op& new_op(void* tag, AsyncOp kind, std::byte* data, std::size_t length, std::uint64_t offset);
-    void start(Op& op);   // an SQE for what is left of op
-    bool hold(Op& op);    // takes op's bytes in the guard (O_DIRECT writes); false: parked
+    void start(Op& op);     // an SQE for what is left of op, or a place in unsent_
+    bool prepare(Op& op);   // false: no room in the submission queue, even after submitting
+    void start_unsent();
+    void submit_queued();
+    bool hold(Op& op);   // takes op's bytes in the guard (O_DIRECT writes); false: parked
     void start_parked();
     void on_result(Op& op, int res);
     void finish(Op& op, int error);
@@ -82,6 +89,7 @@ private:
     std::vector<std::unique_ptr<Op>> ops_;   // every Op ever made, reused through free_
     std::vector<Op*> free_;
     std::vector<Op*> parked_;   // O_DIRECT writes waiting for the guard
+    std::deque<Op*> unsent_;    // waiting for room in the submission queue, oldest first
 };
 
 }   // namespace nbdsched::backend
