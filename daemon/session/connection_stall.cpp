@@ -33,7 +33,15 @@ void Connection::watch_request_stall() {
 void Connection::time_stall(StallSide side) {
     const auto timeout = context_.limits.stall_timeout;
     if (timeout.count() == 0 || closed_ || !stalled_on(side)) {
-        if (side == StallSide::request) payload_watched_ = false;   // the next wait starts the timer again
+        // The next wait starts the timer again (watch_stall,
+        // watch_payload_stall, watch_request_stall): left set, a batch or
+        // payload checked while the timeout was 0 would go untimed after a
+        // reload set one, its next stall included. A batch's copy
+        // (stalled_) stays until it leaves.
+        if (side == StallSide::replies)
+            stall_watched_ = false;
+        else
+            payload_watched_ = false;
         return;
     }
     const auto since = side == StallSide::replies ? reply_wait_since_ : payload_wait_since_;

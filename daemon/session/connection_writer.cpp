@@ -203,7 +203,7 @@ void Connection::watch_stall(bool progressed) {
 }
 
 void Connection::end_stall() {
-    if (!stall_watched_) return;
+    if (!stall_watched_ && !stalled_) return;
     stall_watched_ = false;
     stalled_ = false;
     stall_timer_.cancel();
