@@ -28,7 +28,8 @@ import time
 
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.process import wait_for
-from nbdsched_test.raw_nbd import CMD_READ, CMD_WRITE, REQUEST_MAGIC, connect_export, read_reply, send_request
+from nbdsched_test.raw_nbd import (CMD_READ, CMD_WRITE, REQUEST_MAGIC, closed_by_server, connect_export, read_reply,
+                                   write_then_read)
 from nbdsched_test.verdict import Checks
 
 MIB = 1 << 20
@@ -101,29 +102,9 @@ def read_some(s, n):
     return got
 
 
-def closed_by_server(s, timeout):
-    """True when the server's side ends (EOF or reset) within `timeout`,
-    whatever it still had in the socket read and dropped meanwhile."""
-    s.settimeout(timeout)
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            if not s.recv(1 << 20):
-                return True
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-    return False
-
-
 def live_client_works(path, offset, checks, when):
     s = connect_export(path)
-    data = bytes((offset + i) % 251 for i in range(4096))
-    send_request(s, CMD_WRITE, 7, 200 * MIB + offset, len(data), data)
-    ok = read_reply(s, 7) == (0, b"")
-    send_request(s, CMD_READ, 8, 200 * MIB + offset, len(data))
-    ok = ok and read_reply(s, 8, len(data)) == (0, data)
+    ok = write_then_read(s, 200 * MIB + offset)
     s.close()
     checks.check(f"another client's WRITE and READ are answered {when}", ok)
 
