@@ -1,6 +1,7 @@
 """limits.stall_timeout over TLS: a client that stops sending a request it
-began is closed once it has been stalled that long, as over a plain socket.
-What is timed is the request's bytes as the TLS stream delivers them.
+began, or stops reading its replies, is closed once it has been stalled that
+long, as over a plain socket. What is timed is the request's bytes as the
+TLS stream delivers them, and the replies' records as the socket takes them.
 
 One daemon with stall_timeout: 1s on a RAM export, TLS required (X.509;
 raw NBD over Python's ssl module). Four TLS clients stall: after 10 bytes
@@ -8,11 +9,12 @@ of a READ's header; after a WRITE's header and 4 KiB of its 1 MiB payload
 (read straight into the request's buffer); after 4 KiB of a 32 KiB payload
 (read through the read buffer); after 4 KiB of a 1 MiB WRITE past the
 export's end (answered with an error at once, its payload read to be
-dropped). A fifth sends a 1 MiB WRITE 4 KiB every 0.3 s for 2.4 s, then the
-rest. At 0.5 s no stalled connection is closed; within a few seconds all
-four are, each with the log line of the plain path saying how much came;
-the device holds no request of theirs; the slow writer is answered, and a
-TLS client's WRITE and READ are answered meanwhile and after."""
+dropped); a fifth sends 64 READs of 1 MiB and reads nothing. A sixth
+sends a 1 MiB WRITE 4 KiB every 0.3 s for 2.4 s, then the rest. At 0.5 s
+no stalled connection is closed; within a few seconds all five are, each
+with the log line of the plain path (saying how much came); the device
+holds no request of theirs; the slow writer is answered, and a TLS
+client's WRITE and READ are answered meanwhile and after."""
 import os
 import struct
 import sys
@@ -36,6 +38,8 @@ PREFIX = "export 'default': the client has not sent the rest of "
 HEADER_LOG = PREFIX + "a request header for"
 WRITER_LOG = PREFIX + "a WRITE payload for"
 REFUSED_LOG = PREFIX + "a refused WRITE's payload for"
+READER_LOG = "export 'default': the client has not read its replies for"
+READS = 64
 
 
 def header(cmd, cookie, offset, length):
@@ -85,12 +89,14 @@ exports:
         small = connect(sock, ca.cert)
         refused = connect(sock, ca.cert)
         slow = connect(sock, ca.cert)
-        stalled = [half_header, big, small, refused, slow]
+        reader = connect(sock, ca.cert)
+        stalled = [half_header, big, small, refused, slow, reader]
         start = time.monotonic()
         half_header.sendall(header(CMD_READ, 2, 0, 4096)[:HEADER_SENT])
         big.sendall(header(CMD_WRITE, 1, 0, MIB) + b"b" * 4096)
         small.sendall(header(CMD_WRITE, 3, 2 * MIB, SMALL) + b"s" * 4096)
         refused.sendall(header(CMD_WRITE, 4, 16 * MIB, MIB) + b"r" * 4096)
+        reader.sendall(b"".join(header(CMD_READ, 10 + i, (i % 16) * MIB, MIB) for i in range(READS)))
         error, _ = read_reply(refused, 4)
         checks.check("a WRITE past the export's end is answered with an error at once", error != 0)
         slow.sendall(header(CMD_WRITE, 5, 4 * MIB, MIB))
@@ -101,9 +107,9 @@ exports:
             sent += 4096
             if not checked_early and time.monotonic() - start >= 0.5:
                 checked_early = True
-                closed = [log for log in (HEADER_LOG, WRITER_LOG, REFUSED_LOG) if log in d.log()]
+                closed = [log for log in (HEADER_LOG, WRITER_LOG, REFUSED_LOG, READER_LOG) if log in d.log()]
                 checks.check("at 0.5 s no stalled TLS connection is closed yet", not closed, d.log_tail(5))
-                live_client_works(sock, ca.cert, 0, checks, "while four TLS clients are stalled")
+                live_client_works(sock, ca.cert, 0, checks, "while five TLS clients are stalled")
             time.sleep(0.3)
         slow.sendall(b"w" * (MIB - sent))
         checks.check("a TLS writer that sends its payload slowly (4 KiB every 0.3 s) is answered",
@@ -113,6 +119,7 @@ exports:
             "big": d.wait_log(f"4096 of {MIB} bytes came; that WRITE is dropped unanswered", 5),
             "small": d.wait_log(f"4096 of {SMALL} bytes came; that WRITE is dropped unanswered", 5),
             "refused": d.wait_log(f"4096 of {MIB} bytes came (its error was answered)", 5),
+            "reader": d.wait_log(READER_LOG, 5),
         }
         elapsed = time.monotonic() - start
         checks.check("the TLS client stalled half-way through a request header is closed",
@@ -123,6 +130,8 @@ exports:
                      logged["small"] and closed_by_server(small, 5), d.log_tail(8))
         checks.check("the TLS client stalled in a refused WRITE's payload is closed",
                      logged["refused"] and closed_by_server(refused, 5), d.log_tail(8))
+        checks.check("the TLS client that does not read its replies is closed",
+                     logged["reader"] and closed_by_server(reader, 5), d.log_tail(8))
         checks.check("all within a few seconds of the 1 s timeout", elapsed < 7, f"{elapsed:.1f} s")
         checks.check("the closes name the timeout", "limits.stall_timeout 1s" in d.log(), d.log_tail(8))
         deadline = time.monotonic() + 5
