@@ -215,6 +215,7 @@ private:
     void queue_reply(IoRequest& r);
     void flush_replies();
     void send_batch();
+    void send_tls_batch();
     void batch_sent();
     void advance_iov(std::size_t n);
     void watch_stall(bool progressed);
@@ -335,6 +336,7 @@ private:
     // TLS: the batch copied into one buffer, as an ssl::stream write takes
     // one buffer at a time (a TLS record per 16-byte reply header otherwise).
     std::vector<std::uint8_t> tls_out_;
+    std::size_t tls_sent_ = 0;   // ...of which the TLS stream has taken this much
     // A batch the client has not taken for a while is copied here and lets
     // go of the device's pages (RAM replies are sent from them): a paused or
     // stalled client must not keep every page trimmed meanwhile.

@@ -7,7 +7,6 @@
 // socket directly when large.
 #include <algorithm>
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <cerrno>
 #include <climits>
@@ -226,8 +225,7 @@ std::byte* Connection::payload_buffer_at() {
 // (payload_received) or the connection closing ends it. A wait after bytes
 // came starts the stall anew for limits.stall_timeout.
 void Connection::watch_payload_stall(bool progressed) {
-    // Over TLS the stream reads records, not the payload's bytes: not timed (docs/configuration.md).
-    if (!current_->in_place && (context_.limits.stall_timeout.count() == 0 || tls_)) return;
+    if (!current_->in_place && context_.limits.stall_timeout.count() == 0) return;
     if (progressed || !payload_watched_) payload_wait_since_ = std::chrono::steady_clock::now();
     if (payload_watched_) return;
     payload_watched_ = true;
@@ -302,18 +300,24 @@ ssize_t Connection::recv_in_place() {
     return ::recvmsg(socket_.native_handle(), &m, MSG_DONTWAIT);
 }
 
+// Over TLS the payload comes as the stream decrypts it, a record (at most
+// 16 KiB) at a time. Each read is a wait for the client, timed from the
+// last bytes of the payload that came (limits.stall_timeout): the stream's
+// own reads of the socket do not show.
 void Connection::read_payload_tls() {
+    watch_payload_stall(true);
     reading_ = true;
     auto on_payload = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
         self->reading_ = false;
         if (self->closed_) return self->maybe_finish();
         if (ec) return self->close("reading a WRITE payload: " + ec.message());
         self->payload_got_ += n;
-        self->payload_left_ = 0;
+        self->payload_left_ -= n;
+        if (self->payload_left_ > 0) return self->read_payload_tls();
         self->payload_done();
     };
-    auto buffer = boost::asio::buffer(current_->buffer.data() + payload_got_, payload_left_);
-    boost::asio::async_read(*tls_, buffer, std::move(on_payload));
+    auto buffer = boost::asio::buffer(payload_buffer_at(), static_cast<std::size_t>(payload_left_));
+    tls_->async_read_some(buffer, in_slot(read_slot_, std::move(on_payload)));
 }
 
 void Connection::payload_done() {

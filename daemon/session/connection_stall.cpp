@@ -6,7 +6,9 @@
 // payload did not come whole was never answered, so dropping it is allowed.
 // A client that stops half-way through a request header, or through the
 // payload of a WRITE already answered with an error, holds less, but its
-// connection is as stuck: it is closed after the same timeout.
+// connection is as stuck: it is closed after the same timeout. Over TLS
+// the reading side is timed by the request's bytes as the TLS stream
+// delivers them (a record at a time), not by the socket's.
 #include <spdlog/spdlog.h>
 
 #include "common/units.hpp"
@@ -16,10 +18,11 @@ namespace nbdsched::daemon {
 
 // parse() calls it when it waits for the rest of a request it began, after
 // bytes came (or the connection was let go on), so the wait starts anew.
-// Over TLS not timed, as a payload is not (docs/configuration.md).
+// Over TLS the bytes are those the stream has decrypted: a stall is timed
+// from the last whole record that brought some of the request.
 void Connection::watch_request_stall() {
     const auto timeout = context_.limits.stall_timeout;
-    if (timeout.count() == 0 || tls_) return;
+    if (timeout.count() == 0) return;
     payload_wait_since_ = std::chrono::steady_clock::now();
     if (payload_watched_) return;   // its timer runs and reads the new start
     payload_watched_ = true;
@@ -33,7 +36,15 @@ void Connection::watch_request_stall() {
 void Connection::time_stall(StallSide side) {
     const auto timeout = context_.limits.stall_timeout;
     if (timeout.count() == 0 || closed_ || !stalled_on(side)) {
-        if (side == StallSide::request) payload_watched_ = false;   // the next wait starts the timer again
+        // The next wait starts the timer again (watch_stall,
+        // watch_payload_stall, watch_request_stall): left set, a batch or
+        // payload checked while the timeout was 0 would go untimed after a
+        // reload set one, its next stall included. A batch's copy
+        // (stalled_) stays until it leaves.
+        if (side == StallSide::replies)
+            stall_watched_ = false;
+        else
+            payload_watched_ = false;
         return;
     }
     const auto since = side == StallSide::replies ? reply_wait_since_ : payload_wait_since_;

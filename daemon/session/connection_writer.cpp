@@ -3,7 +3,6 @@
 // the socket never sees two writers and a reply is never copied (a large
 // RAM read's reply is sent from the backend's own memory).
 #include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -125,8 +124,23 @@ void Connection::flush_replies() {
             r->pinned->unpin(r->pin);
             r->pinned = nullptr;
         }
-    auto done = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) { self->on_written(ec); };
-    boost::asio::async_write(*tls_, boost::asio::buffer(tls_out_), std::move(done));
+    tls_sent_ = 0;
+    send_tls_batch();
+}
+
+// Over TLS the batch leaves a record (up to 16 KiB) at a time, each write
+// waiting for the socket to take it: timed from the last record it took
+// (limits.stall_timeout), as the plain path is from its last byte. Only
+// with a timeout set: the timer would cost every batch otherwise.
+void Connection::send_tls_batch() {
+    if (context_.limits.stall_timeout.count() != 0) watch_stall(true);
+    auto done = [self = shared_from_this()](const boost::system::error_code& ec, std::size_t n) {
+        self->tls_sent_ += n;
+        if (!ec && !self->closed_ && self->tls_sent_ < self->tls_out_.size()) return self->send_tls_batch();
+        self->on_written(ec);
+    };
+    tls_->async_write_some(boost::asio::buffer(tls_out_.data() + tls_sent_, tls_out_.size() - tls_sent_),
+                           std::move(done));
 }
 
 // Writes the batch now, as far as the socket takes it (up to IOV_MAX pieces
@@ -203,7 +217,7 @@ void Connection::watch_stall(bool progressed) {
 }
 
 void Connection::end_stall() {
-    if (!stall_watched_) return;
+    if (!stall_watched_ && !stalled_) return;
     stall_watched_ = false;
     stalled_ = false;
     stall_timer_.cancel();

@@ -15,14 +15,21 @@ reload sets stall_timeout: 1s (it applies live) and the same four stalls
 begin again: at 0.5 s all four connections are open, within a few seconds
 all are closed with a log line naming the export and what the client
 stalled on, the device holds no request of theirs any more, and another
-client's WRITE and READ are answered meanwhile and after."""
+client's WRITE and READ are answered meanwhile and after.
+
+A writer and a reader stalled since before the reload (their stall checked
+while the timeout was 0) move a little after it (4 KiB more of the payload,
+16 MiB of replies read) and stall again: that new stall is timed too, and
+both are closed."""
 import socket
 import struct
 import sys
 import time
 
 from nbdsched_test.daemon import Daemon
-from nbdsched_test.raw_nbd import CMD_READ, CMD_WRITE, REQUEST_MAGIC, connect_export, read_reply, send_request
+from nbdsched_test.process import wait_for
+from nbdsched_test.raw_nbd import (CMD_READ, CMD_WRITE, REQUEST_MAGIC, closed_by_server, connect_export, read_reply,
+                                   write_then_read)
 from nbdsched_test.verdict import Checks
 
 MIB = 1 << 20
@@ -38,6 +45,9 @@ HEADER_LOG = "export 'default': the client has not sent the rest of a request he
 REFUSED_LOG = "export 'default': the client has not sent the rest of a refused WRITE's payload for"
 LOGS = (WRITER_LOG, READER_LOG, HEADER_LOG, REFUSED_LOG)
 HEADER_SENT = 10
+# More than 3/4 of the daemon's send buffer (8 MiB: widen_send_buffer), so
+# that the socket has room again and the daemon sends more.
+CARRIED_READ = 16 * MIB
 
 
 def stalled_writer(path):
@@ -77,29 +87,24 @@ def stalled_refused(path):
     return s
 
 
-def closed_by_server(s, timeout):
-    """True when the server's side ends (EOF or reset) within `timeout`,
-    whatever it still had in the socket read and dropped meanwhile."""
-    s.settimeout(timeout)
-    deadline = time.monotonic() + timeout
+def read_some(s, n):
+    """Reads up to `n` bytes (what comes within 5 s); how many came."""
+    s.settimeout(5)
+    got = 0
     try:
-        while time.monotonic() < deadline:
-            if not s.recv(1 << 20):
-                return True
-    except ConnectionResetError:
-        return True
+        while got < n:
+            chunk = s.recv(min(n - got, 1 << 16))
+            if not chunk:
+                break
+            got += len(chunk)
     except socket.timeout:
-        return False
-    return False
+        pass
+    return got
 
 
 def live_client_works(path, offset, checks, when):
     s = connect_export(path)
-    data = bytes((offset + i) % 251 for i in range(4096))
-    send_request(s, CMD_WRITE, 7, 200 * MIB + offset, len(data), data)
-    ok = read_reply(s, 7) == (0, b"")
-    send_request(s, CMD_READ, 8, 200 * MIB + offset, len(data))
-    ok = ok and read_reply(s, 8, len(data)) == (0, data)
+    ok = write_then_read(s, 200 * MIB + offset)
     s.close()
     checks.check(f"another client's WRITE and READ are answered {when}", ok)
 
@@ -109,6 +114,7 @@ def main():
     with Daemon(CONFIG, "stall_timeout") as d:
         # Off: stalls are waited out however long they last.
         writer, reader = stalled_writer(d.sock), stalled_reader(d.sock)
+        carried_writer, carried_reader = stalled_writer(d.sock), stalled_reader(d.sock)
         header, refused = stalled_header(d.sock), stalled_refused(d.sock)
         time.sleep(2.5)
         writer.sendall(b"w" * (MIB - 4096))
@@ -135,6 +141,9 @@ def main():
         start = time.monotonic()
         writer, reader = stalled_writer(d.sock), stalled_reader(d.sock)
         header, refused = stalled_header(d.sock), stalled_refused(d.sock)
+        # The stalls carried over the reload move, and stall again.
+        carried_writer.sendall(b"w" * 4096)
+        carried_read = read_some(carried_reader, CARRIED_READ)
         time.sleep(0.5)
         checks.check("at 0.5 s no stalled connection is closed yet", not any(log in d.log() for log in LOGS))
         live_client_works(d.sock, 0, checks, "while four clients are stalled")
@@ -149,6 +158,12 @@ def main():
         checks.check("the client stalled half-way through a refused WRITE's payload is closed",
                      logged[REFUSED_LOG] and closed_by_server(refused, 5))
         checks.check("all within a few seconds of the 1 s timeout", elapsed < 5, f"{elapsed:.1f} s")
+        checks.check("a writer stalled since before the reload is closed once it stalls again after it",
+                     d.wait_log(f"8192 of {MIB} bytes came", 5) and closed_by_server(carried_writer, 5),
+                     d.log_tail(8))
+        checks.check("a reader stalled since before the reload is closed once it stalls again after it",
+                     carried_read == CARRIED_READ and wait_for(lambda: d.log().count(READER_LOG) >= 2, 5)
+                     and closed_by_server(carried_reader, 5), f"read {carried_read} bytes; {d.log_tail(8)}")
         log = d.log()
         checks.check("the writer's close is logged with the export and how long (1s)",
                      WRITER_LOG in log and "limits.stall_timeout 1s" in log and "dropped unanswered" in log,
@@ -163,7 +178,7 @@ def main():
             time.sleep(0.1)
         checks.check("the device holds no request of the closed clients", in_flight == 0, f"in_flight {in_flight}")
         live_client_works(d.sock, 4096, checks, "after the stalled clients were closed")
-        for s in (writer, reader, header, refused):
+        for s in (writer, reader, header, refused, carried_writer, carried_reader):
             s.close()
     checks.finish()
 

@@ -4,6 +4,7 @@ magic numbers, exact reads, and one option or request put on the wire.
 Numbers from the NBD protocol (doc/proto.md)."""
 import socket
 import struct
+import time
 
 NBDMAGIC = b"NBDMAGIC"
 IHAVEOPT = 0x49484156454F5054
@@ -57,3 +58,30 @@ def read_reply(sock, cookie, length=0):
     if magic != SIMPLE_REPLY_MAGIC or got != cookie:
         raise AssertionError(f"bad reply: magic {magic:#x} cookie {got}")
     return error, (exactly(sock, length) if length and error == 0 else b"")
+
+
+def write_then_read(sock, offset, length=4096):
+    """True when a WRITE of `length` bytes at `offset` is answered and a READ
+    of them gives them back (cookies 7 and 8)."""
+    data = bytes((offset + i) % 251 for i in range(length))
+    send_request(sock, CMD_WRITE, 7, offset, length, data)
+    if read_reply(sock, 7) != (0, b""):
+        return False
+    send_request(sock, CMD_READ, 8, offset, length)
+    return read_reply(sock, 8, length) == (0, data)
+
+
+def closed_by_server(sock, timeout):
+    """True when the server's side ends (EOF, a reset, a TLS session cut)
+    within `timeout`, whatever it still had in the socket read and dropped."""
+    sock.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if not sock.recv(1 << 20):
+                return True
+    except socket.timeout:
+        return False
+    except OSError:   # ConnectionResetError, ssl.SSLEOFError
+        return True
+    return False
