@@ -149,8 +149,9 @@ private:
         bool operator>(const Release& o) const { return at > o.at; }
     };
 
-    void enqueue(IoRequest& r);
-    void answer(IoRequest& r);
+    // `now`: the caller's reading of the clock (steady_now()), one per step of a request.
+    void enqueue(IoRequest& r, sched::Time now);
+    void answer(IoRequest& r, sched::Time now);
     void pump();
     void start(IoRequest& r, sched::Time now);
     bool pin_read(IoRequest& r);
