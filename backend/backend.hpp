@@ -85,6 +85,13 @@ public:
         (void)offset, (void)length, (void)out;
         return std::nullopt;
     }
+    // True when write() only copies into the backend's own memory: it never
+    // blocks and cannot fail once memory is found, and what it copied is the
+    // device's data (RAM). A connection then writes a WRITE payload it
+    // already holds whole at once, as it would receive a larger one in place
+    // (write_pinned(), same rule and same exception: fault injection), and
+    // without a pin: write() holds the pages for its copy.
+    virtual bool writes_to_memory() const { return false; }
     // Ends the read_pinned() or write_pinned() that returned `pin`.
     virtual void unpin(PinId pin) { (void)pin; }
     // Ends the write_pinned() of [offset, offset+length) that returned `pin`

@@ -79,6 +79,7 @@ public:
     // and nothing left allocated when memory runs out.
     std::optional<PinId> write_pinned(std::uint64_t offset, std::uint64_t length,
                                       std::vector<std::span<std::byte>>& out) override;
+    bool writes_to_memory() const override { return true; }
     void unpin(PinId pin) override { pins_.unpin(pin); }
     // unpin(pin), then the pages write_pinned() created in the range that are
     // all zeros go back to being holes (a connection closed mid-payload too:

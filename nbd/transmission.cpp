@@ -68,12 +68,18 @@ std::size_t encode_none_chunk(std::span<std::uint8_t> out, std::uint64_t cookie)
 
 std::size_t encode_reply(std::span<std::uint8_t> out, bool structured, const RequestHeader& request,
                          std::uint32_t error) {
-    if (!structured) return encode_simple_reply(out, error, request.cookie);
+    const bool read = request.type == static_cast<std::uint16_t>(Command::read);
+    // With structured replies "a simple reply MAY be used as a reply to any
+    // request other than NBD_CMD_READ, but only if the reply has no data
+    // payload" (doc/proto.md, "Simple reply message"), as nbdkit does: a
+    // client reads a simple reply in one piece, where libnbd reads a chunk
+    // header in two (its first 16 bytes, then the rest), one recv more per
+    // WRITE acknowledged. Errors keep their ERROR chunk.
+    if (!structured || (error == 0 && !read)) return encode_simple_reply(out, error, request.cookie);
     if (error != 0) return encode_error_chunk(out, request.cookie, error);
-    // A content chunk must describe at least one byte: an empty read (and
-    // every other successful command) ends with a NONE chunk instead.
-    if (request.type == static_cast<std::uint16_t>(Command::read) && request.length > 0)
-        return encode_offset_data(out, request.cookie, request.offset, request.length);
+    // A content chunk must describe at least one byte: an empty read ends
+    // with a NONE chunk instead.
+    if (request.length > 0) return encode_offset_data(out, request.cookie, request.offset, request.length);
     return encode_none_chunk(out, request.cookie);
 }
 

@@ -43,7 +43,8 @@ std::size_t encode_error_chunk(std::span<std::uint8_t> out, std::uint64_t cookie
 std::size_t encode_none_chunk(std::span<std::uint8_t> out, std::uint64_t cookie);
 
 // Picks the right reply for a finished request: for a successful READ the
-// caller sends `data_length` bytes after the returned header.
+// caller sends `data_length` bytes after the returned header. Structured
+// replies answer READs and errors; other successes get a simple reply.
 std::size_t encode_reply(std::span<std::uint8_t> out, bool structured, const RequestHeader& request,
                          std::uint32_t error);
 

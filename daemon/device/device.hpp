@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -112,6 +113,12 @@ public:
     // for any backend that does not offer it, with read-ahead on (its cache
     // is invalidated as a write is submitted), or when memory runs out.
     bool pin_write(IoRequest& r, std::uint64_t offset, std::uint64_t length);
+    // A client WRITE whose payload the connection already holds whole (in
+    // its read buffer), on a backend that keeps its data in its own memory
+    // (Backend::writes_to_memory: RAM): written now, and r.in_place set as
+    // by pin_write(), but nothing pinned. false (read-ahead on, another
+    // backend, or the write failed: out of memory): the buffer path.
+    bool write_arrived(IoRequest& r, std::uint64_t offset, std::span<const std::byte> data);
 
     // NBD_CMD_BLOCK_STATUS and NBD_CMD_CACHE: metadata and hints, answered
     // beside the scheduler (docs/block-status.md says why), through
@@ -142,8 +149,9 @@ private:
         bool operator>(const Release& o) const { return at > o.at; }
     };
 
-    void enqueue(IoRequest& r);
-    void answer(IoRequest& r);
+    // `now`: the caller's reading of the clock (steady_now()), one per step of a request.
+    void enqueue(IoRequest& r, sched::Time now);
+    void answer(IoRequest& r, sched::Time now);
     void pump();
     void start(IoRequest& r, sched::Time now);
     bool pin_read(IoRequest& r);

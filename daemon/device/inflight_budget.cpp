@@ -85,13 +85,17 @@ bool InflightBudget::someone_eligible_waits(Nanos now) const {
     return false;
 }
 
+// Asked before every request is parsed. The time only tells whether other
+// groups use the device (using_device), so a group alone reads no clock.
 bool InflightBudget::admits(sched::GroupId group, bool holds_ticket) const {
     if (holds_ticket) return true;
     if (tickets_ != 0) return false;
-    auto t = now();
     auto it = groups_.find(group);
+    if (it != groups_.end() && !it->second.line.empty()) return false;
+    const bool alone = groups_.size() == (it == groups_.end() ? 0 : 1);
+    const auto t = alone ? Nanos{0} : now();
     if (it == groups_.end()) return eligible(group, Group{}, t) && !someone_eligible_waits(t);
-    return it->second.line.empty() && eligible(group, it->second, t) && !someone_eligible_waits(t);
+    return eligible(group, it->second, t) && !someone_eligible_waits(t);
 }
 
 void InflightBudget::take_request(sched::GroupId group, bool with_ticket) {
@@ -156,6 +160,10 @@ InflightBudget::Group* InflightBudget::next_in_line(Nanos now, sched::GroupId& i
     return best;
 }
 
+bool InflightBudget::anyone_in_line() const {
+    return std::any_of(groups_.begin(), groups_.end(), [](const auto& entry) { return !entry.second.line.empty(); });
+}
+
 // Only connections holding a complete request join the line, so a ticket is
 // used as soon as its holder runs (or returned if it closes): room is never
 // parked with a connection that has nothing to send. One ticket at a time:
@@ -164,9 +172,11 @@ InflightBudget::Group* InflightBudget::next_in_line(Nanos now, sched::GroupId& i
 // burst of tickets could overrun the byte budget by many requests. A group
 // over its share waits for its own replies (give), so it is never stranded.
 // With fair_share a group under its shares is served even when the pool is
-// full (see the header); without, only while the pool has room.
+// full (see the header); without, only while the pool has room. It runs as
+// every request is taken and given back: with nobody in line (the usual
+// case) it reads no clock.
 void InflightBudget::serve_line() {
-    while (tickets_ == 0) {
+    while (tickets_ == 0 && anyone_in_line()) {
         sched::GroupId id = 0;
         Group* g = next_in_line(now(), id);
         if (!g) return;

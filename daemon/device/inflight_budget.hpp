@@ -142,6 +142,7 @@ private:
     // The group whose line head came first among those under their share; nullptr: none.
     Group* next_in_line(Nanos now, sched::GroupId& id);
     bool someone_eligible_waits(Nanos now) const;
+    bool anyone_in_line() const;
     void release_slot(Group& g);
     // Hands out tickets to the line while there is room.
     void serve_line();

@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 #include <system_error>
 
-#include "common/bytes.hpp"
 #include "daemon/session/connection.hpp"
 #include "nbd/block_status.hpp"
 
@@ -155,9 +154,9 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
 bool Connection::consume_payload() {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rend_ - rbeg_, payload_left_));
     if (rstate_ == ReadState::payload) {
-        if (current_->in_place)
+        if (current_->pinned)
             copy_to(current_->targets, payload_got_, rbuf_ + rbeg_, n);
-        else
+        else if (!current_->in_place)   // in place and not pinned: written as it came (write_arrived)
             std::memcpy(payload_buffer_at(), rbuf_ + rbeg_, n);
     }
     rbeg_ += n;
@@ -344,19 +343,21 @@ void Connection::payload_received(IoRequest& r) {
 }
 
 // A WRITE's payload goes straight into the device's memory where the device
-// offers it (Device::pin_write): one copy (the kernel's, or a memcpy out of
-// the read buffer) instead of two. Not over TLS (read_payload_tls reads into
-// the buffer). Zeros written over a hole stay a hole either way: the
+// offers it: one copy (the kernel's, or write()'s out of the read buffer)
+// instead of two. A payload all in the read buffer is written at once
+// (Device::write_arrived); the rest of a large one is received into the
+// pages it pins (Device::pin_write). Not over TLS (read_payload_tls reads
+// into the buffer). Zeros written over a hole stay a hole either way: the
 // backend's write() sees the data before it allocates, and a payload received
-// in place gives back the pages it left all zeros (unpin_written). A payload
-// that is all here and all zeros still takes the buffer path (nothing is
-// allocated at all), and so does a small one not all here yet.
+// in place gives back the pages it left all zeros (unpin_written). A small
+// payload not all here yet takes the buffer path.
 bool Connection::place_payload(IoRequest& r) {
     const auto& h = r.header;
     if (tls_) return false;
-    const bool here = rend_ - rbeg_ >= h.length;
-    if (here ? all_zero(reinterpret_cast<const std::byte*>(rbuf_ + rbeg_), h.length) : h.length < direct_payload)
-        return false;
+    if (rend_ - rbeg_ >= h.length)
+        return device_->write_arrived(r, binding_->offset + h.offset,
+                                      std::as_bytes(std::span(rbuf_ + rbeg_, h.length)));
+    if (h.length < direct_payload) return false;
     return device_->pin_write(r, binding_->offset + h.offset, h.length);
 }
 

@@ -190,6 +190,7 @@ std::uint32_t RawClient::recv_simple_reply(std::uint64_t cookie) {
 std::optional<Reply> RawClient::receive(std::uint32_t read_length) {
     Reply reply;
     if (!structured_) {
+        reply.simple = true;
         std::uint8_t h[simple_reply_size];
         if (!read_exact(h, sizeof h) || load_u32(h) != simple_reply_magic) return std::nullopt;
         reply.error = load_u32(h + 4);
@@ -200,9 +201,21 @@ std::optional<Reply> RawClient::receive(std::uint32_t read_length) {
         }
         return reply;
     }
-    for (;;) {
+    for (bool first = true;; first = false) {
         std::uint8_t h[structured_reply_size];
-        if (!read_exact(h, sizeof h) || load_u32(h) != structured_reply_magic) return std::nullopt;
+        // A simple reply is allowed for anything but a READ: it is the
+        // first 16 bytes of what would otherwise be a chunk header.
+        if (!read_exact(h, simple_reply_size)) return std::nullopt;
+        if (first && load_u32(h) == simple_reply_magic) {
+            if (read_length > 0) return std::nullopt;   // a READ's data needs a chunk
+            reply.simple = true;
+            reply.error = load_u32(h + 4);
+            reply.cookie = load_u64(h + 8);
+            return reply;
+        }
+        if (load_u32(h) != structured_reply_magic ||
+            !read_exact(h + simple_reply_size, structured_reply_size - simple_reply_size))
+            return std::nullopt;
         std::uint16_t flags = load_u16(h + 4);
         std::uint16_t type = load_u16(h + 6);
         reply.cookie = load_u64(h + 8);

@@ -27,6 +27,7 @@ struct Reply {
     std::uint64_t cookie = 0;
     std::uint32_t error = 0;
     std::vector<std::uint8_t> data;   // READ data (simple or OFFSET_DATA)
+    bool simple = false;              // a simple reply, not structured chunks
 };
 
 class RawClient {
@@ -75,7 +76,8 @@ public:
     // the cookie does not match).
     std::uint32_t recv_simple_reply(std::uint64_t cookie);
     // The next reply, simple or structured; nullopt on EOF or a protocol
-    // error. Simple replies carry no length: `read_length` is the READ's.
+    // error. Simple replies carry no length: `read_length` is the READ's
+    // (with structured replies, a simple reply with a length is an error).
     std::optional<Reply> receive(std::uint32_t read_length);
 
 private:

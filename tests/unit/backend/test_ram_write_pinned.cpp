@@ -135,6 +135,9 @@ TEST_CASE("ram: fault injection does not let writes around it") {
     std::vector<std::span<std::byte>> pieces;
     CHECK_FALSE(faulty.write_pinned(0, 4096, pieces));
     CHECK(static_cast<RamBackend&>(faulty.inner()).allocated_bytes() == 0);
+    // Nor written as they arrive: its write() must see each one.
+    CHECK(faulty.inner().writes_to_memory());
+    CHECK_FALSE(faulty.writes_to_memory());
 }
 
 // Writers alternate data and zeros and end with unpin_written(), so pages

@@ -125,3 +125,33 @@ TEST_CASE("inflight budget: no ticket while still full") {
     b.give(0, 0);
     CHECK(w->woken == 1);
 }
+
+// The budget is asked before every request and told of its bytes and its
+// reply: with one group and nobody waiting, none of that needs the time
+// (it only tells which other groups use the device), so no clock is read
+// per request; only a group going idle notes when.
+TEST_CASE("inflight budget: a group alone reads no clock per request") {
+    std::uint64_t reads = 0;
+    InflightBudget::Options o;
+    o.max_requests = 64;
+    o.max_bytes = 64u << 20;
+    o.clock = [&reads] {
+        ++reads;
+        return nbdsched::Nanos{0};
+    };
+    InflightBudget b(o);
+    b.take_request(0, false);   // one request stays in flight: the group never goes idle
+    for (int i = 0; i < 1000; ++i) {
+        REQUIRE(b.admits(0, false));
+        b.take_request(0, false);
+        b.take_bytes(0, 4096);
+        b.give(0, 4096);
+    }
+    CHECK(reads == 0);
+    b.give(0, 0);
+    CHECK(reads == 1);   // idle since now
+    // A second group makes the time count: admits() asks it again.
+    b.take_request(7, false);
+    CHECK(b.admits(0, false));
+    CHECK(reads > 1);
+}

@@ -27,6 +27,9 @@ Reply roundtrip(RawClient& c, std::uint16_t type, std::uint64_t offset, std::uin
     auto r = c.receive(type == READ ? length : 0);
     REQUIRE(r);
     CHECK(r->cookie == id);
+    // Structured replies answer READs and errors; other successes are
+    // simple replies, which a client reads in one piece.
+    if (r->error == 0) CHECK(r->simple == (!c.structured() || type != READ));
     return *r;
 }
 

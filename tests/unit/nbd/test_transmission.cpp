@@ -57,11 +57,26 @@ TEST_CASE("simple and structured replies") {
 
     auto empty = req(Command::read, 0, 0);
     CHECK(encode_reply(out, true, empty, 0) == structured_reply_size);
-    CHECK(load_u16(out + 6) == chunk_none);
-    auto w = req(Command::write, 0, 512);
-    CHECK(encode_reply(out, true, w, 0) == structured_reply_size);
+    CHECK(load_u32(out) == structured_reply_magic);
     CHECK(load_u16(out + 6) == chunk_none);
     CHECK(load_u32(out + 16) == 0);
+}
+
+TEST_CASE("with structured replies, commands other than READ succeed with a simple reply and fail with a chunk") {
+    std::uint8_t out[max_reply_header];
+    for (auto c : {Command::write, Command::flush, Command::trim, Command::write_zeroes, Command::cache}) {
+        CAPTURE(static_cast<int>(c));
+        auto r = req(c, 4096, 512);
+        CHECK(encode_reply(out, true, r, 0) == simple_reply_size);
+        CHECK(load_u32(out) == simple_reply_magic);
+        CHECK(load_u32(out + 4) == 0);
+        CHECK(load_u64(out + 8) == r.cookie);
+
+        CHECK(encode_reply(out, true, r, err_nospc) == structured_reply_size + 6);
+        CHECK(load_u32(out) == structured_reply_magic);
+        CHECK(load_u16(out + 6) == chunk_error);
+        CHECK(load_u32(out + 20) == err_nospc);
+    }
 }
 
 TEST_CASE("validation follows the spec's error table") {
