@@ -64,14 +64,32 @@ TARGETS = [
 ]
 
 
+SCHED_COST_BOUND = 0.05   # target 4: cfq and bfq within 5% of none on each target's cell
+
+
+def _sched_cost(samples, sched, tr, w, higher):
+    """How much worse cfq or bfq is than `none`, paired by repetition: the
+    throughput it loses, or (for a CPU target) the CPU it adds; None unmeasured."""
+    if higher:
+        r = _paired(samples, f"nbdsched-{sched}", "nbdsched-none", tr, w)
+        return None if r is None else 1 - r
+    r = common.ratio_by_rep(_cpu_by_rep(samples, f"nbdsched-{sched}", tr, w),
+                            _cpu_by_rep(samples, "nbdsched-none", tr, w))
+    return None if r is None else r - 1
+
+
 def _targets(samples, workloads):
     """The target table: nbdsched `none` against the better nbdkit setting of
-    each repetition, paired, Unix and TCP."""
+    each repetition, paired, Unix and TCP; and target 4, what cfq and bfq
+    cost against `none` in the same cells. Returns (table, costs within the
+    bound, costs measured)."""
     rows = []
+    within = measured = 0
     for what, w, goal, higher in TARGETS:
         if w not in workloads:
             continue
         row = [what, f"{'>=' if higher else '<='} {goal:.2f}x"]
+        costs = []
         for tr in ("unix", "tcp"):
             if higher:
                 r = _paired(samples, "nbdsched-none", "best-nbdkit", tr, w)
@@ -80,8 +98,22 @@ def _targets(samples, workloads):
                                         _cpu_by_rep(samples, "best-nbdkit", tr, w))
             row.append("-" if r is None else
                        f"{r:.2f}x " + ("met" if (r >= goal if higher else r <= goal) else "missed"))
+            for sched in ("cfq", "bfq"):
+                c = _sched_cost(samples, sched, tr, w, higher)
+                if c is not None:
+                    measured += 1
+                    within += c <= SCHED_COST_BOUND
+                    costs.append(f"{tr} {sched} {c:+.0%}")
+        row.append(", ".join(costs) or "-")
         rows.append(row)
-    return report.table(["target", "goal", "Unix", "TCP"], rows)
+    table = report.table(["target", "goal", "Unix", "TCP", "4: cfq / bfq cost against none"], rows)
+    return table, within, measured
+
+
+def _target_table_and_count(samples, workloads):
+    table, within, measured = _targets(samples, workloads)
+    return (f"{table}\n\nTarget 4 (cfq and bfq within {SCHED_COST_BOUND:.0%} of `none` on each of these cells): "
+            f"{within} of {measured} within the bound.")
 
 
 def _best_base(med, tr, w):
@@ -163,8 +195,9 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
                        "and experiment 7 measures it directly.")
         result["sched_ok"] = ok
     verdict.append("The issue's targets, nbdsched `none` against the better nbdkit setting of each repetition "
-                   "(throughput: the faster; CPU: the cheaper), median of the repetitions' ratios:\n\n"
-                   + _targets(samples, workloads))
+                   "(throughput: the faster; CPU: the cheaper), median of the repetitions' ratios; the last "
+                   "column is target 4, what cfq and bfq cost against `none` in the same cells (throughput "
+                   "lost, or CPU added; paired):\n\n" + _target_table_and_count(samples, workloads))
     if failures:
         verdict.append("Runs that failed or hung (fio killed after a timeout; the cell's median is over "
                        "the other repetitions): " + "; ".join(failures))
