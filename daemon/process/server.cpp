@@ -295,7 +295,10 @@ control::ReloadResult Server::reload() {
         result = reload_config(state_, options_.reload_adjust, tls_.get());
         // The one limit a reload applies (reload_plan.cpp does not compare
         // it): connections read it on their loops, all paused here.
-        if (result.applied) context_.limits.stall_timeout = config_.limits.stall_timeout;
+        if (result.applied && context_.limits.stall_timeout != config_.limits.stall_timeout) {
+            context_.limits.stall_timeout = config_.limits.stall_timeout;
+            for (auto& [id, c] : connections_) c->stall_timeout_changed();
+        }
     });
     if (result.applied) sizes_.start();
     return result;

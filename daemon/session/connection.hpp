@@ -122,6 +122,9 @@ public:
     void resume(const ConnectionState& state, std::optional<sched::GroupId> group);
 
     void request_done(IoRequest& request) override;
+    // A reload changed limits.stall_timeout (connection_stall.cpp). Called
+    // under exclusive(), every loop paused.
+    void stall_timeout_changed();
 
     // Requests are parsed out of a buffer this large (a hand-over passes at most this many unread bytes).
     static constexpr std::size_t read_buffer_size = 256u << 10;
