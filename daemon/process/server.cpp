@@ -361,6 +361,7 @@ void Server::check_drained() {
 
 void Server::connection_finished(std::uint64_t id) {
     connections_.erase(id);
+    if (leaving_ && !handshakes_left()) return io_.stop();   // handed over: the last handshake answered
     // Both read devices and connections of every loop.
     if (stopping_ || handing_over_)
         exclusive([this] {

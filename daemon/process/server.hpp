@@ -147,6 +147,10 @@ private:
     void abort_handover(const std::string& why);
     void reopen_endpoints(int attempt);
     void finish_handover();
+    bool handshakes_left() const;
+    // After the hand-over, how long the exit waits at most for the clients
+    // held in the handshake to be answered (each gets shutdown_option_wait).
+    static constexpr auto handshake_goodbye = std::chrono::seconds(2);
     struct TakeBack {
         std::string error;   // acquire_exclusive's answer
         std::string broke;   // the lock holder it broke: the failed new process
@@ -226,6 +230,7 @@ private:
     bool handing_over_ = false;
     bool handover_sent_ = false;
     bool to_store_ = false;   // this hand-over goes to the fd store (SIGTERM), not a --takeover process
+    bool leaving_ = false;    // handed over: exiting once the handshakes held meanwhile are answered
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
     bool stopped_ = false;

@@ -87,6 +87,7 @@ void Connection::shutdown() {
         negotiation_.shutting_down = true;
         if (!tls_ending_)   // the TLS goodbye has its own short timer
             watch_handshake(std::min(handshake_timer_.expiry(), std::chrono::steady_clock::now() + shutdown_option_wait));
+        release_handshake();   // an option held for a hand-over is answered so now
         return;
     }
     // No request past the next boundary: a WRITE whose payload is being

@@ -111,6 +111,13 @@ public:
     // unpark(): the hand-over failed, carry on reading.
     void park();
     void unpark();
+    // Planned restart, in the handshake (connection_handshake.cpp): while
+    // the hand-over is decided the client's next step waits (its next
+    // option is read but not answered; a GO answered just before does not
+    // enter transmission). release_handshake(): it failed, go on as usual;
+    // shutdown() instead: it succeeded, answer NBD_REP_ERR_SHUTDOWN.
+    void hold_handshake();
+    void release_handshake();
     bool parked() const { return parked_; }
     int native_handle() { return socket_.native_handle(); }
     // A parked connection's state; `group` is left to the caller to name.
@@ -158,6 +165,7 @@ private:
     void read_option_header();
     void read_option_data(nbd::OptionHeader header);
     void answer_option(const nbd::OptionHeader& header);
+    void to_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status);
     void enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status);
     void bind_export(const nbd::ExportInfo& info, std::uint16_t flags, bool block_status,
                      std::optional<sched::GroupId> keep_group);
@@ -271,6 +279,10 @@ private:
     bool tls_ended_ = false;
     TlsPeer tls_peer_;
     std::vector<const nbd::ExportInfo*> refused_;   // exports its allow: rules refused, counted once
+    // A hand-over is being decided: the next step of the handshake waits
+    // (hold_handshake), here.
+    bool hs_hold_ = false;
+    std::function<void()> hs_held_;
 
     // transmission
     Device* device_ = nullptr;

@@ -1,0 +1,126 @@
+"""A planned restart that fails must not disrupt the clients still in the
+handshake. The old daemon used to answer their next option
+NBD_REP_ERR_SHUTDOWN as soon as the hand-over began, so a hand-over that
+then failed (the new process died or refused) had sent them away for
+nothing, while the daemon served on. Now their options wait until the
+hand-over is decided: a failed one answers them as usual, one that
+succeeds answers NBD_REP_ERR_SHUTDOWN (test_handover_handshake.py).
+
+The new process is played by the test on the hand-over socket
+(nbdsched_test.handover): it asks "takeover", gets the state, and answers
+"failed". Three clients of the old daemon: one had LIST answered and sends
+its next option (LIST) once the hand-over began; one sent the header and
+part of the data of a GO before it and sends the rest then; one greeted
+and stays silent throughout. After the failed hand-over the LIST is
+answered (an ACK after the export list), the GO opens the export and a
+WRITE and READ over it are answered; the silent client is still open and
+its GO opens the export too. None was answered NBD_REP_ERR_SHUTDOWN."""
+import os
+import socket
+import struct
+import time
+
+from nbdsched_test.handover import Generations, connect_handover, handover_message, handover_reply
+from nbdsched_test.process import wait_for
+from nbdsched_test.raw_nbd import (CLIENT_FLAGS, GREETING_BYTES, IHAVEOPT, NBDMAGIC, OPT_GO, OPTION_REPLY_MAGIC,
+                                   REP_ACK, REP_INFO, exactly, send_option, write_then_read)
+from nbdsched_test.verdict import Checks
+
+OPT_LIST = 3
+REP_SERVER = 2
+CONFIG = """
+listen: [{{unix: {dir}/nbd.sock}}]
+devices: [{{name: d0, backend: file, path: {dir}/d0.img, size: 16MiB}}]
+exports: [{{name: e0, device: d0}}]
+limits: {{handshake_timeout: 60s}}
+"""
+
+
+def greeted(path):
+    """A Unix socket at `path`, greeted and past the client flags."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(20)
+    s.connect(path)
+    greeting = exactly(s, GREETING_BYTES)
+    if greeting[:8] != NBDMAGIC:
+        raise AssertionError(f"bad greeting {greeting!r}")
+    s.sendall(struct.pack(">I", CLIENT_FLAGS))
+    return s
+
+
+def final_reply(s):
+    """(option, reply type) of the last reply to an option (after LIST's
+    NBD_REP_SERVERs, GO's NBD_REP_INFOs); an error text when it does not come."""
+    try:
+        while True:
+            magic, option, kind, length = struct.unpack(">QIII", exactly(s, 20))
+            if magic != OPTION_REPLY_MAGIC:
+                return f"bad option reply magic {magic:#x}"
+            exactly(s, length)
+            if kind not in (REP_SERVER, REP_INFO):
+                return option, kind
+    except (OSError, EOFError) as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def go(name):
+    data = struct.pack(">I", len(name)) + name + struct.pack(">H", 0)
+    return struct.pack(">QII", IHAVEOPT, OPT_GO, len(data)) + data
+
+
+def main():
+    checks = Checks()
+    with Generations("handover-handshake-failed") as g:
+        sock, handover = g.tmp.file("nbd.sock"), g.tmp.file("handover.sock")
+        with open(g.tmp.file("d0.img"), "wb") as f:
+            f.truncate(16 << 20)
+        g.start("old", CONFIG.format(dir=g.tmp.path), ["--handover-socket", handover])
+        checks.check("old daemon up", wait_for(lambda: os.path.exists(handover) and "nbdsched: ready" in g.log("old"),
+                                               10))
+        between = greeted(sock)
+        send_option(between, OPT_LIST)
+        checks.check("LIST is answered before the hand-over", final_reply(between) == (OPT_LIST, REP_ACK))
+        midway = greeted(sock)
+        midway.sendall(go(b"e0")[:19])   # the header and 3 bytes of the data
+        silent = greeted(sock)
+        time.sleep(0.2)   # the daemon has read what they sent
+
+        new = connect_handover(handover)
+        handover_message(new, "takeover")
+        checks.check("the hand-over begins", wait_for(lambda: "hand-over: parking" in g.log("old"), 10),
+                     g.log("old")[-1500:])
+        time.sleep(0.1)   # the line comes just before the connections are told
+        send_option(between, OPT_LIST)
+        midway.sendall(go(b"e0")[19:])
+        time.sleep(0.3)   # both options are in before the verdict
+        state = handover_reply(new)
+        checks.check("the old daemon passes its state", state.startswith("state "), state[:200])
+        handover_message(new, "failed played by the test: the new process gives up")
+        new.close()
+        checks.check("the old daemon logs the failed hand-over and serves on",
+                     wait_for(lambda: "hand-over failed" in g.log("old"), 10), g.log("old")[-1500:])
+
+        got = final_reply(between)
+        checks.check("the LIST sent during the failed hand-over is answered as usual (not NBD_REP_ERR_SHUTDOWN)",
+                     got == (OPT_LIST, REP_ACK), f"got {got}")
+        got = final_reply(midway)
+        checks.check("the GO completed during the failed hand-over opens the export", got == (OPT_GO, REP_ACK),
+                     f"got {got}")
+        checks.check("a WRITE and a READ over it are answered", got == (OPT_GO, REP_ACK) and write_then_read(midway, 0))
+        try:
+            silent.sendall(go(b"e0"))
+            got = final_reply(silent)
+        except OSError as e:
+            got = f"{type(e).__name__}: {e}"
+        checks.check("the client silent during the failed hand-over is still open: its GO opens the export",
+                     got == (OPT_GO, REP_ACK), f"got {got}")
+        checks.check("no client was answered NBD_REP_ERR_SHUTDOWN", "NBD_REP_ERR_SHUTDOWN" not in g.log("old"),
+                     g.log("old")[-1500:])
+        for s in (between, midway, silent):
+            s.close()
+        g.print_logs_if_failed(checks, "old")
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
