@@ -17,61 +17,31 @@ half-way through a refused WRITE's payload, and a reader that does not read
 1s, and none of the stalled clients sends or reads another byte. Each is
 closed with its log line within a few seconds, none before 1 s after the
 reload; the idle one stays open and its WRITE and READ are answered."""
-import socket
 import struct
 import sys
 import time
 
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.process import wait_for
-from nbdsched_test.raw_nbd import (CMD_READ, CMD_WRITE, REQUEST_MAGIC, closed_by_server, connect_export, read_reply,
-                                   write_then_read)
+from nbdsched_test.raw_nbd import CMD_WRITE, REQUEST_MAGIC, closed_by_server, connect_export, write_then_read
 from nbdsched_test.verdict import Checks
+from test_stall_timeout import (CONFIG, HEADER_LOG, MIB, READER_LOG, REFUSED_LOG, WRITER_LOG, stalled_header,
+                                stalled_reader, stalled_refused)
 
-MIB = 1 << 20
-CONFIG = """devices:
-  - {name: d0, size: 256MiB}
-exports:
-  - {name: default, device: d0}
-"""
-PAYLOAD_LOG = "export 'default': the client has not sent the rest of a WRITE payload for"
-READER_LOG = "export 'default': the client has not read its replies for"
-HEADER_LOG = "export 'default': the client has not sent the rest of a request header for"
-REFUSED_LOG = "export 'default': the client has not sent the rest of a refused WRITE's payload for"
 SENT = 4096
 
 
 def stalled_write(path, length, cookie):
+    """A connection stalled after SENT bytes of the payload of a WRITE of `length`."""
     s = connect_export(path)
     s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_WRITE, cookie, cookie * MIB, length) + b"w" * SENT)
-    return s
-
-
-def stalled_header(path):
-    s = connect_export(path)
-    s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_READ, 3, 0, 4096)[:10])
-    return s
-
-
-def stalled_refused(path):
-    s = connect_export(path)
-    s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_WRITE, 4, 256 * MIB, MIB) + b"r" * SENT)
-    if read_reply(s, 4)[0] == 0:
-        raise AssertionError("a WRITE past the export's end was answered without an error")
-    return s
-
-
-def stalled_reader(path):
-    s = connect_export(path)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.sendall(b"".join(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_READ, 16 + i, i * MIB, MIB) for i in range(64)))
     return s
 
 
 def main():
     checks = Checks()
     with Daemon(CONFIG, "stall_timeout_reload") as d:
-        big, small = stalled_write(d.sock, MIB, 1), stalled_write(d.sock, 32 << 10, 2)
+        big, small = stalled_write(d.sock, MIB, 4), stalled_write(d.sock, 32 << 10, 5)
         header, refused, reader = stalled_header(d.sock), stalled_refused(d.sock), stalled_reader(d.sock)
         idle = connect_export(d.sock)
         time.sleep(0.5)
@@ -82,9 +52,9 @@ def main():
         reloaded = time.monotonic()
         time.sleep(0.5)
         checks.check("0.5 s after the reload no stalled client is closed yet",
-                     not any(log in d.log() for log in (PAYLOAD_LOG, READER_LOG, HEADER_LOG, REFUSED_LOG)),
+                     not any(log in d.log() for log in (WRITER_LOG, READER_LOG, HEADER_LOG, REFUSED_LOG)),
                      d.log_tail(5))
-        both_writers = wait_for(lambda: d.log().count(PAYLOAD_LOG) >= 2, 6)
+        both_writers = wait_for(lambda: d.log().count(WRITER_LOG) >= 2, 6)
         logged = {log: d.wait_log(log, 1) for log in (READER_LOG, HEADER_LOG, REFUSED_LOG)}
         elapsed = time.monotonic() - reloaded
         log = d.log()

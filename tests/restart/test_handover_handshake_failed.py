@@ -16,56 +16,26 @@ answered (an ACK after the export list), the GO opens the export and a
 WRITE and READ over it are answered; the silent client is still open and
 its GO opens the export too. None was answered NBD_REP_ERR_SHUTDOWN."""
 import os
-import socket
 import struct
 import time
 
 from nbdsched_test.handover import Generations, connect_handover, handover_message, handover_reply
 from nbdsched_test.process import wait_for
-from nbdsched_test.raw_nbd import (CLIENT_FLAGS, GREETING_BYTES, IHAVEOPT, NBDMAGIC, OPT_GO, OPTION_REPLY_MAGIC,
-                                   REP_ACK, REP_INFO, exactly, send_option, write_then_read)
+from nbdsched_test.raw_nbd import IHAVEOPT, OPT_GO, REP_ACK, send_option, write_then_read
 from nbdsched_test.verdict import Checks
-
-OPT_LIST = 3
-REP_SERVER = 2
-CONFIG = """
-listen: [{{unix: {dir}/nbd.sock}}]
-devices: [{{name: d0, backend: file, path: {dir}/d0.img, size: 16MiB}}]
-exports: [{{name: e0, device: d0}}]
-limits: {{handshake_timeout: 60s}}
-"""
+from test_handover_handshake import CONFIG, OPT_LIST, final_reply, go_data, greeted
 
 
-def greeted(path):
-    """A Unix socket at `path`, greeted and past the client flags."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(20)
-    s.connect(path)
-    greeting = exactly(s, GREETING_BYTES)
-    if greeting[:8] != NBDMAGIC:
-        raise AssertionError(f"bad greeting {greeting!r}")
-    s.sendall(struct.pack(">I", CLIENT_FLAGS))
-    return s
-
-
-def final_reply(s):
-    """(option, reply type) of the last reply to an option (after LIST's
-    NBD_REP_SERVERs, GO's NBD_REP_INFOs); an error text when it does not come."""
+def outcome(s):
+    """final_reply(s), or what went wrong instead."""
     try:
-        while True:
-            magic, option, kind, length = struct.unpack(">QIII", exactly(s, 20))
-            if magic != OPTION_REPLY_MAGIC:
-                return f"bad option reply magic {magic:#x}"
-            exactly(s, length)
-            if kind not in (REP_SERVER, REP_INFO):
-                return option, kind
-    except (OSError, EOFError) as e:
+        return final_reply(s)
+    except (OSError, EOFError, AssertionError) as e:
         return f"{type(e).__name__}: {e}"
 
 
 def go(name):
-    data = struct.pack(">I", len(name)) + name + struct.pack(">H", 0)
-    return struct.pack(">QII", IHAVEOPT, OPT_GO, len(data)) + data
+    return struct.pack(">QII", IHAVEOPT, OPT_GO, len(go_data(name))) + go_data(name)
 
 
 def main():
@@ -79,7 +49,7 @@ def main():
                                                10))
         between = greeted(sock)
         send_option(between, OPT_LIST)
-        checks.check("LIST is answered before the hand-over", final_reply(between) == (OPT_LIST, REP_ACK))
+        checks.check("LIST is answered before the hand-over", outcome(between) == (OPT_LIST, REP_ACK))
         midway = greeted(sock)
         midway.sendall(go(b"e0")[:19])   # the header and 3 bytes of the data
         silent = greeted(sock)
@@ -100,18 +70,18 @@ def main():
         checks.check("the old daemon logs the failed hand-over and serves on",
                      wait_for(lambda: "hand-over failed" in g.log("old"), 10), g.log("old")[-1500:])
 
-        got = final_reply(between)
+        got = outcome(between)
         checks.check("the LIST sent during the failed hand-over is answered as usual (not NBD_REP_ERR_SHUTDOWN)",
                      got == (OPT_LIST, REP_ACK), f"got {got}")
-        got = final_reply(midway)
+        got = outcome(midway)
         checks.check("the GO completed during the failed hand-over opens the export", got == (OPT_GO, REP_ACK),
                      f"got {got}")
         checks.check("a WRITE and a READ over it are answered", got == (OPT_GO, REP_ACK) and write_then_read(midway, 0))
         try:
             silent.sendall(go(b"e0"))
-            got = final_reply(silent)
-        except OSError as e:
-            got = f"{type(e).__name__}: {e}"
+        except OSError:
+            pass   # the outcome says what came instead
+        got = outcome(silent)
         checks.check("the client silent during the failed hand-over is still open: its GO opens the export",
                      got == (OPT_GO, REP_ACK), f"got {got}")
         checks.check("no client was answered NBD_REP_ERR_SHUTDOWN", "NBD_REP_ERR_SHUTDOWN" not in g.log("old"),
