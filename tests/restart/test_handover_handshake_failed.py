@@ -15,15 +15,13 @@ and stays silent throughout. After the failed hand-over the LIST is
 answered (an ACK after the export list), the GO opens the export and a
 WRITE and READ over it are answered; the silent client is still open and
 its GO opens the export too. None was answered NBD_REP_ERR_SHUTDOWN."""
-import os
-import struct
 import time
 
 from nbdsched_test.handover import Generations, connect_handover, handover_message, handover_reply
 from nbdsched_test.process import wait_for
-from nbdsched_test.raw_nbd import IHAVEOPT, OPT_GO, REP_ACK, send_option, write_then_read
+from nbdsched_test.raw_nbd import OPT_GO, REP_ACK, send_option, write_then_read
 from nbdsched_test.verdict import Checks
-from test_handover_handshake import CONFIG, OPT_LIST, final_reply, go_data, greeted
+from test_handover_handshake import GO, OPT_LIST, final_reply, old_with_handshakes
 
 
 def outcome(s):
@@ -34,34 +32,18 @@ def outcome(s):
         return f"{type(e).__name__}: {e}"
 
 
-def go(name):
-    return struct.pack(">QII", IHAVEOPT, OPT_GO, len(go_data(name))) + go_data(name)
-
-
 def main():
     checks = Checks()
     with Generations("handover-handshake-failed") as g:
-        sock, handover = g.tmp.file("nbd.sock"), g.tmp.file("handover.sock")
-        with open(g.tmp.file("d0.img"), "wb") as f:
-            f.truncate(16 << 20)
-        g.start("old", CONFIG.format(dir=g.tmp.path), ["--handover-socket", handover])
-        checks.check("old daemon up", wait_for(lambda: os.path.exists(handover) and "nbdsched: ready" in g.log("old"),
-                                               10))
-        between = greeted(sock)
-        send_option(between, OPT_LIST)
-        checks.check("LIST is answered before the hand-over", outcome(between) == (OPT_LIST, REP_ACK))
-        midway = greeted(sock)
-        midway.sendall(go(b"e0")[:19])   # the header and 3 bytes of the data
-        silent = greeted(sock)
-        time.sleep(0.2)   # the daemon has read what they sent
-
+        handover = g.tmp.file("handover.sock")
+        _, _, between, midway, silent = old_with_handshakes(g, checks)
         new = connect_handover(handover)
         handover_message(new, "takeover")
         checks.check("the hand-over begins", wait_for(lambda: "hand-over: parking" in g.log("old"), 10),
                      g.log("old")[-1500:])
         time.sleep(0.1)   # the line comes just before the connections are told
         send_option(between, OPT_LIST)
-        midway.sendall(go(b"e0")[19:])
+        midway.sendall(GO[19:])
         time.sleep(0.3)   # both options are in before the verdict
         state = handover_reply(new)
         checks.check("the old daemon passes its state", state.startswith("state "), state[:200])
@@ -78,7 +60,7 @@ def main():
                      f"got {got}")
         checks.check("a WRITE and a READ over it are answered", got == (OPT_GO, REP_ACK) and write_then_read(midway, 0))
         try:
-            silent.sendall(go(b"e0"))
+            silent.sendall(GO)
         except OSError:
             pass   # the outcome says what came instead
         got = outcome(silent)
