@@ -85,6 +85,11 @@ public:
     // process passed, plus the control socket and metrics; false and `error`
     // when any of them fails (the old process then serves on).
     bool take_over(const HandedOver& handed, std::string& error);
+    // The start failed after create() (no old daemon to take over from, or
+    // it refused): what opening the devices changed in their storage goes
+    // back (a file grown or created for this start). create() does it on
+    // its own failures.
+    void undo_start();
     // Runs the event loop on the calling thread until shut down; the exit code.
     int run();
     // After run(): a device's storage did not answer (the final flush, a
