@@ -89,14 +89,15 @@ def go_data(name):
 GO = struct.pack(">QII", IHAVEOPT, OPT_GO, len(go_data(b"e0"))) + go_data(b"e0")
 
 
-def old_with_handshakes(g, checks):
-    """The old daemon of `g` (hand-over socket g.tmp's handover.sock) and
-    its three clients in the handshake: (process, config, between, midway,
-    silent). `between` had LIST answered, `midway` sent 19 bytes of GO."""
+def old_with_handshakes(g, checks, config=CONFIG):
+    """The old daemon of `g` (`config`; hand-over socket g.tmp's
+    handover.sock) and its three clients in the handshake: (process,
+    config, between, midway, silent). `between` had LIST answered, `midway`
+    sent 19 bytes of GO."""
     sock, handover = g.tmp.file("nbd.sock"), g.tmp.file("handover.sock")
     with open(g.tmp.file("d0.img"), "wb") as f:
         f.truncate(16 << 20)
-    config = CONFIG.format(dir=g.tmp.path)
+    config = config.format(dir=g.tmp.path)
     old = g.start("old", config, ["--handover-socket", handover])
     checks.check("old daemon up", wait_for(lambda: os.path.exists(handover) and "nbdsched: ready" in g.log("old"), 10))
     between = greeted(sock)
