@@ -150,6 +150,12 @@ public:
         (void)broke;
         return "";
     }
+    // The start this backend was opened for failed before it served: what
+    // the open changed in the storage goes back (a file grown for it is
+    // shrunk back, one created for it removed), unless something else wrote
+    // there since. What was done, or why not, for the log; "" when there
+    // was nothing to undo.
+    virtual std::string undo_open() { return ""; }
 };
 
 }   // namespace nbdsched::backend

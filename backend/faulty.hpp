@@ -69,6 +69,7 @@ public:
     int refresh_size() override { return inner_->refresh_size(); }
     std::string release_exclusive() override { return inner_->release_exclusive(); }
     std::string acquire_exclusive(std::string& broke) override { return inner_->acquire_exclusive(broke); }
+    std::string undo_open() override { return inner_->undo_open(); }
 
 private:
     // The rules with a counter of the requests each matched; replaced as a

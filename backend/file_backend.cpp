@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 #include "backend/file_io.hpp"
 #ifdef NBDSCHED_HAVE_IO_URING
@@ -183,8 +184,44 @@ bool FileBackend::finish_open(const Options& options, struct stat& st, std::stri
             return false;
         }
         b->grown_ = !b->created_;
+        b->size_before_ = actual;
     }
     return true;
+}
+
+// Only bytes nobody wrote are given back: the part grown (or the whole
+// created file) must hold no data, which SEEK_DATA tells without reading
+// it (a file system without it reports data everywhere, and the file
+// stays). A process serving the same file meanwhile (the old daemon of a
+// --takeover, whose size is at most the file's before the growth) never
+// writes there; a size from the storage that a reload read could.
+std::string FileBackend::undo_open() {
+    if (!created_ && !grown_) return "";
+    const bool created = std::exchange(created_, false);
+    grown_ = false;
+    const auto from = created ? 0 : size_before_;
+    struct stat mine {};
+    if (::fstat(fd_, &mine) != 0) return sys_error("fstat", path_, errno) + ": left as it is";
+    if (static_cast<std::uint64_t>(mine.st_size) != size_)
+        return path_ + ": left at " + format_size(static_cast<std::uint64_t>(mine.st_size)) +
+               " (its size changed since the start grew it to " + format_size(size_) + ")";
+    const off_t data = ::lseek(fd_, static_cast<off_t>(from), SEEK_DATA);
+    if (data >= 0 || errno != ENXIO)
+        return path_ + ": left at " + format_size(size_) + " (" +
+               (data >= 0 ? "data was written past " + format_size(from) + " since it was grown"
+                          : "cannot tell whether data was written to it: " + std::string(std::strerror(errno))) +
+               ")";
+    if (created) {
+        struct stat named {};
+        if (::stat(path_.c_str(), &named) != 0 || named.st_dev != mine.st_dev || named.st_ino != mine.st_ino)
+            return path_ + ": created for this start, left (the path names another file now)";
+        if (::unlink(path_.c_str()) != 0) return sys_error("unlink", path_, errno);
+        return path_ + ": removed (created for this start)";
+    }
+    if (::ftruncate(fd_, static_cast<off_t>(size_before_)) != 0)
+        return sys_error("ftruncate (shrink back to " + format_size(size_before_) + ")", path_, errno);
+    return path_ + ": shrunk back to " + format_size(size_before_) + " (grown to " + format_size(size_) +
+           " for this start)";
 }
 
 void FileBackend::check_still_there() {

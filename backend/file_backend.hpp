@@ -7,7 +7,8 @@
 //     error). A file smaller than `size` is grown to it (sparse, logged by
 //     the caller from grown()); a file larger than `size` is refused, because
 //     silently serving a prefix or truncating would hide a configuration typo
-//     or destroy data.
+//     or destroy data. A start that fails after the open undoes the growth
+//     or the creation (undo_open).
 //   - block device: size from BLKGETSIZE64; size 0 uses it all, a larger
 //     `size` is refused, a smaller one serves the first `size` bytes.
 //   - opened O_RDWR; if that is refused (EACCES, EROFS) it is opened
@@ -113,6 +114,9 @@ public:
     // Only where no size is configured: the file's or device's size now
     // (a multiple of alignment() with O_DIRECT).
     int refresh_size() override;
+    // A failed start: the file grown or created by open() goes back, while
+    // nobody wrote to what open() added (SEEK_DATA).
+    std::string undo_open() override;
 
     // Why Options::io_uring got no ring ("" when it did or was not asked).
     const std::string& io_uring_error() const { return io_uring_error_; }
@@ -176,6 +180,7 @@ private:
     bool read_only_ = false;
     bool created_ = false;
     bool grown_ = false;
+    std::uint64_t size_before_ = 0;          // an existing file's size before open grew it
     bool no_write_zeroes_ = false;           // a block device whose queue says it has no write-zeroes
     std::atomic<bool> nowait_works_{true};   // false once the kernel refuses RWF_NOWAIT
     std::uint32_t align_ = 4096;

@@ -186,16 +186,19 @@ int main(int argc, char** argv) {
         takeover = daemon::Takeover::request(cli.takeover, cli.force, takeover_wait(config.limits.drain_timeout), error);
         if (!takeover) {
             spdlog::error("{}", error);
+            server->undo_start();
             return 1;
         }
         if (!server->take_over(takeover->handed_over(), error)) {
             spdlog::error("{}", error);
+            server->undo_start();      // before the old daemon serves on
             server.reset();            // its control socket and metrics port free again
             takeover->refuse(error);   // the old daemon serves on
             return 1;
         }
         if (!takeover->confirm(error)) {
             spdlog::error("hand-over not confirmed: {}; leaving the sockets to the old daemon", error);
+            server->undo_start();
             return 1;
         }
     }

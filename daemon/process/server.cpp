@@ -57,6 +57,13 @@ Server::~Server() {
 
 std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptions options, std::string& error) {
     std::unique_ptr<Server> s(new Server(config, std::move(options)));
+    // A failure below undoes what opening the devices changed in their storage.
+    struct UndoUnlessCreated {
+        Server* server;
+        ~UndoUnlessCreated() {
+            if (server) server->undo_start();
+        }
+    } undo{s.get()};
     // Round-robin in config order: one device is one loop's (one core's) worth.
     for (std::size_t i = 0; i < s->config_.devices.size(); ++i) {
         auto& dev = s->config_.devices[i];
@@ -100,7 +107,12 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     // --takeover: the sockets come with the hand-over (take_over), after
     // everything else is built, so the old process pauses only for that.
     if (!s->options_.takeover_pending && !s->open_sockets(error)) return nullptr;
+    undo.server = nullptr;
     return s;
+}
+
+void Server::undo_start() {
+    for (auto& d : devices_) undo_open(d->name(), d->backend());
 }
 
 bool Server::take_over(const HandedOver& handed, std::string& error) {
@@ -295,7 +307,10 @@ control::ReloadResult Server::reload() {
         result = reload_config(state_, options_.reload_adjust, tls_.get());
         // The one limit a reload applies (reload_plan.cpp does not compare
         // it): connections read it on their loops, all paused here.
-        if (result.applied) context_.limits.stall_timeout = config_.limits.stall_timeout;
+        if (result.applied && context_.limits.stall_timeout != config_.limits.stall_timeout) {
+            context_.limits.stall_timeout = config_.limits.stall_timeout;
+            for (auto& [id, c] : connections_) c->stall_timeout_changed();
+        }
     });
     if (result.applied) sizes_.start();
     return result;
@@ -358,6 +373,7 @@ void Server::check_drained() {
 
 void Server::connection_finished(std::uint64_t id) {
     connections_.erase(id);
+    if (leaving_ && !handshakes_left()) return io_.stop();   // handed over: the last handshake answered
     // Both read devices and connections of every loop.
     if (stopping_ || handing_over_)
         exclusive([this] {

@@ -85,6 +85,11 @@ public:
     // process passed, plus the control socket and metrics; false and `error`
     // when any of them fails (the old process then serves on).
     bool take_over(const HandedOver& handed, std::string& error);
+    // The start failed after create() (no old daemon to take over from, or
+    // it refused): what opening the devices changed in their storage goes
+    // back (a file grown or created for this start). create() does it on
+    // its own failures.
+    void undo_start();
     // Runs the event loop on the calling thread until shut down; the exit code.
     int run();
     // After run(): a device's storage did not answer (the final flush, a
@@ -147,6 +152,10 @@ private:
     void abort_handover(const std::string& why);
     void reopen_endpoints(int attempt);
     void finish_handover();
+    bool handshakes_left() const;
+    // After the hand-over, how long the exit waits at most for the clients
+    // held in the handshake to be answered (each gets shutdown_option_wait).
+    static constexpr auto handshake_goodbye = std::chrono::seconds(2);
     struct TakeBack {
         std::string error;   // acquire_exclusive's answer
         std::string broke;   // the lock holder it broke: the failed new process
@@ -226,6 +235,7 @@ private:
     bool handing_over_ = false;
     bool handover_sent_ = false;
     bool to_store_ = false;   // this hand-over goes to the fd store (SIGTERM), not a --takeover process
+    bool leaving_ = false;    // handed over: exiting once the handshakes held meanwhile are answered
     std::uint64_t next_id_ = 1;
     bool stopping_ = false;
     bool stopped_ = false;

@@ -1,10 +1,11 @@
 // Server's part in a planned restart (docs/restart.md). The old process:
 // begin_handover parks every plaintext connection at a request boundary
-// (TLS ones are closed after answering what they read, those still in the
-// handshake after answering their next option NBD_REP_ERR_SHUTDOWN, as in a
-// stop), check_handover passes listeners and connections once all are
-// parked and the devices are flushed, finish_handover exits without
-// touching the sockets; abort_handover serves on. The flush, then the
+// (TLS ones are closed after answering what they read; the next step of
+// those still in the handshake waits for the outcome), check_handover
+// passes listeners and parked connections once all are parked and the
+// devices are flushed, finish_handover answers the handshakes
+// NBD_REP_ERR_SHUTDOWN, as in a stop, and exits without touching the
+// sockets; abort_handover serves on, the handshakes too. The flush, then the
 // release of the devices' locks, run off the loops (storage_waits.hpp),
 // each bounded by drain_timeout like the parking: a device whose storage
 // does not answer fails the hand-over, it does not freeze loop 0. After a
@@ -202,10 +203,12 @@ std::string Server::begin_handover(HandoverTo to, bool force) {
     metrics_.reset();
     auto open = connections_;   // a connection may finish inside close()
     for (auto& [id, c] : open) {
-        // A TLS session cannot move: answered, then closed. A handshake: its
-        // next option is answered NBD_REP_ERR_SHUTDOWN, then closed (the
-        // client connects again).
-        if (!c->in_transmission() || c->tls_active())
+        // A TLS session cannot move: answered, then closed. A handshake is
+        // not handed over either, but a failed hand-over must not have sent
+        // it away: its next step waits until the outcome is known.
+        if (c->in_handshake())
+            c->hold_handshake();
+        else if (!c->in_transmission() || c->tls_active())
             c->shutdown();
         else
             c->park();
@@ -225,7 +228,7 @@ std::string Server::begin_handover(HandoverTo to, bool force) {
 void Server::check_handover() {
     if (!handing_over_ || handover_sent_ || handover_flush_) return;
     for (const auto& [id, c] : connections_)
-        if (!c->parked()) return;
+        if (!c->parked() && !c->in_handshake()) return;
     // A flush an earlier hand-over left behind still runs on that device:
     // it must not go to the new process while this one still flushes it.
     if (auto busy = flushes_.running(); !busy.empty())
@@ -315,6 +318,7 @@ void Server::pass_handover() {
         fds.push_back(l->native_handle());
     }
     for (auto& [id, c] : connections_) {
+        if (!c->parked()) continue;   // in the handshake: stays (finish_handover)
         auto cs = c->handover_state();
         cs.group = groups_.name_of(c->group());
         cs.fd = static_cast<int>(fds.size());
@@ -390,6 +394,12 @@ void Server::abort_handover(const std::string& why) {
         });
     }
     unpark_held(false);
+    // The handshakes go on, unless this process stops all the same: its
+    // shutdown answers them NBD_REP_ERR_SHUTDOWN.
+    if (!stopping_ && !to_store_) {
+        auto open = connections_;   // a connection may finish inside release_handshake()
+        for (auto& [id, c] : open) c->release_handshake();
+    }
     if (std::exchange(to_store_, false)) begin_shutdown("SIGTERM");   // it was asked to stop: the ordinary way
 }
 
@@ -442,7 +452,23 @@ void Server::finish_handover() {
     if (handover_) handover_->close(true);
     boost::system::error_code ignored;
     signals_.cancel(ignored);
-    io_.stop();
+    // The handshakes held meanwhile: their next option is answered
+    // NBD_REP_ERR_SHUTDOWN (the client connects again, to the new process);
+    // the exit waits for that, a client that sends none for at most
+    // shutdown_option_wait (connection.cpp), bounded here too.
+    leaving_ = true;
+    auto open = connections_;   // a connection may finish inside shutdown()
+    for (auto& [id, c] : open)
+        if (c->in_handshake()) c->shutdown();
+    if (!handshakes_left()) return io_.stop();
+    handover_timer_.expires_after(handshake_goodbye);
+    handover_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) io_.stop();
+    });
+}
+
+bool Server::handshakes_left() const {
+    return std::any_of(connections_.begin(), connections_.end(), [](const auto& e) { return e.second->in_handshake(); });
 }
 
 }   // namespace nbdsched::daemon

@@ -76,7 +76,28 @@ timing::Capacity profile_capacity(const config::Device& dev, std::uint64_t size)
     return c;
 }
 
+// Until dismissed, undoes what opening a device's storage changed: its
+// build fails after the open.
+class UndoOpen {
+public:
+    UndoOpen(const std::string& device, backend::Backend& backend) : device_(device), backend_(&backend) {}
+    ~UndoOpen() {
+        if (backend_) undo_open(device_, *backend_);
+    }
+    UndoOpen(const UndoOpen&) = delete;
+    UndoOpen& operator=(const UndoOpen&) = delete;
+    void dismiss() { backend_ = nullptr; }
+
+private:
+    const std::string& device_;
+    backend::Backend* backend_;
+};
+
 }   // namespace
+
+void undo_open(const std::string& device, backend::Backend& backend) {
+    if (auto what = backend.undo_open(); !what.empty()) spdlog::warn("device {}: the start failed: {}", device, what);
+}
 
 sched::GroupId group_id(const config::Config& config, const std::string& name) {
     for (std::size_t i = 0; i < config.groups.size(); ++i)
@@ -99,6 +120,7 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     spec.on_storage_warning = [name = dev.name](const std::string& what) { spdlog::warn("device {}: {}", name, what); };
     parts.backend = backend::make_backend(spec, error);
     if (!parts.backend) return nullptr;
+    UndoOpen undo(dev.name, *parts.backend);
     if (!check_io_engine(dev, *parts.backend, error)) return nullptr;
     std::string why;
     parts.model = timing::make_model(dev.profile, dev.profile_params, why);
@@ -143,6 +165,7 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
                  parts.read_ahead.window_bytes ? format_size(parts.read_ahead.window_bytes) + " (cache " +
                                                      format_size(parts.read_ahead.cache_bytes) + ")"
                                                : std::string("off"));
+    undo.dismiss();
     return std::make_unique<Device>(io, &pool, std::move(parts));
 }
 

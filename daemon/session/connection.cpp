@@ -69,6 +69,8 @@ void Connection::watch_handshake(std::chrono::steady_clock::time_point until) {
     handshake_timer_.expires_at(until);
     handshake_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
         if (ec || self->in_transmission()) return;
+        if (self->hs_held_)   // the client waits for a hand-over's outcome: not its delay
+            return self->watch_handshake(std::chrono::steady_clock::now() + self->context_.limits.handshake_timeout);
         if (self->negotiation_.shutting_down)
             return self->close("server shutting down during the handshake (no option came within " +
                                format_duration(shutdown_option_wait) + ")");
@@ -87,6 +89,7 @@ void Connection::shutdown() {
         negotiation_.shutting_down = true;
         if (!tls_ending_)   // the TLS goodbye has its own short timer
             watch_handshake(std::min(handshake_timer_.expiry(), std::chrono::steady_clock::now() + shutdown_option_wait));
+        release_handshake();   // an option held for a hand-over is answered so now
         return;
     }
     // No request past the next boundary: a WRITE whose payload is being

@@ -111,6 +111,13 @@ public:
     // unpark(): the hand-over failed, carry on reading.
     void park();
     void unpark();
+    // Planned restart, in the handshake (connection_handshake.cpp): while
+    // the hand-over is decided the client's next step waits (its next
+    // option is read but not answered; a GO answered just before does not
+    // enter transmission). release_handshake(): it failed, go on as usual;
+    // shutdown() instead: it succeeded, answer NBD_REP_ERR_SHUTDOWN.
+    void hold_handshake();
+    void release_handshake();
     bool parked() const { return parked_; }
     int native_handle() { return socket_.native_handle(); }
     // A parked connection's state; `group` is left to the caller to name.
@@ -122,6 +129,9 @@ public:
     void resume(const ConnectionState& state, std::optional<sched::GroupId> group);
 
     void request_done(IoRequest& request) override;
+    // A reload changed limits.stall_timeout (connection_stall.cpp). Called
+    // under exclusive(), every loop paused.
+    void stall_timeout_changed();
 
     // Requests are parsed out of a buffer this large (a hand-over passes at most this many unread bytes).
     static constexpr std::size_t read_buffer_size = 256u << 10;
@@ -155,6 +165,7 @@ private:
     void read_option_header();
     void read_option_data(nbd::OptionHeader header);
     void answer_option(const nbd::OptionHeader& header);
+    void to_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status);
     void enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status);
     void bind_export(const nbd::ExportInfo& info, std::uint16_t flags, bool block_status,
                      std::optional<sched::GroupId> keep_group);
@@ -268,6 +279,10 @@ private:
     bool tls_ended_ = false;
     TlsPeer tls_peer_;
     std::vector<const nbd::ExportInfo*> refused_;   // exports its allow: rules refused, counted once
+    // A hand-over is being decided: the next step of the handshake waits
+    // (hold_handshake), here.
+    bool hs_hold_ = false;
+    std::function<void()> hs_held_;
 
     // transmission
     Device* device_ = nullptr;

@@ -79,7 +79,20 @@ void Connection::read_option_data(nbd::OptionHeader header) {
     with_stream([&](auto& stream) { boost::asio::async_read(stream, boost::asio::buffer(hs_in_), std::move(on_data)); });
 }
 
+void Connection::hold_handshake() {
+    if (in_handshake()) hs_hold_ = true;
+}
+
+void Connection::release_handshake() {
+    hs_hold_ = false;
+    if (auto step = std::exchange(hs_held_, nullptr); step && !closed_) step();
+}
+
 void Connection::answer_option(const nbd::OptionHeader& header) {
+    if (hs_hold_ && !negotiation_.shutting_down) {   // answered once the hand-over is decided
+        hs_held_ = [this, header] { answer_option(header); };
+        return;
+    }
     hs_out_.clear();
     auto result = nbd::handle_option(negotiation_, header, hs_in_, context_.exports->infos, hs_out_);
     if (result.refused) refused(*result.refused);
@@ -105,9 +118,7 @@ void Connection::answer_option(const nbd::OptionHeader& header) {
             }
             return self->close(result.reason, spdlog::level::warn);
         case nbd::Next::transmission:
-            // The GO was answered before the stop began: the export is not opened any more.
-            if (self->negotiation_.shutting_down) return self->close("server shutting down during the handshake");
-            return self->enter_transmission(result.chosen, result.transmission_flags, result.block_status);
+            return self->to_transmission(result.chosen, result.transmission_flags, result.block_status);
         case nbd::Next::starttls: return self->start_tls();
         }
     };
@@ -157,6 +168,17 @@ void Connection::end_tls(std::function<void()> then) {
         self->tls_ended_ = true;
         then();
     });
+}
+
+// The GO was answered before the stop began: the export is not opened any
+// more. Before a hand-over began: the export is opened once it failed.
+void Connection::to_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status) {
+    if (negotiation_.shutting_down) return close("server shutting down during the handshake");
+    if (hs_hold_) {
+        hs_held_ = [this, info, flags, block_status] { to_transmission(info, flags, block_status); };
+        return;
+    }
+    enter_transmission(info, flags, block_status);
 }
 
 void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t flags, bool block_status) {

@@ -30,6 +30,22 @@ void Connection::watch_request_stall() {
                          [self = shared_from_this()] { self->time_stall(StallSide::request); });
 }
 
+// A wait already under way when the timeout was 0 started no timer (a
+// header, a small or refused payload), or its one check found 0 and
+// stopped (an in-place payload, a reply batch): untimed, it would stay so
+// until the client moved a byte. Timed from now, so that no client is
+// closed by the reload itself; a wait already timed keeps its timer, which
+// reads the new value at its next check.
+void Connection::stall_timeout_changed() {
+    if (closed_ || !in_transmission() || context_.limits.stall_timeout.count() == 0) return;
+    if (writing_ && !stall_watched_) watch_stall(true);
+    if (!reading_ || payload_watched_) return;
+    if (rstate_ == ReadState::payload && current_)
+        watch_payload_stall(true);
+    else if (rstate_ == ReadState::discard || (rstate_ == ReadState::header && rend_ > rbeg_))
+        watch_request_stall();
+}
+
 // Runs once the stall timer's first step (stall_copy_after) is done, then
 // at each check. The timeout is read at each check: a reload that changes
 // it applies to stalls already timed too, and one that sets 0 ends them.

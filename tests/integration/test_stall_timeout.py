@@ -133,7 +133,8 @@ def main():
             s.close()
         checks.check("stall_timeout 0: no connection closed for a stall", not any(log in d.log() for log in LOGS))
 
-        # A reload sets it; it applies to the stalls that begin afterwards.
+        # A reload sets it; stalls that begin afterwards are timed (those under
+        # way too: test_stall_timeout_reload.py).
         d.write_config("limits: {stall_timeout: 1s}\n" + CONFIG)
         d.hup()
         checks.check("the reload setting stall_timeout is applied", d.wait_log("reload: limits.stall_timeout = 1s", 10),

@@ -86,24 +86,36 @@ def go_data(name):
     return struct.pack(">I", len(name)) + name + struct.pack(">H", 0)
 
 
+GO = struct.pack(">QII", IHAVEOPT, OPT_GO, len(go_data(b"e0"))) + go_data(b"e0")
+
+
+def old_with_handshakes(g, checks, config=CONFIG):
+    """The old daemon of `g` (`config`; hand-over socket g.tmp's
+    handover.sock) and its three clients in the handshake: (process,
+    config, between, midway, silent). `between` had LIST answered, `midway`
+    sent 19 bytes of GO."""
+    sock, handover = g.tmp.file("nbd.sock"), g.tmp.file("handover.sock")
+    with open(g.tmp.file("d0.img"), "wb") as f:
+        f.truncate(16 << 20)
+    config = config.format(dir=g.tmp.path)
+    old = g.start("old", config, ["--handover-socket", handover])
+    checks.check("old daemon up", wait_for(lambda: os.path.exists(handover) and "nbdsched: ready" in g.log("old"), 10))
+    between = greeted(sock)
+    send_option(between, OPT_LIST)
+    checks.check("LIST is answered before the hand-over", final_reply(between) == (OPT_LIST, REP_ACK))
+    midway = greeted(sock)
+    midway.sendall(GO[:19])   # the header and 3 bytes of the data
+    silent = greeted(sock)
+    time.sleep(0.2)   # the daemon has read what they sent
+    return old, config, between, midway, silent
+
+
 def main():
     checks = Checks()
     with Generations("handover-handshake") as g:
         sock, handover = g.tmp.file("nbd.sock"), g.tmp.file("handover.sock")
-        with open(g.tmp.file("d0.img"), "wb") as f:
-            f.truncate(16 << 20)
-        config = CONFIG.format(dir=g.tmp.path)
-        old = g.start("old", config, ["--handover-socket", handover])
-        checks.check("old daemon up", wait_for(lambda: os.path.exists(handover) and "nbdsched: ready" in g.log("old"),
-                                               10))
-        between = greeted(sock)
-        send_option(between, OPT_LIST)
-        checks.check("LIST is answered before the hand-over", final_reply(between) == (OPT_LIST, REP_ACK))
-        midway = greeted(sock)
-        go = struct.pack(">QII", IHAVEOPT, OPT_GO, len(go_data(b"e0"))) + go_data(b"e0")
-        midway.sendall(go[:19])   # the header and 3 bytes of the data
-        silent = greeted(sock)
-        time.sleep(0.2)   # the daemon has read what they sent
+        old, config, between, midway, silent = old_with_handshakes(g, checks)
+        go = GO
 
         start = time.monotonic()
         new = g.start("new", config, ["--takeover", handover])

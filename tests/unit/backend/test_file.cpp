@@ -71,6 +71,40 @@ TEST_CASE("file: size mismatch: smaller file grows, larger file is refused") {
     MESSAGE(error);
 }
 
+TEST_CASE("file: a failed start's undo_open shrinks a grown file back and removes a created one, never data") {
+    TempDir dir;
+    const auto grown = dir.file("grown.img");
+    const auto created = dir.file("created.img");
+    { std::ofstream(grown) << std::string(4096, 'x'); }
+    {
+        auto b = open_ok({grown, 1 << 20, false});
+        auto c = open_ok({created, 1 << 20, false});
+        REQUIRE(b->write(0, byte_pattern(0, 4096), false) == 0);   // below the old end: still undone
+        CHECK(b->undo_open().find("shrunk back to 4KiB") != std::string::npos);
+        CHECK(c->undo_open().find("removed") != std::string::npos);
+        CHECK(b->undo_open().empty());   // once
+    }
+    CHECK(std::filesystem::file_size(grown) == 4096);
+    CHECK_FALSE(std::filesystem::exists(created));
+    std::vector<std::byte> head(4096);
+    REQUIRE(open_ok({grown, 0, false})->read(0, head) == 0);
+    CHECK(is_pattern(head, 0));
+
+    // Data past the old end (or anywhere in a created file): left as it is.
+    {
+        auto b = open_ok({grown, 1 << 20, false});
+        auto c = open_ok({created, 1 << 20, false});
+        REQUIRE(b->write(512 << 10, byte_pattern(0, 4096), false) == 0);
+        REQUIRE(c->write(0, byte_pattern(0, 4096), false) == 0);
+        const auto kept = b->undo_open();
+        MESSAGE(kept);
+        CHECK(kept.find("left at 1MiB (data was written past 4KiB") != std::string::npos);
+        CHECK(c->undo_open().find("left at 1MiB") != std::string::npos);
+    }
+    CHECK(std::filesystem::file_size(grown) == 1 << 20);
+    CHECK(std::filesystem::file_size(created) == 1 << 20);
+}
+
 TEST_CASE("file: a reload measures a file whose size is not configured again") {
     TempDir dir;
     const auto path = dir.file("d.img");
