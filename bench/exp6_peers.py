@@ -1,15 +1,16 @@
 """Experiment 6, protocol overhead against the peers (no emulation, RAM):
 nbdsched (`none`, `cfq`, `bfq`) vs `nbdkit memory` (its default 16 threads,
 and `--threads 1`; the targets are judged against the faster of the two in
-each repetition) vs `qemu-nbd` on a
+each repetition) vs `qemu-nbd` and `nbd-server` on a
 /dev/shm file, over a Unix socket and TCP loopback; 4k randread and
 randwrite at iodepth 1/16/64 with 1 and 2 jobs, 1 MiB sequential read and
 write at iodepth 8; and fio directly on the /dev/shm file (libaio, no protocol) as
 the limit.
 
-Every server+transport is its own process (nbdkit and qemu-nbd serve one
-address per process; nbdsched is started once per scheduler and transport
-too), so the CPU time of each is its own. One fio invocation per workload
+Every server+transport is its own process (nbdkit, qemu-nbd and nbd-server
+serve one address per process; nbdsched is started once per scheduler and
+transport too), so the CPU time of each is its own (nbd-server's includes
+the process it forks for each connection). One fio invocation per workload
 and repetition runs all of them back to back (`stonewall`), in an order
 rotated between repetitions: the servers are interleaved in time, 3 times.
 Every export is written once first (1 MiB writes, one server after the
@@ -52,6 +53,7 @@ def start_all(srv, tmp, image):
         srv[("nbdkit", tr)] = servers.start_nbdkit_memory(tmp, f"k-{tr}", "1G", tr)
         srv[("nbdkit-t1", tr)] = servers.start_nbdkit_memory(tmp, f"k1-{tr}", "1G", tr, threads=1)
         srv[("qemu-nbd", tr)] = servers.start_qemu_nbd(tmp, f"q-{tr}", image, tr)
+        srv[("nbd-server", tr)] = servers.start_nbd_server(tmp, f"n-{tr}", image, tr)
 
 
 def prefill(srv, keys, size):

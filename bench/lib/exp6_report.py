@@ -3,7 +3,7 @@
 import common
 import report
 
-SERVERS = ["nbdsched-none", "nbdsched-cfq", "nbdsched-bfq", "nbdkit", "nbdkit-t1", "qemu-nbd"]
+SERVERS = ["nbdsched-none", "nbdsched-cfq", "nbdsched-bfq", "nbdkit", "nbdkit-t1", "qemu-nbd", "nbd-server"]
 NBDKITS = ("nbdkit", "nbdkit-t1")   # 16 threads (its default) and --threads 1
 
 
@@ -138,19 +138,22 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
         sections.append((f"IOPS over {'a Unix socket' if tr == 'unix' else 'TCP loopback'} "
                          "(median of the repetitions; in brackets: ratio to the faster nbdkit setting's median)",
                          report.table(["workload"] + SERVERS + ["fio on /dev/shm (no protocol)"], rows)))
-    rows = []
-    for w in workloads:
-        row = [wl_name(w)]
-        for s in SERVERS:
-            m = med.get((s, "unix", w))
-            row.append(f"{m[2]:.1f}" if m and m[2] is not None else "-")
-        rows.append(row)
-    sections.append(("Server CPU seconds per million requests (Unix socket, median)",
-                     report.table(["workload"] + SERVERS, rows) +
-                     "\n\nThe server process's utime+stime over the fio job (connection setup included) "
-                     "divided by the requests fio completed. nbdkit and qemu-nbd use worker threads; "
-                     "nbdsched runs one event loop per device up to one per CPU (docs/threads.md); with the "
-                     "one device here, one thread serves every connection."))
+    for tr in ("unix", "tcp"):
+        rows = []
+        for w in workloads:
+            row = [wl_name(w)]
+            for s in SERVERS:
+                m = med.get((s, tr, w))
+                row.append(f"{m[2]:.1f}" if m and m[2] is not None else "-")
+            rows.append(row)
+        sections.append((f"Server CPU seconds per million requests ({'Unix socket' if tr == 'unix' else 'TCP'}, median)",
+                         report.table(["workload"] + SERVERS, rows)))
+    sections[-1] = (sections[-1][0], sections[-1][1] +
+                    "\n\nThe server process's utime+stime over the fio job (connection setup included) "
+                    "divided by the requests fio completed. nbdkit and qemu-nbd use worker threads, and "
+                    "nbd-server a process per connection (its CPU counts them); nbdsched runs one event loop "
+                    "per device up to one per CPU (docs/threads.md); with the one device here, one thread "
+                    "serves every connection.")
     # targets
     w64 = ("randread", "4k", 64, 1)
     v = {s: _val(med.get((s, "unix", w64)), w64) for s in SERVERS}
@@ -207,7 +210,8 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
                      "data, and no job pays a server's first touch of its memory (17-24 ms per 2 MiB huge page "
                      "on this host, bench/results/data-path.md). "
                      "RAM everywhere: nbdsched `backend: ram` 1 GiB, `nbdkit memory 1G`, qemu-nbd "
-                     "(`--shared=64 -f raw`) on a 1 GiB /dev/shm file (written by the prefill). The no-protocol row is fio's "
+                     "(`--shared=64 -f raw`) and nbd-server (a process per connection, `flush` and `trim` on) on "
+                     "one 1 GiB /dev/shm file (written by the prefill). The no-protocol row is fio's "
                      "libaio engine on that file (tmpfs: no O_DIRECT, so libaio completes synchronously)."))
     labels = [wl_name(w) for w in workloads]
     series = []
@@ -221,7 +225,7 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
         series.append((s if s != "direct" else "fio on /dev/shm", vals))
     report.bars(report.plot_path(name, quick), "Unix socket: throughput relative to the faster nbdkit memory setting (=1)",
                 labels, series, "ratio to nbdkit")
-    print(report.write(name, "Experiment 6: protocol overhead against nbdkit and qemu-nbd", sections, facts,
+    print(report.write(name, "Experiment 6: protocol overhead against nbdkit, qemu-nbd and nbd-server", sections, facts,
                        commands, peers=True, quick=quick,
                        summary=summary_row(result, failures),
                        runs={f"{srv} {tr} {wl_name(w)}": [
@@ -247,7 +251,7 @@ def summary_row(result, failures):
         ours += f"; {len(failures)} runs failed (see the report)"
     status = ("no result" if r is None else "met" if r >= 1 else "missed") + " / " + \
         ("no result" if "sched_ok" not in result else "met" if result["sched_ok"] else "missed")
-    return {"setup": "RAM, nbdsched none/cfq/bfq vs nbdkit memory (16 threads, --threads 1) vs qemu-nbd, unix + tcp",
+    return {"setup": "RAM, nbdsched none/cfq/bfq vs nbdkit memory (16 threads, --threads 1) vs qemu-nbd vs nbd-server, unix + tcp",
             "seed": "-",
             "ours": ours, "target": ">= 1x the faster nbdkit setting (aim 1.5x); cfq/bfq <= 10% below none at qd64 (mean of the cells)",
             "status": status}

@@ -11,7 +11,7 @@ import sys
 from nbdsched_test import fio
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.patterns import pattern
-from nbdsched_test.process import Server
+from nbdsched_test.process import DaemonizedServer, Server, cpu_seconds, wait_for
 from nbdsched_test.tempdir import TempDir
 from nbdsched_test.verdict import check
 
@@ -78,6 +78,61 @@ def test_server():
     tmp.remove()
 
 
+# Forks into the background like nbd-server: the command exits 0, the daemon
+# writes its pid, listens, and forks a child per "connection": one that burns
+# 0.3 s of CPU and is reaped, one that burns 0.3 s and stays.
+FORKING = """
+import os, socket, sys, time
+def burn(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+if os.fork():
+    sys.exit(0)
+os.setsid()
+with open(sys.argv[2], "w") as f:
+    f.write(f"{os.getpid()}\\n")
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen()
+child = os.fork()
+if child == 0:
+    burn(0.3)
+    os._exit(0)
+os.waitpid(child, 0)
+if os.fork() == 0:
+    burn(0.3)
+    time.sleep(60)
+    os._exit(0)
+print("forked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_daemonized_server():
+    tmp = TempDir("selftest")
+    sock, pid_file = tmp.file("d.sock"), tmp.file("d.pid")
+    s = DaemonizedServer("forking", [sys.executable, "-c", FORKING, sock, pid_file], tmp.path, tmp.file("d.log"),
+                         pid_file, sock=sock)
+    with open(pid_file) as f:
+        check(s.alive() and s.pid == int(f.read()) and os.path.exists(sock),
+              f"follows the daemon (pid {s.pid}, from its pid file) once it listens")
+    wait_for(lambda: s.cpu() - cpu_seconds(s.pid) >= 0.55, 30)   # both children burnt their 0.3 s
+    own, tree = cpu_seconds(s.pid), s.cpu()
+    check(tree - own >= 0.55, f"its CPU counts the reaped and the live child: {tree:.2f} s against its own {own:.2f} s")
+    group = s.pid
+    s.stop()
+    check(not s.alive(), "stopped")
+    os.killpg(group, signal.SIGKILL)   # the live child, which this stand-in does not stop
+    try:
+        DaemonizedServer("fails", ["sh", "-c", "echo no exports; exit 1"], tmp.path, tmp.file("f.log"),
+                         tmp.file("f.pid"), sock=sock + "2")
+        check(False, "a command that exits 1 must raise")
+    except RuntimeError as e:
+        check("status 1" in str(e) and "no exports" in str(e), f"start-up failure with its log: {e}")
+    tmp.remove()
+
+
 def test_daemon_config():
     tmp = TempDir("selftest")
     fake = tmp.file("fake-nbdsched")
@@ -103,5 +158,6 @@ def test_daemon_config():
 
 
 if __name__ == "__main__":
-    for t in (test_pattern, test_tempdir, test_fio_command, test_fio_job_names, test_server, test_daemon_config):
+    for t in (test_pattern, test_tempdir, test_fio_command, test_fio_job_names, test_server, test_daemonized_server,
+              test_daemon_config):
         t()

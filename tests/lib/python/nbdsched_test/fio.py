@@ -53,8 +53,9 @@ class Running:
 
     def __init__(self, global_opts, jobs, servers=()):
         self.argv = fio_command(global_opts, jobs)
-        self._pids = [s if isinstance(s, int) else s.pid for s in servers]
-        self._cpu0 = [cpu_seconds(p) for p in self._pids]
+        # a pid, or a Server whose cpu() may count more than one process
+        self._cpu = [(lambda p=s: cpu_seconds(p)) if isinstance(s, int) else s.cpu for s in servers]
+        self._cpu0 = [cpu() for cpu in self._cpu]
         self._t0 = time.monotonic()
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -66,7 +67,7 @@ class Running:
             self.proc.communicate()
             raise
         wall = time.monotonic() - self._t0
-        cpu = [cpu_seconds(p) - c for p, c in zip(self._pids, self._cpu0)]
+        cpu = [now() - c for now, c in zip(self._cpu, self._cpu0)]
         if self.proc.returncode != 0:
             raise FioError(f"fio failed ({self.proc.returncode}): {shell(self.argv)}\n{err[-2000:]}{out[-1000:]}")
         data = json.loads(out[out.index("{"):])   # fio may print notes before the JSON

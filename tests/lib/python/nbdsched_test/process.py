@@ -20,6 +20,41 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def _stat_fields(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def _children(pid):
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except OSError:   # the thread ended
+            pass
+    return out
+
+
+def tree_cpu_seconds(pid):
+    """CPU time of a process that forks one child per connection
+    (nbd-server): its own, its reaped children's (cutime, cstime) and its
+    live children's. Read again when a child was reaped while its time was
+    being read, so that a child is counted exactly once."""
+    while True:
+        before = _stat_fields(pid)
+        total = 0.0
+        for child in _children(pid):
+            try:
+                f = _stat_fields(child)
+            except OSError:   # reaped meanwhile: in the parent's cutime now
+                continue
+            total += sum(int(x) for x in f[11:15]) / CLK_TCK
+        after = _stat_fields(pid)
+        if after[13:15] == before[13:15]:
+            return total + sum(int(x) for x in after[11:15]) / CLK_TCK
+
+
 def thread_stats(pid):
     """{tid: (name, utime + stime in seconds, context switches)} of a
     process's threads (voluntary and involuntary switches together)."""
@@ -210,6 +245,77 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class _NotChild:
+    """Popen's poll, wait, send_signal, terminate and kill for a process
+    that is not this one's child (it forked into the background): it has
+    ended once its pid is gone or a zombie; its exit status is unknown."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                if _stat_fields(self.pid)[0] == "Z":
+                    self.returncode = "unknown (not a child of this process)"
+            except OSError:
+                self.returncode = "unknown (not a child of this process)"
+        return self.returncode
+
+    def send_signal(self, sig):
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        if not wait_for(lambda: self.poll() is not None, 1e9 if timeout is None else timeout):
+            raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+        return self.returncode
+
+
+class DaemonizedServer(Server):
+    """A server that forks into the background and writes its pid to
+    `pid_file` (nbd-server: its one foreground mode serves a single
+    connection and exits). The command must exit 0 once the daemon runs;
+    from then on the daemon is followed by its pid, and its CPU time
+    includes the children it forks per connection."""
+
+    def __init__(self, name, argv, workdir, log_path, pid_file, sock=None, tcp_port=None, timeout=30):
+        super().__init__(name, argv, workdir, log_path, sock=sock, tcp_port=tcp_port, wait=False)
+        try:
+            status = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            status = "still running"
+        pid = None
+        if status == 0 and wait_for(lambda: _read_pid(pid_file), timeout):
+            pid = _read_pid(pid_file)
+        if pid is None:
+            tail = self.log_tail()
+            self.stop()
+            raise RuntimeError(f"{name} did not start (command status {status}, pid file {pid_file}):\n{tail}")
+        self.proc = _NotChild(pid)
+        self._wait_listening([sock] if sock else [], tcp_port, timeout)
+
+    def cpu(self):
+        return tree_cpu_seconds(self.pid)
+
+
+def _read_pid(path):
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def rss_bytes(pid):

@@ -1,11 +1,11 @@
 """The NBD servers the benchmarks compare: nbdsched (from configuration
-dicts), nbdkit (memory, file) and qemu-nbd. Every server listens on a Unix
-socket in the run's scratch directory and, when asked, on TCP loopback;
-nbdkit and qemu-nbd serve one address per process."""
+dicts), nbdkit (memory, file), qemu-nbd and nbd-server. Every server
+listens on a Unix socket in the run's scratch directory and, when asked, on
+TCP loopback; nbdkit, qemu-nbd and nbd-server serve one address per process."""
 import os
 
 from .daemon import Daemon
-from .process import Server, free_port
+from .process import DaemonizedServer, Server, free_port
 
 
 def start_nbdsched(workdir, tag, devices, exports, groups=None, tcp=False, log_level="warn", limits=None,
@@ -64,6 +64,27 @@ def start_qemu_nbd(workdir, tag, image, transport="unix", shared=64, extra=()):
     return _peer("qemu-nbd", ["qemu-nbd", "--persistent", f"--shared={shared}", "-f", "raw", "-x", "x",
                               *extra], workdir, tag, transport,
                  lambda s: ["-k", s], lambda p: ["-b", "127.0.0.1", "-p", str(p)], [image])
+
+
+def start_nbd_server(workdir, tag, image, transport="unix"):
+    """nbd-server (the reference server of the NBD project) exporting a raw
+    image as `x`. It forks into the background and forks a process per
+    connection; its CPU time counts them all. Its configuration file is
+    written here, so the system's /etc/nbd-server/config is not read."""
+    sock = port = None
+    generic = ["[generic]"]
+    if transport == "unix":
+        sock = os.path.join(workdir, f"{tag}.sock")
+        generic.append(f"unixsock = {sock}")
+    else:
+        port = free_port()
+        generic += ["listenaddr = 127.0.0.1", f"port = {port}"]
+    config = os.path.join(workdir, f"{tag}.conf")
+    with open(config, "w") as f:
+        f.write("\n".join(generic + ["[x]", f"exportname = {image}", "flush = true", "trim = true", ""]))
+    pid_file = os.path.join(workdir, f"{tag}.pid")
+    return DaemonizedServer("nbd-server", ["nbd-server", "-C", config, "-p", pid_file], workdir,
+                            os.path.join(workdir, f"{tag}.log"), pid_file, sock=sock, tcp_port=port)
 
 
 class Fleet(dict):
