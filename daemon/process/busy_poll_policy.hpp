@@ -4,8 +4,9 @@
 // and few are preempted -- a poll that the kernel switched out took the
 // CPU from another runnable thread, on a machine whose cores are all busy
 // most likely the very client it waits for (docs/data-path.md#busy-poll).
-// When it does not pay, `auto` stops polling for a number of sleeps that
-// doubles each time polling is tried again and still does not pay.
+// When it does not pay, `auto` stops polling for a number of the loop's
+// turns (skip_turn(): each a sleep at most) that doubles each time polling
+// is tried again and still does not pay.
 // Pure: the loop measures, this decides.
 #pragma once
 

@@ -53,7 +53,7 @@ void run_event_loop(boost::asio::io_context& io, const config::BusyPoll& busy_po
         // io_context::run() has it: it runs what is ready and sleeps only
         // when nothing is. Asking the reactor first (poll()) cost an
         // epoll_wait with a zero timeout before every sleep: at 4k reads
-        // at iodepth 64, one system call in four of the daemon's.
+        // at iodepth 64, about one in five of the daemon's system calls.
         if (policy.skip_turn()) {
             ++stats.sleeps;
             if (io.run_one() == 0) break;
