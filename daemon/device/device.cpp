@@ -1,5 +1,6 @@
 #include "daemon/device/device.hpp"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <chrono>
@@ -178,22 +179,25 @@ void Device::enqueue(IoRequest& r, sched::Time now) {
     s.sync = r.op == sched::Op::read || r.op == sched::Op::flush || r.fua || writes_sync_;
     s.arrival = now;
     scheduler_->submit(s, now);
-    pump();
+    pump(now);
 }
 
+void Device::pump() { pump(steady_now()); }
+
 // Drains dispatch(). Inline completions call back into pump() (through
-// finish); the flag turns that recursion into another round of this loop.
-void Device::pump() {
+// finish) from inside start(), and dispatch() is asked again after every
+// start(): a call from inside only brings its reading of the clock, so that
+// what it made dispatchable is dispatched at that time. (A second round of
+// this loop with a reading of its own cost a clock read per request, and
+// the same one dispatch() that finds nothing.)
+void Device::pump(sched::Time now) {
     if (pumping_) {
-        repump_ = true;
+        pump_now_ = std::max(pump_now_, now);
         return;
     }
     pumping_ = true;
-    do {
-        repump_ = false;
-        auto now = steady_now();
-        while (auto d = scheduler_->dispatch(now)) start(*slots_[d->id], now);
-    } while (repump_);
+    pump_now_ = now;
+    while (auto d = scheduler_->dispatch(pump_now_)) start(*slots_[d->id], pump_now_);
     pumping_ = false;
     arm_wakeup();
 }
@@ -346,7 +350,7 @@ void Device::finish(IoRequest& r) {
         r.sink->request_done(r);   // a prefetch: its data goes to the read-ahead cache
     else
         answer(r, now);
-    pump();
+    pump(now);
 }
 
 // A client request is done: through the device, or from read-ahead.

@@ -152,7 +152,8 @@ private:
     // `now`: the caller's reading of the clock (steady_now()), one per step of a request.
     void enqueue(IoRequest& r, sched::Time now);
     void answer(IoRequest& r, sched::Time now);
-    void pump();
+    void pump();   // at steady_now()
+    void pump(sched::Time now);
     void start(IoRequest& r, sched::Time now);
     bool pin_read(IoRequest& r);
     // Below this a copy costs less than the pin and the reply's extra iovecs.
@@ -195,7 +196,7 @@ private:
     sched::QueueId next_queue_ = 1;
 
     bool pumping_ = false;
-    bool repump_ = false;
+    sched::Time pump_now_{};   // the time pump() dispatches at: the latest reading of the calls it is inside
     boost::asio::steady_timer wakeup_timer_;
     std::optional<sched::Time> wakeup_armed_;   // when the timer fires; only moved earlier
     boost::asio::steady_timer release_timer_;

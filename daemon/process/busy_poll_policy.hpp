@@ -4,8 +4,9 @@
 // and few are preempted -- a poll that the kernel switched out took the
 // CPU from another runnable thread, on a machine whose cores are all busy
 // most likely the very client it waits for (docs/data-path.md#busy-poll).
-// When it does not pay, `auto` stops polling for a number of sleeps that
-// doubles each time polling is tried again and still does not pay.
+// When it does not pay, `auto` stops polling for a number of the loop's
+// turns (skip_turn(): each a sleep at most) that doubles each time polling
+// is tried again and still does not pay.
 // Pure: the loop measures, this decides.
 #pragma once
 
@@ -36,6 +37,15 @@ public:
     bool adaptive() const { return settings_.adaptive; }
     // The loop ran out of work: how long to poll now (0: sleep at once).
     Micros window();
+    // True while `auto` has stopped polling, counting one turn of the loop
+    // toward the pause: the loop then runs its handlers without looking for
+    // work first, sleeping when it has none. A turn runs one handler, and
+    // sleeps at most once: the pause counts turns as sleeps.
+    bool skip_turn() {
+        if (skip_ == 0) return false;
+        --skip_;
+        return true;
+    }
     // What that poll came to: work found within the window or not (and
     // after how long), and whether the thread was switched out while it
     // polled.

@@ -16,7 +16,7 @@ namespace nbdsched::daemon {
 
 struct LoopStats {
     std::uint64_t polls_with_work = 0;   // polls that found work (a sleep avoided)
-    std::uint64_t sleeps = 0;            // blocked in epoll_wait
+    std::uint64_t sleeps = 0;            // blocked in epoll_wait (while `auto` pauses: turns that may have)
     std::uint64_t backoffs = 0;          // `auto` stopped polling: it did not pay
 
     LoopStats& operator+=(const LoopStats& other);

@@ -97,3 +97,20 @@ TEST_CASE("auto, once polling pays again, backs off briefly after the next failu
     feed(p, BusyPollPolicy::judged_polls, false, false);   // fails again
     CHECK(skipped(p) == BusyPollPolicy::first_skip);
 }
+
+TEST_CASE("while auto pauses, each turn of the loop counts toward the pause; then it polls again") {
+    BusyPollPolicy p(automatic);
+    CHECK_FALSE(p.skip_turn());   // polling: the loop looks for work before it sleeps
+    feed(p, BusyPollPolicy::judged_polls, false, false);
+    REQUIRE(p.backoffs() == 1);
+    std::uint64_t turns = 0;
+    while (p.skip_turn()) ++turns;
+    CHECK(turns == BusyPollPolicy::first_skip);
+    CHECK(p.window() == BusyPoll::auto_window);
+}
+
+TEST_CASE("a fixed window never pauses") {
+    BusyPollPolicy p(BusyPoll{microseconds(50), false});
+    feed(p, 1000, false, true);
+    CHECK_FALSE(p.skip_turn());
+}
