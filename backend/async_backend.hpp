@@ -52,9 +52,7 @@ public:
         (void)op, (void)offset, (void)length, (void)buffer;
         return true;
     }
-    // Buffers stay the caller's and must live until the completion; a
-    // write's must not change meanwhile either (RBD sends it as it is:
-    // rbd_open.cpp, rbd_disable_zero_copy_writes).
+    // Buffers stay the caller's and must live until the completion.
     virtual void submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) = 0;
     virtual void submit_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, void* tag) = 0;
     virtual void submit_flush(void* tag) = 0;
