@@ -18,21 +18,10 @@ import time
 
 import nbd
 
-from nbdsched_test.ceph import one_rbd_export, run_checks
+from nbdsched_test.ceph import conf_with, one_rbd_export, run_checks
 from nbdsched_test.daemon import Daemon
 
 ANSWER_S = 20   # the fenced write fails at once (base: under 1 s); a loaded host gets room
-
-
-def conf_with(conf, line):
-    """A copy of the cluster's ceph.conf with `line` in its [client] section."""
-    path = conf + ".write-copy"
-    with open(conf) as f:
-        text = f.read()
-    assert "\n[client]\n" in text, "no [client] section"
-    with open(path, "w") as f:
-        f.write(text.replace("\n[client]\n", f"\n[client]\n{line}\n", 1))
-    return path
 
 
 def config_get(asok, key):
@@ -57,7 +46,8 @@ def write_outcome(h, data, offset, seconds):
 
 def write_copy_checks(c, cluster, tmp):
     cluster.rbd("create", "--size", "16M", "rbd/imgcopy")
-    conf = conf_with(cluster.conf, f"rbd disable zero copy writes = false\nadmin socket = {tmp.path}/client.$pid.asok")
+    lines = f"rbd disable zero copy writes = false\nadmin socket = {tmp.path}/client.$pid.asok"
+    conf = conf_with(cluster.conf, lines, "write-copy")
     old = Daemon(one_rbd_export(conf, "imgcopy"), "copy-old", workdir=tmp.path)
     new = None
     hung = False
