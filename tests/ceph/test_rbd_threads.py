@@ -9,7 +9,7 @@ import os
 
 import nbd
 
-from nbdsched_test.ceph import one_rbd_export, run_checks
+from nbdsched_test.ceph import conf_with, one_rbd_export, run_checks
 from nbdsched_test.daemon import Daemon
 
 
@@ -25,17 +25,6 @@ def pool_threads(pid):
     return count
 
 
-def conf_with(conf, line):
-    """A copy of the cluster's ceph.conf with `line` in its [client] section."""
-    path = conf + ".threads"
-    with open(conf) as f:
-        text = f.read()
-    assert "\n[client]\n" in text, "no [client] section"
-    with open(path, "w") as f:
-        f.write(text.replace("\n[client]\n", f"\n[client]\n{line}\n", 1))
-    return path
-
-
 def thread_checks(c, cluster, tmp):
     cluster.rbd("create", "--size", "16M", "rbd/imgthreads")
     d = Daemon(one_rbd_export(cluster.conf, "imgthreads"), "threads-default", workdir=tmp.path)
@@ -48,7 +37,7 @@ def thread_checks(c, cluster, tmp):
     h.shutdown()
     d.stop()
 
-    conf = conf_with(cluster.conf, "librados thread count = 3")
+    conf = conf_with(cluster.conf, "librados thread count = 3", "threads")
     d = Daemon(one_rbd_export(conf, "imgthreads"), "threads-conf", workdir=tmp.path)
     n = pool_threads(d.pid)
     c.check("ceph.conf's librados thread count = 3 stands", n == 3, f"{n} threads")

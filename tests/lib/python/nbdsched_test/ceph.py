@@ -22,6 +22,17 @@ def rbd_config(name, image, conf, **keys):
     return f"{{name: {name}, backend: rbd, pool: rbd, image: {image}, ceph_conf: {conf}, client: admin{extra}}}"
 
 
+def conf_with(conf, line, tag):
+    """A copy of ceph.conf `conf` (at `conf`.`tag`) with `line` at the top of its [client] section."""
+    path = f"{conf}.{tag}"
+    with open(conf) as f:
+        text = f.read()
+    assert "\n[client]\n" in text, "no [client] section"
+    with open(path, "w") as f:
+        f.write(text.replace("\n[client]\n", f"\n[client]\n{line}\n", 1))
+    return path
+
+
 def one_rbd_export(conf, image):
     """A configuration with one rbd device `vol` on `image`, exported as `vol`."""
     return f"devices:\n  - {rbd_config('vol', image, conf)}\nexports:\n  - {{name: vol, device: vol}}\n"
