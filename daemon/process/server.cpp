@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <system_error>
 
+#include "common/undo_unless_dismissed.hpp"
 #include "daemon/control/commands.hpp"
 #include "daemon/control/qos.hpp"
 #include "daemon/process/event_loop.hpp"
@@ -58,12 +59,7 @@ Server::~Server() {
 std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptions options, std::string& error) {
     std::unique_ptr<Server> s(new Server(config, std::move(options)));
     // A failure below undoes what opening the devices changed in their storage.
-    struct UndoUnlessCreated {
-        Server* server;
-        ~UndoUnlessCreated() {
-            if (server) server->undo_start();
-        }
-    } undo{s.get()};
+    UndoUnlessDismissed undo([server = s.get()] { server->undo_start(); });
     // Round-robin in config order: one device is one loop's (one core's) worth.
     for (std::size_t i = 0; i < s->config_.devices.size(); ++i) {
         auto& dev = s->config_.devices[i];
@@ -107,7 +103,7 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     // --takeover: the sockets come with the hand-over (take_over), after
     // everything else is built, so the old process pauses only for that.
     if (!s->options_.takeover_pending && !s->open_sockets(error)) return nullptr;
-    undo.server = nullptr;
+    undo.dismiss();
     return s;
 }
 

@@ -6,6 +6,7 @@
 #include "backend/file_backend.hpp"
 #include "timing/capacity.hpp"
 #include "timing/profiles.hpp"
+#include "common/undo_unless_dismissed.hpp"
 #include "common/units.hpp"
 #include "daemon/device/io_limits.hpp"
 #include "sched/qos/qos_scheduler.hpp"
@@ -76,23 +77,6 @@ timing::Capacity profile_capacity(const config::Device& dev, std::uint64_t size)
     return c;
 }
 
-// Until dismissed, undoes what opening a device's storage changed: its
-// build fails after the open.
-class UndoOpen {
-public:
-    UndoOpen(const std::string& device, backend::Backend& backend) : device_(device), backend_(&backend) {}
-    ~UndoOpen() {
-        if (backend_) undo_open(device_, *backend_);
-    }
-    UndoOpen(const UndoOpen&) = delete;
-    UndoOpen& operator=(const UndoOpen&) = delete;
-    void dismiss() { backend_ = nullptr; }
-
-private:
-    const std::string& device_;
-    backend::Backend* backend_;
-};
-
 }   // namespace
 
 void undo_open(const std::string& device, backend::Backend& backend) {
@@ -120,7 +104,8 @@ std::unique_ptr<Device> build_device(boost::asio::io_context& io, boost::asio::t
     spec.on_storage_warning = [name = dev.name](const std::string& what) { spdlog::warn("device {}: {}", name, what); };
     parts.backend = backend::make_backend(spec, error);
     if (!parts.backend) return nullptr;
-    UndoOpen undo(dev.name, *parts.backend);
+    // A build that fails after the open undoes what the open changed in the storage.
+    UndoUnlessDismissed undo([&name = dev.name, backend = parts.backend.get()] { undo_open(name, *backend); });
     if (!check_io_engine(dev, *parts.backend, error)) return nullptr;
     std::string why;
     parts.model = timing::make_model(dev.profile, dev.profile_params, why);
