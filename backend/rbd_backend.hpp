@@ -18,8 +18,12 @@
 // image's own configuration that turns it on anyway is refused at the
 // open, one that changes the cache asked for is told through `warn`.
 //
-// Data requests go through the asynchronous path (async_backend.hpp):
-// rbd_aio_* with a completion callback that hands the result to the sink.
+// Data requests go through the asynchronous path (async_backend.hpp), as a
+// loop-driven backend: rbd_aio_* without a callback; librbd queues each
+// finished request and writes an eventfd (rbd_set_image_notification), and
+// the device's event loop reaps the queue (rbd_poll_io_events) when it
+// fires. No thread of librbd's touches the event loop's own state
+// (docs/rbd.md, "How it works", has the measurement against a callback).
 // FUA = the write, then a flush, before the completion (with the cache
 // on too: librbd's flush waits for every write answered before it). TRIM = discard;
 // WRITE_ZEROES = rbd_aio_write_zeroes (librbd punches or zeroes as the
@@ -27,6 +31,7 @@
 // status asks librbd which extents hold data (rbd_extents.cpp).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <future>
 #include <memory>
@@ -77,6 +82,8 @@ public:
     void submit_trim(std::uint64_t offset, std::uint64_t length, bool fua, void* tag) override;
     void submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua,
                              void* tag) override;
+    int completion_fd() const override;
+    void reap() override;
 
     struct Handles;   // librados/librbd handles (rbd_open.cpp)
     struct Op;        // one asynchronous request in flight
@@ -94,9 +101,15 @@ private:
     bool later(std::function<void()> job);
     void submit_within(Op* op);
     void start_within(Op* op);
-    void finish(Op* op, long long r);
-    void start(Op* op);
-    static void on_complete(void* completion, void* arg);
+    // `on_loop`: called from reap(), on the event loop, where the sink takes
+    // a completion at once; else from a thread of later()'s.
+    void finish(Op* op, long long r, bool on_loop);
+    void start(Op* op, bool on_loop = false);
+    void report(Op* op, int error, bool on_loop);
+    void completed(void* completion, bool on_loop);   // one of librbd's queue
+    // The destructor's: waits for every request librbd still has, and
+    // releases them (rbd_close would leave them in its queue).
+    void drain_for_exit();
 
     std::unique_ptr<Handles> h_;
     std::string name_;   // pool/[namespace/]image
@@ -106,6 +119,9 @@ private:
     std::mutex later_mutex_;
     std::vector<std::future<void>> later_;
     bool closing_ = false;
+    // Requests handed to librbd and not reaped yet: started on the loop or
+    // a later() thread, reaped on the loop.
+    std::atomic<std::uint64_t> in_flight_ = 0;
 };
 
 }   // namespace nbdsched::backend

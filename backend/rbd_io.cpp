@@ -1,8 +1,11 @@
 // RBD data requests: librbd's blocking calls for the synchronous interface,
-// rbd_aio_* with a completion callback for the asynchronous one.
+// rbd_aio_* reaped from librbd's queue on the event loop for the asynchronous
+// one.
 #include <cerrno>
 #include <chrono>
+#include <poll.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "backend/rbd_backend.hpp"
 #include "backend/rbd_handles.hpp"
@@ -90,7 +93,6 @@ struct RbdBackend::Op {
                       flush,
                       trim,
                       zero } kind;
-    RbdBackend* self;
     void* tag;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
@@ -100,40 +102,64 @@ struct RbdBackend::Op {
     std::uint64_t size_read_at = 0;   // a write's: the header change its bounds were checked at
 };
 
-void RbdBackend::on_complete(void* completion, void* arg) {
+// One finished request from librbd's queue: on the event loop, or in the
+// destructor (`on_loop` false).
+void RbdBackend::completed(void* completion, bool on_loop) {
     auto c = static_cast<rbd_completion_t>(completion);
-    auto* op = static_cast<Op*>(arg);
+    auto* op = static_cast<Op*>(rbd_aio_get_arg(c));
     long long r = rbd_aio_get_return_value(c);
     rbd_aio_release(c);
+    --in_flight_;
     if (op->kind == Op::Kind::read && r >= 0 && static_cast<std::uint64_t>(r) != op->length) r = -EIO;
     const bool writes = op->kind == Op::Kind::write || op->kind == Op::Kind::zero;
-    if (writes && r >= 0 && op->size_read_at != op->self->h_->header_changes) {
+    if (writes && r >= 0 && op->size_read_at != h_->header_changes) {
         // The header changed while it was in flight: a shrink may have
-        // clipped it. The size is read on a thread of its own, not librbd's
-        // (a refresh would wait on it); while the image closes, the size
-        // known is used.
-        if (op->self->later([op, r] {
-                op->self->read_image_size();
-                op->self->finish(op, r);
+        // clipped it. The size is read on a thread of its own, not the
+        // loop (a refresh would wait on the cluster); while the image
+        // closes, the size known is used.
+        if (later([this, op, r] {
+                read_image_size();
+                finish(op, r, false);
             }))
             return;
     }
-    op->self->finish(op, r);
+    finish(op, r, on_loop);
+}
+
+int RbdBackend::completion_fd() const { return h_->event_fd; }
+
+// The eventfd was read by the loop before this: a request librbd queues
+// after the read writes it again, so none is left behind.
+void RbdBackend::reap() {
+    constexpr int batch = 64;
+    rbd_completion_t done[batch];
+    int n;
+    do {
+        n = rbd_poll_io_events(h_->image, done, batch);
+        for (int i = 0; i < n; ++i) completed(done[i], true);
+    } while (n == batch);
+}
+
+void RbdBackend::report(Op* op, int error, bool on_loop) {
+    if (on_loop)
+        sink_->completed_on_loop(op->tag, error);
+    else
+        sink_->completed(op->tag, error);
+    delete op;
 }
 
 // A request done (a write: inside the image's size as last read); a FUA
 // write goes on with its flush.
-void RbdBackend::finish(Op* op, long long r) {
+void RbdBackend::finish(Op* op, long long r, bool on_loop) {
     const bool writes = op->kind == Op::Kind::write || op->kind == Op::Kind::zero;
     if (writes && r >= 0)
         if (int err = past_image_end(op->offset, op->length)) r = -err;
     if (r >= 0 && op->then_flush) {
         op->then_flush = false;
         op->kind = Op::Kind::flush;
-        return start(op);
+        return start(op, on_loop);
     }
-    sink_->completed(op->tag, to_errno(r));
-    delete op;
+    report(op, to_errno(r), on_loop);
 }
 
 // A write or write-zeroes against the image's size: read again first, on
@@ -149,22 +175,17 @@ void RbdBackend::submit_within(Op* op) {
 
 void RbdBackend::start_within(Op* op) {
     op->size_read_at = h_->size_read_at;
-    if (int err = past_image_end(op->offset, op->length)) {
-        sink_->completed(op->tag, err);
-        delete op;
-        return;
-    }
+    if (int err = past_image_end(op->offset, op->length)) return report(op, err, false);
     start(op);
 }
 
-void RbdBackend::start(Op* op) {
+// `on_loop`: from reap() (a FUA write's flush), where a failure is reported
+// at once; from a submit call or a later() thread it is posted.
+void RbdBackend::start(Op* op, bool on_loop) {
     rbd_completion_t c;
-    int r = rbd_aio_create_completion(op, &RbdBackend::on_complete, &c);
-    if (r < 0) {
-        sink_->completed(op->tag, to_errno(r));
-        delete op;
-        return;
-    }
+    int r = rbd_aio_create_completion(op, nullptr, &c);   // no callback: queued for reap()
+    if (r < 0) return report(op, to_errno(r), on_loop);
+    ++in_flight_;
     switch (op->kind) {
     case Op::Kind::read: r = rbd_aio_readv(h_->image, &op->iov, 1, op->offset, c); break;
     case Op::Kind::write: r = rbd_aio_writev(h_->image, &op->iov, 1, op->offset, c); break;
@@ -172,36 +193,47 @@ void RbdBackend::start(Op* op) {
     case Op::Kind::trim: r = rbd_aio_discard(h_->image, op->offset, op->length, c); break;
     case Op::Kind::zero: r = rbd_aio_write_zeroes(h_->image, op->offset, op->length, c, zero_flags(op->may_trim), 0); break;
     }
-    if (r < 0) {   // not started: the callback will not run
+    if (r < 0) {   // not started: it will not be queued
+        --in_flight_;
         rbd_aio_release(c);
-        sink_->completed(op->tag, to_errno(r));
-        delete op;
+        report(op, to_errno(r), on_loop);
+    }
+}
+
+void RbdBackend::drain_for_exit() {
+    while (in_flight_ != 0) {
+        pollfd p{h_->event_fd, POLLIN, 0};
+        std::uint64_t count;
+        if (::poll(&p, 1, 1000) > 0 && ::read(h_->event_fd, &count, sizeof count) < 0) continue;
+        rbd_completion_t done[64];
+        const int n = rbd_poll_io_events(h_->image, done, 64);
+        for (int i = 0; i < n; ++i) completed(done[i], false);   // a FUA write's flush is started too
     }
 }
 
 void RbdBackend::submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) {
     if (!check(offset, out.size(), tag)) return;
-    start(new Op{Op::Kind::read, this, tag, offset, out.size(), {out.data(), out.size()}});
+    start(new Op{Op::Kind::read, tag, offset, out.size(), {out.data(), out.size()}});
 }
 
 void RbdBackend::submit_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, void* tag) {
     if (!check(offset, data.size(), tag)) return;
     // librbd only reads from the iovec of a write.
     iovec iov{const_cast<std::byte*>(data.data()), data.size()};
-    submit_within(new Op{Op::Kind::write, this, tag, offset, data.size(), iov, fua});
+    submit_within(new Op{Op::Kind::write, tag, offset, data.size(), iov, fua});
 }
 
-void RbdBackend::submit_flush(void* tag) { start(new Op{Op::Kind::flush, this, tag}); }
+void RbdBackend::submit_flush(void* tag) { start(new Op{Op::Kind::flush, tag}); }
 
 void RbdBackend::submit_trim(std::uint64_t offset, std::uint64_t length, bool fua, void* tag) {
     if (!check(offset, length, tag)) return;
-    start(new Op{Op::Kind::trim, this, tag, offset, length, {}, fua});
+    start(new Op{Op::Kind::trim, tag, offset, length, {}, fua});
 }
 
 void RbdBackend::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua,
                                      void* tag) {
     if (!check(offset, length, tag)) return;
-    submit_within(new Op{Op::Kind::zero, this, tag, offset, length, {}, fua, may_trim});
+    submit_within(new Op{Op::Kind::zero, tag, offset, length, {}, fua, may_trim});
 }
 
 }   // namespace nbdsched::backend

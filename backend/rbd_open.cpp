@@ -6,6 +6,8 @@
 #include <cstring>
 #include <future>
 #include <rbd/librbd.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -401,6 +403,7 @@ RbdBackend::Handles::~Handles() {
     if (image) rbd_close(image);
     if (io) rados_ioctx_destroy(io);
     if (cluster) rados_shutdown(cluster);
+    if (event_fd >= 0) ::close(event_fd);
 }
 
 std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& error,
@@ -418,6 +421,12 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
+    // Before the first asynchronous request: librbd marks a request for the
+    // eventfd when it is started.
+    if ((h->event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        return fail("cannot make an eventfd for its completions: " + errno_text(errno));
+    if ((r = rbd_set_image_notification(h->image, h->event_fd, EVENT_TYPE_EVENTFD)) < 0)
+        return fail("cannot have its completions told through an eventfd: " + errno_text(r));
     std::string warning;
     if (std::string refused = check_cache(h->image, name, spec.cache, h->cache_mode, warning); !refused.empty())
         return fail(refused);
@@ -484,6 +493,7 @@ RbdBackend::~RbdBackend() {
         closing_ = true;   // a write completing while the image closes is checked against the size known
     }
     for (auto& job : later_) job.wait();
+    drain_for_exit();   // as rbd_close would wait for them, but with each released
 }
 
 std::uint64_t RbdBackend::size() const { return h_->size; }
