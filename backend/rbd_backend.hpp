@@ -19,11 +19,12 @@
 // open, one that changes the cache asked for is told through `warn`.
 //
 // Data requests go through the asynchronous path (async_backend.hpp), as a
-// loop-driven backend: rbd_aio_* without a callback; librbd queues each
-// finished request and writes an eventfd (rbd_set_image_notification), and
-// the device's event loop reaps the queue (rbd_poll_io_events) when it
-// fires. No thread of librbd's touches the event loop's own state
-// (docs/rbd.md, "How it works", has the measurement against a callback).
+// loop-driven backend: rbd_aio_* with a completion callback that puts the
+// result into a list and, the first into an empty list, writes an eventfd
+// of the backend's own; the device's event loop watches it and reaps the
+// list. No thread of librbd's touches the event loop's own state (Asio's
+// scheduler), and a burst of completions costs one wake-up (docs/rbd.md,
+// "How it works", has the measurements).
 // FUA = the write, then a flush, before the completion (with the cache
 // on too: librbd's flush waits for every write answered before it). TRIM = discard;
 // WRITE_ZEROES = rbd_aio_write_zeroes (librbd punches or zeroes as the
@@ -31,12 +32,12 @@
 // status asks librbd which extents hold data (rbd_extents.cpp).
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/async_backend.hpp"
@@ -106,10 +107,9 @@ private:
     void finish(Op* op, long long r, bool on_loop);
     void start(Op* op, bool on_loop = false);
     void report(Op* op, int error, bool on_loop);
-    void completed(void* completion, bool on_loop);   // one of librbd's queue
-    // The destructor's: waits for every request librbd still has, and
-    // releases them (rbd_close would leave them in its queue).
-    void drain_for_exit();
+    void completed(Op* op, long long r);   // one of reap()'s
+    static void on_complete(void* completion, void* arg);
+    void drop_results();   // the destructor's, once the image is closed
 
     std::unique_ptr<Handles> h_;
     std::string name_;   // pool/[namespace/]image
@@ -119,9 +119,10 @@ private:
     std::mutex later_mutex_;
     std::vector<std::future<void>> later_;
     bool closing_ = false;
-    // Requests handed to librbd and not reaped yet: started on the loop or
-    // a later() thread, reaped on the loop.
-    std::atomic<std::uint64_t> in_flight_ = 0;
+    // Results from librbd's threads for reap(), on the event loop.
+    std::mutex done_mutex_;
+    std::vector<std::pair<Op*, long long>> done_;
+    std::vector<std::pair<Op*, long long>> reaping_;   // event loop only: swapped with done_
 };
 
 }   // namespace nbdsched::backend

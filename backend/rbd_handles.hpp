@@ -28,9 +28,8 @@ struct RbdBackend::Handles {
     std::atomic<std::uint64_t> header_changes = 0;   // bumped by the watch
     std::atomic<std::uint64_t> size_read_at = 0;     // header_changes when image_size was read
     std::uint64_t update_watch = 0;                  // rbd_update_watch's handle
-    // librbd writes it once per finished asynchronous request, which it
-    // queues for rbd_poll_io_events (rbd_set_image_notification): the
-    // device's event loop watches it and reaps (rbd_io.cpp).
+    // Written by the completion callback when results wait for the
+    // device's event loop, which watches it and reaps them (rbd_io.cpp).
     int event_fd = -1;
     bool watching = false;
     bool locked = false;                                 // this process holds the exclusive lock

@@ -1,11 +1,10 @@
 // RBD data requests: librbd's blocking calls for the synchronous interface,
-// rbd_aio_* reaped from librbd's queue on the event loop for the asynchronous
-// one.
+// rbd_aio_* with a callback that hands the result to the event loop for the
+// asynchronous one.
 #include <cerrno>
 #include <chrono>
-#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include "backend/rbd_backend.hpp"
 #include "backend/rbd_handles.hpp"
@@ -93,6 +92,7 @@ struct RbdBackend::Op {
                       flush,
                       trim,
                       zero } kind;
+    RbdBackend* self;
     void* tag;
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
@@ -102,14 +102,27 @@ struct RbdBackend::Op {
     std::uint64_t size_read_at = 0;   // a write's: the header change its bounds were checked at
 };
 
-// One finished request from librbd's queue: on the event loop, or in the
-// destructor (`on_loop` false).
-void RbdBackend::completed(void* completion, bool on_loop) {
+// librbd's callback, on its thread: the result joins the list reap()
+// takes, and only the first into an empty list writes the eventfd, so a
+// burst of completions costs one write and one wake-up of the loop. Nothing
+// of the loop's own (Asio's scheduler and its mutex) is touched here.
+void RbdBackend::on_complete(void* completion, void* arg) {
     auto c = static_cast<rbd_completion_t>(completion);
-    auto* op = static_cast<Op*>(rbd_aio_get_arg(c));
-    long long r = rbd_aio_get_return_value(c);
+    auto* op = static_cast<Op*>(arg);
+    const long long r = rbd_aio_get_return_value(c);
     rbd_aio_release(c);
-    --in_flight_;
+    RbdBackend& self = *op->self;
+    bool first;
+    {
+        std::lock_guard lock(self.done_mutex_);
+        first = self.done_.empty();
+        self.done_.emplace_back(op, r);
+    }
+    if (first) ::eventfd_write(self.h_->event_fd, 1);
+}
+
+// One finished request, on the event loop.
+void RbdBackend::completed(Op* op, long long r) {
     if (op->kind == Op::Kind::read && r >= 0 && static_cast<std::uint64_t>(r) != op->length) r = -EIO;
     const bool writes = op->kind == Op::Kind::write || op->kind == Op::Kind::zero;
     if (writes && r >= 0 && op->size_read_at != h_->header_changes) {
@@ -123,21 +136,27 @@ void RbdBackend::completed(void* completion, bool on_loop) {
             }))
             return;
     }
-    finish(op, r, on_loop);
+    finish(op, r, true);
 }
 
 int RbdBackend::completion_fd() const { return h_->event_fd; }
 
-// The eventfd was read by the loop before this: a request librbd queues
-// after the read writes it again, so none is left behind.
+// The eventfd was read by the loop before this: a completion that comes
+// after the swap finds the list empty and writes it again.
 void RbdBackend::reap() {
-    constexpr int batch = 64;
-    rbd_completion_t done[batch];
-    int n;
-    do {
-        n = rbd_poll_io_events(h_->image, done, batch);
-        for (int i = 0; i < n; ++i) completed(done[i], true);
-    } while (n == batch);
+    {
+        std::lock_guard lock(done_mutex_);
+        reaping_.swap(done_);
+    }
+    for (auto [op, r] : reaping_) completed(op, r);
+    reaping_.clear();
+}
+
+// Results nobody reaped, after the image closed: the device is going, with
+// nobody to tell.
+void RbdBackend::drop_results() {
+    for (auto [op, r] : done_) delete op;
+    done_.clear();
 }
 
 void RbdBackend::report(Op* op, int error, bool on_loop) {
@@ -183,9 +202,8 @@ void RbdBackend::start_within(Op* op) {
 // at once; from a submit call or a later() thread it is posted.
 void RbdBackend::start(Op* op, bool on_loop) {
     rbd_completion_t c;
-    int r = rbd_aio_create_completion(op, nullptr, &c);   // no callback: queued for reap()
+    int r = rbd_aio_create_completion(op, &RbdBackend::on_complete, &c);
     if (r < 0) return report(op, to_errno(r), on_loop);
-    ++in_flight_;
     switch (op->kind) {
     case Op::Kind::read: r = rbd_aio_readv(h_->image, &op->iov, 1, op->offset, c); break;
     case Op::Kind::write: r = rbd_aio_writev(h_->image, &op->iov, 1, op->offset, c); break;
@@ -193,47 +211,35 @@ void RbdBackend::start(Op* op, bool on_loop) {
     case Op::Kind::trim: r = rbd_aio_discard(h_->image, op->offset, op->length, c); break;
     case Op::Kind::zero: r = rbd_aio_write_zeroes(h_->image, op->offset, op->length, c, zero_flags(op->may_trim), 0); break;
     }
-    if (r < 0) {   // not started: it will not be queued
-        --in_flight_;
+    if (r < 0) {   // not started: the callback will not run
         rbd_aio_release(c);
         report(op, to_errno(r), on_loop);
     }
 }
 
-void RbdBackend::drain_for_exit() {
-    while (in_flight_ != 0) {
-        pollfd p{h_->event_fd, POLLIN, 0};
-        std::uint64_t count;
-        if (::poll(&p, 1, 1000) > 0 && ::read(h_->event_fd, &count, sizeof count) < 0) continue;
-        rbd_completion_t done[64];
-        const int n = rbd_poll_io_events(h_->image, done, 64);
-        for (int i = 0; i < n; ++i) completed(done[i], false);   // a FUA write's flush is started too
-    }
-}
-
 void RbdBackend::submit_read(std::uint64_t offset, std::span<std::byte> out, void* tag) {
     if (!check(offset, out.size(), tag)) return;
-    start(new Op{Op::Kind::read, tag, offset, out.size(), {out.data(), out.size()}});
+    start(new Op{Op::Kind::read, this, tag, offset, out.size(), {out.data(), out.size()}});
 }
 
 void RbdBackend::submit_write(std::uint64_t offset, std::span<const std::byte> data, bool fua, void* tag) {
     if (!check(offset, data.size(), tag)) return;
     // librbd only reads from the iovec of a write.
     iovec iov{const_cast<std::byte*>(data.data()), data.size()};
-    submit_within(new Op{Op::Kind::write, tag, offset, data.size(), iov, fua});
+    submit_within(new Op{Op::Kind::write, this, tag, offset, data.size(), iov, fua});
 }
 
-void RbdBackend::submit_flush(void* tag) { start(new Op{Op::Kind::flush, tag}); }
+void RbdBackend::submit_flush(void* tag) { start(new Op{Op::Kind::flush, this, tag}); }
 
 void RbdBackend::submit_trim(std::uint64_t offset, std::uint64_t length, bool fua, void* tag) {
     if (!check(offset, length, tag)) return;
-    start(new Op{Op::Kind::trim, tag, offset, length, {}, fua});
+    start(new Op{Op::Kind::trim, this, tag, offset, length, {}, fua});
 }
 
 void RbdBackend::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua,
                                      void* tag) {
     if (!check(offset, length, tag)) return;
-    submit_within(new Op{Op::Kind::zero, tag, offset, length, {}, fua, may_trim});
+    submit_within(new Op{Op::Kind::zero, this, tag, offset, length, {}, fua, may_trim});
 }
 
 }   // namespace nbdsched::backend

@@ -421,12 +421,8 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
-    // Before the first asynchronous request: librbd marks a request for the
-    // eventfd when it is started.
     if ((h->event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         return fail("cannot make an eventfd for its completions: " + errno_text(errno));
-    if ((r = rbd_set_image_notification(h->image, h->event_fd, EVENT_TYPE_EVENTFD)) < 0)
-        return fail("cannot have its completions told through an eventfd: " + errno_text(r));
     std::string warning;
     if (std::string refused = check_cache(h->image, name, spec.cache, h->cache_mode, warning); !refused.empty())
         return fail(refused);
@@ -493,7 +489,8 @@ RbdBackend::~RbdBackend() {
         closing_ = true;   // a write completing while the image closes is checked against the size known
     }
     for (auto& job : later_) job.wait();
-    drain_for_exit();   // as rbd_close would wait for them, but with each released
+    h_.reset();   // rbd_close waits for every request's callback
+    drop_results();
 }
 
 std::uint64_t RbdBackend::size() const { return h_->size; }
