@@ -13,6 +13,7 @@
 
 #include "backend/rbd_backend.hpp"
 #include "backend/rbd_handles.hpp"
+#include "backend/rbd_image_config.hpp"
 #include "common/units.hpp"
 
 namespace nbdsched::backend {
@@ -211,90 +212,6 @@ bool take_lock(RbdBackend::Handles& h, const std::string& name, bool break_lock,
     return false;
 }
 
-// The table's words are string literals: data() ends with a NUL.
-const char* cache_name(RbdCache cache) {
-    for (const auto& [c, word] : rbd_cache_names)
-        if (c == cache) return word.data();
-    return "off";
-}
-
-// Where an image's configuration option got its value, for a message.
-std::string source_text(int source, const std::string& name) {
-    return source == RBD_CONFIG_SOURCE_IMAGE  ? "the image's configuration (rbd config image ls " + name + ")"
-           : source == RBD_CONFIG_SOURCE_POOL ? "its pool's configuration (rbd config pool ls " +
-                                                    name.substr(0, name.find('/')) + ")"
-                                              : "the client's configuration";
-}
-
-// The command that takes an option off the image or its pool.
-std::string remove_text(int source, const std::string& name, const char* key) {
-    return source == RBD_CONFIG_SOURCE_POOL ? "rbd config pool rm " + name.substr(0, name.find('/')) + " " + key
-                                            : "rbd config image rm " + name + " " + key;
-}
-
-// A pool's or image's `rbd config ... set` outranks what connect() set, at
-// rbd_open. Reads the image's effective rbd_cache settings against what
-// the device asked for (RbdSpec::cache). With the cache off, an override
-// that turns it on is refused: librbd would answer writes from this host's
-// memory (docs/rbd.md). With the cache on, an override that turns it off
-// or changes its policy is not refused (every mode keeps the FLUSH
-// promise) but told in `warning`. `mode`: the cache in force ("" = off).
-// The refusal's text, or "".
-std::string check_cache(rbd_image_t image, const std::string& name, RbdCache asked, std::string& mode,
-                        std::string& warning) {
-    std::vector<rbd_config_option_t> options(256);
-    int count = static_cast<int>(options.size());
-    int r = rbd_config_image_list(image, options.data(), &count);
-    if (r == -ERANGE) {   // count says how many there are
-        options.resize(static_cast<std::size_t>(count));
-        r = rbd_config_image_list(image, options.data(), &count);
-    }
-    if (r < 0) return "cannot read the image's configuration (rbd_cache): " + errno_text(r);
-    struct Option {
-        std::string value;
-        int source = RBD_CONFIG_SOURCE_CONFIG;
-    } cache, policy, until_flush;
-    for (int i = 0; i < count; ++i) {
-        const rbd_config_option_t& o = options[static_cast<std::size_t>(i)];
-        Option* into = std::strcmp(o.name, "rbd_cache") == 0                            ? &cache
-                       : std::strcmp(o.name, "rbd_cache_policy") == 0                   ? &policy
-                       : std::strcmp(o.name, "rbd_cache_writethrough_until_flush") == 0 ? &until_flush
-                                                                                        : nullptr;
-        if (into) *into = {o.value, static_cast<int>(o.source)};
-    }
-    rbd_config_image_list_cleanup(options.data(), count);
-    mode.clear();
-    if (asked == RbdCache::off) {
-        if (cache.value == "false") return "";
-        return "rbd_cache is " + cache.value + " in " + source_text(cache.source, name) +
-               ", which outranks nbdsched's rbd_cache=false: librbd would acknowledge writes from this host's "
-               "memory before the OSDs have them. Turn it off for this image: rbd config image set " +
-               name + " rbd_cache false (or choose librbd's cache on the device: rbd_cache: writearound or writeback)";
-    }
-    const std::string device = std::string("the device's rbd_cache: ") + cache_name(asked);
-    if (cache.value == "false") {
-        warning = "rbd_cache is false in " + source_text(cache.source, name) + ", which outranks " + device +
-                  ": librbd's cache is off for this image (a write is answered once the OSDs have it). To have "
-                  "it: " +
-                  remove_text(cache.source, name, "rbd_cache");
-        return "";
-    }
-    mode = policy.value;
-    if (policy.value != cache_name(asked))
-        warning = "rbd_cache_policy is " + policy.value + " in " + source_text(policy.source, name) +
-                  ", which outranks " + device + ": librbd runs its cache " + policy.value + ". To have " +
-                  cache_name(asked) + ": " + remove_text(policy.source, name, "rbd_cache_policy");
-    if (until_flush.value == "true" && policy.value != "writethrough") {
-        mode += " after the first FLUSH";
-        warning += std::string(warning.empty() ? "" : "; ") + "rbd_cache_writethrough_until_flush is true in " +
-                   source_text(until_flush.source, name) +
-                   ", which outranks nbdsched's false: librbd writes through until a client's first FLUSH. To "
-                   "have the cache at once: " +
-                   remove_text(until_flush.source, name, "rbd_cache_writethrough_until_flush");
-    }
-    return "";
-}
-
 // rbd_update_watch's callback, on a librbd thread, after the image's
 // header changed (a resize here or by another client): librbd clips a
 // request to its new size at once, a reload may come much later. Only
@@ -424,7 +341,8 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
     if ((h->event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         return fail("cannot make an eventfd for its completions: " + errno_text(errno));
     std::string warning;
-    if (std::string refused = check_cache(h->image, name, spec.cache, h->cache_mode, warning); !refused.empty())
+    if (std::string refused = check_image_config(h->image, name, spec.cache, h->cache_mode, warning);
+        !refused.empty())
         return fail(refused);
     if (!warning.empty() && warn) warn("rbd " + name + ": " + warning);
     h->on_lock_wait = spec.on_lock_wait;

@@ -21,15 +21,15 @@ from nbdsched_test.process import wait_for
 
 
 
-def refused(c, name, cluster, tmp, image, words):
+def refused(c, name, cluster, tmp, image, words, key="rbd_cache"):
     """Starting on `image` fails, the error containing each of `words`."""
     d = Daemon(one_rbd_export(cluster.conf, image), image, workdir=tmp.path, wait=False)
     wait_for(lambda: not d.alive() or "nbdsched: ready" in d.log(), 30)
-    status = d.stop()   # one still running started with the cache on
+    status = d.stop()   # one still running started with the image's setting
     log = d.log()
     c.check(f"{name}: start-up fails", status not in (0, None), f"status {status}")
     missing = [w for w in words if w not in log]
-    c.check(f"{name}: the error says where rbd_cache is on and how to turn it off", not missing,
+    c.check(f"{name}: the error says where {key} is set and how to undo it", not missing,
             f"missing {missing}: {log.strip()[-400:]}")
 
 
@@ -105,5 +105,29 @@ def cache_on_checks(c, cluster, tmp):
     cluster.rbd("config", "pool", "rm", "rbd", "rbd_cache")
 
 
+def write_copy_checks(c, cluster, tmp):
+    key = "rbd_disable_zero_copy_writes"
+    cluster.rbd("create", "--size", "16M", "rbd/imgcopy")
+    cluster.rbd("config", "image", "set", "rbd/imgcopy", key, "false")
+    refused(c, f"{key} false on the image", cluster, tmp, "imgcopy",
+            [f"rbd rbd/imgcopy: {key} is false in the image's configuration (rbd config image ls rbd/imgcopy)",
+             "once this daemon is fenced", f"rbd config image rm rbd/imgcopy {key}"], key)
+    cluster.rbd("create", "--size", "16M", "rbd/poolcopy")
+    cluster.rbd("config", "pool", "set", "rbd", key, "false")
+    refused(c, f"{key} false on the pool", cluster, tmp, "poolcopy",
+            [f"rbd rbd/poolcopy: {key} is false in its pool's configuration (rbd config pool ls rbd)",
+             f"rbd config pool rm rbd {key}", f"rbd config image set rbd/poolcopy {key} true"], key)
+    cluster.rbd("config", "image", "set", "rbd/poolcopy", key, "true")
+    d = Daemon(one_rbd_export(cluster.conf, "poolcopy"), "poolcopy-true", workdir=tmp.path)
+    h = nbd.NBD()
+    h.connect_uri(d.uri("vol"))
+    h.pwrite(b"z" * 4096, 0, nbd.CMD_FLAG_FUA)
+    c.check(f"the image's {key} true over the pool's false: the daemon starts and writes",
+            h.pread(4096, 0) == b"z" * 4096)
+    h.shutdown()
+    d.stop()
+    cluster.rbd("config", "pool", "rm", "rbd", key)
+
+
 if __name__ == "__main__":
-    run_checks("rbd-image-config", cache_checks, cache_on_checks)
+    run_checks("rbd-image-config", cache_checks, cache_on_checks, write_copy_checks)
