@@ -129,7 +129,6 @@ const char* cache_name(RbdCache cache) {
     return "off";
 }
 
-
 std::string check_image_config(rbd_image_t image, const std::string& name, RbdCache asked, std::string& mode,
                                std::string& warning) {
     Options options;
