@@ -4,13 +4,12 @@
 // request in flight, so a deep queue is not capped by its pool's size.
 // The synchronous Backend calls stay available (metadata, shutdown flush).
 //
-// Two kinds: one that completes from threads of its own (CompletionSink::
-// completed), and a loop-driven one (io_uring, RBD) with a completion_fd()
-// that the event loop watches; the loop calls reap(), which reports on the
-// loop thread (completed_on_loop), and submit_pending() once per turn, so
-// that a burst of submissions costs one system call (io_uring). io_uring's
-// is called from one thread only and needs no lock; RBD's hands results
-// from librbd's threads to reap() through a locked list of its own.
+// Two kinds: RBD completes from threads of its own (CompletionSink::
+// completed). A loop-driven backend (io_uring) has a completion_fd() that the
+// event loop watches; the loop calls reap(), which reports on the loop thread
+// (completed_on_loop), and submit_pending() once per turn, so that a burst of
+// submissions costs one system call. Such a backend is called from one
+// thread only and needs no lock.
 #pragma once
 
 #include <cstddef>

@@ -16,15 +16,12 @@
 // released it (release_exclusive(): a planned restart, docs/rbd.md).
 // librbd's cache is off unless RbdSpec::cache asks for it; a pool's or
 // image's own configuration that turns it on anyway is refused at the
-// open, one that changes the cache asked for is told through `warn`.
+// open, one that changes the cache asked for is told through `warn`; one
+// that turns librbd's copy of each write off is refused too
+// (rbd_image_config.hpp).
 //
-// Data requests go through the asynchronous path (async_backend.hpp), as a
-// loop-driven backend: rbd_aio_* with a completion callback that puts the
-// result into a list and, the first into an empty list, writes an eventfd
-// of the backend's own; the device's event loop watches it and reaps the
-// list. No thread of librbd's touches the event loop's own state (Asio's
-// scheduler), and a burst of completions costs one wake-up (docs/rbd.md,
-// "How it works", has the measurements).
+// Data requests go through the asynchronous path (async_backend.hpp):
+// rbd_aio_* with a completion callback that hands the result to the sink.
 // FUA = the write, then a flush, before the completion (with the cache
 // on too: librbd's flush waits for every write answered before it). TRIM = discard;
 // WRITE_ZEROES = rbd_aio_write_zeroes (librbd punches or zeroes as the
@@ -37,7 +34,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "backend/async_backend.hpp"
@@ -83,8 +79,6 @@ public:
     void submit_trim(std::uint64_t offset, std::uint64_t length, bool fua, void* tag) override;
     void submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua,
                              void* tag) override;
-    int completion_fd() const override;
-    void reap() override;
 
     struct Handles;   // librados/librbd handles (rbd_open.cpp)
     struct Op;        // one asynchronous request in flight
@@ -102,14 +96,9 @@ private:
     bool later(std::function<void()> job);
     void submit_within(Op* op);
     void start_within(Op* op);
-    // `on_loop`: called from reap(), on the event loop, where the sink takes
-    // a completion at once; else from a thread of later()'s.
-    void finish(Op* op, long long r, bool on_loop);
-    void start(Op* op, bool on_loop = false);
-    void report(Op* op, int error, bool on_loop);
-    void completed(Op* op, long long r);   // one of reap()'s
+    void finish(Op* op, long long r);
+    void start(Op* op);
     static void on_complete(void* completion, void* arg);
-    void drop_results();   // the destructor's, once the image is closed
 
     std::unique_ptr<Handles> h_;
     std::string name_;   // pool/[namespace/]image
@@ -119,10 +108,6 @@ private:
     std::mutex later_mutex_;
     std::vector<std::future<void>> later_;
     bool closing_ = false;
-    // Results from librbd's threads for reap(), on the event loop.
-    std::mutex done_mutex_;
-    std::vector<std::pair<Op*, long long>> done_;
-    std::vector<std::pair<Op*, long long>> reaping_;   // event loop only: swapped with done_
 };
 
 }   // namespace nbdsched::backend

@@ -28,9 +28,6 @@ struct RbdBackend::Handles {
     std::atomic<std::uint64_t> header_changes = 0;   // bumped by the watch
     std::atomic<std::uint64_t> size_read_at = 0;     // header_changes when image_size was read
     std::uint64_t update_watch = 0;                  // rbd_update_watch's handle
-    // Written by the completion callback when results wait for the
-    // device's event loop, which watches it and reaps them (rbd_io.cpp).
-    int event_fd = -1;
     bool watching = false;
     bool locked = false;                                 // this process holds the exclusive lock
     bool released = false;                               // it let go of it for a hand-over
@@ -40,7 +37,7 @@ struct RbdBackend::Handles {
     Handles() = default;
     Handles(const Handles&) = delete;
     Handles& operator=(const Handles&) = delete;
-    ~Handles();   // ends the watch, closes the image (flushing it), the connection and event_fd
+    ~Handles();   // ends the watch, closes the image (flushing it) and the connection
 };
 
 }   // namespace nbdsched::backend

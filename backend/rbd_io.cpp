@@ -1,9 +1,7 @@
 // RBD data requests: librbd's blocking calls for the synchronous interface,
-// rbd_aio_* with a callback that hands the result to the event loop for the
-// asynchronous one.
+// rbd_aio_* with a completion callback for the asynchronous one.
 #include <cerrno>
 #include <chrono>
-#include <sys/eventfd.h>
 #include <sys/uio.h>
 
 #include "backend/rbd_backend.hpp"
@@ -102,83 +100,40 @@ struct RbdBackend::Op {
     std::uint64_t size_read_at = 0;   // a write's: the header change its bounds were checked at
 };
 
-// librbd's callback, on its thread: the result joins the list reap()
-// takes, and only the first into an empty list writes the eventfd, so a
-// burst of completions costs one write and one wake-up of the loop. Nothing
-// of the loop's own (Asio's scheduler and its mutex) is touched here.
 void RbdBackend::on_complete(void* completion, void* arg) {
     auto c = static_cast<rbd_completion_t>(completion);
     auto* op = static_cast<Op*>(arg);
-    const long long r = rbd_aio_get_return_value(c);
+    long long r = rbd_aio_get_return_value(c);
     rbd_aio_release(c);
-    RbdBackend& self = *op->self;
-    bool first;
-    {
-        std::lock_guard lock(self.done_mutex_);
-        first = self.done_.empty();
-        self.done_.emplace_back(op, r);
-    }
-    if (first) ::eventfd_write(self.h_->event_fd, 1);
-}
-
-// One finished request, on the event loop.
-void RbdBackend::completed(Op* op, long long r) {
     if (op->kind == Op::Kind::read && r >= 0 && static_cast<std::uint64_t>(r) != op->length) r = -EIO;
     const bool writes = op->kind == Op::Kind::write || op->kind == Op::Kind::zero;
-    if (writes && r >= 0 && op->size_read_at != h_->header_changes) {
+    if (writes && r >= 0 && op->size_read_at != op->self->h_->header_changes) {
         // The header changed while it was in flight: a shrink may have
-        // clipped it. The size is read on a thread of its own, not the
-        // loop (a refresh would wait on the cluster); while the image
-        // closes, the size known is used.
-        if (later([this, op, r] {
-                read_image_size();
-                finish(op, r, false);
+        // clipped it. The size is read on a thread of its own, not librbd's
+        // (a refresh would wait on it); while the image closes, the size
+        // known is used.
+        if (op->self->later([op, r] {
+                op->self->read_image_size();
+                op->self->finish(op, r);
             }))
             return;
     }
-    finish(op, r, true);
-}
-
-int RbdBackend::completion_fd() const { return h_->event_fd; }
-
-// The eventfd was read by the loop before this: a completion that comes
-// after the swap finds the list empty and writes it again.
-void RbdBackend::reap() {
-    {
-        std::lock_guard lock(done_mutex_);
-        reaping_.swap(done_);
-    }
-    for (auto [op, r] : reaping_) completed(op, r);
-    reaping_.clear();
-}
-
-// Results nobody reaped, after the image closed: the device is going, with
-// nobody to tell.
-void RbdBackend::drop_results() {
-    for (auto [op, r] : done_) delete op;
-    done_.clear();
-}
-
-void RbdBackend::report(Op* op, int error, bool on_loop) {
-    if (on_loop)
-        sink_->completed_on_loop(op->tag, error);
-    else
-        sink_->completed(op->tag, error);
-    delete op;
+    op->self->finish(op, r);
 }
 
 // A request done (a write: inside the image's size as last read); a FUA
 // write goes on with its flush.
-void RbdBackend::finish(Op* op, long long r, bool on_loop) {
+void RbdBackend::finish(Op* op, long long r) {
     const bool writes = op->kind == Op::Kind::write || op->kind == Op::Kind::zero;
     if (writes && r >= 0)
         if (int err = past_image_end(op->offset, op->length)) r = -err;
     if (r >= 0 && op->then_flush) {
         op->then_flush = false;
         op->kind = Op::Kind::flush;
-        return start(op, on_loop);
+        return start(op);
     }
-    report(op, to_errno(r), on_loop);
+    sink_->completed(op->tag, to_errno(r));
+    delete op;
 }
 
 // A write or write-zeroes against the image's size: read again first, on
@@ -194,16 +149,22 @@ void RbdBackend::submit_within(Op* op) {
 
 void RbdBackend::start_within(Op* op) {
     op->size_read_at = h_->size_read_at;
-    if (int err = past_image_end(op->offset, op->length)) return report(op, err, false);
+    if (int err = past_image_end(op->offset, op->length)) {
+        sink_->completed(op->tag, err);
+        delete op;
+        return;
+    }
     start(op);
 }
 
-// `on_loop`: from reap() (a FUA write's flush), where a failure is reported
-// at once; from a submit call or a later() thread it is posted.
-void RbdBackend::start(Op* op, bool on_loop) {
+void RbdBackend::start(Op* op) {
     rbd_completion_t c;
     int r = rbd_aio_create_completion(op, &RbdBackend::on_complete, &c);
-    if (r < 0) return report(op, to_errno(r), on_loop);
+    if (r < 0) {
+        sink_->completed(op->tag, to_errno(r));
+        delete op;
+        return;
+    }
     switch (op->kind) {
     case Op::Kind::read: r = rbd_aio_readv(h_->image, &op->iov, 1, op->offset, c); break;
     case Op::Kind::write: r = rbd_aio_writev(h_->image, &op->iov, 1, op->offset, c); break;
@@ -213,7 +174,8 @@ void RbdBackend::start(Op* op, bool on_loop) {
     }
     if (r < 0) {   // not started: the callback will not run
         rbd_aio_release(c);
-        report(op, to_errno(r), on_loop);
+        sink_->completed(op->tag, to_errno(r));
+        delete op;
     }
 }
 

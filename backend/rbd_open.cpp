@@ -6,8 +6,6 @@
 #include <cstring>
 #include <future>
 #include <rbd/librbd.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -320,7 +318,6 @@ RbdBackend::Handles::~Handles() {
     if (image) rbd_close(image);
     if (io) rados_ioctx_destroy(io);
     if (cluster) rados_shutdown(cluster);
-    if (event_fd >= 0) ::close(event_fd);
 }
 
 std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& error,
@@ -338,8 +335,6 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
     }
-    if ((h->event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
-        return fail("cannot make an eventfd for its completions: " + errno_text(errno));
     std::string warning;
     if (std::string refused = check_image_config(h->image, name, spec.cache, h->cache_mode, warning);
         !refused.empty())
@@ -407,8 +402,6 @@ RbdBackend::~RbdBackend() {
         closing_ = true;   // a write completing while the image closes is checked against the size known
     }
     for (auto& job : later_) job.wait();
-    h_.reset();   // rbd_close waits for every request's callback
-    drop_results();
 }
 
 std::uint64_t RbdBackend::size() const { return h_->size; }

@@ -1,10 +1,9 @@
-// Completions from other threads (the I/O pool's, and an asynchronous
-// backend's reported off the loop: backend/async_backend.hpp), moved onto
-// the device's event loop. A completion lands in a locked list; only the
-// first one into an empty list posts a drain, so a burst of completions
-// costs one wake-up of the loop, not one each. A loop-driven backend
-// (io_uring, RBD) reports on the loop itself: delivered at once, no list,
-// no lock here.
+// Completions of an asynchronous backend (backend/async_backend.hpp), moved
+// from the backend's threads onto the device's event loop. A completion
+// lands in a locked list; only the first one into an empty list posts a
+// drain, so a burst of completions costs one wake-up of the loop, not one
+// each (docs/rbd.md has the measurement). A loop-driven backend (io_uring)
+// reports on the loop itself: delivered at once, no list, no lock.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -63,7 +63,7 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
         if (async_ && async_->completion_fd() >= 0)
             driver_ = std::make_unique<LoopDriver>(io, *async_, *completions_);
         if (driver_ && !driver_->watching()) {
-            spdlog::warn("device {}: no descriptor left to watch its asynchronous completions: using the I/O threads",
+            spdlog::warn("device {}: no descriptor left to watch its io_uring completions: using the I/O threads",
                          name_);
             driver_.reset();
             async_ = nullptr;

@@ -183,7 +183,7 @@ private:
     bool writes_sync_;
     bool blocking_;
     backend::AsyncBackend* async_ = nullptr;   // backend_->async(): data requests go there
-    std::unique_ptr<LoopDriver> driver_;       // async_ is loop-driven (io_uring, rbd); before backend_ goes
+    std::unique_ptr<LoopDriver> driver_;       // async_ is loop-driven (io_uring); before backend_ goes
     IoLimits io_limits_;
     InflightBudget budget_;
     std::unordered_map<sched::QueueId, sched::GroupId> queue_groups_;

@@ -1,4 +1,4 @@
-// Drives a loop-driven asynchronous backend (io_uring, RBD: backend/
+// Drives a loop-driven asynchronous backend (io_uring, backend/
 // async_backend.hpp) from its device's event loop: reaps when the backend's
 // completion fd fires, and hands the requests a loop turn queued to the
 // kernel at once, in one handler posted at the turn's first request (one
