@@ -44,30 +44,24 @@ std::uint64_t InflightBudget::weight_sum(sched::GroupId id, Nanos now, std::uint
     return wsum;
 }
 
-std::uint64_t InflightBudget::share_of(sched::GroupId id, Nanos now) const {
-    if (!fair_share_) return max_requests_;
+// At least one slot and one byte: a group holding none is admitted whatever
+// the size of its next request, so it always makes progress.
+InflightBudget::Shares InflightBudget::shares_of(sched::GroupId id, Nanos now) const {
+    if (!fair_share_) return {max_requests_, max_bytes_};
     std::uint64_t weight = 0;
     const auto wsum = weight_sum(id, now, weight);
-    return sched::weighted_share(max_requests_, weight, wsum);
-}
-
-// At least one byte: a group holding none is admitted whatever the size of
-// its next request, so it always makes progress.
-std::uint64_t InflightBudget::byte_share_of(sched::GroupId id, Nanos now) const {
-    if (!fair_share_) return max_bytes_;
-    std::uint64_t weight = 0;
-    const auto wsum = weight_sum(id, now, weight);
-    return sched::weighted_share(max_bytes_, weight, wsum);
+    return {sched::weighted_share(max_requests_, weight, wsum), sched::weighted_share(max_bytes_, weight, wsum)};
 }
 
 bool InflightBudget::eligible(sched::GroupId id, const Group& g, Nanos now) const {
     if (!fair_share_ && !has_room()) return false;
-    return g.held < share_of(id, now) && g.bytes < byte_share_of(id, now);
+    const auto shares = shares_of(id, now);   // one pass over the groups for both shares
+    return g.held < shares.requests && g.bytes < shares.bytes;
 }
 
-std::uint64_t InflightBudget::share(sched::GroupId group) const { return share_of(group, now()); }
+std::uint64_t InflightBudget::share(sched::GroupId group) const { return shares_of(group, now()).requests; }
 
-std::uint64_t InflightBudget::byte_share(sched::GroupId group) const { return byte_share_of(group, now()); }
+std::uint64_t InflightBudget::byte_share(sched::GroupId group) const { return shares_of(group, now()).bytes; }
 
 std::uint64_t InflightBudget::held_bytes(sched::GroupId group) const {
     auto it = groups_.find(group);

@@ -134,8 +134,12 @@ private:
     // The group's weight and the sum of the weights of the groups using the
     // device (the group's own counted even before it uses it).
     std::uint64_t weight_sum(sched::GroupId id, Nanos now, std::uint64_t& weight) const;
-    std::uint64_t share_of(sched::GroupId id, Nanos now) const;
-    std::uint64_t byte_share_of(sched::GroupId id, Nanos now) const;
+    struct Shares {
+        std::uint64_t requests;
+        std::uint64_t bytes;
+    };
+    // The most slots and bytes the group may hold at `now`.
+    Shares shares_of(sched::GroupId id, Nanos now) const;
     // May the group take one more request: under both of its shares, and
     // without fair_share with room in the pool.
     bool eligible(sched::GroupId id, const Group& g, Nanos now) const;

@@ -122,7 +122,7 @@ ReloadPlan plan_reload(const config::Config& old, const config::Config& next) {
         plan.refused.push_back("limits: cannot change without a restart");
     if (old.limits.stall_timeout != next.limits.stall_timeout)
         plan.notes.push_back("limits.stall_timeout = " + format_duration(next.limits.stall_timeout) +
-                             " (stalls under way are timed from now on)");
+                             " (stalls under way are timed by it now)");
     if (!same_tls(old.tls, next.tls)) plan.refused.push_back("tls: cannot change without a restart");
     if (old.devices.size() != next.devices.size()) {
         plan.refused.push_back("devices added or removed: cannot change without a restart");

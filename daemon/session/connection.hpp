@@ -327,6 +327,7 @@ private:
     // sending half-way (StallSide::request).
     JobTimer payload_timer_;
     bool payload_watched_ = false;   // the current payload's (or request's) timer runs
+    bool payload_checks_ = false;    // ...past its stall step: each run checks stall_timeout
     // Since when the current payload (or request) has waited for the client
     // with no byte received (limits.stall_timeout).
     std::chrono::steady_clock::time_point payload_wait_since_;

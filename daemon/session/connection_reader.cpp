@@ -228,6 +228,7 @@ void Connection::watch_payload_stall(bool progressed) {
     if (progressed || !payload_watched_) payload_wait_since_ = std::chrono::steady_clock::now();
     if (payload_watched_) return;
     payload_watched_ = true;
+    payload_checks_ = false;
     payload_timer_.start(socket_.get_executor(), stall_copy_after, [self = shared_from_this()] {
         if (self->payload_watched_) self->lower_low_water(LowWater::done);
         self->unpin_stalled_payload();

@@ -26,6 +26,7 @@ void Connection::watch_request_stall() {
     payload_wait_since_ = std::chrono::steady_clock::now();
     if (payload_watched_) return;   // its timer runs and reads the new start
     payload_watched_ = true;
+    payload_checks_ = true;   // no stall step: nothing is pinned
     payload_timer_.start(socket_.get_executor(), timeout,
                          [self = shared_from_this()] { self->time_stall(StallSide::request); });
 }
@@ -34,10 +35,20 @@ void Connection::watch_request_stall() {
 // header, a small or refused payload), or its one check found 0 and
 // stopped (an in-place payload, a reply batch): untimed, it would stay so
 // until the client moved a byte. Timed from now, so that no client is
-// closed by the reload itself; a wait already timed keeps its timer, which
-// reads the new value at its next check.
+// closed by the reload itself. A wait already timed is checked again at
+// once against the new value, from the start of its wait: its timer was
+// armed for the old timeout, and a lower one would otherwise apply only
+// when that ran out. The check runs on the connection's loop (a stall past
+// the new timeout is closed there), not here, under exclusive().
 void Connection::stall_timeout_changed() {
-    if (closed_ || !in_transmission() || context_.limits.stall_timeout.count() == 0) return;
+    if (closed_ || !in_transmission()) return;
+    const auto check_now = [this](JobTimer& timer, StallSide side) {
+        timer.start(socket_.get_executor(), {}, [self = shared_from_this(), side] { self->time_stall(side); });
+    };
+    if (stall_watched_ && stalled_) check_now(stall_timer_, StallSide::replies);
+    if (payload_watched_ && payload_checks_)
+        check_now(payload_timer_, rstate_ == ReadState::payload ? StallSide::payload : StallSide::request);
+    if (context_.limits.stall_timeout.count() == 0) return;
     if (writing_ && !stall_watched_) watch_stall(true);
     if (!reading_ || payload_watched_) return;
     if (rstate_ == ReadState::payload && current_)
@@ -67,6 +78,7 @@ void Connection::time_stall(StallSide side) {
     const auto waited = std::chrono::steady_clock::now() - since;
     if (waited >= timeout) return close_stalled(side, waited);
     auto& timer = side == StallSide::replies ? stall_timer_ : payload_timer_;
+    if (side != StallSide::replies) payload_checks_ = true;
     timer.start(socket_.get_executor(), timeout - waited, [self = shared_from_this(), side] { self->time_stall(side); });
 }
 

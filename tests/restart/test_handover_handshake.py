@@ -115,7 +115,6 @@ def main():
     with Generations("handover-handshake") as g:
         sock, handover = g.tmp.file("nbd.sock"), g.tmp.file("handover.sock")
         old, config, between, midway, silent = old_with_handshakes(g, checks)
-        go = GO
 
         start = time.monotonic()
         new = g.start("new", config, ["--takeover", handover])
@@ -124,7 +123,7 @@ def main():
         time.sleep(0.1)   # the line comes just before the connections are told
         ok, why = answered_shutdown(between, OPT_LIST, lambda: send_option(between, OPT_LIST))
         checks.check("the next option of a client between two is answered NBD_REP_ERR_SHUTDOWN, then EOF", ok, why)
-        ok, why = answered_shutdown(midway, OPT_GO, lambda: midway.sendall(go[19:]))
+        ok, why = answered_shutdown(midway, OPT_GO, lambda: midway.sendall(GO[19:]))
         checks.check("an option half sent is answered NBD_REP_ERR_SHUTDOWN once whole, then EOF", ok, why)
         checks.check("a silent client is closed", closed_by_server(silent))
         checks.check("the old daemon exits 0 after the hand-over", old.wait(20) == 0)
@@ -132,7 +131,7 @@ def main():
         checks.check("the silent client held the hand-over a few seconds at most", elapsed < 8, f"{elapsed:.1f} s")
         checks.check("new daemon ready", wait_for(lambda: "nbdsched: ready" in g.log("new"), 10))
         again = greeted(sock)
-        again.sendall(go)
+        again.sendall(GO)
         checks.check("a client connecting again opens the export on the new daemon",
                      final_reply(again) == (OPT_GO, REP_ACK))
         for s in (between, midway, silent, again):
