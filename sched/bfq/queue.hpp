@@ -18,6 +18,8 @@
 
 namespace nbdsched::sched::bfq {
 
+struct BfqGroup;
+
 struct QueuedRequest {
     Request request;
     Time enqueued{};
@@ -83,9 +85,12 @@ public:
     unsigned inject_limit = 0;
     Nanos last_serv_time{};
     Time decrease_time{};
-    // The client's counters, kept by the scheduler: found once, not looked
-    // up by client id on every request.
+    // The client's counters and its current group, kept by the scheduler,
+    // and the group this queue is in: found once, not looked up by id on
+    // every request.
     EntityStats* client_stats = nullptr;
+    const GroupId* client_group = nullptr;
+    BfqGroup* home = nullptr;
 
 private:
     void update_short_ttime(Nanos slice_idle);
