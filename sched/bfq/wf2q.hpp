@@ -108,7 +108,7 @@ private:
     void erase_active(const Entity& e);
 
     std::uint64_t vtime_ = 0;
-    std::uint64_t wsum_ = 0;   // weights of active and idle-tree entities
+    std::uint64_t wsum_ = 0;        // weights of active and idle-tree entities
     std::vector<Entity*> active_;   // sorted by key; keeps its capacity
     // (finish, key), finish compared with vtime_after: an idle entity's
     // finish does not change until it leaves, and all of them are ahead of

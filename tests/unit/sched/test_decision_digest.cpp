@@ -57,25 +57,51 @@ struct Digest {
 // The run-time changes a trace may make, per policy.
 const std::vector<std::pair<std::string, std::string>>& knobs(const std::string& policy) {
     static const std::vector<std::pair<std::string, std::string>> bfq{
-        {"slice_idle", "0"},       {"slice_idle", "8ms"},        {"slice_idle", "auto"},       {"group_idle", "0"},
-        {"group_idle", "2ms"},     {"strict_guarantees", "1"},   {"strict_guarantees", "0"},   {"max_budget", "64"},
-        {"max_budget", "0"},       {"timeout_sync", "10ms"},     {"timeout_sync", "125ms"},    {"fifo_expire_sync", "5ms"},
-        {"back_seek_max", "0"},    {"back_seek_max", "16384"},   {"contended_seeky_depth", "0"},
-        {"contended_seeky_depth", "1"}};
+        {"slice_idle", "0"},
+        {"slice_idle", "8ms"},
+        {"slice_idle", "auto"},
+        {"group_idle", "0"},
+        {"group_idle", "2ms"},
+        {"strict_guarantees", "1"},
+        {"strict_guarantees", "0"},
+        {"max_budget", "64"},
+        {"max_budget", "0"},
+        {"timeout_sync", "10ms"},
+        {"timeout_sync", "125ms"},
+        {"fifo_expire_sync", "5ms"},
+        {"back_seek_max", "0"},
+        {"back_seek_max", "16384"},
+        {"contended_seeky_depth", "0"},
+        {"contended_seeky_depth", "1"},
+    };
     static const std::vector<std::pair<std::string, std::string>> cfq{
-        {"slice_idle", "0"},         {"slice_idle", "8ms"},         {"slice_idle", "auto"},    {"group_idle", "0"},
-        {"group_idle", "2ms"},       {"slice_sync", "20ms"},        {"slice_sync", "100ms"},   {"quantum", "2"},
-        {"quantum", "8"},            {"low_latency", "0"},          {"low_latency", "1"},      {"fifo_expire_sync", "5ms"},
-        {"back_seek_max", "0"},      {"back_seek_max", "16384"},    {"iops_charge_kb", "64"},  {"iops_charge_kb", "0"},
-        {"contended_seeky_depth", "0"}, {"contended_seeky_depth", "1"}};
+        {"slice_idle", "0"},
+        {"slice_idle", "8ms"},
+        {"slice_idle", "auto"},
+        {"group_idle", "0"},
+        {"group_idle", "2ms"},
+        {"slice_sync", "20ms"},
+        {"slice_sync", "100ms"},
+        {"quantum", "2"},
+        {"quantum", "8"},
+        {"low_latency", "0"},
+        {"low_latency", "1"},
+        {"fifo_expire_sync", "5ms"},
+        {"back_seek_max", "0"},
+        {"back_seek_max", "16384"},
+        {"iops_charge_kb", "64"},
+        {"iops_charge_kb", "0"},
+        {"contended_seeky_depth", "0"},
+        {"contended_seeky_depth", "1"},
+    };
     return policy == "bfq" ? bfq : cfq;
 }
 
 struct Shape {
-    unsigned queues;     // clients 1..queues
-    unsigned groups;     // client q is in group q % groups
-    bool inline_only;    // every dispatched request completes at once (a RAM device)
-    bool changes;        // close/reopen, re-weight, tunables
+    unsigned queues;    // clients 1..queues
+    unsigned groups;    // client q is in group q % groups
+    bool inline_only;   // every dispatched request completes at once (a RAM device)
+    bool changes;       // close/reopen, re-weight, tunables
     int steps;
 };
 
@@ -153,9 +179,12 @@ std::uint64_t run_trace(const std::string& policy, const Shape& shape, std::uint
             offset += q << 36;
             position[q] = offset - (q << 36) + length;
             const bool write = st.writes == 2 || (st.writes == 1 && rng.next(2) == 0);
-            Request r{.id = next_id++, .queue = q, .group = GroupId(q % shape.groups),
-                      .op = write ? Op::write : Op::read, .offset = offset, .length = length,
-                      .sync = !write || rng.next(2) == 0, .arrival = now};
+            Request r{.id = next_id++, .queue = q, .group = GroupId(q % shape.groups)};
+            r.op = write ? Op::write : Op::read;
+            r.offset = offset;
+            r.length = length;
+            r.sync = !write || rng.next(2) == 0;
+            r.arrival = now;
             s->submit(r, now);
             observe();
         } else if (action < 10) {
@@ -169,7 +198,8 @@ std::uint64_t run_trace(const std::string& policy, const Shape& shape, std::uint
             // Mostly the microseconds between requests; now and then long
             // enough for idle timers, slices and budgets to run out.
             const unsigned scale = rng.next(8);
-            advance(scale < 5 ? Nanos(rng.next(20000)) : scale < 7 ? Nanos(rng.next(3000) * 1000) : Nanos(rng.next(200) * 1'000'000));
+            advance(scale < 5 ? Nanos(rng.next(20000)) : scale < 7 ? Nanos(rng.next(3000) * 1000)
+                                                                   : Nanos(rng.next(200) * 1'000'000));
         } else if (shape.changes && action == 14) {
             const unsigned k = rng.next(unsigned(changes.size()) + 2);
             if (k < changes.size()) {
