@@ -21,6 +21,7 @@ public:
 
 private:
     std::uint32_t bits_ = 0;
+    std::uint32_t set_ = 0;       // bits set in bits_ (no popcount instruction in a generic x86-64 build)
     std::uint32_t samples_ = 0;   // requests seen, up to 32
 };
 

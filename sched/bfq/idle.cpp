@@ -17,7 +17,7 @@ Nanos BfqScheduler::guarantee_idle() const {
     return tunables_.slice_idle.count() ? tunables_.slice_idle : tunables_.group_idle;
 }
 
-std::uint64_t BfqScheduler::pending_groups() const {
+bool BfqScheduler::several_groups_pending() const {
     // A group competes while it has requests queued or in flight; while it
     // is in service (the in-service queue stays "busy" until it is expired,
     // as in the kernel, and that is exactly when the idling decision is
@@ -27,12 +27,16 @@ std::uint64_t BfqScheduler::pending_groups() const {
     // time, so its weight still counts): a client at iodepth 1 has nothing
     // pending during each of its think times, and not idling then hands the
     // device to the other group; and, on flash, for a while after its queue
-    // was preempted (preempted_until, see expire()).
-    std::uint64_t n = 0;
-    for (const auto& [id, g] : groups_)
-        if (g.pending > 0 || g.entity.in_service || g.entity.where != Entity::Where::none || g.preempted_until > now_)
-            ++n;
-    return n;
+    // was preempted (preempted_until, see expire()). Asked several times
+    // per request, so it stops at the second.
+    bool one = false;
+    for (const auto& [id, g] : groups_) {
+        if (!(g.pending > 0 || g.entity.in_service || g.entity.where != Entity::Where::none || g.preempted_until > now_))
+            continue;
+        if (one) return true;
+        one = true;
+    }
+    return false;
 }
 
 bool BfqScheduler::asymmetric_scenario() const {
@@ -44,7 +48,7 @@ bool BfqScheduler::asymmetric_scenario() const {
     // the equivalent count is "> 1" over all groups. Queue weights and
     // ioprio classes cannot differ in nbdsched, so the other terms of the
     // kernel test are always false.
-    return pending_groups() > 1;
+    return several_groups_pending();
 }
 
 bool BfqScheduler::contended_seeky(const BfqQueue& q, Time now) const {
@@ -106,7 +110,7 @@ void BfqScheduler::stop_idling(BfqQueue& q, Time now) {
     q.wait_request = false;
     if (!idle_until_) return;
     Nanos idled = std::max(Nanos{}, std::min(now, *idle_until_) - idle_start_);
-    groups_.at(q.group()).stats.idle_time += idled;
+    group_of(q).stats.idle_time += idled;
     q.client_stats->idle_time += idled;
     device_stats_.idle_time += idled;
     idle_until_.reset();

@@ -61,7 +61,7 @@ BfqQueue* BfqScheduler::choose_queue_for_injection(Time now) {
     const bool large_ok = in_flight_.empty();
     // The in-service group's other queues first: serving them cannot cost
     // another group anything. Then the groups B-WF2Q+ would serve next.
-    BfqQueue* q = injectable_in(groups_.at(cur.group()), large_ok, now);
+    BfqQueue* q = injectable_in(group_of(cur), large_ok, now);
     if (!q) {
         for (Entity* ge : root_.eligible()) {
             q = injectable_in(groups_.at(GroupId(ge->key)), large_ok, now);
@@ -90,7 +90,7 @@ void BfqScheduler::retire_drained(BfqQueue& q) {
     // (the kernel keeps finish = start + budget on its idle tree, which
     // would charge one injected request as a whole budget).
     if (!q.empty() || q.entity.in_service) return;
-    BfqGroup& g = groups_.at(q.group());
+    BfqGroup& g = group_of(q);
     q.entity.finish = q.entity.start;
     g.tree.deactivate(q.entity);
     if (g.tree.empty() && !g.entity.in_service) {

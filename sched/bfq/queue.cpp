@@ -22,13 +22,32 @@ BfqQueue::BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync,
 }
 
 void BfqQueue::add(const Request& request, Time now) {
-    requests_[request.id] = QueuedRequest{request, now};
-    by_sector_.emplace(sector(request), request.id);
-    fifo_.emplace(now, request.id);
+    if (empty()) {
+        lone_ = QueuedRequest{request, now};
+    } else {
+        if (lone_) {
+            index(*lone_);
+            lone_.reset();
+        }
+        index(QueuedRequest{request, now});
+    }
     if (!next_from_fifo_) next_.reset();   // the elevator may prefer the newcomer
 }
 
+void BfqQueue::index(const QueuedRequest& q) {
+    requests_[q.request.id] = q;
+    by_sector_.emplace(sector(q.request), q.request.id);
+    fifo_.emplace(q.enqueued, q.request.id);
+}
+
 Request BfqQueue::take(RequestId id) {
+    if (lone_ && lone_->request.id == id) {
+        Request r = lone_->request;
+        lone_.reset();
+        next_.reset();
+        next_from_fifo_ = false;
+        return r;
+    }
     auto it = requests_.find(id);
     QueuedRequest q = it->second;
     requests_.erase(it);
@@ -41,6 +60,17 @@ Request BfqQueue::take(RequestId id) {
 
 const Request* BfqQueue::next_request(std::uint64_t head, const SeekPolicy& seek,
                                       Nanos fifo_expire, Time now) {
+    if (lone_) {
+        // What the code below decides for one request: it is the FIFO head
+        // and the elevator's only choice; only next_from_fifo_ depends on
+        // which of the two picked it.
+        if (!next_ && !fifo_checked_) {
+            fifo_checked_ = true;
+            if (now >= lone_->enqueued + fifo_expire) next_from_fifo_ = true;
+        }
+        next_ = lone_->request.id;
+        return &lone_->request;
+    }
     if (requests_.empty()) return nullptr;
     if (next_) return &requests_.at(*next_).request;
     if (!fifo_checked_) {
@@ -78,7 +108,7 @@ const Request* BfqQueue::next_request(std::uint64_t head, const SeekPolicy& seek
 void BfqQueue::note_arrival(const Request& request, Time now, bool nonrot, Nanos slice_idle) {
     // Think time: only when the queue had nothing queued or in flight, i.e.
     // how long the client took to come back after being fully served.
-    if (dispatched == 0 && requests_.empty() && last_end_request_ != Time{}) {
+    if (dispatched == 0 && empty() && last_end_request_ != Time{}) {
         auto elapsed = std::min<std::uint64_t>(std::uint64_t((now - last_end_request_).count()),
                                                2 * std::uint64_t(slice_idle.count()));
         ttime_samples_ = (7 * ttime_samples_ + 256) / 8;

@@ -76,7 +76,17 @@ void BfqScheduler::close_queue(QueueId id, Time now) {
     }
 }
 
+std::vector<BfqScheduler::InFlight>::iterator BfqScheduler::in_flight_slot(RequestId id) {
+    return std::lower_bound(in_flight_.begin(), in_flight_.end(), id,
+                            [](const InFlight& f, RequestId key) { return f.id < key; });
+}
+
 BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
+    // The usual case first: the queue exists (then so does its client, which
+    // is forgotten only with its queues) and its client has not moved.
+    if (auto it = queues_.find(queue_key(r.queue, r.sync));
+        it != queues_.end() && it->second.group() == *it->second.client_group)
+        return it->second;
     auto c = clients_.find(r.queue);
     if (c == clients_.end()) {
         // Queues are opened before their first request, so this client was
@@ -99,6 +109,8 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
     if (it == queues_.end()) {
         it = queues_.try_emplace(key, key, r.queue, c->second.group, r.sync, &pool_).first;
         it->second.client_stats = &c->second.stats;
+        it->second.client_group = &c->second.group;
+        it->second.home = &groups_.at(c->second.group);
         it->second.max_budget = 2 * max_budget() / 3;   // bfq_init_bfqq
         it->second.closed = !c->second.open;
         it->second.note_completion(now);   // a new queue counts as just served
@@ -110,7 +122,7 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
 void BfqScheduler::submit(const Request& r, Time now) {
     process_timer(now);
     BfqQueue& q = queue_for(r, now);
-    BfqGroup& g = groups_.at(q.group());
+    BfqGroup& g = group_of(q);
     q.note_arrival(r, now, !device_.rotational, tunables_.slice_idle);
     const bool was_busy = q.entity.busy();
     q.add(r, now);
@@ -154,7 +166,7 @@ void BfqScheduler::activate_queue(BfqQueue& q, Time now) {
         q.entity.budget = std::max(q.max_budget, charge(*next_rq(q, now), q));
         q.non_blocking_wait_rq = false;
     }
-    BfqGroup& g = groups_.at(q.group());
+    BfqGroup& g = group_of(q);
     g.tree.activate(q.entity, q.non_blocking_wait_rq);
     q.non_blocking_wait_rq = false;
     if (!g.entity.busy()) {
@@ -174,10 +186,12 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
     const bool injected = q != in_service_;
     const Request* next = next_rq(*q, now);
     Request r = q->take(next->id);
-    BfqGroup& g = groups_.at(q->group());
+    BfqGroup& g = group_of(*q);
     --queued_;
     ++q->dispatched;
-    in_flight_[r.id] = InFlight{q, r.sectors()};
+    auto slot = in_flight_slot(r.id);
+    if (slot != in_flight_.end() && slot->id == r.id) *slot = InFlight{r.id, q, r.sectors()};
+    else in_flight_.insert(slot, InFlight{r.id, q, r.sectors()});
     served(*q, charge(r, *q));
     inject_on_dispatch(*q, r.id);
 
@@ -205,16 +219,16 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
 
 void BfqScheduler::complete(RequestId id, Time now) {
     process_timer(now);
-    auto it = in_flight_.find(id);
-    if (it == in_flight_.end()) return;
-    BfqQueue& q = *it->second.queue;
+    auto it = in_flight_slot(id);
+    if (it == in_flight_.end() || it->id != id) return;
+    BfqQueue& q = *it->queue;
     bool small = in_service_ && in_service_->has_short_ttime() &&
                  in_service_->dispatched + in_service_->size() < 3;
     hw_tag_.sample(unsigned(in_flight_.size()), queued_, small);
     inject_on_completion(q, id, now);
     in_flight_.erase(it);
     --q.dispatched;
-    BfqGroup& g = groups_.at(q.group());
+    BfqGroup& g = group_of(q);
     --g.pending;
     g.recent_until = now + 3 * guarantee_idle();
     for (EntityStats* s : {static_cast<EntityStats*>(&g.stats), q.client_stats, &device_stats_}) {
@@ -252,7 +266,7 @@ void BfqScheduler::complete(RequestId id, Time now) {
 void BfqScheduler::maybe_forget(BfqQueue& q) {
     if (!q.closed || q.entity.busy() || q.dispatched != 0 || in_service_ == &q) return;
     const QueueId client = q.client();
-    groups_.at(q.group()).tree.remove(q.entity);
+    group_of(q).tree.remove(q.entity);
     queues_.erase(q.key());
     forget_client(client);
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "sched/bfq/device_model.hpp"
 #include "sched/bfq/queue.hpp"
@@ -74,6 +75,7 @@ public:
 
 private:
     struct InFlight {
+        RequestId id;
         // A queue with requests in flight is never destroyed (maybe_forget).
         BfqQueue* queue;
         std::uint64_t sectors;
@@ -86,6 +88,9 @@ private:
 
     // scheduler.cpp
     BfqGroup& group(GroupId id);
+    static BfqGroup& group_of(const BfqQueue& q) { return *q.home; }
+    // Where the request in flight with this id is, or would go.
+    std::vector<InFlight>::iterator in_flight_slot(RequestId id);
     BfqQueue& queue_for(const Request& request, Time now);
     void activate_queue(BfqQueue& q, Time now);
     void maybe_forget(BfqQueue& q);
@@ -119,7 +124,7 @@ private:
     bool idling_needed_for_service_guarantees(const BfqQueue& q) const;
     bool asymmetric_scenario() const;
     bool contended_seeky(const BfqQueue& q, Time now) const;
-    std::uint64_t pending_groups() const;
+    bool several_groups_pending() const;
     void arm_idle_timer(BfqQueue& q, Time now);
     void stop_idling(BfqQueue& q, Time now);
     Nanos guarantee_idle() const;
@@ -149,12 +154,15 @@ private:
     std::map<GroupId, BfqGroup> groups_;
     // Hash maps, looked up on every request: they are iterated nowhere but
     // in stats(), where order does not matter, so decisions stay
-    // deterministic. Their elements do not move (BfqQueue::client_stats
-    // points into clients_, whose entries are erased only when the client
-    // is closed and has no queue left).
+    // deterministic. Their elements do not move (BfqQueue::client_stats and
+    // client_group point into clients_, whose entries are erased only when
+    // the client is closed and has no queue left; BfqQueue::home into
+    // groups_, which are never erased).
     std::unordered_map<std::uint64_t, BfqQueue> queues_;   // key = client * 2 + async
     std::unordered_map<QueueId, Client> clients_;
-    std::pmr::map<RequestId, InFlight> in_flight_{&pool_};
+    // Sorted by id: at most the device's depth, looked up at every
+    // completion; a vector keeps its capacity, so no allocation per request.
+    std::vector<InFlight> in_flight_;
     std::size_t queued_ = 0;
 
     // Injection bookkeeping of bfq_data: whether requests were injected since

@@ -52,7 +52,7 @@ const Request* BfqScheduler::next_rq(BfqQueue& q, Time now) {
 }
 
 void BfqScheduler::served(BfqQueue& q, std::uint64_t sectors) {
-    BfqGroup& g = groups_.at(q.group());
+    BfqGroup& g = group_of(q);
     g.tree.served(q.entity, sectors);
     root_.served(g.entity, sectors);
 }
@@ -186,7 +186,7 @@ void BfqScheduler::expire(BfqQueue& q, bool compensate, Expiry reason, Time now)
 
     // __bfq_bfqq_expire: requeue or deactivate along the path to the root.
     const std::uint64_t left = budget_left(q);
-    BfqGroup& g = groups_.at(q.group());
+    BfqGroup& g = group_of(q);
     // __bfq_bfqq_expire (Linux 5.3+, "re-schedule empty queues if they
     // deserve I/O plugging"): a queue preempted while it waits for its next
     // request, and owed idling for its share, stays scheduled with its
@@ -237,8 +237,8 @@ void BfqScheduler::maybe_preempt(BfqQueue& arrived, bool wants_to_preempt, Time 
     // group could be the next one B-WF2Q+ serves (next_queue_may_preempt).
     BfqQueue* cur = in_service_;
     if (!cur || cur == &arrived || cur->group() == arrived.group()) return;
-    const BfqGroup& ga = groups_.at(arrived.group());
-    const BfqGroup& gc = groups_.at(cur->group());
+    const BfqGroup& ga = group_of(arrived);
+    const BfqGroup& gc = group_of(*cur);
     bool heavier = ga.entity.weight > gc.entity.weight;
     // Where injection runs (flash), a service hole alone preempts only if the
     // group is eligible at the current virtual time: peek() jumps the virtual

@@ -4,14 +4,6 @@
 
 namespace nbdsched::sched::bfq {
 
-std::uint64_t vdelta(std::uint64_t service, std::uint64_t weight) {
-    return (service << kServiceShift) / std::max<std::uint64_t>(weight, 1);
-}
-
-bool vtime_after(std::uint64_t a, std::uint64_t b) {
-    return static_cast<std::int64_t>(a - b) > 0;
-}
-
 namespace {
 bool later(std::uint64_t a, std::uint64_t b) { return vtime_after(a, b); }
 }   // namespace
@@ -22,9 +14,20 @@ bool ServiceTree::IdleOrder::operator()(const std::pair<std::uint64_t, std::uint
     return a.second < b.second;
 }
 
+namespace {
+bool key_less(const Entity* e, std::uint64_t key) { return e->key < key; }
+}   // namespace
+
 void ServiceTree::insert_active(Entity& e) {
     e.where = Entity::Where::active;
-    active_[e.key] = &e;
+    // Keys are unique in a tree and an entity is inserted only when it is
+    // not active, so this never finds an equal key.
+    active_.insert(std::lower_bound(active_.begin(), active_.end(), e.key, key_less), &e);
+}
+
+void ServiceTree::erase_active(const Entity& e) {
+    auto it = std::lower_bound(active_.begin(), active_.end(), e.key, key_less);
+    if (it != active_.end() && (*it)->key == e.key) active_.erase(it);
 }
 
 void ServiceTree::activate(Entity& e, bool backshift) {
@@ -61,7 +64,7 @@ void ServiceTree::requeue(Entity& e) {
         e.in_service = false;
         e.service = 0;
     } else if (e.where == Entity::Where::active) {
-        active_.erase(e.key);
+        erase_active(e);
     } else {
         activate(e);
         return;
@@ -76,7 +79,7 @@ void ServiceTree::deactivate(Entity& e) {
         e.in_service = false;
         e.service = 0;
     } else if (e.where == Entity::Where::active) {
-        active_.erase(e.key);
+        erase_active(e);
     } else {
         return;   // already idle or not in this tree
     }
@@ -118,15 +121,15 @@ void ServiceTree::forget_idle() {
 
 std::uint64_t ServiceTree::min_start() const {
     // Only called with active entities.
-    std::uint64_t m = active_.begin()->second->start;
-    for (const auto& [key, e] : active_)
+    std::uint64_t m = active_.front()->start;
+    for (const Entity* e : active_)
         if (later(m, e->start)) m = e->start;
     return m;
 }
 
 Entity* ServiceTree::first_eligible(std::uint64_t vtime) const {
     Entity* best = nullptr;
-    for (const auto& [key, e] : active_) {
+    for (Entity* e : active_) {
         if (later(e->start, vtime)) continue;
         if (!best || later(best->finish, e->finish)) best = e;
     }
@@ -135,7 +138,7 @@ Entity* ServiceTree::first_eligible(std::uint64_t vtime) const {
 
 std::vector<Entity*> ServiceTree::eligible() const {
     std::vector<Entity*> out;
-    for (const auto& [key, e] : active_)
+    for (Entity* e : active_)
         if (!later(e->start, vtime_)) out.push_back(e);
     std::stable_sort(out.begin(), out.end(), [](const Entity* a, const Entity* b) { return later(b->finish, a->finish); });
     return out;
@@ -156,7 +159,7 @@ Entity* ServiceTree::select() {
     }
     Entity* e = first_eligible(vtime_);
     if (!e) return nullptr;   // cannot happen: the min-start entity is eligible
-    active_.erase(e->key);
+    erase_active(*e);
     e->where = Entity::Where::none;
     e->in_service = true;
     e->service = 0;

@@ -5,12 +5,16 @@
 // (start <= vtime), the one with the smallest finish; when none is eligible
 // the virtual time jumps to the smallest start.
 //
-// The kernel keeps augmented rbtrees; here a std::map keyed by a stable id
+// The kernel keeps augmented rbtrees; here a vector sorted by a stable id
 // holds the members and selection scans it. That is O(n) per selection, but
-// selection happens once per budget, not per request, and the scan order is
-// deterministic (ties go to the smaller key). The idle tree is ordered by
-// finish time, as the kernel's is, so that forgetting the entities vtime has
-// passed (on every dispatch) looks only at those.
+// selection happens once per budget, and the scan order is deterministic
+// (ties go to the smaller key). A budget can be one request: on a RAM device
+// a lone queue empties, leaves and comes back for every request, so joining
+// and leaving must be cheap, and with few entities a vector is (no node to
+// allocate, a short move); with thousands of busy queues the move is still
+// small beside the scan. The idle tree is ordered by finish time, as the
+// kernel's is, so that forgetting the entities vtime has passed (on every
+// dispatch) looks only at those.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +27,18 @@ namespace nbdsched::sched::bfq {
 
 inline constexpr int kServiceShift = 22;   // WFQ_SERVICE_SHIFT
 
-// Virtual-time length of `service` sectors at `weight`.
-std::uint64_t vdelta(std::uint64_t service, std::uint64_t weight);
+// Virtual-time length of `service` sectors at `weight`. Inline, like
+// vtime_after: both run several times per request.
+inline std::uint64_t vdelta(std::uint64_t service, std::uint64_t weight) {
+    return (service << kServiceShift) / (weight ? weight : 1);
+}
 
 // Virtual time `a` is after `b`. Virtual times wrap at 2^64 (the root tree
 // advances by service << 22 / wsum: 2 PiB per unit of weight sum, or minutes
 // of max_budget-sized time charges at weight 1), so, as the kernel's bfq_gt,
 // this compares the signed difference: right as long as the timestamps
 // compared are within 2^63 of each other, which live ones are.
-bool vtime_after(std::uint64_t a, std::uint64_t b);
+inline bool vtime_after(std::uint64_t a, std::uint64_t b) { return static_cast<std::int64_t>(a - b) > 0; }
 
 struct Entity {
     enum class Where : std::uint8_t { none,
@@ -55,8 +62,7 @@ class ServiceTree {
 public:
     // `pool` holds the tree nodes: entities move between the trees on every
     // activation and expiry.
-    explicit ServiceTree(std::pmr::memory_resource* pool = std::pmr::get_default_resource())
-        : active_(pool), idle_(pool) {}
+    explicit ServiceTree(std::pmr::memory_resource* pool = std::pmr::get_default_resource()) : idle_(pool) {}
 
     // Entity becomes backlogged. `backshift` is the kernel's
     // non_blocking_wait_rq: the entity was expired only because it waited
@@ -99,10 +105,11 @@ private:
     Entity* first_eligible(std::uint64_t vtime) const;
     void forget_idle();
     void insert_active(Entity& e);
+    void erase_active(const Entity& e);
 
     std::uint64_t vtime_ = 0;
-    std::uint64_t wsum_ = 0;   // weights of active and idle-tree entities
-    std::pmr::map<std::uint64_t, Entity*> active_;
+    std::uint64_t wsum_ = 0;        // weights of active and idle-tree entities
+    std::vector<Entity*> active_;   // sorted by key; keeps its capacity
     // (finish, key), finish compared with vtime_after: an idle entity's
     // finish does not change until it leaves, and all of them are ahead of
     // vtime by less than 2^63, so the order holds across the wrap.

@@ -76,6 +76,7 @@ void CfqScheduler::close_queue(QueueId id, Time now) {
 }
 
 void CfqScheduler::reap_closed() {
+    if (retired_.empty() && closed_.empty()) return;   // the usual case, after every dispatch and completion
     std::vector<QueueId> reaped;
     std::erase_if(retired_, [this, &reaped](const std::unique_ptr<CfqQueue>& q) {
         if (!(q->empty() && !q->dispatched && !q->on_rr && active_ != q.get())) return false;

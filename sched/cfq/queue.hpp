@@ -99,10 +99,4 @@ struct CfqQueue {
     }
 };
 
-// cfq_choose_req(): of two candidates, the one best served next by a one-way
-// elevator at `last` (backward seeks within back_max cost back_penalty times).
-std::optional<CfqQueue::PendingIt> choose_req(std::optional<CfqQueue::PendingIt> a,
-                                              std::optional<CfqQueue::PendingIt> b,
-                                              std::uint64_t last, const ElevatorParams& e);
-
 }   // namespace nbdsched::sched::cfq

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sched/bfq/bfq.hpp"
+#include "test_lcg.hpp"
 
 using namespace nbdsched::sched;
 using namespace std::chrono_literals;
@@ -15,13 +16,7 @@ using nbdsched::Nanos;
 
 namespace {
 
-struct Lcg {
-    std::uint64_t x;
-    unsigned next(unsigned n) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        return unsigned((x >> 33) % n);
-    }
-};
+using test::Lcg;
 
 const char* const kKnobs[][2] = {
     {"slice_idle", "0"},
