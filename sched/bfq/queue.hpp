@@ -76,7 +76,12 @@ public:
     bool wait_request = false;           // idle timer armed for this queue
     bool non_blocking_wait_rq = false;   // expired only while waiting for I/O
     std::uint64_t budget_left_at_expiry = 0;
-    bool io_bound = false;
+    // bfq_init_bfqq marks a new queue IO_bound: a sequential reader then
+    // earns idling (idling_boosts_thr_without_issues) from its first request,
+    // before hw_tag is known. Starting unmarked, readers sharing one group got
+    // no idling until 120 in-time arrivals, their interleaved requests made
+    // the disk look like it queues commands, and idling stayed off.
+    bool io_bound = true;
     unsigned requests_within_timer = 0;
     bool closed = false;
     // Injection while this queue is in service and waiting (inject.cpp):

@@ -86,13 +86,18 @@ inline Workload seed003(std::string policy, std::string group_idle) {
     return w;
 }
 
-// Two sequential sync readers on an hdd, far apart.
-inline Workload hdd_two_readers(std::string policy, std::string slice_idle) {
+// Sequential 64k sync readers at iodepth 1 on an hdd, far apart, in one group
+// (experiment 5's shape).
+inline Workload hdd_sequential_readers(std::string policy, std::string slice_idle, int readers) {
     Workload w = base("hdd", std::move(policy), "slice_idle", slice_idle, 4s, 500ms);
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < readers; ++i)
         w.jobs.push_back(job("r" + std::to_string(i), "default", sched::Op::read, Pattern::sequential,
                              64 * 1024, 1, 100ull << 30));
     return w;
+}
+
+inline Workload hdd_two_readers(std::string policy, std::string slice_idle) {
+    return hdd_sequential_readers(std::move(policy), std::move(slice_idle), 2);
 }
 
 // Two groups weighted 300 and 100, one random reader each at iodepth 4.
