@@ -95,8 +95,10 @@ void storm(bool rotational, unsigned depth, std::uint64_t seed) {
         case 8: {
             unsigned k = rng.next(std::size(kKnobs) + 3);
             if (k < std::size(kKnobs)) CHECK(s->set_tunable(kKnobs[k][0], kKnobs[k][1], now).empty());
-            else if (k == std::size(kKnobs)) s->set_group(GroupId(rng.next(4)), 1 + rng.next(1000));
-            else {
+            else if (k == std::size(kKnobs)) {
+                const unsigned weight = 1 + rng.next(1000);   // before the group: arguments are unsequenced
+                s->set_group(GroupId(rng.next(4)), weight);
+            } else {
                 QueueId q = 1 + rng.next(12);
                 s->close_queue(q, now);
                 closed.insert(q);

@@ -189,7 +189,10 @@ std::uint64_t run_trace(const std::string& policy, const Shape& shape, std::uint
             if (k < changes.size()) {
                 CHECK(s->set_tunable(changes[k].first, changes[k].second, now).empty());
             } else if (k == changes.size()) {
-                s->set_group(GroupId(rng.next(shape.groups)), 1 + rng.next(1000));
+                // Drawn one at a time: the order of a call's arguments is
+                // unspecified (g++ and clang differ), and so would the trace be.
+                const unsigned weight = 1 + rng.next(1000);
+                s->set_group(GroupId(rng.next(shape.groups)), weight);
             } else {
                 const QueueId q = 1 + rng.next(shape.queues);
                 s->close_queue(q, now);
