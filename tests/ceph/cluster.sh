@@ -145,7 +145,8 @@ start() {
     fsid=$(uuidgen) osd_uuid=$(uuidgen) port=$(pick_port)
     write_conf "$fsid" "$port"
     write_keyring
-    trap 'stop_daemons; echo "cluster.sh: start failed; logs in $dir" >&2' ERR
+    # Name the step that failed: the logs alone do not say which it was.
+    trap 'rc=$?; stop_daemons; echo "cluster.sh: start failed at line $LINENO (exit $rc): $BASH_COMMAND; logs in $dir" >&2' ERR
 
     monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$port]" "$dir/monmap" >/dev/null
     ceph-mon -c "$dir/ceph.conf" -i a --mkfs --monmap "$dir/monmap" --keyring "$dir/keyring"
