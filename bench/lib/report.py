@@ -60,8 +60,11 @@ class Facts:
             ("kernel", platform.release()),
             ("load average (1/5/15 min) at start / end", f"{self.load_start} / {self.load_end}"),
             ("fio", fio.version()),
-            ("nbdsched", f"{_cmd([nbdsched_binary(), '--version'])} (git {git_commit()}, "
-                         f"binary {os.environ.get('NBDSCHED', 'build/daemon/nbdsched')})"),
+            # --version names the commit the binary was built from; the
+            # checkout's commit is the benchmark scripts' (they may differ).
+            ("nbdsched", f"{_cmd([nbdsched_binary(), '--version'])}, "
+                         f"binary {os.environ.get('NBDSCHED', 'build/daemon/nbdsched')}"),
+            ("bench scripts", f"git {git_commit()}"),
             ("experiment wall time", f"{self.duration:.0f} s"),
         ]
         if peers:

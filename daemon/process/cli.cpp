@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "daemon/process/build_version.hpp"
+
 namespace nbdsched::daemon {
 
 namespace {
@@ -16,7 +18,7 @@ const CLI::Validator non_empty_path(
 std::optional<int> parse_cli(int argc, char** argv, CliOptions& options) {
     CLI::App app{"nbdsched: an NBD server with CFQ/BFQ-style I/O scheduling"};
     app.name("nbdsched");
-    app.set_version_flag("--version", std::string("nbdsched ") + NBDSCHED_VERSION);
+    app.set_version_flag("--version", std::string("nbdsched ") + build_version());
     app.add_option("-c,--config", options.config_file, "YAML configuration file (default: embedded default)")
         ->check(non_empty_path);
     app.add_option("--check-config", options.check_config_file, "validate FILE, print every error, and exit")

@@ -13,6 +13,7 @@
 
 #include "config/config.hpp"
 #include "daemon/process/attach_cli.hpp"
+#include "daemon/process/build_version.hpp"
 #include "daemon/process/check_config.hpp"
 #include "daemon/process/cli.hpp"
 #include "daemon/process/fdstore_handover.hpp"
@@ -203,7 +204,7 @@ int main(int argc, char** argv) {
         }
     }
     if (stored && !taking_over) daemon::release_fd_store(*stored);
-    spdlog::info("nbdsched {} using {}", NBDSCHED_VERSION, config.source);
+    spdlog::info("nbdsched {} using {}", daemon::build_version(), config.source);
     if (embedded) print_how_to_connect(*server);
     const int code = server->run();
     if (server->storage_stuck()) {

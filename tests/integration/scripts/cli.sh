@@ -18,6 +18,18 @@ grep -q -- '--check-config' "$tmp/help" && ok "--help mentions --check-config" \
 "$NBDSCHED" --version > "$tmp/version" 2>&1 && ok "--version exits 0" || fail "--version exits non-zero"
 grep -qE '[0-9]+\.[0-9]+\.[0-9]+' "$tmp/version" && ok "--version prints a version" \
     || fail "--version prints no version: $(cat "$tmp/version")"
+# The commit the binary was built from: this script's checkout, when it is one
+# and the binary is its build (a stale binary names an older commit).
+src=$(cd "$(dirname "$0")" && git rev-parse --show-toplevel 2>/dev/null)
+if [ -n "$src" ]; then
+    head=$(git -C "$src" rev-parse HEAD)
+    built=$(sed -nE 's/.*\(git ([0-9a-f]+)(-dirty)?\)$/\1/p' "$tmp/version")
+    [ -n "$built" ] && [ "${head#"$built"}" != "$head" ] && ok "--version names the checkout's commit ($built)" \
+        || fail "--version names no commit of this checkout (HEAD $head): $(cat "$tmp/version")"
+else
+    grep -q '(git unknown)' "$tmp/version" && ok "--version says the commit is unknown outside a checkout" \
+        || fail "--version outside a checkout: $(cat "$tmp/version")"
+fi
 "$NBDSCHED" --no-such-option > /dev/null 2>&1 && fail "an unknown option exits 0" \
     || ok "an unknown option exits non-zero"
 
