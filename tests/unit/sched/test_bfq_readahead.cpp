@@ -45,7 +45,8 @@ struct Outcome {
 
 class ReadAheadRig {
 public:
-    explicit ReadAheadRig(std::vector<Reader> readers) : s_(make(true, 32)), readers_(std::move(readers)) {
+    explicit ReadAheadRig(std::vector<Reader> readers, std::string_view policy = "bfq")
+        : s_(build(policy)), readers_(std::move(readers)) {
         for (std::size_t i = 0; i < readers_.size(); ++i) {
             s_->open_queue(readers_[i].queue, 0, Time{});
             if (readers_[i].warm_for.count() != 0) submit(i, 64 << 10, Kind::first_demand);
@@ -99,6 +100,14 @@ public:
     bfq::BfqScheduler& bfq() { return dynamic_cast<bfq::BfqScheduler&>(*s_); }
 
 private:
+    static std::unique_ptr<Scheduler> build(std::string_view policy) {
+        std::string error;
+        auto s = make_scheduler(policy, DeviceTraits{true, 32}, {}, error);
+        INFO(error);
+        REQUIRE(s);
+        return s;
+    }
+
     enum class Kind { first_demand,
                       second_demand,
                       first_piece,
@@ -162,4 +171,14 @@ TEST_CASE("bfq read-ahead readers on a disk: a reader that lives on cached data 
     MESSAGE("after recovery: " << later.mib_s << " MiB/s, " << later.turns << " turns in 2 s");
     CHECK(later.mib_s > 150);
     CHECK(later.turns < 40);
+}
+
+TEST_CASE("bfq read-ahead readers on a disk: cfq, given the same warm start, keeps its slices") {
+    // cfq's idle window follows the think-time mean and its slices are time:
+    // one long wait leaves no lasting mark.
+    ReadAheadRig rig({{.queue = 1, .pos = 0, .warm_for = 10ms}, {.queue = 2, .pos = kRegion, .warm_for = 10ms}}, "cfq");
+    const Outcome o = rig.run(Time{1s}, Time{3s});
+    MESSAGE("cfq, warm start: " << o.mib_s << " MiB/s, " << o.turns << " turns in 2 s");
+    CHECK(o.mib_s > 145);
+    CHECK(o.turns < 40);
 }
