@@ -79,9 +79,9 @@ TEST_CASE("flooded reader: cfq serves the groups one request at a time behind th
         Results r = run(flooded("cfq", "", true, true, think, 32));
         const double reader = r.groups[0].iops, flood = r.groups[1].iops;
         MESSAGE("cfq, pool of 32, reader think time " << format_duration(think) << ": reader p99 "
-                                                       << r.jobs[0].latency.p99_us << " us (alone " << alone
-                                                       << "), reader " << reader << " IOPS, flood " << flood
-                                                       << ", device depth max " << r.depth.max);
+                                                      << r.jobs[0].latency.p99_us << " us (alone " << alone
+                                                      << "), reader " << reader << " IOPS, flood " << flood
+                                                      << ", device depth max " << r.depth.max);
         CHECK(r.depth.max == 1);   // one request at the disk: the groups alternate request by request
         CHECK(r.jobs[0].latency.p99_us <= 3 * alone);
         CHECK(flood <= 1.1 * reader);   // equal weights
