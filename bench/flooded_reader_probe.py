@@ -3,11 +3,11 @@
 interleaved across binaries: the qd1 reader alone, then beside the 8 x 64
 flooder, each rep on a fresh daemon per binary (one `hdd` device, groups
 `reader` and `flood` of equal weight, a pool of 32 shared by weight).
-Prints per rep the reader's p99 alone and flooded and their ratio, the
-reader's and the flooder's IOPS, and the device's and groups' counters from
-`ctl stats` after the flooded run. Not part of run-all.
+Prints per rep the reader's p99 alone and flooded and their ratio, and the
+reader's and the flooder's IOPS; --json also keeps `ctl stats` after each
+flooded run, --ctl prints other ctl output. Not part of run-all.
 
-  bench/exp10_probe.py --server old=PATH --server new=PATH --reps 3 [--scheduler cfq] [--tunable k=v]
+  bench/flooded_reader_probe.py --server old=PATH --server new=PATH --reps 3 [--scheduler cfq] [--tunable k=v]
 
 A p99 of one 12 s run rests on about 5 reads, so the probe also prints the
 share of the flooded reader's reads over 20 and over 50 ms (fio's latency
