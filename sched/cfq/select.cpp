@@ -25,6 +25,14 @@ CfqQueue* CfqScheduler::select_queue(Time now) {
 
     if (!q->empty()) return q;
 
+    // A seeky queue serving one request while another group waits
+    // (contended_seeky_depth) keeps the device until that request is done:
+    // its slice ends there, charged the time since it was scheduled in.
+    // Expired now, empty, it would be charged one jiffy, and its group would
+    // put its next queue's request at the disk too, and the next: the other
+    // group waited behind several requests and was charged their time.
+    if (q->dispatched && contended_seeky(*q)) return nullptr;
+
     // (Close cooperators are not modelled.) Idling: wait for the timer.
     if (timer_) return nullptr;
 
@@ -137,6 +145,9 @@ bool CfqScheduler::should_preempt(const CfqQueue& q, const Request& req, Time no
     if (req.sync && !a->sync && !a->must_dispatch) return true;
     // Otherwise never across groups: that would break the groups' fairness.
     if (a->group != q.group) return false;
+    // Nor while a contended seeky queue's request is at the disk: the other
+    // group's turn comes at its completion (select_queue).
+    if (a->dispatched && contended_seeky(*a)) return false;
     if (slice_used(*a, now)) return true;
     // Both on the sync-noidle tree and the active one is only tree-idling.
     if (serving_type_ == WlType::sync_noidle && q.type() == WlType::sync_noidle && a->empty())
