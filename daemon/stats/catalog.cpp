@@ -27,9 +27,16 @@ constexpr Family dispatched_total{"dispatched_total", MetricType::counter, "requ
 constexpr Family refused_total{"refused_connections_total", MetricType::counter,
                                "clients the export's allow: rules refused"};
 constexpr Family queued{"queued", MetricType::gauge, "requests waiting in the scheduler"};
+constexpr Family expirations_total{"expirations_total", MetricType::counter,
+                                   "queue turns at the device (CFQ slices, BFQ budgets) that ended, by why", "reason"};
 
 using C = const Counters&;
 using S = const sched::EntityStats&;
+
+template <sched::Expiry reason>
+std::uint64_t expired(S s) {
+    return s.expirations(reason);
+}
 
 // clang-format off
 const std::array stats{
@@ -85,6 +92,23 @@ const std::array stats{
          .sched = [](S s) { return s.queued; }},
     Stat{.key = "in_flight", .column = "",
          .sched = [](S s) { return s.in_flight; }},
+    // Labels are sched::to_string(reason), keys "expired_" + the label (unit-daemon-catalog checks both).
+    Stat{.key = "expired_too_idle", .column = "", .family = &expirations_total, .label = "too_idle",
+         .sched = expired<sched::Expiry::too_idle>},
+    Stat{.key = "expired_budget_timeout", .column = "", .family = &expirations_total, .label = "budget_timeout",
+         .sched = expired<sched::Expiry::budget_timeout>},
+    Stat{.key = "expired_budget_exhausted", .column = "", .family = &expirations_total, .label = "budget_exhausted",
+         .sched = expired<sched::Expiry::budget_exhausted>},
+    Stat{.key = "expired_no_more_requests", .column = "", .family = &expirations_total, .label = "no_more_requests",
+         .sched = expired<sched::Expiry::no_more_requests>},
+    Stat{.key = "expired_preempted", .column = "", .family = &expirations_total, .label = "preempted",
+         .sched = expired<sched::Expiry::preempted>},
+    Stat{.key = "expired_seeky_turn_ended", .column = "", .family = &expirations_total, .label = "seeky_turn_ended",
+         .sched = expired<sched::Expiry::seeky_turn_ended>},
+    Stat{.key = "expired_slice_used", .column = "", .family = &expirations_total, .label = "slice_used",
+         .sched = expired<sched::Expiry::slice_used>},
+    Stat{.key = "expired_closed", .column = "", .family = &expirations_total, .label = "closed",
+         .sched = expired<sched::Expiry::closed>},
 };
 // clang-format on
 
@@ -92,6 +116,10 @@ const std::array stats{
 
 std::span<const Stat> catalog() {
     return stats;
+}
+
+bool is_expiry(const Stat& stat) {
+    return stat.family == &expirations_total;
 }
 
 bool is_duration(Unit unit) {

@@ -87,8 +87,7 @@ TEST_CASE("bfq expiry: a heavier group's arrival ends a lighter one's turn (PREE
     s->open_queue(2, 2, Time{});
     RequestId next_id = 1;
     auto submit = [&](QueueId q, std::uint64_t offset, Time now) {
-        s->submit(Request{.id = next_id++, .queue = q, .group = GroupId(q), .op = Op::write, .offset = offset,
-                          .length = 32768, .arrival = now},
+        s->submit(Request{.id = next_id++, .queue = q, .group = GroupId(q), .op = Op::write, .offset = offset, .length = 32768, .arrival = now},
                   now);
     };
     submit(1, 0, Time{});

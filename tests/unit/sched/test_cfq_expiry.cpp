@@ -39,7 +39,7 @@ TEST_CASE("cfq expiry: two backlogged readers end every slice SLICE_USED") {
     CHECK(expiry_text(st.queues.at(2)) == "slice_used 5");
     CHECK(expiry_text(st.groups.at(0)) == "slice_used 10");
     CHECK(expiry_text(st.device) == "slice_used 10");
-    CHECK(st.queues.at(1).idle_window == true);   // sequential, never idle long
+    CHECK(st.queues.at(1).idle_window == true);          // sequential, never idle long
     CHECK_FALSE(st.queues.at(1).io_bound.has_value());   // bfq's flag
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("cfq expiry: a sync read PREEMPTS an async slice, then idles in vain (
     CHECK(r->id == 3);
     s->complete(3, Time(3ms));
     CHECK(s->next_wakeup() == Time(11ms));   // idling for the reader
-    r = s->dispatch(Time(11ms));            // which did not come back
+    r = s->dispatch(Time(11ms));             // which did not come back
     REQUIRE(r);
     CHECK(r->id == 2);
     const SchedulerStats st = s->stats(Time(11ms));
