@@ -38,6 +38,11 @@ std::uint64_t expired(S s) {
     return s.expirations(reason);
 }
 
+// A count of turns that ended for one reason: JSON and Prometheus, not the main table.
+constexpr Stat expiry(std::string_view key, std::string_view label, std::uint64_t (*read)(S)) {
+    return Stat{.key = key, .column = "", .family = &expirations_total, .label = label, .sched = read};
+}
+
 // clang-format off
 const std::array stats{
     Stat{.key = "requests", .column = "",
@@ -93,22 +98,14 @@ const std::array stats{
     Stat{.key = "in_flight", .column = "",
          .sched = [](S s) { return s.in_flight; }},
     // Labels are sched::to_string(reason), keys "expired_" + the label (unit-daemon-catalog checks both).
-    Stat{.key = "expired_too_idle", .column = "", .family = &expirations_total, .label = "too_idle",
-         .sched = expired<sched::Expiry::too_idle>},
-    Stat{.key = "expired_budget_timeout", .column = "", .family = &expirations_total, .label = "budget_timeout",
-         .sched = expired<sched::Expiry::budget_timeout>},
-    Stat{.key = "expired_budget_exhausted", .column = "", .family = &expirations_total, .label = "budget_exhausted",
-         .sched = expired<sched::Expiry::budget_exhausted>},
-    Stat{.key = "expired_no_more_requests", .column = "", .family = &expirations_total, .label = "no_more_requests",
-         .sched = expired<sched::Expiry::no_more_requests>},
-    Stat{.key = "expired_preempted", .column = "", .family = &expirations_total, .label = "preempted",
-         .sched = expired<sched::Expiry::preempted>},
-    Stat{.key = "expired_seeky_turn_ended", .column = "", .family = &expirations_total, .label = "seeky_turn_ended",
-         .sched = expired<sched::Expiry::seeky_turn_ended>},
-    Stat{.key = "expired_slice_used", .column = "", .family = &expirations_total, .label = "slice_used",
-         .sched = expired<sched::Expiry::slice_used>},
-    Stat{.key = "expired_closed", .column = "", .family = &expirations_total, .label = "closed",
-         .sched = expired<sched::Expiry::closed>},
+    expiry("expired_too_idle", "too_idle", expired<sched::Expiry::too_idle>),
+    expiry("expired_budget_timeout", "budget_timeout", expired<sched::Expiry::budget_timeout>),
+    expiry("expired_budget_exhausted", "budget_exhausted", expired<sched::Expiry::budget_exhausted>),
+    expiry("expired_no_more_requests", "no_more_requests", expired<sched::Expiry::no_more_requests>),
+    expiry("expired_preempted", "preempted", expired<sched::Expiry::preempted>),
+    expiry("expired_seeky_turn_ended", "seeky_turn_ended", expired<sched::Expiry::seeky_turn_ended>),
+    expiry("expired_slice_used", "slice_used", expired<sched::Expiry::slice_used>),
+    expiry("expired_closed", "closed", expired<sched::Expiry::closed>),
 };
 // clang-format on
 

@@ -1,6 +1,7 @@
 // Why bfq ended each queue's turn (sched::Expiry), counted per queue, group
 // and device, and the IO_bound mark a TOO_IDLE expiry takes away: known
 // scenarios driven event by event, with the exact counts they produce.
+// (BUDGET_TIMEOUT: test_bfq_budget.cpp; PREEMPTED: test_bfq_share.cpp.)
 #include "expiry_text.hpp"
 #include "test_bfq_rig.hpp"
 
@@ -57,56 +58,4 @@ TEST_CASE("bfq expiry: a queue that uses its budget is BUDGET_EXHAUSTED, one tha
     CHECK(expiry_text(st.queues.at(1)) == "budget_exhausted 1, no_more_requests 1");
     CHECK(expiry_text(st.device) == "budget_exhausted 1, no_more_requests 1");
     CHECK(st.queues.at(1).io_bound == true);
-}
-
-TEST_CASE("bfq expiry: slow queues are expired at timeout_sync (BUDGET_TIMEOUT)") {
-    auto s = make(true, 1, {{"timeout_sync", "50ms"}});
-    s->open_queue(1, 0, Time{});
-    s->open_queue(2, 0, Time{});
-    RequestId id = 1;
-    for (int i = 0; i < 100; ++i) s->submit(rd(id++, std::uint64_t(i) * 100000, 1), Time{});
-    for (int i = 0; i < 100; ++i) s->submit(rd(id++, std::uint64_t(i) * 100000 + 7, 2), Time{});
-    Time t{};
-    for (int n = 0; n < 20; ++n) {
-        auto r = s->dispatch(t);
-        REQUIRE(r);
-        t += 10ms;   // a seek each: five requests per 50ms budget
-        s->complete(r->id, t);
-    }
-    const SchedulerStats st = s->stats(t);
-    CHECK(expiry_text(st.queues.at(1)) == "budget_timeout 2");
-    CHECK(expiry_text(st.queues.at(2)) == "budget_timeout 2");
-    CHECK(expiry_text(st.groups.at(0)) == "budget_timeout 4");
-}
-
-TEST_CASE("bfq expiry: a heavier group's arrival ends a lighter one's turn (PREEMPTED)") {
-    auto s = make(true, 32);
-    s->set_group(1, 1000);
-    s->set_group(2, 100);
-    s->open_queue(1, 1, Time{});
-    s->open_queue(2, 2, Time{});
-    RequestId next_id = 1;
-    auto submit = [&](QueueId q, std::uint64_t offset, Time now) {
-        s->submit(Request{.id = next_id++, .queue = q, .group = GroupId(q), .op = Op::write, .offset = offset, .length = 32768, .arrival = now},
-                  now);
-    };
-    submit(1, 0, Time{});
-    submit(2, 1ull << 36, Time{});
-    auto h1 = s->dispatch(Time{});
-    REQUIRE(h1);
-    CHECK(h1->queue == 1);
-    s->complete(h1->id, Time{1ms});
-    auto l1 = s->dispatch(Time{20ms});   // heavy idled in vain until 9ms: too idle
-    REQUIRE(l1);
-    CHECK(l1->queue == 2);
-    submit(1, 32768, Time{20ms});   // heavy returns and preempts light
-    auto h2 = s->dispatch(Time{20ms});
-    REQUIRE(h2);
-    CHECK(h2->queue == 1);
-    const SchedulerStats st = s->stats(Time{20ms});
-    CHECK(expiry_text(st.queues.at(1)) == "too_idle 1");
-    CHECK(expiry_text(st.queues.at(2)) == "preempted 1");
-    CHECK(expiry_text(st.groups.at(1)) == "too_idle 1");
-    CHECK(expiry_text(st.groups.at(2)) == "preempted 1");
-    CHECK(expiry_text(st.device) == "too_idle 1, preempted 1");
 }

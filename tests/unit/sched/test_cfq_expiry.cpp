@@ -25,12 +25,11 @@ TEST_CASE("cfq expiry: two backlogged readers end every slice SLICE_USED") {
     for (std::uint64_t i = 0; i < 50; ++i) s->submit(read_at(id++, 2, (1ull << 30) + i * 65536), Time{});
     Time t{};
     std::vector<QueueId> order;
-    for (int n = 0; n < 30; ++n) {
+    while (order.size() < 30) {
         auto r = s->dispatch(t);
         REQUIRE(r);
         order.push_back(r->queue);
-        t += 10ms;
-        s->complete(r->id, t);
+        s->complete(r->id, t += 10ms);
     }
     CHECK(order == std::vector<QueueId>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1,
                                         2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
