@@ -131,9 +131,11 @@ void CfqScheduler::slice_expired(Time now, bool timed_out, Expiry why) {
 }
 
 void CfqScheduler::expire_queue(CfqQueue& q, Time now, bool timed_out, Expiry why) {
+    // Only the active queue is expired, and set_active_queue() found a sync
+    // queue's client_stats; a group's async queue has none.
     device_stats_.count_expiry(why);
     q.group->stats.count_expiry(why);
-    if (q.client) client_stats(q).count_expiry(why);
+    if (q.client_stats) q.client_stats->count_expiry(why);
     if (q.wait_request) cancel_timer(now);
     q.wait_request = false;
     q.wait_busy = false;
