@@ -122,7 +122,7 @@ std::string NoneScheduler::set_tunable(std::string_view name, std::string_view v
 SchedulerStats NoneScheduler::stats(Time) const {
     SchedulerStats out;
     out.device = device_stats_;
-    out.queues.insert(queue_stats_.begin(), queue_stats_.end());
+    for (const auto& [id, s] : queue_stats_) static_cast<EntityStats&>(out.queues[id]) = s;
     out.groups.insert(group_stats_.begin(), group_stats_.end());
     out.hw_tag = device_.max_depth > 1;   // none does not detect; it trusts the device
     return out;

@@ -134,6 +134,51 @@ std::string render_qos(const Json& groups) {
     return any ? t.str("  ") : std::string();
 }
 
+// A row's name in the `ctl stats` tables: "group g1 w100", "queue 3 e0/g1".
+std::string group_label(const Json& g) {
+    return "group " + num(at(g, "name")) + " w" + num(at(g, "weight"));
+}
+
+std::string queue_label(const Json& q) {
+    return "queue " + num(at(q, "id")) + " " + num(at(q, "export")) + "/" + num(at(q, "group"));
+}
+
+// Why queue turns ended (the expired_* keys), a column per reason, and the
+// queues' flags (io_bound for bfq, idle_window for cfq) where they are set.
+// Left out while no turn has ended and no queue has a flag (always with none).
+std::string render_expiries(const Json& d) {
+    std::vector<std::string> head{"turns ended"};
+    std::vector<std::string_view> keys;
+    for (const auto& stat : stats::catalog()) {
+        if (!stats::is_expiry(stat)) continue;
+        head.emplace_back(stat.label);
+        keys.push_back(stat.key);
+    }
+    std::vector<std::string_view> flags;
+    for (std::string_view f : {"io_bound", "idle_window"})
+        for (const auto& q : at(d, "queues"))
+            if (at(at(q, "sched"), f).is_boolean()) {
+                flags.push_back(f);
+                head.emplace_back(f);
+                break;
+            }
+    bool any = !flags.empty();
+    for (auto key : keys) any = any || (at(at(d, "sched"), key).is_number() && at(at(d, "sched"), key) != 0);
+    if (!any) return {};
+    auto cells = [&](std::string first, const Json& s, bool queue) {
+        std::vector<std::string> r{std::move(first)};
+        for (auto key : keys) r.push_back(num(at(s, key)));
+        for (auto f : flags) r.push_back(queue ? num(at(s, f)) : "");
+        return r;
+    };
+    Table t(std::move(head));
+    t.add(cells("device", at(d, "sched"), false));
+    for (const auto& g : at(d, "groups"))
+        t.add(cells(group_label(g), at(g, "sched"), false));
+    for (const auto& q : at(d, "queues")) t.add(cells(queue_label(q), at(q, "sched"), true));
+    return t.str("  ");
+}
+
 }   // namespace
 
 namespace {
@@ -208,12 +253,10 @@ std::string render_stats(const Json& reply) {
         t.add(row("device", counter_cells(at(d, "counters"), at(d, "sched"))));
         for (const auto& e : at(d, "exports")) t.add(row("export " + num(at(e, "name")), counter_cells(e, Json())));
         for (const auto& g : at(d, "groups"))
-            t.add(row("group " + num(at(g, "name")) + " w" + num(at(g, "weight")),
-                      counter_cells(at(g, "counters"), at(g, "sched"))));
-        for (const auto& q : at(d, "queues"))
-            t.add(row("queue " + num(at(q, "id")) + " " + num(at(q, "export")) + "/" + num(at(q, "group")),
-                      counter_cells(at(q, "counters"), at(q, "sched"))));
+            t.add(row(group_label(g), counter_cells(at(g, "counters"), at(g, "sched"))));
+        for (const auto& q : at(d, "queues")) t.add(row(queue_label(q), counter_cells(at(q, "counters"), at(q, "sched"))));
         out += t.str("  ");
+        out += render_expiries(d);
         out += render_qos(at(d, "groups"));
     }
     return out;

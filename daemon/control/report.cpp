@@ -175,6 +175,9 @@ Json stats_json(const StatsSnapshot& snapshot) {
             j["peer"] = q.peer;
             j["counters"] = counters_json(q.numbers);
             j["sched"] = sched_json(q.numbers);
+            // The queue's flags where its policy has them (bfq, cfq).
+            if (q.io_bound) j["sched"]["io_bound"] = *q.io_bound;
+            if (q.idle_window) j["sched"]["idle_window"] = *q.idle_window;
             d["queues"].push_back(std::move(j));
         }
         out["devices"].push_back(std::move(d));

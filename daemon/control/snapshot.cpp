@@ -53,9 +53,11 @@ DeviceSnapshot device_snapshot(Device& dev, const DaemonState& state, std::size_
     }
     d.queues.reserve(st.queues().size());
     for (const auto& [id, q] : st.queues()) {
-        const sched::EntityStats none;
+        const sched::QueueStats none;
         const auto* s = find_in(ss.queues, id);
-        d.queues.push_back({id, q.info.export_name, q.info.group, q.info.peer, numbers_of(&q.counters, s ? s : &none)});
+        if (!s) s = &none;
+        d.queues.push_back({id, q.info.export_name, q.info.group, q.info.peer, numbers_of(&q.counters, s), s->io_bound,
+                            s->idle_window});
     }
     return d;
 }

@@ -39,6 +39,8 @@ struct QueueSnapshot {
     sched::GroupId group = 0;
     std::string peer;
     Numbers numbers;
+    std::optional<bool> io_bound;      // bfq: its sync queue's IO_bound mark
+    std::optional<bool> idle_window;   // cfq: its sync queue's idle window
 };
 
 struct DeviceSnapshot {

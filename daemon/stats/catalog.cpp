@@ -27,9 +27,21 @@ constexpr Family dispatched_total{"dispatched_total", MetricType::counter, "requ
 constexpr Family refused_total{"refused_connections_total", MetricType::counter,
                                "clients the export's allow: rules refused"};
 constexpr Family queued{"queued", MetricType::gauge, "requests waiting in the scheduler"};
+constexpr Family expirations_total{"expirations_total", MetricType::counter,
+                                   "queue turns at the device (CFQ slices, BFQ budgets) that ended, by why", "reason"};
 
 using C = const Counters&;
 using S = const sched::EntityStats&;
+
+template <sched::Expiry reason>
+std::uint64_t expired(S s) {
+    return s.expirations(reason);
+}
+
+// A count of turns that ended for one reason: JSON and Prometheus, not the main table.
+constexpr Stat expiry(std::string_view key, std::string_view label, std::uint64_t (*read)(S)) {
+    return Stat{.key = key, .column = "", .family = &expirations_total, .label = label, .sched = read};
+}
 
 // clang-format off
 const std::array stats{
@@ -85,6 +97,15 @@ const std::array stats{
          .sched = [](S s) { return s.queued; }},
     Stat{.key = "in_flight", .column = "",
          .sched = [](S s) { return s.in_flight; }},
+    // Labels are sched::to_string(reason), keys "expired_" + the label (unit-daemon-catalog checks both).
+    expiry("expired_too_idle", "too_idle", expired<sched::Expiry::too_idle>),
+    expiry("expired_budget_timeout", "budget_timeout", expired<sched::Expiry::budget_timeout>),
+    expiry("expired_budget_exhausted", "budget_exhausted", expired<sched::Expiry::budget_exhausted>),
+    expiry("expired_no_more_requests", "no_more_requests", expired<sched::Expiry::no_more_requests>),
+    expiry("expired_preempted", "preempted", expired<sched::Expiry::preempted>),
+    expiry("expired_seeky_turn_ended", "seeky_turn_ended", expired<sched::Expiry::seeky_turn_ended>),
+    expiry("expired_slice_used", "slice_used", expired<sched::Expiry::slice_used>),
+    expiry("expired_closed", "closed", expired<sched::Expiry::closed>),
 };
 // clang-format on
 
@@ -92,6 +113,10 @@ const std::array stats{
 
 std::span<const Stat> catalog() {
     return stats;
+}
+
+bool is_expiry(const Stat& stat) {
+    return stat.family == &expirations_total;
 }
 
 bool is_duration(Unit unit) {

@@ -66,6 +66,9 @@ struct Stat {
 // In `ctl stats` column order; JSON keys come in the same order.
 std::span<const Stat> catalog();
 
+// One of the expirations_total stats (why queue turns ended): `ctl stats`
+// shows them in a table of their own, a column per reason (the stat's label).
+bool is_expiry(const Stat& stat);
 bool is_duration(Unit unit);
 // A value as its JSON key names it (latency_mean_us, idle_ms); counts and bytes as read.
 double in_unit(Unit unit, std::uint64_t raw);

@@ -7,7 +7,11 @@ SchedulerStats BfqScheduler::stats(Time now) const {
     SchedulerStats s;
     s.device = device_stats_;
     for (const auto& [id, g] : groups_) s.groups[id] = g.stats;
-    for (const auto& [id, c] : clients_) s.queues[id] = c.stats;
+    for (const auto& [id, c] : clients_) {
+        QueueStats& qs = s.queues[id];
+        static_cast<EntityStats&>(qs) = c.stats;
+        if (auto q = queues_.find(queue_key(id, true)); q != queues_.end()) qs.io_bound = q->second.io_bound;
+    }
     s.hw_tag = hw_tag_.value() == 1;
     s.idling = idle_until_.has_value();
     if (idle_until_ && in_service_) {

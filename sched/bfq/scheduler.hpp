@@ -22,13 +22,9 @@
 
 namespace nbdsched::sched::bfq {
 
-// Why the in-service queue stops being served (enum bfqq_expiration).
-enum class Expiry { too_idle,
-                    budget_timeout,
-                    budget_exhausted,
-                    no_more_requests,
-                    preempted,
-                    seeky_turn_ended };   // nbdsched: contended_seeky_depth
+// Why the in-service queue stops being served is sched::Expiry (enum
+// bfqq_expiration, sched/stats.hpp): its bfq reasons, and seeky_turn_ended
+// for contended_seeky_depth; slice_used and closed are cfq's.
 
 struct BfqGroup {
     explicit BfqGroup(std::pmr::memory_resource* pool) : tree(pool) {}

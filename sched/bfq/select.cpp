@@ -164,7 +164,9 @@ void BfqScheduler::recalc_budget(BfqQueue& q, Expiry reason, Time now) {
         case Expiry::budget_exhausted: b = std::min(4 * b, cap); break;
         case Expiry::no_more_requests: b = std::max(q.entity.service, minb); break;
         case Expiry::preempted:
-        case Expiry::seeky_turn_ended: return;
+        case Expiry::seeky_turn_ended:
+        case Expiry::slice_used:   // cfq's reasons: never given here
+        case Expiry::closed: return;
         }
     } else {
         b = cap;
@@ -176,6 +178,8 @@ void BfqScheduler::recalc_budget(BfqQueue& q, Expiry reason, Time now) {
 }
 
 void BfqScheduler::expire(BfqQueue& q, bool compensate, Expiry reason, Time now) {
+    for (EntityStats* s : {static_cast<EntityStats*>(&group_of(q).stats), q.client_stats, &device_stats_})
+        s->count_expiry(reason);
     std::uint64_t delta_ms = 0;
     bool slow = is_slow(q, compensate, now, delta_ms);
     if (slow || (reason == Expiry::budget_timeout && budget_left(q) >= q.entity.budget / 3))

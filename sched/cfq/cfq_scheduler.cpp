@@ -54,7 +54,7 @@ void CfqScheduler::open_queue(QueueId id, GroupId gid, Time now) {
         // it still has queued or in flight finishes in the old group (as the
         // kernel's check_blkcg_changed drops the old queue).
         q->closed = true;
-        if (active_ == q.get()) expire_queue(*q, now, false);
+        if (active_ == q.get()) expire_queue(*q, now, false, Expiry::closed);
         retired_.push_back(std::move(q));
     }
     if (!q) q = std::make_unique<CfqQueue>(next_queue_key_++, id, &group(gid), true, now, &pool_);
@@ -71,7 +71,7 @@ void CfqScheduler::close_queue(QueueId id, Time now) {
     if (q.closed) return;   // closed again behind a late request: it keeps its turn
     q.closed = true;
     closed_.insert(id);
-    if (active_ == &q) expire_queue(q, now, false);
+    if (active_ == &q) expire_queue(q, now, false, Expiry::closed);
     reap_closed();
 }
 
@@ -170,7 +170,7 @@ std::optional<Request> CfqScheduler::dispatch(Time now) {
     if (busy_queues_ > 1 && !q->sync &&
         q->slice_dispatch >= 2 * std::uint64_t(t_.slice_async_rq) * (kIoprioBeNr - kIoprio)) {
         q->slice_end = now + Nanos(1);
-        slice_expired(now, false);
+        slice_expired(now, false, Expiry::budget_exhausted);
     }
     reap_closed();
     return req;
@@ -213,13 +213,13 @@ void CfqScheduler::complete(RequestId id, Time now) {
             q.slice_end = now + (t_.slice_idle > Nanos{} ? t_.slice_idle : t_.group_idle);
             q.wait_busy = true;
         }
-        if (slice_used(q, now)) slice_expired(now, true);
+        if (slice_used(q, now)) slice_expired(now, true, used_up(q));
         else if (req.sync && empty) arm_slice_timer(now);
     }
     // A closed queue's last request lets it go, active or not, as the
     // kernel's cfq_put_queue expires the active queue when its last
     // reference goes: nothing would come to end its slice.
-    if (q.closed && active_ == &q && q.empty() && !q.dispatched) expire_queue(q, now, false);
+    if (q.closed && active_ == &q && q.empty() && !q.dispatched) expire_queue(q, now, false, Expiry::closed);
     reap_closed();
 }
 

@@ -88,8 +88,11 @@ private:
     void choose_wl_type(CfqGroup& g, Time now);
     CfqQueue* get_next_queue() const;
     void set_active_queue(CfqQueue* q, Time now);
-    void slice_expired(Time now, bool timed_out);
-    void expire_queue(CfqQueue& q, Time now, bool timed_out);
+    void slice_expired(Time now, bool timed_out, Expiry why);
+    void expire_queue(CfqQueue& q, Time now, bool timed_out, Expiry why);
+    // Why a slice that ran out ended: slice_used, or seeky_turn_ended when
+    // contended_seeky_depth cut it at its first completion.
+    static Expiry used_up(const CfqQueue& q) { return q.seeky_slice ? Expiry::seeky_turn_ended : Expiry::slice_used; }
     bool should_preempt(const CfqQueue& q, const Request& req, Time now) const;
     void preempt_queue(CfqQueue& q, Time now);
 

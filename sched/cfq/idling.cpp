@@ -67,6 +67,7 @@ bool CfqScheduler::should_wait_busy(const CfqQueue& q, Time now) const {
 void CfqScheduler::idle_timer_fired(Time now) {
     cancel_timer(now);
     bool timed_out = true;
+    Expiry why = Expiry::too_idle;
     if (CfqQueue* q = active_) {
         timed_out = false;
         if (q->must_dispatch) return;   // a request came: let it through
@@ -74,9 +75,11 @@ void CfqScheduler::idle_timer_fired(Time now) {
             if (!busy_queues_) return;
             if (!q->empty()) return;   // not expired and has work: dispatch
             q->deep = false;           // idling did not pay off
+        } else {
+            why = used_up(*q);   // the slice (or wait_busy's extension of it) ran out while idling
         }
     }
-    slice_expired(now, timed_out);
+    slice_expired(now, timed_out, why);
 }
 
 void CfqScheduler::update_idle_window(CfqQueue& q) {

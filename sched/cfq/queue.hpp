@@ -91,7 +91,8 @@ struct CfqQueue {
 
     bool on_rr = false, wait_request = false, must_dispatch = false, fifo_expire = false;
     bool idle_window = false, slice_new = false, deep = false, wait_busy = false;
-    bool closed = false;   // the client went away (the kernel's "task has exited")
+    bool closed = false;        // the client went away (the kernel's "task has exited")
+    bool seeky_slice = false;   // this slice was cut at its first completion (contended_seeky_depth); for stats only
 
     WlType type() const {
         if (!sync) return WlType::async;

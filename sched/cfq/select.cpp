@@ -9,17 +9,23 @@ namespace nbdsched::sched::cfq {
 
 CfqQueue* CfqScheduler::select_queue(Time now) {
     CfqQueue* q = active_;
+    Expiry why = Expiry::no_more_requests;   // unless a slice that ran out says otherwise
     if (!q) goto new_queue;
     if (!rq_queued_) return nullptr;
 
     // We were waiting for the group to get backlogged: it did, move on.
-    if (q->wait_busy && !q->empty()) goto expire;
+    // (wait_busy kept a slice that was used up, or nearly, alive.)
+    if (q->wait_busy && !q->empty()) {
+        why = used_up(*q);
+        goto expire;
+    }
 
     if (slice_used(*q, now) && !q->must_dispatch) {
         // The slice ran out while we idled for this queue: let its in-flight
         // request finish so the group stays backlogged.
         if (q->group->nr_cfqq == 1 && q->empty() && q->dispatched && should_idle(*q))
             return nullptr;
+        why = used_up(*q);
         goto check_group_idle;
     }
 
@@ -53,7 +59,7 @@ check_group_idle:
         return nullptr;
 
 expire:
-    slice_expired(now, false);
+    slice_expired(now, false, why);
 new_queue:
     choose_cfqg(now);
     set_active_queue(get_next_queue(), now);
@@ -111,6 +117,7 @@ void CfqScheduler::set_active_queue(CfqQueue* q, Time now) {
         q->must_dispatch = false;
         q->fifo_expire = false;
         q->slice_new = true;
+        q->seeky_slice = false;
         cancel_timer(now);
         ++q->group->stats.slices;
         ++device_stats_.slices;
@@ -119,11 +126,16 @@ void CfqScheduler::set_active_queue(CfqQueue* q, Time now) {
     active_ = q;
 }
 
-void CfqScheduler::slice_expired(Time now, bool timed_out) {
-    if (active_) expire_queue(*active_, now, timed_out);
+void CfqScheduler::slice_expired(Time now, bool timed_out, Expiry why) {
+    if (active_) expire_queue(*active_, now, timed_out, why);
 }
 
-void CfqScheduler::expire_queue(CfqQueue& q, Time now, bool timed_out) {
+void CfqScheduler::expire_queue(CfqQueue& q, Time now, bool timed_out, Expiry why) {
+    // Only the active queue is expired, and set_active_queue() found a sync
+    // queue's client_stats; a group's async queue has none.
+    device_stats_.count_expiry(why);
+    q.group->stats.count_expiry(why);
+    if (q.client_stats) q.client_stats->count_expiry(why);
     if (q.wait_request) cancel_timer(now);
     q.wait_request = false;
     q.wait_busy = false;
@@ -162,7 +174,7 @@ bool CfqScheduler::should_preempt(const CfqQueue& q, const Request& req, Time no
 
 void CfqScheduler::preempt_queue(CfqQueue& q, Time now) {
     const WlType old_type = active_->type();
-    slice_expired(now, true);
+    slice_expired(now, true, Expiry::preempted);
     // A different workload type: do not restore the old one, or the
     // preemption would not happen.
     if (old_type != q.type()) q.group->saved_wl_slice = Nanos{};

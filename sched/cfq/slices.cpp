@@ -61,7 +61,8 @@ Nanos CfqScheduler::scaled_slice(CfqQueue& q) {
 }
 
 void CfqScheduler::set_prio_slice(CfqQueue& q, Time now) {
-    if (contended_seeky(q)) {
+    q.seeky_slice = contended_seeky(q);
+    if (q.seeky_slice) {
         // The slice ends at its first completion; it used the time since the
         // queue was scheduled in (what an expiry before any completion is charged).
         q.slice_start = q.dispatch_start;

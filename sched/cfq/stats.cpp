@@ -69,9 +69,10 @@ SchedulerStats CfqScheduler::stats(Time now) const {
         s.groups[id] = gs;
     }
     for (const auto& [id, qs] : queue_stats_) {
-        EntityStats e = qs;
+        QueueStats& e = s.queues[id];
+        static_cast<EntityStats&>(e) = qs;
         e.queued = e.in_flight = 0;
-        s.queues[id] = e;
+        if (auto q = queues_.find(id); q != queues_.end()) e.idle_window = q->second->idle_window;
     }
     if (timer_ && active_) {
         s.groups[active_->group->id].idle_time += ongoing;

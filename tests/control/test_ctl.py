@@ -23,6 +23,26 @@ groups:
 """
 
 
+REASONS = ["too_idle", "budget_timeout", "budget_exhausted", "no_more_requests", "preempted", "seeky_turn_ended",
+           "slice_used", "closed"]
+
+
+def check_expirations(dev, queue):
+    """Why cfq's slices ended, per reason, at every level; gold's one client
+    is the only one, so its queue, gold and the device agree, and no more
+    slices ended than started. Its queue has its idle window flag."""
+    def ended(sched):
+        return {r: sched["expired_" + r] for r in REASONS}
+    gold_stats = next(g for g in dev["groups"] if g["name"] == "gold")
+    device, gold, own = ended(dev["sched"]), ended(gold_stats["sched"]), ended(queue["sched"])
+    check(device == gold and sum(device.values()) <= dev["sched"]["slices"],
+          f"expirations: device {device} = group gold's, at most its {dev['sched']['slices']} slices")
+    check(all(own[r] <= gold[r] for r in REASONS), f"the queue's {own} within gold's")
+    check(device["budget_timeout"] == 0, "cfq has no budget timeouts")
+    check(isinstance(queue["sched"].get("idle_window"), bool) and "io_bound" not in queue["sched"],
+          f"a cfq queue shows its idle window: {queue['sched']}")
+
+
 def main():
     with Daemon(CONFIG, "stats") as d:
         h = nbd.NBD()
@@ -66,8 +86,12 @@ def main():
         check(q[0]["counters"]["requests"] == 72, "the queue has them too")
         check(q[0]["counters"]["readahead_hits"] == hits, "and its read-ahead hits")
 
+        check_expirations(dev, q[0])
+
         table = d.ctl("stats")
         check("group gold w1000" in table and "device" in table, "human stats table")
+        check("turns ended" in table and "slice_used" in table and "idle_window" in table,
+              "human stats: why turns ended, and the queue's idle window")
         listing = d.ctl("list")
         check("export" in listing and "gold" in listing, "human list")
         check("tunables: slice_idle=" in listing, "human list shows the tunables")

@@ -67,6 +67,22 @@ def check_head(port):
     check(status == 404, f"HEAD /other: status {status}, want 404")
 
 
+def check_expirations(d, port):
+    """bfq's expirations per reason: the same numbers in ctl stats and in the
+    counter family, for the device and the group. On RAM (slice_idle 0, one
+    group) bfq never idles: the client's queue ends its turns empty."""
+    dev = d.device(d.stats(), "d0")
+    ended = dev["sched"]["expired_no_more_requests"]
+    check(ended >= 1, f"turns ended no_more_requests: {ended}")
+    want = f'nbdsched_group_expirations_total{{device="d0",group="gold",reason="no_more_requests"}} {ended}'
+    text = scrape_until(port, want)
+    check(want in text, f"group expirations counter: {want}")
+    check(f'nbdsched_device_expirations_total{{device="d0",reason="no_more_requests"}} {ended}' in text,
+          "device expirations counter")
+    check('nbdsched_device_expirations_total{device="d0",reason="too_idle"} 0' in text, "no too_idle expiry")
+    check(isinstance(dev["queues"][0]["sched"].get("io_bound"), bool), f"the bfq queue's IO_bound: {dev['queues']}")
+
+
 def check_memory(d, port):
     """8 MiB written to the plain RAM device d1 (received in place) shows in
     ctl stats (JSON and table) and the gauge; a TRIM of it gives it back."""
@@ -121,6 +137,7 @@ groups:
         check('nbdsched_group_weight{device="d0",group="gold"} 700' in text, "group weight gauge")
         check('nbdsched_device_latency_seconds{device="d0",quantile="0.99"}' in text, "latency summary")
         check('nbdsched_device_inflight_waits_total{device="d0"} 0' in text, "in-flight line counter")
+        check_expirations(d, port)
         # A write into the failing range: the injected error shows per operation.
         try:
             h.pwrite(bytearray(512), 8 << 20)

@@ -302,8 +302,14 @@ Results Runner::collect() {
         Nanos& wait = job_results_[p.job].wait_max;
         wait = std::max(wait, end_ - p.submitted);
     }
+    r_.scheduler = s_.stats(end_);
     for (std::size_t j = 0; j < w_.jobs.size(); ++j) {
         EntityResult& jr = job_results_[j];
+        if (auto q = r_.scheduler.queues.find(j + 1); q != r_.scheduler.queues.end()) {
+            jr.expired = q->second.expired;
+            jr.io_bound = q->second.io_bound;
+            jr.idle_window = q->second.idle_window;
+        }
         if (backlog_[j].queued > 0) jr.starved_max = std::max(jr.starved_max, end_ - backlog_[j].since);
         jr.name = w_.jobs[j].name;
         jr.group = w_.jobs[j].group;
@@ -330,11 +336,12 @@ Results Runner::collect() {
                          [&](const JobSpec& j) { return j.group == name; }))
             continue;   // a defined group without jobs
         finish_entity(entry.first, entry.second, measured);
+        entry.first.expired = r_.scheduler.groups[id].expired;
         r_.groups.push_back(std::move(entry.first));
     }
     r_.total.name = "total";
     finish_entity(r_.total, all, measured);
-    r_.scheduler = s_.stats(end_);
+    r_.total.expired = r_.scheduler.device.expired;
     r_.queued_at_end = s_.queued();
     r_.in_flight_at_end = s_.in_flight();
     r_.depth = depth_.finish();

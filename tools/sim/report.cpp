@@ -43,7 +43,13 @@ void json_entity(std::ostream& out, const EntityResult& e, const char* indent) {
         << ", \"lat_p99_us\": " << fmt("%.2f", e.latency.p99_us)
         << ", \"lat_max_us\": " << fmt("%.2f", e.latency.max_us)
         << ", \"wait_max_us\": " << fmt("%.2f", micros(e.wait_max))
-        << ", \"starved_max_us\": " << fmt("%.2f", micros(e.starved_max)) << "}";
+        << ", \"starved_max_us\": " << fmt("%.2f", micros(e.starved_max)) << ", \"expired\": {";
+    for (std::size_t i = 0; i < sched::expiry_reasons; ++i)
+        out << (i ? ", " : "") << quoted(std::string(sched::to_string(sched::Expiry(i)))) << ": " << e.expired[i];
+    out << "}";
+    if (e.io_bound) out << ", \"io_bound\": " << (*e.io_bound ? "true" : "false");
+    if (e.idle_window) out << ", \"idle_window\": " << (*e.idle_window ? "true" : "false");
+    out << "}";
 }
 
 void json_list(std::ostream& out, const char* key, const std::vector<EntityResult>& list) {
@@ -53,6 +59,36 @@ void json_list(std::ostream& out, const char* key, const std::vector<EntityResul
         out << (i + 1 < list.size() ? ",\n" : "\n");
     }
     out << "  ],\n";
+}
+
+// Why turns ended, a column per reason, over the whole run, and the jobs'
+// queue flags; left out while no turn has ended (always with none).
+void expiry_table(std::ostream& out, const Results& r) {
+    bool any = false;
+    for (auto n : r.total.expired) any = any || n;
+    if (!any) return;
+    out << "turns ended (whole run):\n";
+    char cell[64];
+    std::snprintf(cell, sizeof cell, "%-6s %-16s", "", "name");
+    out << cell;
+    for (std::size_t i = 0; i < sched::expiry_reasons; ++i)
+        out << " " << std::string(sched::to_string(sched::Expiry(i)));
+    out << "  flags\n";
+    auto row = [&](const char* kind, const EntityResult& e) {
+        std::snprintf(cell, sizeof cell, "%-6s %-16s", kind, e.name.c_str());
+        out << cell;
+        for (std::size_t i = 0; i < sched::expiry_reasons; ++i) {
+            auto width = int(sched::to_string(sched::Expiry(i)).size());
+            std::snprintf(cell, sizeof cell, " %*llu", width, static_cast<unsigned long long>(e.expired[i]));
+            out << cell;
+        }
+        if (e.io_bound) out << "  io_bound " << (*e.io_bound ? "yes" : "no");
+        if (e.idle_window) out << "  idle_window " << (*e.idle_window ? "yes" : "no");
+        out << "\n";
+    };
+    for (const auto& j : r.jobs) row("job", j);
+    for (const auto& g : r.groups) row("group", g);
+    row("total", r.total);
 }
 
 // Time-weighted share of the measured time at each device depth, as
@@ -87,6 +123,7 @@ void print_table(std::ostream& out, const Results& r) {
         << depth_shares(r.depth) << ")";
     if (r.pool_sleeps) out << "; jobs slept on the request pool " << r.pool_sleeps << " times";
     out << "\n";
+    expiry_table(out, r);
     if (r.depth_violations || r.late_wakeups)
         out << "WARNING: depth violations " << r.depth_violations << ", late wakeups "
             << r.late_wakeups << "\n";

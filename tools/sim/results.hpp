@@ -1,7 +1,9 @@
 // What a simulation measured: per job, per group and in total, fio-style.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,12 @@ struct EntityResult {
     // keeps getting dispatches.
     Nanos wait_max{0};
     Nanos starved_max{0};
+    // Why the scheduler ended turns, over the whole run (ramp included): a
+    // job's queue, a group, or the device (the total); and a job's queue
+    // flags at the end (bfq io_bound, cfq idle_window), where set.
+    std::array<std::uint64_t, sched::expiry_reasons> expired{};
+    std::optional<bool> io_bound;
+    std::optional<bool> idle_window;
 };
 
 // The device's queue depth over time, and a trace of every change (what the

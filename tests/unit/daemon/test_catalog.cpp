@@ -67,13 +67,33 @@ TEST_CASE("ctl stats keeps its JSON keys and table columns") {
                                 "latency_p50_us", "latency_p99_us"});
     CHECK(keys_of(control::sched_json(sched::EntityStats{})) ==
           std::set<std::string>{"dispatched", "completed", "dispatched_sectors", "slices", "idle_ms", "queued",
-                                "in_flight"});
+                                "in_flight", "expired_too_idle", "expired_budget_timeout", "expired_budget_exhausted",
+                                "expired_no_more_requests", "expired_preempted", "expired_seeky_turn_ended",
+                                "expired_slice_used", "expired_closed"});
     auto text = control::render_stats(control::Json::parse(R"({"devices":[{"name":"d0","scheduler":"none"}]})"));
     auto header = text.substr(text.find('\n') + 1);
     header = header.substr(0, header.find('\n'));
     header = header.substr(header.find_first_not_of(' '));
     CHECK(header == "reads  writes  flushes  trims  zeroes  rd_bytes  wr_bytes  inflt  mean_us  p50_us  p99_us  "
                     "slices  idle_ms  ra_hits  errors  refused");
+}
+
+TEST_CASE("every expiry reason has a stat: label as sched names it, JSON key expired_<label>") {
+    std::vector<const stats::Stat*> expiry;
+    for (const auto& stat : stats::catalog())
+        if (stats::is_expiry(stat)) expiry.push_back(&stat);
+    REQUIRE(expiry.size() == sched::expiry_reasons);
+    sched::EntityStats s;
+    for (std::size_t i = 0; i < sched::expiry_reasons; ++i) {
+        const auto reason = sched::Expiry(i);
+        CAPTURE(sched::to_string(reason));
+        CHECK(expiry[i]->label == sched::to_string(reason));
+        CHECK(expiry[i]->key == "expired_" + std::string(sched::to_string(reason)));
+        CHECK(stats::family_name("group", *expiry[i]->family) == "nbdsched_group_expirations_total");
+        CHECK(expiry[i]->family->label == "reason");
+        s.expired[i] = 10 + i;   // each stat reads its own reason's count
+        CHECK(expiry[i]->sched(s) == 10 + i);
+    }
 }
 
 TEST_CASE("ctl stats and Prometheus show the same numbers under the same names") {
@@ -131,7 +151,7 @@ TEST_CASE("ctl stats and Prometheus show the same numbers under the same names")
                                  "latency_seconds", "refused_connections_total", "requests_cancelled_total"})
             want.insert("nbdsched_" + level + "_" + name);
         if (level == "export") continue;   // the scheduler knows no exports
-        for (std::string name : {"dispatched_total", "slices_total", "idle_seconds_total", "queued"})
+        for (std::string name : {"dispatched_total", "slices_total", "idle_seconds_total", "queued", "expirations_total"})
             want.insert("nbdsched_" + level + "_" + name);
     }
     CHECK(names == want);

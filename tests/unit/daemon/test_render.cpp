@@ -71,6 +71,28 @@ TEST_CASE("names with control characters are escaped, one line per row, widths i
     CHECK(t.str() == "name   n\nlat\xc3\xa9   1\nlate  22\n");
 }
 
+TEST_CASE("ctl stats shows why queue turns ended, and the queues' flags, in a table of their own") {
+    auto stats = Json::parse(R"({"devices":[{"name":"d0","scheduler":"bfq",
+        "counters":{},"sched":{"slices":3,"expired_too_idle":2,"expired_budget_exhausted":1},
+        "groups":[{"name":"gold","weight":100,"counters":{},"sched":{"expired_too_idle":2,"expired_budget_exhausted":1}}],
+        "queues":[{"id":1,"export":"a","group":"gold","counters":{},
+                   "sched":{"expired_too_idle":2,"expired_budget_exhausted":1,"io_bound":false}}]}]})");
+    auto text = render_stats(stats);
+    CAPTURE(text);
+    auto at = text.find("\n  turns ended      too_idle  budget_timeout  budget_exhausted  no_more_requests  "
+                        "preempted  seeky_turn_ended  slice_used  closed  io_bound\n");
+    REQUIRE(at != std::string::npos);
+    auto table = text.substr(at);
+    CHECK(table.find("\n  device                  2               -                 1") != std::string::npos);
+    CHECK(table.find("\n  group gold w100         2               -                 1") != std::string::npos);
+    CHECK(table.find("\n  queue 1 a/gold          2               -                 1") != std::string::npos);
+    CHECK(table.substr(table.size() - 4) == " no\n");   // the queue's flag, on its row
+    // The main table keeps its columns; no turns ended yet: no second table.
+    CHECK(text.find("slices  idle_ms") != std::string::npos);
+    CHECK(render_stats(Json::parse(R"({"devices":[{"name":"d0","scheduler":"none","sched":{"expired_too_idle":0}}]})"))
+              .find("turns ended") == std::string::npos);
+}
+
 TEST_CASE("ctl stats names a device whose lock is lost, and only that one") {
     auto stats = Json::parse(R"({"ok":true,"devices":[{"name":"img","scheduler":"none","hw_tag":false,
         "lock_lost":true},{"name":"ram","scheduler":"none","hw_tag":false,"lock_lost":false}]})");

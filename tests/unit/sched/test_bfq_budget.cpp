@@ -1,4 +1,5 @@
 // BFQ budgets, elevator, FIFO, device detection: driven event by event.
+#include "expiry_text.hpp"
 #include "test_bfq_rig.hpp"
 
 #include "sched/bfq/scheduler.hpp"
@@ -93,6 +94,10 @@ TEST_CASE("bfq budget: a slow queue is expired at timeout_sync and charged for t
     // 50ms budget timeout at 10ms per request: five requests, then switch.
     std::vector<QueueId> expect = {1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2};
     CHECK(order == expect);
+    const SchedulerStats st = s->stats(t);   // each turn ended BUDGET_TIMEOUT
+    CHECK(expiry_text(st.queues.at(1)) == "budget_timeout 2");
+    CHECK(expiry_text(st.queues.at(2)) == "budget_timeout 2");
+    CHECK(expiry_text(st.groups.at(0)) == "budget_timeout 4");
 }
 
 TEST_CASE("bfq elevator: forward first, short backward seeks at back_seek_penalty") {

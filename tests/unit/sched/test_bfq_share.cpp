@@ -1,4 +1,5 @@
 // BFQ: weights and idling, measured with the virtual-time rig.
+#include "expiry_text.hpp"
 #include "test_bfq_rig.hpp"
 
 using namespace bfqtest;
@@ -145,6 +146,12 @@ TEST_CASE("bfq on a disk: a queue preempted while it waits stays scheduled and d
     auto h2 = s->dispatch(at(20.1));
     REQUIRE(h2);
     CHECK(h2->queue == 1);
+    // Heavy's first turn ended idling in vain, Light's by the preemption.
+    SchedulerStats st = s->stats(at(20.1));
+    CHECK(expiry_text(st.queues.at(1)) == "too_idle 1");
+    CHECK(expiry_text(st.queues.at(2)) == "preempted 1");
+    CHECK(expiry_text(st.groups.at(2)) == "preempted 1");
+    CHECK(expiry_text(st.device) == "too_idle 1, preempted 1");
     s->complete(h2->id, at(21));   // Heavy now idles for its next request
     submit(2, (1ull << 36) + 32768, at(21.1));
     CHECK_FALSE(s->dispatch(at(21.1)));   // Light does not take the device back

@@ -134,6 +134,9 @@ changes: [{at: 500ms, max_depth: 2}]
     CHECK(doc["jobs"][0]["wait_max_us"].as<double>() ==
           doctest::Approx(double(r.jobs[0].wait_max.count()) / 1e3).epsilon(0.001));
     CHECK(table.str().find("starved_us") != std::string::npos);
+    // none ends no turns: every count 0, and no turns table.
+    CHECK(doc["total"]["expired"]["too_idle"].as<std::uint64_t>() == 0);
+    CHECK(table.str().find("turns ended") == std::string::npos);
 
     CHECK_FALSE(parse_workload("jobs: []", w).empty());
     CHECK_FALSE(parse_workload("jobs: [{rw: sideways}]", w).empty());
@@ -261,5 +264,41 @@ TEST_CASE("sim: every policy conserves requests and starves nobody (hdd and ssd)
                            << r.total.latency.max_us << " us, starved_max "
                            << r.total.starved_max.count() / 1000 << " us");
         }
+    }
+}
+
+TEST_CASE("sim: why turns ended, per job, group and total, in the table and the JSON") {
+    // Two sequential readers on a disk: cfq ends every slice when it runs
+    // out (slice_used), bfq every budget when it is used (budget_exhausted).
+    for (const char* policy : {"cfq", "bfq"}) {
+        CAPTURE(policy);
+        Workload w;
+        std::string err = parse_workload(std::string(R"(
+device: {profile: hdd}
+scheduler: {policy: )") + policy + R"(}
+runtime: 2s
+ramp_time: 100ms
+jobs:
+  - {name: reader, rw: read, bs: 64k, iodepth: 1, numjobs: 2, size: 100GiB}
+)",
+                                         w);
+        REQUIRE_MESSAGE(err.empty(), err);
+        Results r = run(w);
+        const auto why = std::string(policy) == "cfq" ? sched::Expiry::slice_used : sched::Expiry::budget_exhausted;
+        const auto i = std::size_t(why);
+        std::uint64_t ended = 0;
+        for (auto n : r.total.expired) ended += n;
+        CHECK(r.total.expired[i] > 4);
+        CHECK(ended == r.total.expired[i]);   // and no other reason
+        CHECK(r.jobs[0].expired[i] + r.jobs[1].expired[i] == r.total.expired[i]);
+        CHECK(r.groups[0].expired == r.total.expired);
+        CHECK((std::string(policy) == "cfq" ? r.jobs[0].idle_window : r.jobs[0].io_bound) == true);
+        std::ostringstream table, json;
+        print_table(table, r);
+        print_json(json, r);
+        CHECK(table.str().find("turns ended") != std::string::npos);
+        YAML::Node doc = YAML::Load(json.str());
+        CHECK(doc["total"]["expired"][std::string(sched::to_string(why))].as<std::uint64_t>() == r.total.expired[i]);
+        CHECK(doc["jobs"][1]["expired"][std::string(sched::to_string(why))].as<std::uint64_t>() == r.jobs[1].expired[i]);
     }
 }
