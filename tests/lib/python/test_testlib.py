@@ -82,7 +82,8 @@ def test_fio_window_iops():
     check(abs(untimed.window_iops() - 8 * 75 / 15.817) < 0.01, "not time_based: fio's own iops (the run is the window)")
     own = fio.fio_command({"time_based": True}, [("reader", {"runtime": "13s"}), ("flood", {"runtime": "12"})])
     r = fio.Result(own, {"jobs": jobs}, 19.0, [])
-    check(abs(r.window_iops(r.job("reader")) - 580 / 12.017) < 0.01 and abs(r.window_iops(r.job("flood")) - 50.0) < 0.01,
+    reader, flood = r.window_iops(r.job("reader")), r.window_iops(r.job("flood"))
+    check(abs(reader - 580 / 12.017) < 0.01 and abs(flood - 50.0) < 0.01,
           "a job's own runtime option (a bare number is seconds); a window past fio's runtime leaves fio's iops")
 
 
