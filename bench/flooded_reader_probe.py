@@ -124,7 +124,8 @@ def main():
                       f"x{fl['p99'] / al['p99']:.2f}  p50 {fl['p50']:7.0f} p90 {fl['p90']:7.0f} "
                       f"mean {fl['mean']:7.0f}  >20ms {fl['over20']:.1%} >50ms {fl['over50']:.2%}  reader {fl['iops']:5.1f} "
                       f"flood {fl['flood']:5.1f} IOPS", flush=True)
-                print(f"      {name:8} over the window: fio reader {fl['window']:5.1f} flood {fl['flood_window']:5.1f}; "
+                print(f"      {name:8} over the window: fio reader {fl['window']:5.1f} "
+                      f"flood {fl['flood_window']:5.1f}; "
                       f"daemon served reader {fl['served']['reader']:5.1f} flood {fl['served']['flood']:5.1f}, "
                       f"dispatched reader {fl['dispatched']['reader']:5.1f} flood {fl['dispatched']['flood']:5.1f}; "
                       f"held idle for the reader {fl['idle']['reader']:.1%} of the window, "
@@ -132,7 +133,8 @@ def main():
                 if "flood alone" in o:
                     fa = o["flood alone"]
                     total = fl["served"]["reader"] + fl["served"]["flood"]
-                    print(f"      {name:8} flood alone: fio {fa['flood']:5.1f}, over the window {fa['flood_window']:5.1f}, "
+                    print(f"      {name:8} flood alone: fio {fa['flood']:5.1f}, "
+                          f"over the window {fa['flood_window']:5.1f}, "
                           f"daemon served {fa['served']['flood']:5.1f}; reader + flood beside it "
                           f"{total:5.1f} = {total / fa['served']['flood']:.0%} of it (daemon's counts)", flush=True)
                 for c, text in o.get("ctl", {}).items():
@@ -143,7 +145,8 @@ def main():
             return statistics.median(f(o) for o in runs)
         print(f"  {name:8} x{med(lambda o: o['flooded']['p99'] / o['alone']['p99']):.2f}  "
               f"mean {med(lambda o: o['flooded']['mean']):.0f} us  >20ms {med(lambda o: o['flooded']['over20']):.1%} >50ms {med(lambda o: o['flooded']['over50']):.2%}  "
-              f"reader {med(lambda o: o['flooded']['iops']):.1f} flood {med(lambda o: o['flooded']['flood']):.1f} (fio); "
+              f"reader {med(lambda o: o['flooded']['iops']):.1f} "
+              f"flood {med(lambda o: o['flooded']['flood']):.1f} (fio); "
               f"served reader {med(lambda o: o['flooded']['served']['reader']):.1f} "
               f"flood {med(lambda o: o['flooded']['served']['flood']):.1f} (daemon)")
     if a.json:
