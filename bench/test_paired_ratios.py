@@ -11,6 +11,7 @@ import sys
 
 BENCH = os.path.abspath(sys.argv[1])
 sys.path[:0] = [BENCH, os.path.join(BENCH, "lib"), os.path.join(os.path.dirname(BENCH), "tests", "lib", "python")]
+import exp10_request_pool  # noqa: E402
 import exp12_rbd  # noqa: E402
 import exp6_report  # noqa: E402
 import exp11_report  # noqa: E402
@@ -168,7 +169,50 @@ def test_exp11_paired():
     check(ratios[(w, "tcp")] is None and "tcp -" in text, "exp11: a cell without a pair has no ratio")
 
 
+def test_exp10_rates():
+    # One daemon's runs as fio 3.33 reported them (bench exp10, cfq, fair
+    # pool): in the 12 s window the reader issued 580 requests and each of the
+    # 8 flood clones 75 (each 205 alone); a clone's runtime then also counts
+    # the 3.8 s it waited for the 64 it still had out, so fio's own iops said
+    # 38 (104 alone) where the daemon served 50 (137 alone).
+    def fake_run(g, jobs, servers=()):
+        flooded = any(name == "reader" for name, _ in jobs)
+        out = []
+        for name, opts in jobs:
+            ios, ms = (580, 12017) if name == "reader" else ((75, 15817) if flooded else (205, 15870))
+            read = {"iops": ios * 1000 / ms, "bw": 0, "total_ios": ios, "runtime": ms,
+                    "lat_ns": {"mean": 1000, "stddev": 0}}
+            idle = {"iops": 0.0, "bw": 0, "total_ios": 0, "runtime": 0, "lat_ns": {"mean": 0, "stddev": 0}}
+            out += [{"jobname": name, "read": read, "write": idle}] * int(opts.get("numjobs", 1))
+        return fio.Result(fio.fio_command(g, jobs), {"jobs": out}, 19.0, [0.0])
+
+    class FakeServer:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def uri(self, name):
+            return f"nbd+unix:///{name}?socket=S"
+
+    saved = (fio.run, exp10_request_pool.servers.start_nbdsched, exp10_request_pool.common.commands_for)
+    fio.run = fake_run
+    exp10_request_pool.servers.start_nbdsched = lambda *a, **k: FakeServer()
+    exp10_request_pool.common.commands_for = lambda srv, runs: []
+    try:
+        out, _ = exp10_request_pool.run_pool(None, True, 12, 3, 64)
+    finally:
+        fio.run, exp10_request_pool.servers.start_nbdsched, exp10_request_pool.common.commands_for = saved
+    reader, flood = out[("cfq", "flooded")][2:]
+    alone = out[("cfq", "flood alone")][3]
+    check(abs(reader - 580 / 12) < 0.01 and abs(flood - 50.0) < 0.01,
+          f"exp10: reader and flooder over the 12 s window, 48.3 and 50.0 IOPS (got {reader:.1f} and {flood:.1f})")
+    check(abs(alone - 8 * 205 / 12) < 0.01, f"exp10: the flooder alone over the window, 136.7 IOPS (got {alone:.1f})")
+
+
 def main():
+    test_exp10_rates()
     test_exp6_paired()
     test_exp11_paired()
     test_exp8_paired()

@@ -61,6 +61,32 @@ def test_fio_job_names():
         check("'c'" in str(e) and "a, b" in str(e), f"job() of a name fio did not run raises: {e}")
 
 
+def test_fio_window_iops():
+    # bench exp10's flooded run, as fio 3.33 reported it: the 8 flood clones
+    # issued 75 requests each in the 12 s window and then waited 3.8 s for the
+    # 64 each still had out (their completions are in io_bytes, not total_ios).
+    def read(ios, runtime_ms, done):
+        return {"iops": ios * 1000 / runtime_ms, "bw": 0, "total_ios": ios, "runtime": runtime_ms,
+                "io_bytes": done * 4096, "lat_ns": {"mean": 1000, "stddev": 0}}
+    idle = {"iops": 0.0, "bw": 0, "total_ios": 0, "runtime": 0, "lat_ns": {"mean": 0, "stddev": 0}}
+    jobs = [{"jobname": "reader", "read": read(580, 12017, 580), "write": idle}]
+    jobs += [{"jobname": "flood", "read": read(75, 15817, 138), "write": idle} for _ in range(8)]
+    argv = fio.fio_command({"time_based": True, "runtime": "12000ms", "ramp_time": "3000ms"},
+                           [("reader", {"iodepth": 1}), ("flood", {"iodepth": 64, "numjobs": 8})])
+    r = fio.Result(argv, {"jobs": jobs}, 19.0, [])
+    flood = r.window_iops(r.job("flood"), "read")
+    check(abs(flood - 50.0) < 0.01 and r.summary(r.job("flood"))["iops"] < 38,
+          f"window_iops: the requests of the 12 s window over 12 s (50.0), not over fio's 15.8 s runtime: {flood}")
+    check(abs(r.window_iops(r.job("reader")) - 580 / 12) < 0.01, "a job that drains at once: the same window")
+    untimed = fio.Result(fio.fio_command({"runtime": "12000ms"}, [("flood", {})]), {"jobs": jobs[1:]}, 19.0, [])
+    check(abs(untimed.window_iops() - 8 * 75 / 15.817) < 0.01, "not time_based: fio's own iops (the run is the window)")
+    own = fio.fio_command({"time_based": True}, [("reader", {"runtime": "13s"}), ("flood", {"runtime": "12"})])
+    r = fio.Result(own, {"jobs": jobs}, 19.0, [])
+    reader, flood = r.window_iops(r.job("reader")), r.window_iops(r.job("flood"))
+    check(abs(reader - 580 / 12.017) < 0.01 and abs(flood - 50.0) < 0.01,
+          "a job's own runtime option (a bare number is seconds); a window past fio's runtime leaves fio's iops")
+
+
 def test_server():
     tmp = TempDir("selftest")
     sock = tmp.file("s.sock")
@@ -158,6 +184,6 @@ def test_daemon_config():
 
 
 if __name__ == "__main__":
-    for t in (test_pattern, test_tempdir, test_fio_command, test_fio_job_names, test_server, test_daemonized_server,
-              test_daemon_config):
+    for t in (test_pattern, test_tempdir, test_fio_command, test_fio_job_names, test_fio_window_iops, test_server,
+              test_daemonized_server, test_daemon_config):
         t()
