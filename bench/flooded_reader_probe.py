@@ -31,12 +31,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for 
 import common  # noqa: E402
 from nbdsched_test import fio, servers  # noqa: E402
 from nbdsched_test.tempdir import TempDir  # noqa: E402
-
-SLOTS = 32
-
-
-def percentile(job, p):
-    return job["read"].get("clat_ns", {}).get("percentile", {}).get(f"{p:.6f}", 0) / 1000
+from exp10_request_pool import SLOTS, percentile  # noqa: E402   # the experiment's pool and its latency reading
 
 
 def over_ms(job, ms):

@@ -116,8 +116,6 @@ private:
     void update_hw_tag();
     bool hw_tag() const { return hw_tag_ != 0; }   // -1 (unknown) counts as queueing
     bool iops_mode() const { return t_.slice_idle == Nanos{} && hw_tag(); }
-    // What a request costs its group in IOPS mode (cfq_group_served charges
-    // one per request): a 512 KiB read-ahead prefetch is not one 4 KiB read.
     // A seeky sync queue on a disk while another group is busy: its next
     // request seeks anyway, so serving it one request at a time costs no
     // throughput, and the other group waits behind one request, not behind
@@ -126,6 +124,12 @@ private:
         return t_.contended_seeky_depth && device_.rotational && q.sync && q.seeky_so_far() &&
                grp_tree_.count() > (q.group->on_tree ? 1u : 0u);
     }
+    // Such a queue with its request at the disk keeps the device until that
+    // request completes: neither expired nor preempted by a sibling before
+    // (select_queue, should_preempt).
+    bool holds_device_for_seeky_request(const CfqQueue& q) const { return q.dispatched && contended_seeky(q); }
+    // What a request costs its group in IOPS mode (cfq_group_served charges
+    // one per request): a 512 KiB read-ahead prefetch is not one 4 KiB read.
     std::uint64_t iops_charge(const Request& r) const {
         const std::uint64_t unit = std::uint64_t(t_.iops_charge_kb) << 10;
         return unit ? std::max<std::uint64_t>((r.length + unit - 1) / unit, 1) : 1;

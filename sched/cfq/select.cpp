@@ -37,7 +37,7 @@ CfqQueue* CfqScheduler::select_queue(Time now) {
     // Expired now, empty, it would be charged one jiffy, and its group would
     // put its next queue's request at the disk too, and the next: the other
     // group waited behind several requests and was charged their time.
-    if (q->dispatched && contended_seeky(*q)) return nullptr;
+    if (holds_device_for_seeky_request(*q)) return nullptr;
 
     // (Close cooperators are not modelled.) Idling: wait for the timer.
     if (timer_) return nullptr;
@@ -159,7 +159,7 @@ bool CfqScheduler::should_preempt(const CfqQueue& q, const Request& req, Time no
     if (a->group != q.group) return false;
     // Nor while a contended seeky queue's request is at the disk: the other
     // group's turn comes at its completion (select_queue).
-    if (a->dispatched && contended_seeky(*a)) return false;
+    if (holds_device_for_seeky_request(*a)) return false;
     if (slice_used(*a, now)) return true;
     // Both on the sync-noidle tree and the active one is only tree-idling.
     if (serving_type_ == WlType::sync_noidle && q.type() == WlType::sync_noidle && a->empty())
