@@ -74,7 +74,9 @@ public:
     // backend's memory. Appends [offset, offset+length) to `out` as spans of
     // that memory, allocated as needed, and pins it as read_pinned() does;
     // the caller puts the data there and calls unpin_written() (or unpin(pin),
-    // which keeps whatever was allocated). Bytes put there are
+    // which keeps whatever was allocated, but leaves it the write's: a later
+    // unpin_written() over those pages may give back the ones left all
+    // zeros). Bytes put there are
     // the device's data at once (readers may see them before the write is
     // acknowledged, as NBD allows for requests in flight together), so only
     // a backend whose writes cannot fail once memory is found may offer it:

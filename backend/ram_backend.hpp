@@ -21,7 +21,8 @@
 // Which pages a write in place created: a bit per page in its leaf
 // (`fresh`), set by write_pinned() as it allocates the page (under the
 // shared stripe, before the page is in its slot) and cleared by the
-// unpin_written() whose range covers it, by a free, and by NO_HOLE zeroes.
+// unpin_written() whose range covers it, by a free, and by NO_HOLE zeroes
+// (not by unpin(): the next unpin_written() over the page settles it).
 // unpin_written() looks at the fresh pages of its range under the shared
 // stripe (the first non-zero byte ends a page's test: data costs a load per
 // page) and frees the all-zero ones under the exclusive stripe, testing them

@@ -140,6 +140,37 @@ TEST_CASE("ram: fault injection does not let writes around it") {
     CHECK_FALSE(faulty.writes_to_memory());
 }
 
+// unpin() keeps what a write in place allocated, but those pages stay the
+// write's until an unpin_written() over them settles them (the daemon
+// settles every one so): zeros received there later give them back.
+TEST_CASE("ram: pages of a write in place ended with unpin() stay unsettled until unpin_written() over them") {
+    RamBackend ram(1 << 20);
+    std::vector<std::span<std::byte>> pieces;
+    auto pin = ram.write_pinned(0, 4 * page, pieces);
+    REQUIRE(pin);
+    put(pieces, byte_pattern(0, 4 * page));
+    ram.unpin(*pin);
+    CHECK(ram.allocated_bytes() == 4 * page);
+    pieces.clear();
+    pin = ram.write_pinned(0, 4 * page, pieces);
+    REQUIRE(pin);
+    put(pieces, std::vector<std::byte>(4 * page));
+    ram.unpin_written(*pin, 0, 4 * page);
+    CHECK(ram.allocated_bytes() == 0);
+    // Settled ones stay, as pages write() made do.
+    pieces.clear();
+    pin = ram.write_pinned(0, 4 * page, pieces);
+    REQUIRE(pin);
+    put(pieces, byte_pattern(0, 4 * page));
+    ram.unpin_written(*pin, 0, 4 * page);
+    pieces.clear();
+    pin = ram.write_pinned(0, 4 * page, pieces);
+    REQUIRE(pin);
+    put(pieces, std::vector<std::byte>(4 * page));
+    ram.unpin_written(*pin, 0, 4 * page);
+    CHECK(ram.allocated_bytes() == 4 * page);
+}
+
 // Writers alternate data and zeros and end with unpin_written(), so pages
 // are given back while trims free them and pinned reads retire them.
 TEST_CASE("ram: writers in place racing trims and pinned reads never write freed pages; accounting matches extents") {
@@ -191,9 +222,19 @@ TEST_CASE("ram: writers in place racing trims and pinned reads never write freed
         if (!is_pattern(bytes, p * page) && !all_zero(bytes)) ++bad;
     }
     CHECK(bad == 0);
+    // A writer whose last write in place ended with unpin() left the pages
+    // that write created unsettled (still marked as that write's): the next
+    // unpin_written() over them may give back those of them holding zeros.
+    // The daemon ends every write in place with unpin_written(), a given-up
+    // one too; so here: one given up over everything settles them.
+    std::vector<std::span<std::byte>> pieces;
+    const auto settle = ram.write_pinned(0, 2 * region, pieces);
+    REQUIRE(settle);
+    ram.unpin_written(*settle, 0, 2 * region);
+    CHECK(ram.allocated_bytes() == data_bytes(ram, 0, 2 * region));
     // Zeros in place over what is left: the pages that were there stay, and the holes stay holes.
     const auto allocated = ram.allocated_bytes();
-    std::vector<std::span<std::byte>> pieces;
+    pieces.clear();
     const auto pin = ram.write_pinned(0, 2 * region, pieces);
     REQUIRE(pin);
     put(pieces, std::vector<std::byte>(2 * region));
