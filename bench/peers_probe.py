@@ -12,7 +12,13 @@ A file device instead of RAM: device keys, e.g.
   --server file=build-rel/daemon/nbdsched:backend=file:path=/var/tmp/img:direct=true:io_engine=io_uring
 with --file /var/tmp/img for fio's own io_uring engine on that file (direct=1,
 no protocol: the ceiling) and --qemu-nbd for qemu-nbd --aio=io_uring
---cache=none on it. The table also gives fio's own CPU per I/O (usr + sys)."""
+--cache=none on it. The table also gives fio's own CPU per I/O (usr + sys).
+
+`devices=N` gives a daemon N RAM devices (exports x, x1, ...; one event loop
+each up to limits.threads) and spreads a workload's numjobs over them, one
+fio job per connection: what serving one device's connections on several
+loops could give at most (docs/threads.md), against the peers in the same run:
+  --server one=NEW --server split=NEW:devices=2 --workload randread,4k,1,2"""
 
 import argparse
 import json
@@ -116,13 +122,18 @@ def main():
         p.error("--qemu-nbd serves --file")
     transports = a.transport or ["unix", "tcp"]
     samples = {}
+    split = {}   # (label, transport) -> devices, for daemons with more than one
     disturbed = 0
     with TempDir("probe") as tmp, servers.Fleet() as srv:
         for tr in transports:
             for text in a.server:
                 label, path, dev, top = parse_server(text)
-                d = common.ram_device("d", "1GiB", dev.pop("scheduler", "none"), **dev)
-                cfg = {"devices": [d], "exports": [{"name": "x", "device": "d"}], "log_level": "warn", **top}
+                n = int(dev.pop("devices", 1))
+                sched = dev.pop("scheduler", "none")
+                names = [export_name(i) for i in range(n)]
+                cfg = {"devices": [common.ram_device(f"d{x}", "1GiB", sched, **dev) for x in names],
+                       "exports": [{"name": x, "device": f"d{x}"} for x in names], "log_level": "warn", **top}
+                split[(label, tr)] = n
                 srv[(label, tr)] = Daemon(cfg, f"{label}-{tr}", workdir=tmp, tcp=tr == "tcp", control=False,
                                           binary=path)
             for t in filter(None, a.nbdkit.split(",")):
@@ -136,15 +147,14 @@ def main():
         keys = list(srv.keys())
         if a.prefill:
             fio.run({"thread": True, "rw": "write", "bs": "1m", "iodepth": 8, "size": "1g"},
-                    [(f"fill{i}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]), "stonewall": True})
-                     for i, k in enumerate(keys)])
+                    [(f"fill{i}-{e}", {"ioengine": "nbd", "uri": srv[k].uri(export_name(e), k[1]), "stonewall": True})
+                     for i, k in enumerate(keys) for e in range(split.get(k, 1))])
         for rep in range(a.reps):
             for wtext in a.workload:
                 rw, bs, qd, *nj = wtext.split(",")
                 nj = int(nj[0]) if nj else 1
                 order = keys[rep % len(keys):] + keys[:rep % len(keys)]
-                jobs = [(f"{k[0]}@{k[1]}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]), "numjobs": nj,
-                                            "stonewall": True}) for k in order]
+                jobs = [job for k in order for job in server_jobs(k, srv[k], nj, split.get(k, 1))]
                 if a.file:   # no server: its CPU is fio's own
                     raw = ("fio-io_uring", "none")
                     jobs.insert(rep % (len(jobs) + 1), (f"{raw[0]}@{raw[1]}", {
@@ -183,6 +193,21 @@ def main():
         with open(a.json, "w") as f:
             json.dump([{"workload": w, "transport": tr, "server": label, "reps": v}
                        for (w, tr, label), v in sorted(samples.items())], f, indent=1)
+
+
+def export_name(i):
+    return "x" if i == 0 else f"x{i}"
+
+
+def server_jobs(key, server, numjobs, devices):
+    """fio jobs for one server: numjobs connections to export x, or with
+    several devices one job per connection spread over them (one name, so
+    that they count as one server; only the first starts a new group)."""
+    name = f"{key[0]}@{key[1]}"
+    if devices == 1:
+        return [(name, {"ioengine": "nbd", "uri": server.uri("x", key[1]), "numjobs": numjobs, "stonewall": True})]
+    return [(name, {"ioengine": "nbd", "uri": server.uri(export_name(j % devices), key[1]), **({"stonewall": True} if j == 0 else {})})
+            for j in range(numjobs)]
 
 
 def fio_cpu_us_per_io(jobs, ios):
