@@ -105,15 +105,18 @@ bool same_host(const tcp::socket& s) {
 }
 
 // A client on this host gets replies from a socket that does not pace. BBR
-// (the kernel's default here and on many hosts) paces its sends from a timer
-// as well as from the sending call and the ACKs: over loopback each sends
-// into its own CPU's backlog, the client's socket sees the segments out of
-// order, and the sender retransmits what was only late. 1 MiB READs at
-// queue depth 8 over 127.0.0.1: 360-1,850 segments retransmitted in 2 s
-// against 11-111 with cubic or reno (nbdkit, which sends less at once, 37-150
-// with BBR). There is no network to share on loopback, so nothing is lost by
-// not pacing (docs/data-path.md). cubic needs CAP_NET_ADMIN where
-// net.ipv4.tcp_allowed_congestion_control does not list it; reno never does.
+// (the kernel's default here and on many hosts) paces with a timer: over
+// loopback (no fq qdisc) the timer fires on whatever CPU, mostly the
+// client's, and sends the reply from there while the daemon's own sendmsg
+// sends the next from its CPU; each CPU's segments reach the client's
+// socket through its own backlog, out of order, and are retransmitted for
+// nothing. The client pays for sending the server's data (fio, 1 MiB READs
+// at queue depth 8 over 127.0.0.1: a quarter of the daemon socket's sends
+// ran in fio's context under the pacing timer, none with cubic; 360-1,850
+// segments retransmitted in 2 s against 11-111). There is no network to
+// share on loopback, so nothing is lost by not pacing (docs/data-path.md).
+// cubic needs CAP_NET_ADMIN where net.ipv4.tcp_allowed_congestion_control
+// does not list it; reno is always allowed.
 void unpaced_on_this_host(tcp::socket& s) {
     if (!same_host(s)) return;
     const int fd = s.native_handle();
