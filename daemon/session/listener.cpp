@@ -112,8 +112,8 @@ bool same_host(const tcp::socket& s) {
 // socket through its own backlog, out of order, and are retransmitted for
 // nothing. The client pays for sending the server's data (fio, 1 MiB READs
 // at queue depth 8 over 127.0.0.1: a quarter of the daemon socket's sends
-// ran in fio's context under the pacing timer, none with cubic; 360-1,850
-// segments retransmitted in 2 s against 11-111). There is no network to
+// ran in fio's context under the pacing timer, 1% with cubic; 244-1,846
+// segments retransmitted per 2 s run against 11-209). There is no network to
 // share on loopback, so nothing is lost by not pacing (docs/data-path.md).
 // cubic needs CAP_NET_ADMIN where net.ipv4.tcp_allowed_congestion_control
 // does not list it; reno is always allowed.
