@@ -89,6 +89,45 @@ void keep_alive(int fd) {
     ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
 }
 
+// Both ends on this host (a loopback address, or the peer is our own
+// address: the kernel routes that through lo as well).
+bool same_host(const tcp::socket& s) {
+    boost::system::error_code ec;
+    const auto peer = s.remote_endpoint(ec).address();
+    if (ec) return false;
+    const auto local = s.local_endpoint(ec).address();
+    if (ec) return false;
+    auto loopback = [](const asio::ip::address& a) {
+        return a.is_loopback() || (a.is_v6() && a.to_v6().is_v4_mapped() &&
+                                   a.to_v6().to_v4().is_loopback());   // ::ffff:127.0.0.1
+    };
+    return loopback(peer) || peer == local;
+}
+
+// A client on this host gets replies from a socket that does not pace. BBR
+// (the kernel's default here and on many hosts) paces with a timer: over
+// loopback (no fq qdisc) the timer fires on whatever CPU, mostly the
+// client's, and sends the reply from there while the daemon's own sendmsg
+// sends the next from its CPU; each CPU's segments reach the client's
+// socket through its own backlog, out of order, and are retransmitted for
+// nothing. The client pays for sending the server's data (fio, 1 MiB READs
+// at queue depth 8 over 127.0.0.1: a quarter of the daemon socket's sends
+// ran in fio's context under the pacing timer, 1% with cubic; 244-1,846
+// segments retransmitted per 2 s run against 11-209). There is no network to
+// share on loopback, so nothing is lost by not pacing (docs/data-path.md).
+// cubic needs CAP_NET_ADMIN where net.ipv4.tcp_allowed_congestion_control
+// does not list it; reno is always allowed.
+void unpaced_on_this_host(tcp::socket& s) {
+    if (!same_host(s)) return;
+    const int fd = s.native_handle();
+    char current[16] = {};
+    socklen_t len = sizeof current;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, current, &len) != 0 || std::strncmp(current, "bbr", 3) != 0)
+        return;
+    for (const char* name : {"cubic", "reno"})
+        if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, std::strlen(name)) == 0) return;
+}
+
 std::string peer_of(const Socket& s) {
     boost::system::error_code ec;
     auto ep = s.remote_endpoint(ec);
@@ -311,6 +350,7 @@ void Listener::accept_next() {
             boost::system::error_code ignored;
             s.set_option(tcp::no_delay(true), ignored);
             keep_alive(s.native_handle());
+            unpaced_on_this_host(s);
             auto family = s.local_endpoint(ignored).protocol().family();
             deliver(s, asio::generic::stream_protocol(family, IPPROTO_TCP));
             accept_next();
