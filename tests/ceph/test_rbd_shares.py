@@ -12,8 +12,8 @@ half a second. A 5 s run held about 10 light turns: one more or less
 (which client connects first, where the window ends in the cycle) moved the
 share by up to 10%, the whole tolerance (nbdsched-sim: 2.83 to 3.07:1 for
 window ends 4.8 to 5.2 s), and through Ceph on a loaded host 2 of 12
-attempts fell outside (2.69 to 3.58:1, load 5 to 8). The run is 10 s: 8
-attempts 2.94 to 3.22:1. Shorter turns instead (RBD_SHARES_TIMEOUT_SYNC=25ms)
+attempts fell outside (2.69 to 3.58:1, load 5 to 8). The run is 10 s: 16
+attempts 2.93 to 3.22:1, none outside. Shorter turns instead (RBD_SHARES_TIMEOUT_SYNC=25ms)
 did not narrow the spread (2.89 to 3.36:1 in 11) and biased it up 3%: each
 switch leaves the other queue's 4 requests at the device to complete in the
 new turn, a larger part of a short light turn.
