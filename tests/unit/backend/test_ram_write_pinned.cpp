@@ -67,6 +67,23 @@ void put(const std::vector<std::span<std::byte>>& pieces, const std::vector<std:
     }
 }
 
+// How a write in place ends: unpin() keeps whatever it allocated;
+// unpin_written() settles its pages, as the daemon ends every one.
+enum class Ending { unpin,
+                    unpin_written };
+
+// A whole payload `data` received in place at `offset`, then ended so.
+void receive_in_place(RamBackend& ram, std::uint64_t offset, const std::vector<std::byte>& data, Ending ending) {
+    std::vector<std::span<std::byte>> pieces;
+    const auto pin = ram.write_pinned(offset, data.size(), pieces);
+    REQUIRE(pin);
+    put(pieces, data);
+    if (ending == Ending::unpin)
+        ram.unpin(*pin);
+    else
+        ram.unpin_written(*pin, offset, data.size());
+}
+
 }   // namespace
 
 TEST_CASE("ram: bytes put into a pinned write's pieces are the device's data, every page allocated") {
@@ -145,29 +162,15 @@ TEST_CASE("ram: fault injection does not let writes around it") {
 // settles every one so): zeros received there later give them back.
 TEST_CASE("ram: pages of a write in place ended with unpin() stay unsettled until unpin_written() over them") {
     RamBackend ram(1 << 20);
-    std::vector<std::span<std::byte>> pieces;
-    auto pin = ram.write_pinned(0, 4 * page, pieces);
-    REQUIRE(pin);
-    put(pieces, byte_pattern(0, 4 * page));
-    ram.unpin(*pin);
+    const auto data = byte_pattern(0, 4 * page);
+    const std::vector<std::byte> zeros(4 * page);
+    receive_in_place(ram, 0, data, Ending::unpin);
     CHECK(ram.allocated_bytes() == 4 * page);
-    pieces.clear();
-    pin = ram.write_pinned(0, 4 * page, pieces);
-    REQUIRE(pin);
-    put(pieces, std::vector<std::byte>(4 * page));
-    ram.unpin_written(*pin, 0, 4 * page);
+    receive_in_place(ram, 0, zeros, Ending::unpin_written);
     CHECK(ram.allocated_bytes() == 0);
     // Settled ones stay, as pages write() made do.
-    pieces.clear();
-    pin = ram.write_pinned(0, 4 * page, pieces);
-    REQUIRE(pin);
-    put(pieces, byte_pattern(0, 4 * page));
-    ram.unpin_written(*pin, 0, 4 * page);
-    pieces.clear();
-    pin = ram.write_pinned(0, 4 * page, pieces);
-    REQUIRE(pin);
-    put(pieces, std::vector<std::byte>(4 * page));
-    ram.unpin_written(*pin, 0, 4 * page);
+    receive_in_place(ram, 0, data, Ending::unpin_written);
+    receive_in_place(ram, 0, zeros, Ending::unpin_written);
     CHECK(ram.allocated_bytes() == 4 * page);
 }
 
@@ -234,11 +237,7 @@ TEST_CASE("ram: writers in place racing trims and pinned reads never write freed
     CHECK(ram.allocated_bytes() == data_bytes(ram, 0, 2 * region));
     // Zeros in place over what is left: the pages that were there stay, and the holes stay holes.
     const auto allocated = ram.allocated_bytes();
-    pieces.clear();
-    const auto pin = ram.write_pinned(0, 2 * region, pieces);
-    REQUIRE(pin);
-    put(pieces, std::vector<std::byte>(2 * region));
-    ram.unpin_written(*pin, 0, 2 * region);
+    receive_in_place(ram, 0, std::vector<std::byte>(2 * region), Ending::unpin_written);
     CHECK(ram.allocated_bytes() == allocated);
 }
 
