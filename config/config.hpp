@@ -183,6 +183,10 @@ struct Limits {
     // Event loops (threads) serving devices and their connections
     // (docs/threads.md); 0 = one per CPU.
     unsigned threads = 0;
+    // A device's connections after its first go to the loop serving the
+    // fewest connections (the device is then shared under a lock); false:
+    // every connection on its device's loop.
+    bool spread_connections = true;
 
     // Field by field: a reload refuses any change but the live ones
     // (daemon/process/reload_plan.cpp), a field added here included.

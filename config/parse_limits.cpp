@@ -55,7 +55,7 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                {"max_connections", "max_handshakes", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
                 "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads",
                 "inflight_fair_share", "handshake_timeout", "drain_timeout", "stall_timeout", "max_handshake_options",
-                "busy_poll", "threads"},
+                "busy_poll", "threads", "spread_connections"},
                [&](const Field& f) {
                    if (f.key == "max_connections") {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
@@ -67,6 +67,8 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_inflight_per_device = unsigned(*v);
                    } else if (f.key == "inflight_fair_share") {
                        if (auto v = r.boolean(f)) limits.inflight_fair_share = *v;
+                   } else if (f.key == "spread_connections") {
+                       if (auto v = r.boolean(f)) limits.spread_connections = *v;
                    } else if (f.key == "handshake_timeout") {
                        auto text = r.string(f);
                        auto d = text ? parse_duration(*text) : std::nullopt;

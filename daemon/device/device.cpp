@@ -56,12 +56,13 @@ Device::Device(boost::asio::io_context& io, boost::asio::thread_pool* pool, Part
     // wakes the loop once, not once each.
     if ((async_ = backend_->async()) || blocking_) {
         completions_ = std::make_unique<AsyncCompletions>(io, [this](IoRequest& r, int error) {
+            auto held = lock_.hold();
             r.backend_errno = error;
             data_done(r);
         });
         if (async_) async_->set_sink(completions_.get());
         if (async_ && async_->completion_fd() >= 0)
-            driver_ = std::make_unique<LoopDriver>(io, *async_, *completions_);
+            driver_ = std::make_unique<LoopDriver>(io, *async_, *completions_, lock_);
         if (driver_ && !driver_->watching()) {
             spdlog::warn("device {}: no descriptor left to watch its io_uring completions: using the I/O threads",
                          name_);
@@ -98,10 +99,12 @@ std::optional<readahead::Stats> Device::read_ahead_stats() const {
 }
 
 void Device::size_changed() {
+    auto held = lock_.hold();
     if (read_ahead_) read_ahead_->resize(size());
 }
 
 sched::QueueId Device::open_queue(sched::GroupId group) {
+    auto held = lock_.hold();
     auto q = next_queue_++;
     scheduler_->open_queue(q, group, steady_now());
     queue_groups_[q] = group;
@@ -121,11 +124,13 @@ void Device::sync_weights() {
 }
 
 void Device::kick() {
+    auto held = lock_.hold();
     sync_weights();
     pump();
 }
 
 void Device::close_queue(sched::QueueId queue) {
+    auto held = lock_.hold();
     queue_groups_.erase(queue);
     scheduler_->close_queue(queue, steady_now());
     if (read_ahead_) read_ahead_->on_queue_closed(queue);
@@ -145,10 +150,11 @@ sched::RequestId Device::alloc_slot(IoRequest& r) {
 }
 
 void Device::submit(IoRequest& r) {
+    auto held = lock_.hold();
     // A timed device charges a zero as a write of zeros: never fast.
     if (r.fast_zero && model_) {
         r.backend_errno = ENOTSUP;
-        return r.sink->request_done(r);
+        return tell(r);
     }
     ++outstanding_;
     r.backend_errno = 0;
@@ -347,7 +353,7 @@ void Device::finish(IoRequest& r) {
     free_slots_.push_back(r.id);
     slots_[r.id] = nullptr;
     if (read_ahead_ && read_ahead_->on_finished(r))
-        r.sink->request_done(r);   // a prefetch: its data goes to the read-ahead cache
+        tell(r);   // a prefetch: its data goes to the read-ahead cache (home: none)
     else
         answer(r, now);
     pump(now);
@@ -362,7 +368,16 @@ void Device::answer(IoRequest& r, sched::Time now) {
     else
         stats_.done(r.queue, r.op, r.length, now - r.submitted_at, r.backend_errno != 0);
     --outstanding_;
-    r.sink->request_done(r);
+    tell(r);
+}
+
+// A request whose connection runs on another loop is answered there: its
+// reply queue is that loop's. Not shared, everything runs on io_ (or under
+// exclusive(), every other loop paused), as before the device was shared.
+void Device::tell(IoRequest& r) {
+    if (r.home == nullptr || (!lock_.shared() && r.home == &io_) || r.home->get_executor().running_in_this_thread())
+        return r.sink->request_done(r);
+    boost::asio::post(*r.home, [&r] { r.sink->request_done(r); });
 }
 
 // The timer is only ever moved earlier. cfq arms its idle timer at nearly
@@ -378,6 +393,7 @@ void Device::arm_wakeup() {
     wakeup_timer_.expires_at(to_clock(*next));
     wakeup_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec) return;   // cancelled or re-armed
+        auto held = lock_.hold();
         wakeup_armed_.reset();
         pump();
     });
@@ -390,6 +406,7 @@ void Device::arm_release() {
     release_timer_.expires_at(to_clock(next));
     release_timer_.async_wait([this](const boost::system::error_code& ec) {
         if (ec) return;
+        auto held = lock_.hold();
         release_armed_.reset();
         on_release_timer();
     });

@@ -33,6 +33,7 @@
 #include "timing/capacity.hpp"
 #include "timing/device_model.hpp"
 #include "daemon/device/async_completions.hpp"
+#include "daemon/device/device_lock.hpp"
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_limits.hpp"
 #include "daemon/device/io_request.hpp"
@@ -70,8 +71,18 @@ public:
     Device& operator=(const Device&) = delete;
 
     const std::string& name() const { return name_; }
-    // The event loop everything of this device runs on, its connections' transmission phase too.
+    // The device's home loop: its timers and its backend's completions run
+    // there, and its connections' transmission phase unless placed on
+    // another loop (then the device is shared: hold()).
     boost::asio::io_context& io() { return io_; }
+    // Held while touching the device from a connection's loop (its in-flight
+    // budget; submit() and the other entry points take it themselves).
+    // Takes nothing until share_across_loops().
+    DeviceLock::Hold hold() { return lock_.hold(); }
+    // A connection of this device runs on another loop than io() from now
+    // on. Under EventLoops::exclusive() only.
+    void share_across_loops() { lock_.share(); }
+    bool shared_across_loops() const { return lock_.shared(); }
     std::uint64_t size() const { return backend_->size(); }
     bool rotational() const { return rotational_; }
     // Where data requests run: "io_uring" (a loop-driven ring), "async" (the
@@ -97,10 +108,11 @@ public:
     // The group a queue was opened in (its connection's share of the in-flight budget).
     sched::GroupId group_of(sched::QueueId queue) const;
 
-    // Takes a filled request (op, offset, length, queue, group, sink); the
-    // device answers through request.sink->request_done(request) on the
-    // event loop thread -- possibly from inside submit() when the backend is
-    // not blocking, so a sink must not re-enter submit() from request_done().
+    // Takes a filled request (op, offset, length, queue, group, sink, home);
+    // the device answers through request.sink->request_done(request) on the
+    // request's home loop -- possibly from inside submit() when the backend
+    // is not blocking, so a sink must not re-enter submit() from
+    // request_done(); posted there when another loop finishes it.
     void submit(IoRequest& request);
 
     // A client WRITE's payload received straight into the backend's memory
@@ -152,6 +164,9 @@ private:
     // `now`: the caller's reading of the clock (steady_now()), one per step of a request.
     void enqueue(IoRequest& r, sched::Time now);
     void answer(IoRequest& r, sched::Time now);
+    // r.sink->request_done(r) on r.home's thread: at once when that is this
+    // one (or the device is not shared), else posted there.
+    void tell(IoRequest& r);
     void pump();   // at steady_now()
     void pump(sched::Time now);
     void start(IoRequest& r, sched::Time now);
@@ -172,6 +187,7 @@ private:
 
     boost::asio::io_context& io_;
     boost::asio::thread_pool* pool_;
+    DeviceLock lock_;
     std::string name_;
     // Before backend_: destroyed after it, as the backend's last completions arrive.
     std::unique_ptr<AsyncCompletions> completions_;

@@ -17,6 +17,10 @@
 #include "nbd/transmission.hpp"
 #include "sched/request.hpp"
 
+namespace boost::asio {
+class io_context;
+}
+
 namespace nbdsched::daemon {
 
 // A data buffer aligned for O_DIRECT, taken from the thread's buffer pool
@@ -65,6 +69,9 @@ struct IoRequest {
     // --- set by the connection before submit()
     nbd::RequestHeader header;   // as the client sent it
     RequestSink* sink = nullptr;
+    // The event loop the sink runs on: request_done() comes on it (posted
+    // when another loop finishes the request). Null: the device's own.
+    boost::asio::io_context* home = nullptr;
     AlignedBuffer buffer;   // READ: filled by the backend; WRITE: the payload
     sched::Op op = sched::Op::read;
     std::uint64_t offset = 0;   // device-relative (export offset applied)

@@ -6,8 +6,9 @@
 
 namespace nbdsched::daemon {
 
-LoopDriver::LoopDriver(boost::asio::io_context& io, backend::AsyncBackend& backend, AsyncCompletions& completions)
-    : io_(io), backend_(backend), completions_(completions), events_(io) {
+LoopDriver::LoopDriver(boost::asio::io_context& io, backend::AsyncBackend& backend, AsyncCompletions& completions,
+                       DeviceLock& lock)
+    : io_(io), backend_(backend), completions_(completions), lock_(lock), events_(io) {
     const int fd = ::fcntl(backend.completion_fd(), F_DUPFD_CLOEXEC, 0);
     if (fd < 0) return;   // out of descriptors: watching() is false
     events_.assign(fd);
@@ -25,6 +26,7 @@ void LoopDriver::watch() {
     events_.async_read_some(boost::asio::buffer(&count_, sizeof count_),
                             [this, alive = alive_](const boost::system::error_code& ec, std::size_t) {
                                 if (!*alive || ec == boost::asio::error::operation_aborted) return;
+                                auto held = lock_.hold();
                                 completions_.loop_wakeup();
                                 backend_.reap();
                                 queued();   // the rest of a short transfer, if any
@@ -37,6 +39,7 @@ void LoopDriver::queued() {
     submit_posted_ = true;
     boost::asio::post(io_, [this, alive = alive_] {
         if (!*alive) return;
+        auto held = lock_.hold();
         submit_posted_ = false;
         backend_.submit_pending();
         queued();   // the kernel refused some for now (EAGAIN, ENOMEM): next turn

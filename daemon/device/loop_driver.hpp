@@ -12,13 +12,16 @@
 
 #include "backend/async_backend.hpp"
 #include "daemon/device/async_completions.hpp"
+#include "daemon/device/device_lock.hpp"
 
 namespace nbdsched::daemon {
 
 class LoopDriver {
 public:
     // backend.completion_fd() must be >= 0; both must outlive this.
-    LoopDriver(boost::asio::io_context& io, backend::AsyncBackend& backend, AsyncCompletions& completions);
+    // Its handlers hold `lock` (the device's) while they reap and submit.
+    LoopDriver(boost::asio::io_context& io, backend::AsyncBackend& backend, AsyncCompletions& completions,
+               DeviceLock& lock);
     ~LoopDriver();
     LoopDriver(const LoopDriver&) = delete;
     LoopDriver& operator=(const LoopDriver&) = delete;
@@ -26,7 +29,8 @@ public:
     // False when the completion fd could not be watched (no descriptor
     // left to duplicate it): the device must not use the backend then.
     bool watching() const { return events_.is_open(); }
-    // After a submit_* call: the turn's submit is scheduled if it is not yet.
+    // After a submit_* call (holding the device's lock): the turn's submit
+    // is scheduled if it is not yet.
     void queued();
 
 private:
@@ -35,6 +39,7 @@ private:
     boost::asio::io_context& io_;
     backend::AsyncBackend& backend_;
     AsyncCompletions& completions_;
+    DeviceLock& lock_;
     boost::asio::posix::stream_descriptor events_;   // a dup of completion_fd()
     std::uint64_t count_ = 0;                        // the eventfd's counter, read to re-arm it
     bool submit_posted_ = false;

@@ -33,6 +33,7 @@ int Device::run_metadata(backend::Backend& b, IoRequest& r) {
 }
 
 void Device::submit_metadata(IoRequest& r) {
+    auto held = lock_.hold();
     r.backend_errno = 0;
     r.data_bytes = 0;
     const bool cache = r.header.type == static_cast<std::uint16_t>(nbd::Command::cache);
@@ -40,15 +41,15 @@ void Device::submit_metadata(IoRequest& r) {
     // has no cache to fill (its backend's page cache is not what it models).
     if (cache && (read_ahead_ || model_)) {
         if (read_ahead_) read_ahead_->cache(r);
-        return r.sink->request_done(r);
+        return tell(r);
     }
     if (!blocking_) {
         r.backend_errno = run_metadata(*backend_, r);
-        return r.sink->request_done(r);
+        return tell(r);
     }
     boost::asio::post(*pool_, [this, &r] {
         r.backend_errno = run_metadata(*backend_, r);
-        boost::asio::post(io_, [&r] { r.sink->request_done(r); });
+        boost::asio::post(r.home ? *r.home : io_, [&r] { r.sink->request_done(r); });
     });
 }
 

@@ -10,6 +10,7 @@ namespace nbdsched::daemon {
 EventLoops::EventLoops(boost::asio::io_context& main, std::size_t count) : main_(main) {
     for (std::size_t i = 1; i < count; ++i) extra_.push_back(std::make_unique<boost::asio::io_context>(1));
     stats_.resize(extra_.size());
+    connections_.resize(count);
 }
 
 EventLoops::~EventLoops() {
@@ -89,10 +90,29 @@ LoopStats EventLoops::stats() const {
     return sum;
 }
 
-std::size_t event_loop_count(unsigned threads, std::size_t devices, bool tls) {
+std::size_t EventLoops::place(std::size_t home) {
+    std::size_t best = home < connections_.size() ? home : 0;
+    for (std::size_t i = 0; i < connections_.size(); ++i)
+        if (connections_[i] < connections_[best]) best = i;
+    ++connections_[best];
+    return best;
+}
+
+void EventLoops::left(std::size_t loop) {
+    if (loop < connections_.size() && connections_[loop] > 0) --connections_[loop];
+}
+
+std::size_t EventLoops::index_of(const boost::asio::io_context& io) const {
+    for (std::size_t i = 0; i < extra_.size(); ++i)
+        if (extra_[i].get() == &io) return i + 1;
+    return 0;
+}
+
+std::size_t event_loop_count(unsigned threads, std::size_t devices, bool tls, bool spread_connections) {
     std::size_t n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
     if (tls) n = 1;
-    return std::max<std::size_t>(1, std::min(n, devices));
+    if (!spread_connections) n = std::min(n, devices);
+    return std::max<std::size_t>(1, n);
 }
 
 }   // namespace nbdsched::daemon

@@ -1,7 +1,9 @@
 // The daemon's event loops (limits.threads, docs/threads.md). Loop 0 is the
 // server's own io_context, run by the thread that calls Server::run(); the
 // others run on threads of their own. Each device lives on one loop with its
-// scheduler, timers and connections, so the hot path takes no lock.
+// scheduler, timers and first connection; a device's further connections
+// may go to other loops, and then the device is held while touched
+// (daemon/device/device_lock.hpp).
 //
 // Loop 0 (listeners, handshakes, control socket, metrics, reload, signals,
 // shutdown, hand-over) reaches into devices and connections of other loops
@@ -45,6 +47,16 @@ public:
     // The other loops' busy-poll counts (after stop()).
     LoopStats stats() const;
 
+    // Connection placement (docs/threads.md), loop 0's thread only. place():
+    // the loop a connection entering transmission goes to, counted until
+    // left(): the one serving the fewest, `home` (its device's) on a tie,
+    // so a device's first connection stays at home and a second goes to
+    // another loop when one is free.
+    std::size_t place(std::size_t home);
+    void left(std::size_t loop);
+    // The index of a loop of ours (0 for one that is not).
+    std::size_t index_of(const boost::asio::io_context& io) const;
+
 private:
     boost::asio::io_context& main_;
     std::vector<std::unique_ptr<boost::asio::io_context>> extra_;
@@ -54,11 +66,13 @@ private:
     std::vector<std::unique_ptr<IdleMemoryRelease>> idle_memory_;   // one per loop, loop 0's first
     bool running_ = false;
     bool exclusive_ = false;
+    std::vector<std::size_t> connections_;   // per loop: connections placed there
 };
 
-// How many loops a configuration gets: limits.threads (0: one per CPU), no
-// more than there are devices (a loop without one would idle), and one when
-// TLS is configured (a TLS session cannot move to a device's loop).
-std::size_t event_loop_count(unsigned threads, std::size_t devices, bool tls);
+// How many loops a configuration gets: limits.threads (0: one per CPU), and
+// one when TLS is configured (a TLS session cannot move to another loop).
+// Without spread_connections, no more than there are devices (a loop
+// without one would idle).
+std::size_t event_loop_count(unsigned threads, std::size_t devices, bool tls, bool spread_connections);
 
 }   // namespace nbdsched::daemon

@@ -36,7 +36,8 @@ Server::Server(const config::Config& config, ServerOptions options)
     : config_(config),
       options_(std::move(options)),
       io_(1),
-      loops_(io_, event_loop_count(config_.limits.threads, config_.devices.size(), config_.tls.enabled())),
+      loops_(io_, event_loop_count(config_.limits.threads, config_.devices.size(), config_.tls.enabled(),
+                                   config_.limits.spread_connections)),
       pool_(config_.limits.io_threads ? config_.limits.io_threads : 1),
       signals_(io_),
       drain_timer_(io_),
@@ -95,7 +96,17 @@ std::unique_ptr<Server> Server::create(const config::Config& config, ServerOptio
     s->context_.limits = s->config_.limits;
     // Posted from the connection's loop; the server's state is loop 0's.
     s->context_.on_finished = [raw = s.get()](Connection& c) {
-        boost::asio::post(raw->io_, [raw, id = c.id()] { raw->connection_finished(id); });
+        boost::asio::post(raw->io_, [raw, id = c.id(), loop = c.loop_index()] {
+            raw->loops_.left(loop);
+            raw->connection_finished(id);
+        });
+    };
+    // Inside exclusive(): every loop sees a device shared from its next handler on.
+    s->context_.place = [raw = s.get()](Device& d, std::size_t& index) -> boost::asio::io_context& {
+        const auto home = raw->loops_.index_of(d.io());
+        index = raw->config_.limits.spread_connections ? raw->loops_.place(home) : home;
+        if (index != home) d.share_across_loops();
+        return raw->loops_.at(index);
     };
     s->context_.on_parked = [raw = s.get()](Connection&) {
         boost::asio::post(raw->io_, [raw] { raw->exclusive([raw] { raw->check_handover(); }); });

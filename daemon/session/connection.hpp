@@ -70,6 +70,9 @@ struct ConnectionContext {
     // Runs `f` where it may touch any device, whichever event loop runs it
     // (daemon/process/event_loops.hpp); unset: `f` runs directly.
     std::function<void(const std::function<void()>&)> exclusive;
+    // The event loop a connection entering transmission runs on, and its
+    // index (called inside exclusive()); unset: its device's.
+    std::function<boost::asio::io_context&(Device&, std::size_t& index)> place;
 };
 
 class Connection final : public std::enable_shared_from_this<Connection>,
@@ -100,6 +103,10 @@ public:
     const PeerInfo& peer_identity() const { return identity_; }
     // The device its export is on; null before transmission.
     const Device* device() const { return device_; }
+    // The event loop of its transmission phase (ConnectionContext::place);
+    // no_loop before it, or without `place`.
+    static constexpr std::size_t no_loop = SIZE_MAX;
+    std::size_t loop_index() const { return loop_index_; }
     bool tls_active() const { return tls_ != nullptr && negotiation_.tls_active; }
     // Who the peer proved to be over TLS: the PSK identity or the client
     // certificate's subject CN; empty without TLS or without a client certificate.
@@ -189,9 +196,9 @@ private:
         else
             f(socket_);
     }
-    // The transmission phase runs on the device's event loop: the socket
-    // moves there (when it is another one), then `next` runs there.
-    void move_to_device_loop(void (Connection::*next)());
+    // The transmission phase runs on the loop placed for it (loop_): the
+    // socket moves there (when it is another one), then `next` runs there.
+    void move_to_its_loop(void (Connection::*next)());
     void exclusively(const std::function<void()>& f) const;
     bool may_open(const nbd::ExportInfo& info) const;
     void refused(const nbd::ExportInfo& info);
@@ -286,6 +293,8 @@ private:
 
     // transmission
     Device* device_ = nullptr;
+    boost::asio::io_context* loop_ = nullptr;   // the loop it runs on (and its requests' home)
+    std::size_t loop_index_ = no_loop;
     const ExportBinding* binding_ = nullptr;
     nbd::ExportLimits limits_;
     sched::QueueId queue_ = 0;

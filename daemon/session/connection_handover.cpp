@@ -93,7 +93,7 @@ void Connection::resume(const ConnectionState& s, std::optional<sched::GroupId> 
     rend_ = s.unread.size();
     spdlog::info("{}: export '{}' on device {} (handed over, {} unread bytes)", tag(), s.export_name, device_->name(),
                  rend_);
-    move_to_device_loop(&Connection::parse);
+    move_to_its_loop(&Connection::parse);
 }
 
 }   // namespace nbdsched::daemon

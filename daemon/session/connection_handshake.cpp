@@ -188,7 +188,7 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     bind_export(*info, flags, block_status, std::nullopt);
     spdlog::info("{}: export '{}' on device {} (flags 0x{:x}, {} replies)", tag(), info->name, device_->name(),
                  flags, limits_.structured ? "structured" : "simple");
-    move_to_device_loop(&Connection::read_more);
+    move_to_its_loop(&Connection::read_more);
 }
 
 void Connection::bind_export(const nbd::ExportInfo& info, std::uint16_t flags, bool block_status,
@@ -205,6 +205,7 @@ void Connection::bind_export(const nbd::ExportInfo& info, std::uint16_t flags, b
         queue_ = context_.open_queue ? context_.open_queue(id_, identity_, info.name, *binding_, keep_group)
                                      : device_->open_queue(keep_group.value_or(binding_->group));
         group_ = device_->group_of(queue_);
+        loop_ = context_.place ? &context_.place(*device_, loop_index_) : &device_->io();
     });
     queue_open_ = true;
     export_name_ = info.name;
@@ -218,15 +219,15 @@ void Connection::exclusively(const std::function<void()>& f) const {
         f();
 }
 
-void Connection::move_to_device_loop(void (Connection::*next)()) {
-    auto& target = device_->io();
+void Connection::move_to_its_loop(void (Connection::*next)()) {
+    auto& target = *loop_;
     boost::asio::execution_context& here = boost::asio::query(socket_.get_executor(), boost::asio::execution::context);
     if (&here == &target) return (this->*next)();
     if (tls_) return close("a TLS session cannot move to another event loop", spdlog::level::err);
     // Nothing is pending on the socket between the handshake and the first read.
     boost::system::error_code ec;
     const int fd = socket_.release(ec);
-    if (ec) return close("moving to device " + device_->name() + "'s event loop: " + ec.message(), spdlog::level::err);
+    if (ec) return close("moving to another event loop: " + ec.message(), spdlog::level::err);
     boost::asio::post(target, [self = shared_from_this(), fd, next, &target] {
         if (self->closed_) {   // closed on loop 0 meanwhile (shutdown, hand-over)
             ::close(fd);
@@ -235,9 +236,7 @@ void Connection::move_to_device_loop(void (Connection::*next)()) {
         boost::system::error_code ec;
         if (!adopt_socket(target, fd, self->socket_, ec)) {
             ::close(fd);
-            return self->close("adopting the socket on device " + self->device_->name() + "'s event loop: " +
-                                   ec.message(),
-                               spdlog::level::err);
+            return self->close("adopting the socket on another event loop: " + ec.message(), spdlog::level::err);
         }
         if (self->stop_reading_) return self->maybe_finish();
         if (self->parking_) self->maybe_park();   // asked on loop 0 meanwhile (hand-over)

@@ -56,6 +56,7 @@ void copy_to(const std::vector<std::span<std::byte>>& targets, std::size_t at, c
 }   // namespace
 
 bool Connection::over_limits() const {
+    auto held = device_->hold();
     return inflight_ >= context_.limits.max_inflight_per_connection ||
            inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection ||
            !device_->inflight_budget().admits(group_, has_ticket_);
@@ -65,6 +66,7 @@ bool Connection::over_limits() const {
 // line when it is the device that refuses it (the connection's own limits
 // lift as its replies leave: on_written).
 void Connection::pause() {
+    auto held = device_->hold();
     paused_ = true;
     if (waiting_budget_ || device_->inflight_budget().admits(group_, has_ticket_)) return;
     waiting_budget_ = true;
@@ -78,6 +80,8 @@ void Connection::resume() {
     parse();
 }
 
+// Called holding the device (from inside give()/wait()), maybe on another
+// loop: the two flags are only ever touched holding it.
 void Connection::budget_available() {
     waiting_budget_ = false;
     has_ticket_ = true;
@@ -88,6 +92,7 @@ void Connection::budget_available() {
 void Connection::charge(IoRequest& r, std::uint64_t bytes) {
     r.charged_bytes = bytes;
     inflight_bytes_ += bytes;
+    auto held = device_->hold();
     device_->inflight_budget().take_bytes(group_, bytes);
 }
 
@@ -456,6 +461,7 @@ void Connection::handle_request(const nbd::RequestHeader& h) {
 void Connection::submit(IoRequest& r) {
     const auto& h = r.header;
     r.sink = this;
+    r.home = loop_;
     r.op = op_of(h.type);
     r.offset = binding_->offset + h.offset + r.placed;
     r.length = r.op == sched::Op::flush ? 0 : h.length - r.placed;

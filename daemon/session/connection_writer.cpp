@@ -39,6 +39,7 @@ IoRequest& Connection::acquire() {
     r->placed = 0;
     r->abandoned = false;
     ++inflight_;
+    auto held = device_->hold();
     device_->inflight_budget().take_request(group_, std::exchange(has_ticket_, false));
     return *r;
 }
@@ -57,7 +58,10 @@ void Connection::release(IoRequest& r) {
     }
     --inflight_;
     inflight_bytes_ -= r.charged_bytes;
-    device_->inflight_budget().give(group_, r.charged_bytes);
+    {
+        auto held = device_->hold();
+        device_->inflight_budget().give(group_, r.charged_bytes);
+    }
     r.charged_bytes = 0;
     r.buffer.release();   // to the thread's pool: an idle connection holds no data buffers
     free_.push_back(&r);
@@ -312,6 +316,7 @@ void Connection::maybe_finish() {
     if (reading_) return;   // its handler still refers to our buffers
     finished_ = true;
     big_.release();
+    auto held = device_ ? device_->hold() : DeviceLock::Hold();
     if (has_ticket_) {   // woken in line but closed before using its turn
         has_ticket_ = false;
         device_->inflight_budget().return_ticket(group_);

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <thread>
 
@@ -55,11 +56,33 @@ TEST_CASE("exclusive() runs while every other loop waits") {
     loops.stop();
 }
 
-TEST_CASE("event_loop_count: never more loops than devices, one with TLS") {
-    CHECK(event_loop_count(4, 2, false) == 2);
-    CHECK(event_loop_count(2, 5, false) == 2);
-    CHECK(event_loop_count(1, 5, false) == 1);
-    CHECK(event_loop_count(4, 0, false) == 1);
-    CHECK(event_loop_count(4, 3, true) == 1);
-    CHECK(event_loop_count(0, 1024, false) == std::max(1u, std::thread::hardware_concurrency()));
+TEST_CASE("event_loop_count: limits.threads, one with TLS; without spreading connections no more than devices") {
+    CHECK(event_loop_count(4, 2, false, false) == 2);
+    CHECK(event_loop_count(2, 5, false, false) == 2);
+    CHECK(event_loop_count(1, 5, false, false) == 1);
+    CHECK(event_loop_count(4, 0, false, false) == 1);
+    CHECK(event_loop_count(4, 3, true, false) == 1);
+    CHECK(event_loop_count(0, 1024, false, false) == std::max(1u, std::thread::hardware_concurrency()));
+    // Spread: a device's second connection may use a loop that has no device.
+    CHECK(event_loop_count(4, 1, false, true) == 4);
+    CHECK(event_loop_count(4, 0, false, true) == 4);
+    CHECK(event_loop_count(4, 1, true, true) == 1);
+    CHECK(event_loop_count(0, 1, false, true) == std::max(1u, std::thread::hardware_concurrency()));
+}
+
+TEST_CASE("EventLoops::place: the loop with the fewest connections, the device's own on a tie") {
+    boost::asio::io_context main(1);
+    EventLoops loops(main, 3);
+    CHECK(loops.index_of(main) == 0);
+    CHECK(loops.index_of(loops.at(2)) == 2);
+    CHECK(loops.place(1) == 1);   // a device's first connection stays at home
+    CHECK(loops.place(1) == 0);   // its second goes to an empty loop (the lowest)
+    CHECK(loops.place(1) == 2);
+    CHECK(loops.place(1) == 1);   // all even again: home
+    loops.left(0);
+    CHECK(loops.place(2) == 0);   // the emptied loop before the device's own
+    loops.left(7);                // not a loop: ignored
+    loops.left(SIZE_MAX);         // a connection that never got a loop
+    CHECK(loops.place(0) == 0);   // 1, 2, 1: home ties with loop 2
+    CHECK(loops.place(0) == 2);
 }
