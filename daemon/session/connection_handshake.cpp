@@ -186,8 +186,9 @@ void Connection::enter_transmission(const nbd::ExportInfo* info, std::uint16_t f
     hs_in_ = {};
     hs_out_ = {};
     bind_export(*info, flags, block_status, std::nullopt);
-    spdlog::info("{}: export '{}' on device {} (flags 0x{:x}, {} replies)", tag(), info->name, device_->name(),
-                 flags, limits_.structured ? "structured" : "simple");
+    spdlog::info("{}: export '{}' on device {} (loop {}, flags 0x{:x}, {} replies)", tag(), info->name,
+                 device_->name(), loop_index_ == no_loop ? 0 : loop_index_, flags,
+                 limits_.structured ? "structured" : "simple");
     move_to_its_loop(&Connection::read_more);
 }
 
