@@ -243,8 +243,8 @@ void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
     c->start();
 }
 
-// Handshakes run on this loop (connections move to their device's loop
-// only in transmission), so closing one here is safe.
+// Handshakes run on this loop (connections move to their own loop only in
+// transmission), so closing one here is safe.
 void Server::make_handshake_room(const PeerInfo& newcomer, const std::string& peer) {
     const auto in_handshake = std::count_if(connections_.begin(), connections_.end(),
                                             [](const auto& entry) { return entry.second->in_handshake(); });

@@ -275,8 +275,8 @@ private:
     // handshake; in a graceful stop it times the linger (linger())
     boost::asio::steady_timer handshake_timer_;
     // Times the linger and the TLS goodbye once the connection is on its
-    // device's loop: handshake_timer_ stays bound to loop 0, which accepted
-    // the socket, and its handler would race the device's loop there.
+    // own loop: handshake_timer_ stays bound to loop 0, which accepted the
+    // socket, and its handler would race the connection's loop there.
     JobTimer closing_timer_;
     nbd::Negotiation negotiation_;
     std::vector<std::uint8_t> hs_in_;

@@ -23,7 +23,7 @@ void Connection::park() {
 void Connection::maybe_park() {
     if (parked_ || closed_ || stop_reading_ || parsing_ || rstate_ != ReadState::header) return;
     if (inflight_ != 0 || writing_ || !pending_.empty()) return;
-    if (!socket_.is_open()) return;   // on its way to the device's loop: parks there
+    if (!socket_.is_open()) return;   // on its way to its loop: parks there
     if (reading_) {
         boost::system::error_code ignored;
         socket_.cancel(ignored);

@@ -1,7 +1,7 @@
 // A connection's timer for one job (a reply batch the client does not take,
 // a WRITE payload it does not finish sending, the closing steps), made at
 // its first use on the executor of the loop that owns the socket then: the
-// socket moves to its device's loop after the connection is made, and a
+// socket moves to its own loop after the handshake, and a
 // timer bound to another loop would run its handler there, racing the
 // connection's own.
 #pragma once

@@ -8,7 +8,6 @@ is the ThreadSanitizer build, which fails its exit status (66) on a data
 race.
 """
 import os
-import random
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ import nbd
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.process import free_port, wait_for
 from nbdsched_test.tempdir import TempDir
+from nbdsched_test.traffic import write_read_back
 from nbdsched_test.verdict import check
 
 BASE = """
@@ -37,29 +37,6 @@ metrics: 127.0.0.1:{port}
 log_level: info
 """
 SECONDS = 2.5
-
-
-def traffic(uri, seed, stop, result):
-    """Writes and reads back on one export until `stop`, 4 requests in flight at a time."""
-    rng = random.Random(seed)
-    h = nbd.NBD()
-    h.connect_uri(uri)
-    ops = bad = 0
-    while not stop.is_set():
-        # Writes in flight together may land in any order (NBD orders nothing;
-        # the file device's I/O threads run them at once), so a batch never
-        # overlaps itself: 16 KiB slots, writes of 4-16 KiB.
-        offsets = [slot * 4 * 4096 for slot in rng.sample(range(1000), 4)]
-        datas = [bytes([rng.randrange(256)]) * (4096 * rng.randrange(1, 5)) for _ in offsets]
-        for off, data in zip(offsets, datas):
-            h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(data)), off)
-        while h.aio_in_flight() > 0:
-            h.poll(-1)
-        for off, data in zip(offsets, datas):
-            bad += h.pread(len(data), off) != data
-        ops += len(offsets)
-    h.shutdown()
-    result.update(ops=ops, bad=bad)
 
 
 def churn(d, stop, result):
@@ -82,8 +59,8 @@ def main():
         check(d.wait_log("event loops: 2 (devices: d0 on 0, d1 on 1)"), "two loops, one device on each")
         stop = threading.Event()
         results = [{}, {}, {}]
-        workers = [threading.Thread(target=traffic, args=(d.uri("a"), 1, stop, results[0])),
-                   threading.Thread(target=traffic, args=(d.uri("b"), 2, stop, results[1])),
+        workers = [threading.Thread(target=write_read_back, args=(d.uri("a"), 1, stop, results[0])),
+                   threading.Thread(target=write_read_back, args=(d.uri("b"), 2, stop, results[1])),
                    threading.Thread(target=churn, args=(d, stop, results[2]))]
         for w in workers:
             w.start()

@@ -13,7 +13,6 @@ daemon stops cleanly (in the tsan suite: with no race report; the
 ThreadSanitizer build exits 66 on one). With spread_connections: false
 every connection stays on its device's loop.
 """
-import random
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ import nbd
 from nbdsched_test.daemon import Daemon
 from nbdsched_test.process import free_port
 from nbdsched_test.tempdir import TempDir
+from nbdsched_test.traffic import write_read_back
 from nbdsched_test.verdict import check
 
 BASE = """
@@ -46,38 +46,15 @@ SECONDS = 2.5
 EXPORTS = ("a", "a2", "b", "b2")
 
 
-def traffic(uri, seed, stop, result):
-    """Writes (some FUA), reads back, flushes and trims its own 16 KiB slots, 4 in flight."""
-    rng = random.Random(seed)
-    h = nbd.NBD()
-    h.connect_uri(uri)
-    ops = bad = 0
-    while not stop.is_set():
-        # The two exports of a device write different halves; a batch never overlaps itself.
-        offsets = [seed % 2 * (8 << 20) + slot * 8192 for slot in rng.sample(range(1000), 4)]
-        datas = [bytes([rng.randrange(1, 256)]) * (4096 * rng.randrange(1, 3)) for _ in offsets]
-        for i, (off, data) in enumerate(zip(offsets, datas)):
-            flags = nbd.CMD_FLAG_FUA if i == 0 else 0
-            h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(data)), off, flags=flags)
-        while h.aio_in_flight() > 0:
-            h.poll(-1)
-        for off, data in zip(offsets, datas):
-            bad += h.pread(len(data), off) != data
-        h.flush()
-        h.trim(4096, offsets[1])
-        bad += h.pread(4096, offsets[1]) != bytes(4096)
-        ops += len(offsets) * 2 + 3
-    h.shutdown()
-    result.update(ops=ops, bad=bad)
-
-
 def run(spread):
     port = free_port()
     with TempDir("shared") as tmp, Daemon(BASE.format(port=port, spread=str(spread).lower()), "shared",
                                           workdir=tmp) as d:
         stop = threading.Event()
         results = [{} for _ in EXPORTS]
-        workers = [threading.Thread(target=traffic, args=(d.uri(e), i, stop, results[i]))
+        # The two exports of a device write different halves of it.
+        workers = [threading.Thread(target=write_read_back, args=(d.uri(e), i, stop, results[i]),
+                                    kwargs=dict(base=i % 2 * (8 << 20), slot=8 << 10, flush_and_trim=True))
                    for i, e in enumerate(EXPORTS)]
         for w in workers:
             w.start()
