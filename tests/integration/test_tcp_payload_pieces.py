@@ -5,13 +5,14 @@ mark again before the next request, or a 28-byte header would never wake
 it, and lower it at the payload's stall step (100 ms), or a client that
 sends slowly would show no progress and be closed by limits.stall_timeout.
 
-One daemon (stall_timeout 1s) on TCP:
+One daemon (stall_timeout 2s) on TCP:
 - 1 MiB and 3 MiB WRITEs (the second over the mark's 1 MiB cap) sent in
   64 KiB pieces 20 ms apart, each followed by a 4 KiB READ of its data on
   the same connection: every reply comes within 5 s and the data reads back;
-- a 1 MiB WRITE trickled over 3.2 s (16 pieces 200 ms apart: three times the
-  stall timeout, never 1 s without a byte) is answered, the connection
-  stays open and its data reads back;
+- a 1 MiB WRITE trickled over 6.4 s (32 pieces 200 ms apart: three times the
+  stall timeout, never 2 s without a byte: a client process starved for
+  less than 1.8 s on a loaded machine still passes) is answered, the
+  connection stays open and its data reads back;
 - a client that sends half of a 1 MiB payload and stops is closed after the
   stall timeout (the mark does not hide a real stall)."""
 import socket
@@ -28,7 +29,7 @@ CONFIG = """devices:
 exports:
   - {name: default, device: d0}
 limits:
-  stall_timeout: 1s
+  stall_timeout: 2s
 """
 
 
@@ -69,7 +70,7 @@ def main():
         data = pattern(7, MIB)
         start = time.monotonic()
         try:
-            send_in_pieces(s, 7, 8 * MIB, data, MIB // 16, 0.2)
+            send_in_pieces(s, 7, 8 * MIB, data, MIB // 32, 0.2)
             error, _ = read_reply(s, 7)
             took = time.monotonic() - start
             rerror, got = read_back(s, 8, 8 * MIB, MIB)
@@ -93,7 +94,7 @@ def main():
             closed = False
         took = time.monotonic() - start
         checks.check("a client that stops half-way through a 1 MiB payload is closed after the stall timeout",
-                     closed and took < 5, f"closed {closed} after {took:.1f} s")
+                     closed and took < 8, f"closed {closed} after {took:.1f} s")
         stalled.close()
     checks.finish()
 
