@@ -90,9 +90,9 @@ LoopStats EventLoops::stats() const {
     return sum;
 }
 
-std::size_t EventLoops::place(std::size_t home) {
+std::size_t EventLoops::place(std::size_t home, bool movable) {
     std::size_t best = home < connections_.size() ? home : 0;
-    for (std::size_t i = 0; i < connections_.size(); ++i)
+    for (std::size_t i = 0; movable && i < connections_.size(); ++i)
         if (connections_[i] < connections_[best]) best = i;
     ++connections_[best];
     return best;

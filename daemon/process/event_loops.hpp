@@ -51,8 +51,8 @@ public:
     // the loop a connection entering transmission goes to, counted until
     // left(): the one serving the fewest, `home` (its device's) on a tie,
     // so a device's first connection stays at home and a second goes to
-    // another loop when one is free.
-    std::size_t place(std::size_t home);
+    // another loop when one is free; `home` itself when not `movable`.
+    std::size_t place(std::size_t home, bool movable);
     void left(std::size_t loop);
     // The index of a loop of ours (0 for one that is not).
     std::size_t index_of(const boost::asio::io_context& io) const;

@@ -75,14 +75,17 @@ TEST_CASE("EventLoops::place: the loop with the fewest connections, the device's
     EventLoops loops(main, 3);
     CHECK(loops.index_of(main) == 0);
     CHECK(loops.index_of(loops.at(2)) == 2);
-    CHECK(loops.place(1) == 1);   // a device's first connection stays at home
-    CHECK(loops.place(1) == 0);   // its second goes to an empty loop (the lowest)
-    CHECK(loops.place(1) == 2);
-    CHECK(loops.place(1) == 1);   // all even again: home
+    CHECK(loops.place(1, true) == 1);   // a device's first connection stays at home
+    CHECK(loops.place(1, true) == 0);   // its second goes to an empty loop (the lowest)
+    CHECK(loops.place(1, true) == 2);
+    CHECK(loops.place(1, true) == 1);   // all even again: home
     loops.left(0);
-    CHECK(loops.place(2) == 0);   // the emptied loop before the device's own
-    loops.left(7);                // not a loop: ignored
-    loops.left(SIZE_MAX);         // a connection that never got a loop
-    CHECK(loops.place(0) == 0);   // 1, 2, 1: home ties with loop 2
-    CHECK(loops.place(0) == 2);
+    CHECK(loops.place(2, true) == 0);    // the emptied loop before the device's own
+    loops.left(7);                       // not a loop: ignored
+    loops.left(SIZE_MAX);                // a connection that never got a loop
+    CHECK(loops.place(0, true) == 0);    // 1, 2, 1: home ties with loop 2
+    CHECK(loops.place(0, true) == 2);    // 2, 2, 1: loop 2 has fewest
+    CHECK(loops.place(1, false) == 1);   // not movable: home however full, and counted
+    CHECK(loops.place(0, true) == 0);    // 2, 3, 2: home ties with loop 2
+    CHECK(loops.place(0, true) == 2);    // 3, 3, 2
 }
