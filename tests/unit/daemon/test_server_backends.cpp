@@ -120,6 +120,9 @@ std::size_t threads_added(unsigned io_threads) {
     config.devices[0].path = file.path;
     config.devices[0].size = 1u << 20;
     config.limits.io_threads = io_threads;
+    // One event loop: further loops' threads start after the server reports
+    // ready (Server::run), so whether the count saw them would be a race.
+    config.limits.threads = 1;
     const std::size_t before = thread_count();
     TestServer server(config);
     const std::size_t during = thread_count();
