@@ -22,6 +22,10 @@ devices:
   - {name: f, backend: file, path: "{dir}/f.img", size: 256MiB, read_ahead_kb: 0}
 exports:
   - {name: f, device: f}
+# One event loop, the case this test was written for: with two, the four
+# clients spread over both loops' buffer pools, and once (1 run in 3) RSS
+# stayed 47 MiB above after 30 s: not understood yet, so not asserted here.
+limits: {threads: 1}
 log_level: warn
 """
 
