@@ -223,8 +223,7 @@ private:
     void handle_request(const nbd::RequestHeader& header);
     void submit(IoRequest& r);
     void charge(IoRequest& r, std::uint64_t bytes);
-    bool over_limits() const;
-    void pause();
+    bool pause_if_over_limits();
     void resume();
 
     // connection_writer.cpp

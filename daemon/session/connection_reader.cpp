@@ -55,27 +55,29 @@ void copy_to(const std::vector<std::span<std::byte>>& targets, std::size_t at, c
 }
 }   // namespace
 
-bool Connection::over_limits() const {
+// Over one of its limits the connection stops parsing with a complete
+// request in the buffer, and joins the device's line when it is the device
+// that refuses it (its own limits lift as its replies leave: on_written).
+// The check and the line under one hold of the device: room a connection on
+// another loop gave back between the two would otherwise find nobody in
+// line, and nothing would wake this one.
+bool Connection::pause_if_over_limits() {
     auto held = device_->hold();
-    return inflight_ >= context_.limits.max_inflight_per_connection ||
-           inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection ||
-           !device_->inflight_budget().admits(group_, has_ticket_);
-}
-
-// Stops parsing with a complete request in the buffer; joins the device's
-// line when it is the device that refuses it (the connection's own limits
-// lift as its replies leave: on_written).
-void Connection::pause() {
-    auto held = device_->hold();
+    const bool own = inflight_ >= context_.limits.max_inflight_per_connection ||
+                     inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection;
+    const bool device = !device_->inflight_budget().admits(group_, has_ticket_);
+    if (!own && !device) return false;
     paused_ = true;
-    if (waiting_budget_ || device_->inflight_budget().admits(group_, has_ticket_)) return;
-    waiting_budget_ = true;
-    device_->inflight_budget().wait(group_, std::weak_ptr<Connection>(shared_from_this()));
+    if (device && !waiting_budget_) {
+        waiting_budget_ = true;
+        device_->inflight_budget().wait(group_, std::weak_ptr<Connection>(shared_from_this()));
+    }
+    return true;
 }
 
 void Connection::resume() {
     if (!paused_ || closed_) return;
-    if (over_limits()) return pause();
+    if (pause_if_over_limits()) return;
     paused_ = false;
     parse();
 }
@@ -391,10 +393,7 @@ void Connection::parse() {
         // buffered (at most the read buffer): only a connection with a
         // request to submit waits in the device's line.
         if (rend_ - rbeg_ < nbd::request_size) break;
-        if (over_limits()) {
-            pause();
-            break;
-        }
+        if (pause_if_over_limits()) break;
         auto header = nbd::decode_request(
             std::span<const std::uint8_t, nbd::request_size>(rbuf_ + rbeg_, nbd::request_size));
         if (!header) {
