@@ -82,7 +82,6 @@ public:
     // A connection of this device runs on another loop than io() from now
     // on. Under EventLoops::exclusive() only.
     void share_across_loops() { lock_.share(); }
-    bool shared_across_loops() const { return lock_.shared(); }
     std::uint64_t size() const { return backend_->size(); }
     bool rotational() const { return rotational_; }
     // Where data requests run: "io_uring" (a loop-driven ring), "async" (the
