@@ -290,10 +290,13 @@ int Server::run() {
     if (control_) control_->start();
     if (metrics_) metrics_->start();
     open_handover();
+    // Every loop runs before the daemon says it is ready: a connection placed
+    // on another loop right after is served at once, and whoever counts the
+    // daemon's threads after READY finds them all.
+    loops_.start(config_.limits.busy_poll);
     spdlog::info("nbdsched: ready");
     ready_ = true;
     if (options_.on_ready) options_.on_ready();
-    loops_.start(config_.limits.busy_poll);
     LoopStats loop;
     run_event_loop(io_, config_.limits.busy_poll, loop);
     loops_.stop();

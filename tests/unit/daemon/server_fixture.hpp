@@ -2,6 +2,8 @@
 // in a private temporary directory, for tests that talk to it over the wire.
 #pragma once
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -51,10 +53,21 @@ public:
         l.path = socket_;
         config.listen = {l};
         options.handle_signals = false;
+        // Returns once the server is ready (every loop running, listening).
+        auto ready = std::make_shared<std::promise<void>>();
+        auto ready_future = ready->get_future();
+        options.on_ready = [ready, then = options.on_ready] {
+            if (then) then();
+            ready->set_value();
+        };
         std::string error;
         server_ = daemon::Server::create(config, options, error);
         if (!server_) throw std::runtime_error("server: " + error);
         thread_ = std::thread([this] { exit_code_ = server_->run(); });
+        if (ready_future.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+            stop();
+            throw std::runtime_error("server: not ready after 30 s");
+        }
     }
     ~TestServer() { stop(); }
 

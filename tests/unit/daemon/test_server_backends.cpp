@@ -120,9 +120,9 @@ std::size_t threads_added(unsigned io_threads) {
     config.devices[0].path = file.path;
     config.devices[0].size = 1u << 20;
     config.limits.io_threads = io_threads;
-    // One event loop: further loops' threads start after the server reports
-    // ready (Server::run), so whether the count saw them would be a race.
-    config.limits.threads = 1;
+    // Two event loops, whose second thread must be running once the server
+    // reports ready (Server::run starts every loop first).
+    config.limits.threads = 2;
     const std::size_t before = thread_count();
     TestServer server(config);
     const std::size_t during = thread_count();
@@ -132,6 +132,6 @@ std::size_t threads_added(unsigned io_threads) {
 }   // namespace
 
 TEST_CASE("limits.io_threads sizes the pool that runs blocking backends") {
-    // The difference cancels the server's own event-loop thread.
+    // The difference cancels the server's event-loop threads.
     CHECK(threads_added(7) - threads_added(2) == 5);
 }
