@@ -81,6 +81,10 @@ void give(std::byte* block, std::size_t capacity) {
     pool.kept_bytes += capacity;
 }
 
+void disown(std::size_t capacity) {
+    if (!pool_gone) pool.in_use -= static_cast<std::int64_t>(capacity);
+}
+
 std::size_t peak_in_use_here() {
     if (pool_gone) return 0;
     auto peak = std::max<std::int64_t>(pool.peak_in_use, 0);

@@ -20,6 +20,10 @@ std::size_t capacity_for(std::size_t n);
 std::byte* take(std::size_t n, std::size_t& capacity);
 // A block from take() (or nullptr). Any thread may give back any block.
 void give(std::byte* block, std::size_t capacity);
+// A block from take() leaves the pool for good (the caller free()s it, as
+// the read-ahead cache does with a prefetch's buffer): it no longer counts
+// as held by this thread's requests.
+void disown(std::size_t capacity);
 
 // The most bytes this thread's requests held at once (taken, not yet
 // given back) since the last call; the count starts again from what they

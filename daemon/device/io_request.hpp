@@ -45,7 +45,10 @@ public:
         data_.get_deleter().capacity = 0;
     }
     // Gives the memory away (free() it); the buffer is empty afterwards.
+    // Without disown() the pool would count it as held for ever, and its
+    // idle release would keep that much (daemon/process/idle_memory.hpp).
     std::byte* take() {
+        buffer_pool::disown(capacity());
         data_.get_deleter().capacity = 0;
         return data_.release();
     }

@@ -2,11 +2,13 @@
 // two checks, and giving back kept blocks down to that (the idle release,
 // daemon/process/idle_memory.cpp). Each test case runs on a thread of its
 // own so that it starts with an empty pool.
+#include <cstdlib>
 #include <doctest/doctest.h>
 #include <thread>
 #include <vector>
 
 #include "daemon/device/buffer_pool.hpp"
+#include "daemon/device/io_request.hpp"
 
 using namespace nbdsched::daemon;
 
@@ -62,5 +64,17 @@ TEST_CASE("release keeps at most the given bytes, the largest blocks going first
         buffer_pool::give(again, cap);
         CHECK(buffer_pool::release_kept_here(0) == mib + 4 * 4096);
         CHECK(buffer_pool::release_kept_here(0) == 0);
+    });
+}
+
+TEST_CASE("a buffer given away (to the read-ahead cache) stops counting as held") {
+    on_fresh_thread([] {
+        AlignedBuffer buffer;
+        buffer.reserve(mib);
+        std::byte* given_away = buffer.take();
+        CHECK(buffer.capacity() == 0);
+        CHECK(buffer_pool::peak_in_use_here() == mib);   // it was held
+        CHECK(buffer_pool::peak_in_use_here() == 0);     // and is no longer
+        std::free(given_away);
     });
 }
