@@ -1,8 +1,7 @@
 #include "daemon/process/idle_memory.hpp"
 
-#include <malloc.h>
-
 #include "daemon/device/buffer_pool.hpp"
+#include "daemon/process/heap_tuning.hpp"
 
 namespace nbdsched::daemon {
 
@@ -27,7 +26,7 @@ void IdleMemoryRelease::check() {
     // devices use.
     auto peak = buffer_pool::peak_in_use_here();
     auto freed = buffer_pool::release_kept_here(peak);
-    if (freed > 0 || peak < last_peak_ / 2) malloc_trim(0);
+    if (freed > 0 || peak < last_peak_ / 2) return_free_memory();
     last_peak_ = peak;
 }
 

@@ -18,7 +18,7 @@ public:
     // Every `period`, on `io`'s thread: its pool keeps no more than the
     // most its requests held at once during the period, and when that
     // freed something or the demand fell by half, glibc returns its free
-    // memory to the system (malloc_trim).
+    // memory to the system (return_free_memory()).
     IdleMemoryRelease(boost::asio::io_context& io, std::chrono::milliseconds period);
     // Arms the first check; call before the loop runs or on its thread.
     void start();

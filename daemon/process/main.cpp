@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <string_view>
 #include <iostream>
-#include <malloc.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "daemon/process/check_config.hpp"
 #include "daemon/process/cli.hpp"
 #include "daemon/process/fdstore_handover.hpp"
+#include "daemon/process/heap_tuning.hpp"
 #include "daemon/control/client.hpp"
 #include "daemon/process/server.hpp"
 #include "daemon/process/storage_waits.hpp"
@@ -68,17 +68,6 @@ void print_how_to_connect(const daemon::Server& server) {
               << "Stop with Ctrl-C (SIGINT) or SIGTERM.\n\n";
 }
 
-// Request, prefetch and read-ahead buffers are up to 32 MiB and live for one
-// request or one cache extent. glibc serves such sizes with a fresh mmap each
-// time, and every page of it then faults on first touch: with read-ahead on a
-// page-cached file that made 1 MiB sequential reads 8x slower (bench exp8).
-// From the heap they are reused, already mapped. The trim threshold keeps
-// freed buffers mapped up to about the read-ahead cache's size.
-void keep_large_buffers_mapped() {
-    mallopt(M_MMAP_THRESHOLD, 64 << 20);
-    mallopt(M_TRIM_THRESHOLD, 128 << 20);
-}
-
 // The old daemon parks its connections, then flushes, each for up to its
 // limits.drain_timeout, before it answers. Its config is normally ours (the
 // same file); never below 30 s so that an old daemon with the default 10 s
@@ -104,7 +93,7 @@ int main(int argc, char** argv) {
     // start-up error naming the file.
     std::signal(SIGXFSZ, SIG_IGN);
 
-    keep_large_buffers_mapped();
+    nbdsched::daemon::keep_large_buffers_mapped();
 
     if (!cli.check_config_file.empty()) return daemon::check_config(cli.check_config_file);
 
