@@ -3,33 +3,45 @@
 // and the post that ends its reply's write took it from each other, so
 // each request cost a new and a delete. An owner with one such operation
 // pending at a time (in_slot) always finds its block free; a second one at
-// once is allocated. The owner must outlive its operations (a connection's
-// handlers hold it).
+// once is allocated. An owner that may go before its operation (handlers
+// destroyed unrun with their io_context, or holding the owner themselves)
+// keeps a DetachedSlot instead.
 #pragma once
 
 #include <cstddef>
-#include <new>
 #include <utility>
 
 namespace nbdsched::daemon {
 
 class HandlerSlot {
 public:
-    void* allocate(std::size_t n) {
-        if (in_use_ || n > sizeof(storage_)) return ::operator new(n);
-        in_use_ = true;
-        return storage_;
-    }
-    void deallocate(void* p) {
-        if (p == storage_)
-            in_use_ = false;
-        else
-            ::operator delete(p);
-    }
+    void* allocate(std::size_t n);
+    void deallocate(void* p);
 
 private:
+    friend class DetachedSlot;
+    // Its owner is gone: freed now, or when its operation gives the block back.
+    void abandon();
+
     alignas(std::max_align_t) unsigned char storage_[256];
     bool in_use_ = false;
+    bool abandoned_ = false;   // only a DetachedSlot's (made with new)
+};
+
+// A HandlerSlot for an owner that may go before its pending operation: a
+// device removed, or the daemon stopping, while a loop still holds a
+// handler posted for it (or destroys it unrun with its io_context). The
+// slot lives on until that operation has given its memory back.
+class DetachedSlot {
+public:
+    DetachedSlot();
+    ~DetachedSlot();
+    DetachedSlot(const DetachedSlot&) = delete;
+    DetachedSlot& operator=(const DetachedSlot&) = delete;
+    HandlerSlot& operator*() const { return *slot_; }
+
+private:
+    HandlerSlot* slot_;
 };
 
 template <class T>

@@ -24,26 +24,30 @@ LoopDriver::~LoopDriver() { *alive_ = false; }
 // wait armed after the edge would sleep through it; a read tries first.
 void LoopDriver::watch() {
     events_.async_read_some(boost::asio::buffer(&count_, sizeof count_),
-                            [this, alive = alive_](const boost::system::error_code& ec, std::size_t) {
+                            in_slot(*watch_slot_, [this, alive = alive_](const boost::system::error_code& ec,
+                                                                         std::size_t) {
                                 if (!*alive || ec == boost::asio::error::operation_aborted) return;
                                 auto held = lock_.hold();
                                 completions_.loop_wakeup();
                                 backend_.reap();
                                 queued();   // the rest of a short transfer, if any
                                 if (!ec) watch();
-                            });
+                            }));
 }
 
 void LoopDriver::queued() {
     if (submit_posted_ || !backend_.pending()) return;
     submit_posted_ = true;
-    boost::asio::post(io_, [this, alive = alive_] {
-        if (!*alive) return;
-        auto held = lock_.hold();
-        submit_posted_ = false;
-        backend_.submit_pending();
-        queued();   // the kernel refused some for now (EAGAIN, ENOMEM): next turn
-    });
+    // From another loop's connection (a shared device) this runs there,
+    // holding the device: the slot's block was given back before the last
+    // submit handler took the device and cleared submit_posted_.
+    boost::asio::post(io_, in_slot(*submit_slot_, [this, alive = alive_] {
+                          if (!*alive) return;
+                          auto held = lock_.hold();
+                          submit_posted_ = false;
+                          backend_.submit_pending();
+                          queued();   // the kernel refused some for now (EAGAIN, ENOMEM): next turn
+                      }));
 }
 
 }   // namespace nbdsched::daemon

@@ -13,6 +13,7 @@
 #include "backend/async_backend.hpp"
 #include "daemon/device/async_completions.hpp"
 #include "daemon/device/device_lock.hpp"
+#include "daemon/device/handler_slot.hpp"
 
 namespace nbdsched::daemon {
 
@@ -43,6 +44,10 @@ private:
     boost::asio::posix::stream_descriptor events_;   // a dup of completion_fd()
     std::uint64_t count_ = 0;                        // the eventfd's counter, read to re-arm it
     bool submit_posted_ = false;
+    // The eventfd read's and the posted submit's Asio operations: one of
+    // each is pending at a time, so neither allocates.
+    DetachedSlot watch_slot_;
+    DetachedSlot submit_slot_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);   // for posted submits that outlive this
 };
 

@@ -26,7 +26,10 @@ void return_free_memory() {
     // is harmless.
     mallopt(M_TRIM_THRESHOLD, 0);
     void* probe = std::malloc(trim_probe);
-    asm volatile("" : : "r"(probe) : "memory");   // the compiler may not drop the pair
+    asm volatile(""
+                 :
+                 : "r"(probe)
+                 : "memory");   // the compiler may not drop the pair
     std::free(probe);
     mallopt(M_TRIM_THRESHOLD, trim_threshold);
 }

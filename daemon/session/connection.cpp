@@ -141,8 +141,8 @@ bool Connection::linger() {
 void Connection::discard_read() {
     reading_ = true;
     socket_.async_read_some(boost::asio::buffer(small_),
-                            in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec,
-                                                                            std::size_t n) {
+                            in_slot(*read_slot_, [self = shared_from_this()](const boost::system::error_code& ec,
+                                                                             std::size_t n) {
                                 self->reading_ = false;
                                 if (ec || n == 0) self->peer_gone_ = true;   // EOF, or the linger ended
                                 self->maybe_finish();

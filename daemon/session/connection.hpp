@@ -308,7 +308,7 @@ private:
     bool busy_ = false;
     std::size_t rbeg_ = 0;
     std::size_t rend_ = 0;
-    HandlerSlot read_slot_;   // the pending read's Asio operation
+    DetachedSlot read_slot_;   // the pending read's Asio operation (its handler holds this connection)
     ReadState rstate_ = ReadState::header;
     IoRequest* current_ = nullptr;     // request whose WRITE payload is being read
     std::uint64_t payload_left_ = 0;   // payload (or discarded) bytes still to come
@@ -372,6 +372,7 @@ private:
     bool stalled_ = false;         // ...and fired: replies queued now are copied too
     bool writing_ = false;
     bool flush_posted_ = false;   // a flush_replies() is posted for replies queued outside a parse
+    DetachedSlot flush_slot_;     // that post's Asio operation (its handler holds this connection)
 
     bool closed_ = false;
     bool finished_ = false;

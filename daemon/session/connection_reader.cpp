@@ -109,8 +109,8 @@ void Connection::read_more() {
     reading_ = true;
     auto buffer = boost::asio::buffer(rbuf_ + rend_, rcap_ - rend_);
     with_stream([&](auto& stream) {
-        stream.async_read_some(buffer, in_slot(read_slot_, [self = shared_from_this()](
-                                                               const boost::system::error_code& ec, std::size_t n) {
+        stream.async_read_some(buffer, in_slot(*read_slot_, [self = shared_from_this()](
+                                                                const boost::system::error_code& ec, std::size_t n) {
                                    self->on_read(ec, n);
                                }));
     });
@@ -209,7 +209,7 @@ void Connection::read_payload_direct() {
         raise_low_water();
         reading_ = true;
         socket_.async_wait(Socket::wait_read,
-                           in_slot(read_slot_, [self = shared_from_this()](const boost::system::error_code& ec) {
+                           in_slot(*read_slot_, [self = shared_from_this()](const boost::system::error_code& ec) {
                                self->reading_ = false;
                                if (self->closed_) return self->maybe_finish();
                                if (ec) return self->close("reading a WRITE payload: " + ec.message());
@@ -324,7 +324,7 @@ void Connection::read_payload_tls() {
         self->payload_done();
     };
     auto buffer = boost::asio::buffer(payload_buffer_at(), static_cast<std::size_t>(payload_left_));
-    tls_->async_read_some(buffer, in_slot(read_slot_, std::move(on_payload)));
+    tls_->async_read_some(buffer, in_slot(*read_slot_, std::move(on_payload)));
 }
 
 void Connection::payload_done() {

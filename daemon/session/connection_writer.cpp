@@ -94,10 +94,12 @@ void Connection::queue_reply(IoRequest& r) {
     // of the handler that delivers it, for the same reason.
     if (parsing_ || flush_posted_) return;
     flush_posted_ = true;
-    boost::asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    // To the loop itself: the socket's type-erased executor would allocate
+    // the handler's wrapper for itself whatever allocator the handler has.
+    boost::asio::post(*loop_, in_slot(*flush_slot_, [self = shared_from_this()] {
         self->flush_posted_ = false;
         self->flush_replies();
-    });
+    }));
 }
 
 void Connection::flush_replies() {
