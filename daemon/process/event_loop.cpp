@@ -3,7 +3,6 @@
 #include <sys/resource.h>
 
 #include "daemon/process/busy_poll_policy.hpp"
-#include "daemon/session/client_mid_request.hpp"
 
 namespace nbdsched::daemon {
 namespace {
@@ -56,20 +55,11 @@ void run_event_loop(boost::asio::io_context& io, const config::BusyPoll& busy_po
         // epoll_wait with a zero timeout before every sleep: at 4k reads
         // at iodepth 64, about one in five of the daemon's system calls.
         if (policy.skip_turn()) {
-            take_client_mid_request();   // sleeping anyway
             ++stats.sleeps;
             if (io.run_one() == 0) break;
             continue;
         }
         if (io.poll() != 0) continue;   // run what is ready, until nothing is
-        // A client in the middle of sending a request gets on with it
-        // sooner while the loop sleeps than while it polls; neither is
-        // judged by `auto`.
-        if (take_client_mid_request()) {
-            ++stats.sleeps;
-            if (io.run_one() == 0) break;
-            continue;
-        }
         const auto window = policy.window();
         const bool found = window.count() != 0 && poll_for_work(io, window, policy);
         if (found) {

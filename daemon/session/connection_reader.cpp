@@ -15,7 +15,6 @@
 #include <sys/socket.h>
 #include <system_error>
 
-#include "daemon/session/client_mid_request.hpp"
 #include "daemon/session/connection.hpp"
 #include "nbd/block_status.hpp"
 
@@ -410,13 +409,10 @@ void Connection::parse() {
     if (direct) {
         read_payload_direct();
     } else if (!paused_) {
-        // Waiting for the rest of a request the client began: timed. And
-        // when the client waits on this request alone, it is in the middle
-        // of sending it: the loop does not poll for it (client_mid_request.hpp).
-        if (rstate_ == ReadState::payload && current_) {
+        // Waiting for the rest of a request the client began: timed.
+        if (rstate_ == ReadState::payload && current_)
             watch_payload_stall(true);
-            if (inflight_ == 1) client_mid_request();   // this request alone
-        } else if (rstate_ == ReadState::discard || rend_ > rbeg_)
+        else if (rstate_ == ReadState::discard || rend_ > rbeg_)
             watch_request_stall();
         read_more();
     }
