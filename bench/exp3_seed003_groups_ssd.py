@@ -77,8 +77,15 @@ def main():
     res = {(d, c[0]): [] for d in depths for c in CONFIGS}
     runs = []
     with TempDir("e3") as tmp, servers.start_nbdsched(tmp, "d", devices, exports, groups, control=True) as srv:
-        for _ in range(reps):
-            for depth in depths:
+        # A depth's repetitions run before the next depth, each repetition
+        # of every configuration in turn. The devices live through the whole
+        # run, and bfq's peak-rate estimate (max_budget, the price of a turn
+        # charged by time) takes seconds to come down from iodepth 8's rate:
+        # an iodepth 1 run right after one measured that transient (14-16:1
+        # in the second repetition, 10-10.5:1 in the first), not the share
+        # (tests/unit/sched/test_bfq_share.cpp, "right after iodepth 8").
+        for depth in depths:
+            for _ in range(reps):
                 for i, (label, _, _) in enumerate(CONFIGS):
                     g = common.fio_base(runtime, ramp)
                     g.update({"rw": "write", "bs": "32k", "iodepth": depth})
@@ -102,7 +109,8 @@ def main():
     text = report.table(["iodepth", "ssd, weights 1000:100", "heavy MiB/s", "light MiB/s", "share", "total MiB/s",
                          "total / none", "seed MiB/s (share)"], rows)
     text += (f"\n\nThe mean of {reps} interleaved runs, and the median of their shares (with 2 repetitions, "
-             "the mean of the two); MiB/s is per export (= fio job = "
+             "the mean of the two; a depth's repetitions run before the next depth's, so that an iodepth 1 run "
+             "does not start on bfq's peak rate of an iodepth 8 one); MiB/s is per export (= fio job = "
              f"group), counted by the daemon over the same {runtime} s window for both jobs, {ramp} s after fio "
              "started (bench/lib/common.py server_window). The weights ask for 10:1. iodepth 1 is the "
              "seed's shape (one sync writer per group); iodepth 4 and 8 are tenants that keep enough writes "

@@ -55,6 +55,11 @@ struct QueueStats : EntityStats {
 
 struct GroupStats : EntityStats {
     unsigned weight = 0;
+    // bfq: the service B-WF2Q+ charged the group, in sectors: its requests'
+    // sectors, or, for a turn charged by time (a slow queue, a budget
+    // timeout), the peak rate x the time. B-WF2Q+ divides this by weight;
+    // dispatched_sectors follows only where every turn is charged alike.
+    std::uint64_t charged_sectors = 0;
 };
 
 // What the QoS layer (sched/qos) did for a group with a reserve, limit or

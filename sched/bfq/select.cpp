@@ -55,6 +55,7 @@ void BfqScheduler::served(BfqQueue& q, std::uint64_t sectors) {
     BfqGroup& g = group_of(q);
     g.tree.served(q.entity, sectors);
     root_.served(g.entity, sectors);
+    g.stats.charged_sectors += sectors;
 }
 
 BfqQueue* BfqScheduler::set_in_service(Time now) {

@@ -43,6 +43,7 @@ struct Job {
     Nanos lat_max{};
     // state
     std::uint64_t next_off = 0, lcg = 0;
+    bool retired = false;   // its client went away (Rig::replace_jobs)
 };
 
 class Rig {
@@ -74,6 +75,22 @@ public:
             }
             now_ = next;
             step();
+        }
+    }
+
+    // The running jobs' clients go away (their requests in flight still
+    // complete) and `next` start now: new connections, as a new fio run.
+    void replace_jobs(std::vector<Job> next) {
+        REQUIRE(started_);
+        for (Job& j : jobs_) {
+            j.retired = true;
+            sched_->close_queue(j.queue, now_);
+        }
+        for (Job& j : next) {
+            j.lcg = 12345 + j.queue * 7919;
+            jobs_.push_back(j);
+            sched_->open_queue(j.queue, j.group, now_);
+            for (unsigned d = 0; d < j.iodepth; ++d) arrivals_.emplace(now_, jobs_.size() - 1);
         }
     }
 
@@ -152,13 +169,13 @@ private:
             j.lat_sum += lat;
             j.lat_sq += lat * lat;
             j.lat_max = std::max(j.lat_max, now_ - t0);
-            if (!stopping_) arrivals_.emplace(now_ + j.think, i);
+            if (!stopping_ && !j.retired) arrivals_.emplace(now_ + j.think, i);
             drain();
         }
         while (!arrivals_.empty() && arrivals_.begin()->first <= now_) {
             std::size_t i = arrivals_.begin()->second;
             arrivals_.erase(arrivals_.begin());
-            if (!stopping_) issue(i);
+            if (!stopping_ && !jobs_[i].retired) issue(i);
         }
     }
 
