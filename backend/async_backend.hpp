@@ -8,8 +8,9 @@
 // completed). A loop-driven backend (io_uring) has a completion_fd() that the
 // event loop watches; the loop calls reap(), which reports on the loop thread
 // (completed_on_loop), and submit_pending() once per turn, so that a burst of
-// submissions costs one system call. Such a backend is called from one
-// thread only and needs no lock.
+// submissions costs few system calls (the io_uring engine hands requests to
+// the kernel in cohorts, submission_cohorts.hpp). Such a backend is called
+// from one thread only and needs no lock.
 #pragma once
 
 #include <cstddef>

@@ -323,6 +323,59 @@ TEST_CASE("io_uring: a full submission queue the kernel takes nothing from holds
     CHECK(ring.in_flight() == 0);
 }
 
+// A disk that completes its queue in passes keeps requests that arrive
+// during a pass in it; held back, they make a second cohort that the disk
+// runs while the first one's replies travel (submission_cohorts.hpp).
+TEST_CASE("io_uring: a burst goes in as two cohorts, the second before the first's completions are reported") {
+    TempDir dir;
+    struct FirstReport final : CompletionSink {
+        Sink all;
+        FileUring* ring = nullptr;
+        std::size_t waiting = 0;
+        void completed(void* tag, int error) override { all.completed(tag, error); }
+        void completed_on_loop(void* tag, int error) override {
+            if (all.calls == 0) waiting = ring->waiting();
+            all.completed_on_loop(tag, error);
+        }
+    } sink;
+    auto b = open_ring(dir.file("d.img"), 4 << 20, true, sink.all);
+    if (!b) return;
+    auto& ring = dynamic_cast<FileUring&>(*b->async());
+    sink.ring = &ring;
+    AsyncBackend& a = ring;
+    a.set_sink(&sink);
+    {
+        const auto p = byte_pattern(0, 4 << 20, 3);
+        AlignedBuffer all(4 << 20, 4096);
+        std::memcpy(all.data(), p.data(), p.size());
+        REQUIRE(b->write(0, all.span(), false) == 0);
+    }
+    constexpr std::size_t n = 64;
+    std::vector<AlignedBuffer> in;
+    for (std::size_t i = 0; i < n; ++i) in.emplace_back(4096, 4096);
+    // A few requests at an idle ring go in at once.
+    for (std::size_t i = 0; i < 3; ++i) a.submit_read(i * 4096, span(in[i]), tag(i));
+    a.submit_pending();
+    CHECK(ring.in_kernel() == 3);
+    CHECK(ring.waiting() == 0);
+    run_until(a, sink.all, 3);
+    CHECK(ring.in_kernel() == 0);
+    sink.all = Sink{};
+    // A burst: half now, half at the first completions, before they are reported.
+    for (std::size_t i = 0; i < n; ++i) a.submit_read(i * 7 * 4096, span(in[i]), tag(i));
+    CHECK(a.pending());
+    a.submit_pending();
+    CHECK(ring.in_kernel() == n / 2);
+    CHECK(ring.waiting() == n / 2);
+    CHECK_FALSE(a.pending());   // the loop does not spin while the second cohort waits
+    run_until(a, sink.all, n);
+    CHECK(sink.waiting == 0);   // the second cohort was in the kernel at the first report
+    CHECK(ring.in_kernel() == 0);
+    for (const auto& done : sink.all.done)
+        CHECK_MESSAGE(done.second == 0, "tag " << done.first << ": " << std::strerror(done.second));
+    for (std::size_t i = 0; i < n; ++i) CHECK(is_pattern(in[i].span(), i * 7 * 4096, 3));
+}
+
 TEST_CASE("io_uring: closed with requests in flight, it waits for them and reports nothing") {
     TempDir dir;
     Sink sink;
