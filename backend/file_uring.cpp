@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "backend/file_backend.hpp"
-#include "backend/submission_cohorts.hpp"
 
 namespace nbdsched::backend {
 
@@ -194,12 +193,12 @@ void FileUring::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, 
 void FileUring::start(Op& op) { unsent_.push_back(&op); }
 
 bool FileUring::pending() const {
-    return queued_ != 0 || cohorts::admit(in_kernel_, unsent_.size()) != 0;
+    return queued_ != 0 || cohorts_.admit(in_kernel_, unsent_.size()) != 0;
 }
 
 void FileUring::submit_unsent(std::size_t most) {
     while (most != 0 && !unsent_.empty()) {
-        std::size_t chunk = std::min(most, cohorts::k_chunk);
+        std::size_t chunk = std::min(most, SubmissionCohorts::k_chunk);
         const std::size_t before = chunk;
         while (chunk != 0 && !unsent_.empty() && prepare(*unsent_.front())) unsent_.pop_front(), --chunk;
         submit_queued();
@@ -238,7 +237,7 @@ bool FileUring::prepare(Op& op) {
 
 void FileUring::submit_pending() {
     submit_queued();   // what the kernel refused on an earlier turn
-    submit_unsent(cohorts::admit(in_kernel_, unsent_.size()));
+    submit_unsent(cohorts_.admit(in_kernel_, unsent_.size()));
 }
 
 void FileUring::submit_queued() {
@@ -257,9 +256,9 @@ void FileUring::submit_queued() {
 // then the completions are reported (their replies, and the client's next
 // requests, join the cohort after it).
 void FileUring::reap() {
-    if (::io_uring_cq_ready(ring_.get()) != 0) {
+    if (const unsigned ready = ::io_uring_cq_ready(ring_.get()); ready != 0) {
         submit_queued();
-        submit_unsent(unsent_.size());
+        submit_unsent(cohorts_.at_completions(in_kernel_, ready, unsent_.size()));
     }
     start_parked();
     ::io_uring_cqe* cqes[reap_batch];

@@ -15,8 +15,9 @@
 // nothing from it (io_uring_enter refused: EAGAIN, ENOMEM, EBUSY) waits in
 // the engine, in order, and goes in at the next completion or loop turn.
 // Requests go to the kernel in cohorts (submission_cohorts.hpp): at the end
-// of a loop turn up to cohorts::admit() of those waiting; the rest when the
-// next completions are reaped, before those are reported, k_chunk at a time.
+// of a loop turn as many as SubmissionCohorts::admit() lets in; the next
+// cohort when completions are reaped, before those are reported; k_chunk
+// entries per system call.
 // docs/file-backend-io.md has the design and the measurements.
 #pragma once
 
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "backend/async_backend.hpp"
+#include "backend/submission_cohorts.hpp"
 
 struct io_uring;
 
@@ -93,8 +95,9 @@ private:
     std::unique_ptr<::io_uring> ring_;
     int event_fd_ = -1;
     CompletionSink* sink_ = nullptr;
-    unsigned queued_ = 0;                    // SQEs filled and not yet submitted
-    std::size_t in_kernel_ = 0;              // submitted, completion not reaped yet
+    unsigned queued_ = 0;         // SQEs filled and not yet submitted
+    std::size_t in_kernel_ = 0;   // submitted, completion not reaped yet
+    SubmissionCohorts cohorts_;
     std::vector<std::unique_ptr<Op>> ops_;   // every Op ever made, reused through free_
     std::vector<Op*> free_;
     std::vector<Op*> parked_;   // O_DIRECT writes waiting for the guard

@@ -9,31 +9,43 @@
 // the first one travels (docs/file-backend-io.md, "Cohorts").
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 
-namespace nbdsched::backend::cohorts {
+namespace nbdsched::backend {
 
-// Below this many requests in the kernel nothing waits: at a low queue depth
-// the turnaround, not the disk, sets the pace, and holding a request behind
-// one or two others would only serialise them.
-inline constexpr std::size_t k_min_in_kernel = 8;
+class SubmissionCohorts {
+public:
+    // Below this many requests in the kernel nothing waits: at a low queue
+    // depth the turnaround, not the disk, sets the pace, and holding a
+    // request behind one or two others would only serialise them.
+    static constexpr std::size_t k_min_in_kernel = 8;
+    // A cohort goes into the kernel this many entries per io_uring_enter:
+    // the block layer plugs what one call submits and starts the disk at the
+    // end of the call (32 reads took 75 us on the test VM), so smaller calls
+    // let the disk begin on the first entries while the rest are submitted.
+    static constexpr std::size_t k_chunk = 8;
 
-// A cohort goes into the kernel this many entries per io_uring_enter: the
-// block layer plugs what one call submits and starts the disk at the end of
-// the call (32 reads took 75 us on the test VM), so smaller calls let the
-// disk begin on the first entries while the rest are being submitted.
-inline constexpr std::size_t k_chunk = 8;
+    // At the end of a loop turn: how many of the `waiting` requests join the
+    // `in_kernel` ones (submitted, completions not reaped): up to half of
+    // the most the engine has held lately (at least k_min_in_kernel), so
+    // that a burst at an idle disk makes two cohorts and the requests that
+    // arrive while a deep queue runs wait for its completions.
+    std::size_t admit(std::size_t in_kernel, std::size_t waiting) const;
+    // Completions are ready, `done` of the `in_kernel`: how many of the
+    // `waiting` go in now, before those completions are reported. A disk
+    // that finished (nearly) all it had gets the next cohort, topped up to
+    // half the queue depth so that the two cohorts stay even; one that still
+    // holds that many (it completes requests one by one) gets every waiting
+    // request, so that it keeps its queue depth.
+    std::size_t at_completions(std::size_t in_kernel, std::size_t done, std::size_t waiting);
 
-// How many of `waiting` requests go to the kernel at the end of a loop turn,
-// beside the `in_kernel` ones whose completions are not reaped yet: up to
-// half of all the engine holds (at least k_min_in_kernel), so that a burst
-// arriving at an idle disk makes two cohorts. The rest go in when the next
-// completions are reaped (all of them, before those completions are
-// reported).
-constexpr std::size_t admit(std::size_t in_kernel, std::size_t waiting) {
-    const std::size_t cap = std::max(k_min_in_kernel, (in_kernel + waiting + 1) / 2);
-    return in_kernel >= cap ? 0 : std::min(waiting, cap - in_kernel);
-}
+private:
+    std::size_t cap(std::size_t held) const;
+    // The most requests the engine held at once lately (in the kernel and
+    // waiting): the client's queue depth, as far as the engine can see it.
+    // It decays by 1/64 (at least 1) at each reap, so that a client that
+    // goes shallower is followed.
+    std::size_t peak_ = 0;
+};
 
-}   // namespace nbdsched::backend::cohorts
+}   // namespace nbdsched::backend

@@ -3,41 +3,83 @@
 // depths a device can have; test_file_uring.cpp runs it on a real ring.
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include "backend/submission_cohorts.hpp"
 
-using namespace nbdsched::backend::cohorts;
+using namespace nbdsched::backend;
+
+namespace {
+constexpr std::size_t k_min = SubmissionCohorts::k_min_in_kernel;
+}
 
 TEST_CASE("cohorts: at a low queue depth every request goes at once") {
-    CHECK(admit(0, 1) == 1);
-    CHECK(admit(0, 4) == 4);
-    CHECK(admit(1, 1) == 1);
-    CHECK(admit(3, 5) == 5);
-    CHECK(admit(0, k_min_in_kernel) == k_min_in_kernel);
+    SubmissionCohorts c;
+    CHECK(c.admit(0, 1) == 1);
+    CHECK(c.admit(0, 4) == 4);
+    CHECK(c.admit(1, 1) == 1);
+    CHECK(c.admit(3, 5) == 5);
+    CHECK(c.admit(0, k_min) == k_min);
+    CHECK(c.at_completions(4, 4, 4) == 4);
+    CHECK(c.at_completions(4, 1, 3) == 3);
 }
 
 TEST_CASE("cohorts: a burst at an idle disk makes two cohorts; the second waits for the first's completions") {
-    CHECK(admit(0, 64) == 32);
-    CHECK(admit(32, 32) == 0);
-    CHECK(admit(0, 65) == 33);
-    CHECK(admit(33, 32) == 0);
-    CHECK(admit(0, 16) == 8);
-    CHECK(admit(8, 8) == 0);
+    SubmissionCohorts c;
+    CHECK(c.admit(0, 64) == 32);
+    CHECK(c.admit(32, 32) == 0);
+    // The disk finished its pass: the second cohort goes in, the first one travels.
+    CHECK(c.at_completions(32, 32, 32) == 32);
+    // Its requests come back one by one while the second cohort runs: they wait.
+    for (std::size_t back = 1; back <= 32; ++back) CHECK(c.admit(32, back) == 0);
+    CHECK(c.at_completions(32, 32, 32) == 32);
+    CHECK(SubmissionCohorts{}.admit(0, 65) == 33);
+    CHECK(SubmissionCohorts{}.admit(0, 16) == 8);
 }
 
-TEST_CASE("cohorts: a request arriving while a deep queue is in the kernel waits for the next completions") {
-    CHECK(admit(63, 1) == 0);
-    CHECK(admit(32, 1) == 0);
-    // A small cohort in the kernel lets the next requests join up to half.
-    CHECK(admit(10, 30) == 10);
+TEST_CASE("cohorts: uneven cohorts even out at half the queue depth") {
+    SubmissionCohorts c;
+    CHECK(c.at_completions(64, 64, 0) == 0);   // a queue depth of 64 seen
+    // 22 in the kernel: 10 of the 42 that come back join them, 32 wait.
+    CHECK(c.admit(22, 42) == 10);
+    // A pass of 22 ends with the 42 waiting: 32 go, 10 wait for the end of the next.
+    CHECK(c.at_completions(22, 22, 42) == 32);
+}
+
+TEST_CASE("cohorts: a disk that completes one by one keeps its queue depth") {
+    SubmissionCohorts c;
+    CHECK(c.at_completions(64, 64, 0) == 0);
+    // 60 in the kernel, 2 of them done: all 4 waiting go in.
+    CHECK(c.at_completions(60, 2, 4) == 4);
+    CHECK(c.admit(62, 2) == 0);   // at the end of a turn they wait for the next completions
+}
+
+TEST_CASE("cohorts: a shallower client is followed") {
+    SubmissionCohorts c;
+    CHECK(c.at_completions(64, 64, 0) == 0);
+    CHECK(c.admit(0, 16) == 16);   // half the old depth: all of them
+    for (int i = 0; i < 400; ++i) c.at_completions(16, 16, 0);
+    CHECK(c.admit(0, 16) == 8);
 }
 
 TEST_CASE("cohorts: nothing in the kernel means something goes, never more than waits") {
-    for (std::size_t waiting = 1; waiting <= 4096; ++waiting) {
-        CAPTURE(waiting);
-        REQUIRE(admit(0, waiting) >= 1);   // no completion would come to let it in
-        for (std::size_t in_kernel : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{100}})
-            REQUIRE(admit(in_kernel, waiting) <= waiting);
+    SubmissionCohorts deep;
+    deep.at_completions(4096, 4096, 0);
+    const std::array<SubmissionCohorts, 2> states{SubmissionCohorts{}, deep};
+    const std::array<std::size_t, 4> in_kernels{0, 1, 8, 100};
+    for (const SubmissionCohorts& c : states) {
+        for (std::size_t waiting = 1; waiting <= 4096; ++waiting) {
+            CAPTURE(waiting);
+            REQUIRE(c.admit(0, waiting) >= 1);   // no completion would come to let it in
+            for (std::size_t in_kernel : in_kernels) {
+                REQUIRE(c.admit(in_kernel, waiting) <= waiting);
+                SubmissionCohorts copy = c;
+                const std::size_t now = copy.at_completions(in_kernel, in_kernel, waiting);
+                REQUIRE(now >= 1);
+                REQUIRE(now <= waiting);
+            }
+        }
+        CHECK(c.admit(0, 0) == 0);
+        CHECK(c.admit(5, 0) == 0);
     }
-    CHECK(admit(0, 0) == 0);
-    CHECK(admit(5, 0) == 0);
 }
