@@ -14,7 +14,8 @@
 // A request that finds the submission queue full while the kernel takes
 // nothing from it (io_uring_enter refused: EAGAIN, ENOMEM, EBUSY) waits in
 // the engine, in order, and goes in at the next completion or loop turn.
-// Requests go to the kernel in cohorts (submission_cohorts.hpp): at the end
+// While requests stay long in the kernel (SubmissionCohorts::on(): a slow
+// disk), they go to the kernel in cohorts (submission_cohorts.hpp): at the end
 // of a loop turn as many as SubmissionCohorts::admit() lets in; the next
 // cohort when completions are reaped, before those are reported; k_chunk
 // entries per system call.
@@ -75,6 +76,8 @@ public:
     std::size_t waiting() const { return unsent_.size() + queued_; }
     // Requests handed to the kernel whose completions are not reaped (tests).
     std::size_t in_kernel() const { return in_kernel_; }
+    // When requests go to the kernel (tests: a slow disk can be made up).
+    SubmissionCohorts& cohorts() { return cohorts_; }
 
 private:
     struct Op;

@@ -11,10 +11,38 @@ using namespace nbdsched::backend;
 
 namespace {
 constexpr std::size_t k_min = SubmissionCohorts::k_min_in_kernel;
+
+// What a slow disk reports: a request spends 1 ms in the kernel.
+SubmissionCohorts slow() {
+    SubmissionCohorts c;
+    for (int i = 0; i < 200; ++i) c.completed(1'000'000);
+    REQUIRE(c.on());
+    return c;
+}
+}   // namespace
+
+TEST_CASE("cohorts: off until the disk proves slow, off again when it is fast") {
+    SubmissionCohorts c;
+    CHECK_FALSE(c.on());
+    CHECK(c.admit(0, 64) == 64);   // as before: all at once
+    CHECK(c.admit(32, 32) == 32);
+    CHECK(c.at_completions(40, 1, 24) == 24);
+    CHECK(c.chunk() >= 4096);
+    for (int i = 0; i < 200; ++i) c.completed(20'000);   // 20 us: a fast device
+    CHECK_FALSE(c.on());
+    for (int i = 0; i < 200; ++i) c.completed(400'000);
+    CHECK(c.on());
+    CHECK(c.chunk() == SubmissionCohorts::k_chunk);
+    CHECK(c.admit(0, 64) == 32);
+    for (int i = 0; i < 20; ++i) c.completed(150'000);   // between the two thresholds: stays on
+    CHECK(c.on());
+    for (int i = 0; i < 200; ++i) c.completed(20'000);
+    CHECK_FALSE(c.on());
+    CHECK(c.admit(0, 64) == 64);
 }
 
 TEST_CASE("cohorts: at a low queue depth every request goes at once") {
-    SubmissionCohorts c;
+    SubmissionCohorts c = slow();
     CHECK(c.admit(0, 1) == 1);
     CHECK(c.admit(0, 4) == 4);
     CHECK(c.admit(1, 1) == 1);
@@ -25,7 +53,7 @@ TEST_CASE("cohorts: at a low queue depth every request goes at once") {
 }
 
 TEST_CASE("cohorts: a burst at an idle disk makes two cohorts; the second waits for the first's completions") {
-    SubmissionCohorts c;
+    SubmissionCohorts c = slow();
     CHECK(c.admit(0, 64) == 32);
     CHECK(c.admit(32, 32) == 0);
     // The disk finished its pass: the second cohort goes in, the first one travels.
@@ -33,12 +61,12 @@ TEST_CASE("cohorts: a burst at an idle disk makes two cohorts; the second waits 
     // Its requests come back one by one while the second cohort runs: they wait.
     for (std::size_t back = 1; back <= 32; ++back) CHECK(c.admit(32, back) == 0);
     CHECK(c.at_completions(32, 32, 32) == 32);
-    CHECK(SubmissionCohorts{}.admit(0, 65) == 33);
-    CHECK(SubmissionCohorts{}.admit(0, 16) == 8);
+    CHECK(slow().admit(0, 65) == 33);
+    CHECK(slow().admit(0, 16) == 8);
 }
 
 TEST_CASE("cohorts: uneven cohorts even out at half the queue depth") {
-    SubmissionCohorts c;
+    SubmissionCohorts c = slow();
     CHECK(c.at_completions(64, 64, 0) == 0);   // a queue depth of 64 seen
     // 22 in the kernel: 10 of the 42 that come back join them, 32 wait.
     CHECK(c.admit(22, 42) == 10);
@@ -47,7 +75,7 @@ TEST_CASE("cohorts: uneven cohorts even out at half the queue depth") {
 }
 
 TEST_CASE("cohorts: a disk that completes one by one keeps its queue depth") {
-    SubmissionCohorts c;
+    SubmissionCohorts c = slow();
     CHECK(c.at_completions(64, 64, 0) == 0);
     // 60 in the kernel, 2 of them done: all 4 waiting go in.
     CHECK(c.at_completions(60, 2, 4) == 4);
@@ -55,7 +83,7 @@ TEST_CASE("cohorts: a disk that completes one by one keeps its queue depth") {
 }
 
 TEST_CASE("cohorts: a shallower client is followed") {
-    SubmissionCohorts c;
+    SubmissionCohorts c = slow();
     CHECK(c.at_completions(64, 64, 0) == 0);
     CHECK(c.admit(0, 16) == 16);   // half the old depth: all of them
     for (int i = 0; i < 400; ++i) c.at_completions(16, 16, 0);
@@ -63,9 +91,9 @@ TEST_CASE("cohorts: a shallower client is followed") {
 }
 
 TEST_CASE("cohorts: nothing in the kernel means something goes, never more than waits") {
-    SubmissionCohorts deep;
+    SubmissionCohorts deep = slow();
     deep.at_completions(4096, 4096, 0);
-    const std::array<SubmissionCohorts, 2> states{SubmissionCohorts{}, deep};
+    const std::array<SubmissionCohorts, 3> states{SubmissionCohorts{}, slow(), deep};
     const std::array<std::size_t, 4> in_kernels{0, 1, 8, 100};
     for (const SubmissionCohorts& c : states) {
         for (std::size_t waiting = 1; waiting <= 4096; ++waiting) {
