@@ -65,8 +65,10 @@ public:
     // backend's own threads.
     virtual int completion_fd() const { return -1; }
     // Reports every finished request to the sink (which may queue more:
-    // pending() then says so, as after a submit_* call).
-    virtual void reap() {}
+    // pending() then says so, as after a submit_* call). `signals`: how
+    // many times completion_fd() was signalled since the last reap (its
+    // eventfd counter; 0 when not known).
+    virtual void reap(std::uint64_t signals) { (void)signals; }
     // Requests queued by submit_* and not yet handed to the kernel.
     virtual bool pending() const { return false; }
     virtual void submit_pending() {}

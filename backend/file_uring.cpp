@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <liburing.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -17,12 +16,6 @@ namespace {
 // A request the kernel keeps answering EAGAIN or EINTR fails with it after
 // this many tries rather than looping for ever.
 constexpr unsigned max_retries = 1000;
-
-std::uint64_t now_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 // Reaped a batch at a time: no allocation, and a sink that submits (or
 // resubmits the rest of a short transfer) never meets a half-walked queue.
@@ -41,8 +34,7 @@ struct FileUring::Op {
     bool sync_after = false;   // RWF_DSYNC refused: a plain write, then fdatasync
     bool syncing = false;      // that fdatasync is what is in flight
     unsigned retries = 0;
-    std::uint64_t submitted_ns = 0;   // when it last went to the kernel (SubmissionCohorts::completed)
-    BlockGuard::Hold hold;            // an O_DIRECT write's bytes, until its completion
+    BlockGuard::Hold hold;   // an O_DIRECT write's bytes, until its completion
 };
 
 FileUring::FileUring(FileBackend& file) : file_(file), ring_(std::make_unique<::io_uring>()) {}
@@ -205,12 +197,10 @@ bool FileUring::pending() const {
 }
 
 void FileUring::submit_unsent(std::size_t most) {
-    const std::uint64_t now = now_ns();
     while (most != 0 && !unsent_.empty()) {
         std::size_t chunk = std::min(most, cohorts_.chunk());
         const std::size_t before = chunk;
         while (chunk != 0 && !unsent_.empty() && prepare(*unsent_.front())) {
-            unsent_.front()->submitted_ns = now;
             unsent_.pop_front(), --chunk;
         }
         submit_queued();
@@ -267,13 +257,16 @@ void FileUring::submit_queued() {
 // Completions mean the disk may stand idle: the next cohort goes in first,
 // then the completions are reported (their replies, and the client's next
 // requests, join the cohort after it).
-void FileUring::reap() {
+void FileUring::reap(std::uint64_t signals) {
     if (const unsigned ready = ::io_uring_cq_ready(ring_.get()); ready != 0) {
+        // Only O_DIRECT requests meet the disk's passes: a buffered one is a
+        // copy to or from the page cache, often done inside io_uring_enter,
+        // which would look like a pass (all done at one signal).
+        if (file_.direct()) cohorts_.reaped(in_kernel_, ready, signals);
         submit_queued();
         submit_unsent(cohorts_.at_completions(in_kernel_, ready, unsent_.size()));
     }
     start_parked();
-    const std::uint64_t now = now_ns();
     ::io_uring_cqe* cqes[reap_batch];
     unsigned n;
     do {
@@ -282,7 +275,6 @@ void FileUring::reap() {
         for (unsigned i = 0; i < n; ++i) done[i] = {static_cast<Op*>(::io_uring_cqe_get_data(cqes[i])), cqes[i]->res};
         ::io_uring_cq_advance(ring_.get(), n);
         in_kernel_ -= std::min<std::size_t>(in_kernel_, n);
-        for (unsigned i = 0; i < n; ++i) cohorts_.completed(now - std::min(now, done[i].first->submitted_ns));
         for (unsigned i = 0; i < n; ++i) on_result(*done[i].first, done[i].second);
     } while (n == reap_batch);
 }

@@ -14,8 +14,8 @@
 // A request that finds the submission queue full while the kernel takes
 // nothing from it (io_uring_enter refused: EAGAIN, ENOMEM, EBUSY) waits in
 // the engine, in order, and goes in at the next completion or loop turn.
-// While requests stay long in the kernel (SubmissionCohorts::on(): a slow
-// disk), they go to the kernel in cohorts (submission_cohorts.hpp): at the end
+// While the disk completes its requests in passes (SubmissionCohorts::on():
+// one eventfd signal brings most of those in the kernel), they go to the kernel in cohorts (submission_cohorts.hpp): at the end
 // of a loop turn as many as SubmissionCohorts::admit() lets in; the next
 // cohort when completions are reaped, before those are reported; k_chunk
 // entries per system call.
@@ -63,7 +63,7 @@ public:
     void submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua, void* tag) override;
 
     int completion_fd() const override { return event_fd_; }
-    void reap() override;
+    void reap(std::uint64_t signals) override;
     bool pending() const override;
     void submit_pending() override;
 

@@ -23,10 +23,13 @@ std::size_t SubmissionCohorts::at_completions(std::size_t in_kernel, std::size_t
     return std::min(waiting, most - left);
 }
 
-void SubmissionCohorts::completed(std::uint64_t in_kernel_ns) {
-    latency_ns_ = latency_ns_ - latency_ns_ / 32 + in_kernel_ns / 32;
-    if (latency_ns_ >= k_slow_ns) on_ = true;
-    if (latency_ns_ < k_fast_ns) on_ = false;
+void SubmissionCohorts::reaped(std::size_t in_kernel, std::size_t done, std::uint64_t signals) {
+    if (signals == 0 || in_kernel < k_min_in_kernel) return;
+    const std::uint64_t per_signal = std::min<std::uint64_t>(done, in_kernel) * k_share_one / signals;
+    const auto sample = static_cast<std::uint32_t>(per_signal / in_kernel);
+    share_ = share_ - share_ / 32 + sample / 32;
+    if (share_ >= k_on_share) on_ = true;
+    if (share_ < k_off_share) on_ = false;
 }
 
 }   // namespace nbdsched::backend
