@@ -400,7 +400,6 @@ TEST_CASE("io_uring: cohorts follow the completions each eventfd signal brings, 
         auto b = open_ring(dir.file("d.img"), 4 << 20, direct, sink);
         if (!b) return;
         auto& ring = dynamic_cast<FileUring&>(*b->async());
-        AsyncBackend& a = ring;
         constexpr std::size_t n = 16;
         std::vector<AlignedBuffer> in;
         for (std::size_t i = 0; i < n; ++i) in.emplace_back(4096, 4096);
@@ -408,16 +407,16 @@ TEST_CASE("io_uring: cohorts follow the completions each eventfd signal brings, 
         // is busy elsewhere), told to have come with `signals` signals.
         auto round = [&](std::uint64_t signals) {
             sink = Sink{};
-            for (std::size_t i = 0; i < n; ++i) a.submit_read(i * 4096, span(in[i]), tag(i));
-            a.submit_pending();   // all 16, or 8 and 8 once cohorts are on
+            for (std::size_t i = 0; i < n; ++i) ring.submit_read(i * 4096, span(in[i]), tag(i));
+            ring.submit_pending();   // all 16, or 8 and 8 once cohorts are on
             for (int waited = 0; waited < 500 && sink.calls < n; ++waited) {
                 ::usleep(2000);
-                pollfd p{a.completion_fd(), POLLIN, 0};
+                pollfd p{ring.completion_fd(), POLLIN, 0};
                 if (::poll(&p, 1, 0) != 1) continue;
                 std::uint64_t count = 0;
-                REQUIRE(::read(a.completion_fd(), &count, sizeof count) == sizeof count);
+                REQUIRE(::read(ring.completion_fd(), &count, sizeof count) == sizeof count);
                 ::usleep(5000);   // the rest of them
-                a.reap(signals);
+                ring.reap(signals);
             }
             REQUIRE(sink.calls == n);
         };
