@@ -8,8 +8,9 @@
 // completed). A loop-driven backend (io_uring) has a completion_fd() that the
 // event loop watches; the loop calls reap(), which reports on the loop thread
 // (completed_on_loop), and submit_pending() once per turn, so that a burst of
-// submissions costs one system call. Such a backend is called from one
-// thread only and needs no lock.
+// submissions costs few system calls (the io_uring engine hands requests to
+// the kernel in cohorts, submission_cohorts.hpp). Such a backend is called
+// from one thread only and needs no lock.
 #pragma once
 
 #include <cstddef>
@@ -64,8 +65,10 @@ public:
     // backend's own threads.
     virtual int completion_fd() const { return -1; }
     // Reports every finished request to the sink (which may queue more:
-    // pending() then says so, as after a submit_* call).
-    virtual void reap() {}
+    // pending() then says so, as after a submit_* call). `signals`: how
+    // many times completion_fd() was signalled since the last reap (its
+    // eventfd counter; 0 when not known).
+    virtual void reap(std::uint64_t signals) { (void)signals; }
     // Requests queued by submit_* and not yet handed to the kernel.
     virtual bool pending() const { return false; }
     virtual void submit_pending() {}

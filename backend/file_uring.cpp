@@ -1,5 +1,6 @@
 #include "backend/file_uring.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <liburing.h>
@@ -186,14 +187,26 @@ void FileUring::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, 
     sink_->completed_on_loop(tag, file_.write_zeroes(offset, length, may_trim, fua));
 }
 
-// A request never fails for want of room: while some wait in unsent_, a
-// new one queues behind them (in order), and they go in as room comes.
-void FileUring::start(Op& op) {
-    if (!unsent_.empty() || !prepare(op)) unsent_.push_back(&op);
+// Every request waits in unsent_, in order, for its cohort (the loop turn's
+// submit_pending or the next reap) and for room in the submission queue: a
+// request never fails for want of room.
+void FileUring::start(Op& op) { unsent_.push_back(&op); }
+
+bool FileUring::pending() const {
+    return queued_ != 0 || cohorts_.admit(in_kernel_, unsent_.size()) != 0;
 }
 
-void FileUring::start_unsent() {
-    while (!unsent_.empty() && prepare(*unsent_.front())) unsent_.pop_front();
+void FileUring::submit_unsent(std::size_t most) {
+    while (most != 0 && !unsent_.empty()) {
+        std::size_t chunk = std::min(most, cohorts_.chunk());
+        const std::size_t before = chunk;
+        while (chunk != 0 && !unsent_.empty() && prepare(*unsent_.front())) {
+            unsent_.pop_front(), --chunk;
+        }
+        submit_queued();
+        if (chunk == before) return;   // no room, even after submitting: the kernel takes nothing now
+        most -= before - chunk;
+    }
 }
 
 bool FileUring::prepare(Op& op) {
@@ -225,8 +238,8 @@ bool FileUring::prepare(Op& op) {
 }
 
 void FileUring::submit_pending() {
-    submit_queued();
-    start_unsent();   // into the room the kernel just made; submitted on the next turn
+    submit_queued();   // what the kernel refused on an earlier turn
+    submit_unsent(cohorts_.admit(in_kernel_, unsent_.size()));
 }
 
 void FileUring::submit_queued() {
@@ -234,11 +247,25 @@ void FileUring::submit_queued() {
     const int rc = ::io_uring_submit(ring_.get());
     // EAGAIN / ENOMEM / EBUSY: the entries stay queued and go with the next
     // call (the next reap, or the loop's next turn: pending() is still true).
-    if (rc > 0) queued_ -= std::min<unsigned>(queued_, static_cast<unsigned>(rc));
+    if (rc > 0) {
+        const unsigned taken = std::min<unsigned>(queued_, static_cast<unsigned>(rc));
+        queued_ -= taken;
+        in_kernel_ += taken;
+    }
 }
 
-void FileUring::reap() {
-    start_unsent();
+// Completions mean the disk may stand idle: the next cohort goes in first,
+// then the completions are reported (their replies, and the client's next
+// requests, join the cohort after it).
+void FileUring::reap(std::uint64_t signals) {
+    if (const unsigned ready = ::io_uring_cq_ready(ring_.get()); ready != 0) {
+        // Only O_DIRECT requests meet the disk's passes: a buffered one is a
+        // copy to or from the page cache, often done inside io_uring_enter,
+        // which would look like a pass (all done at one signal).
+        if (file_.direct()) cohorts_.reaped(in_kernel_, ready, signals);
+        submit_queued();
+        submit_unsent(cohorts_.at_completions(in_kernel_, ready, unsent_.size()));
+    }
     start_parked();
     ::io_uring_cqe* cqes[reap_batch];
     unsigned n;
@@ -247,6 +274,7 @@ void FileUring::reap() {
         std::pair<Op*, int> done[reap_batch];
         for (unsigned i = 0; i < n; ++i) done[i] = {static_cast<Op*>(::io_uring_cqe_get_data(cqes[i])), cqes[i]->res};
         ::io_uring_cq_advance(ring_.get(), n);
+        in_kernel_ -= std::min<std::size_t>(in_kernel_, n);
         for (unsigned i = 0; i < n; ++i) on_result(*done[i].first, done[i].second);
     } while (n == reap_batch);
 }

@@ -14,6 +14,11 @@
 // A request that finds the submission queue full while the kernel takes
 // nothing from it (io_uring_enter refused: EAGAIN, ENOMEM, EBUSY) waits in
 // the engine, in order, and goes in at the next completion or loop turn.
+// While the disk completes its requests in passes (SubmissionCohorts::on():
+// one eventfd signal brings most of those in the kernel), they go to the kernel in cohorts (submission_cohorts.hpp): at the end
+// of a loop turn as many as SubmissionCohorts::admit() lets in; the next
+// cohort when completions are reaped, before those are reported; k_chunk
+// entries per system call.
 // docs/file-backend-io.md has the design and the measurements.
 #pragma once
 
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "backend/async_backend.hpp"
+#include "backend/submission_cohorts.hpp"
 
 struct io_uring;
 
@@ -57,22 +63,29 @@ public:
     void submit_write_zeroes(std::uint64_t offset, std::uint64_t length, bool may_trim, bool fua, void* tag) override;
 
     int completion_fd() const override { return event_fd_; }
-    void reap() override;
-    bool pending() const override { return queued_ != 0 || !unsent_.empty(); }
+    void reap(std::uint64_t signals) override;
+    bool pending() const override;
     void submit_pending() override;
 
     // Requests started and not reported yet (tests).
     std::size_t in_flight() const { return ops_.size() - free_.size(); }
     // O_DIRECT writes waiting for a read-modify-write of their blocks (tests).
     std::size_t parked() const { return parked_.size(); }
+    // Requests started and not yet in the kernel: held back for the next
+    // cohort, or no room in the submission queue (tests).
+    std::size_t waiting() const { return unsent_.size() + queued_; }
+    // Requests handed to the kernel whose completions are not reaped (tests).
+    std::size_t in_kernel() const { return in_kernel_; }
+    // When requests go to the kernel (tests: a slow disk can be made up).
+    SubmissionCohorts& cohorts() { return cohorts_; }
 
 private:
     struct Op;
     explicit FileUring(FileBackend& file);
     Op& new_op(void* tag, AsyncOp kind, std::byte* data, std::size_t length, std::uint64_t offset);
-    void start(Op& op);     // an SQE for what is left of op, or a place in unsent_
-    bool prepare(Op& op);   // false: no room in the submission queue, even after submitting
-    void start_unsent();
+    void start(Op& op);                     // a place in unsent_, for what is left of op
+    bool prepare(Op& op);                   // false: no room in the submission queue, even after submitting
+    void submit_unsent(std::size_t most);   // the first `most` of unsent_, k_chunk per system call
     void submit_queued();
     bool hold(Op& op);   // takes op's bytes in the guard (O_DIRECT writes); false: parked
     void start_parked();
@@ -85,11 +98,13 @@ private:
     std::unique_ptr<::io_uring> ring_;
     int event_fd_ = -1;
     CompletionSink* sink_ = nullptr;
-    unsigned queued_ = 0;                    // SQEs filled and not yet submitted
+    unsigned queued_ = 0;         // SQEs filled and not yet submitted
+    std::size_t in_kernel_ = 0;   // submitted, completion not reaped yet
+    SubmissionCohorts cohorts_;
     std::vector<std::unique_ptr<Op>> ops_;   // every Op ever made, reused through free_
     std::vector<Op*> free_;
     std::vector<Op*> parked_;   // O_DIRECT writes waiting for the guard
-    std::deque<Op*> unsent_;    // waiting for room in the submission queue, oldest first
+    std::deque<Op*> unsent_;    // waiting for their cohort or for room in the submission queue, oldest first
 };
 
 }   // namespace nbdsched::backend

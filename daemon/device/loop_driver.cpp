@@ -29,7 +29,7 @@ void LoopDriver::watch() {
                                 if (!*alive || ec == boost::asio::error::operation_aborted) return;
                                 auto held = lock_.hold();
                                 completions_.loop_wakeup();
-                                backend_.reap();
+                                backend_.reap(ec ? 0 : count_);
                                 queued();   // the rest of a short transfer, if any
                                 if (!ec) watch();
                             }));
