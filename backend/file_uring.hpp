@@ -23,13 +23,13 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/async_backend.hpp"
 #include "backend/submission_cohorts.hpp"
+#include "common/reused_fifo.hpp"
 
 struct io_uring;
 
@@ -103,8 +103,8 @@ private:
     SubmissionCohorts cohorts_;
     std::vector<std::unique_ptr<Op>> ops_;   // every Op ever made, reused through free_
     std::vector<Op*> free_;
-    std::vector<Op*> parked_;   // O_DIRECT writes waiting for the guard
-    std::deque<Op*> unsent_;    // waiting for their cohort or for room in the submission queue, oldest first
+    std::vector<Op*> parked_;          // O_DIRECT writes waiting for the guard
+    common::ReusedFifo<Op*> unsent_;   // waiting for their cohort or for room in the submission queue, oldest first
 };
 
 }   // namespace nbdsched::backend

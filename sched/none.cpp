@@ -75,15 +75,9 @@ void NoneScheduler::submit(const Request& request, Time) {
 }
 
 std::optional<Request> NoneScheduler::dispatch(Time) {
-    if (head_ == fifo_.size() || in_flight_.size() >= t_.max_depth) return std::nullopt;
-    Request request = fifo_[head_++];
-    if (head_ == fifo_.size()) {
-        fifo_.clear();
-        head_ = 0;
-    } else if (head_ > fifo_.size() / 2) {
-        fifo_.erase(fifo_.begin(), fifo_.begin() + static_cast<std::ptrdiff_t>(head_));
-        head_ = 0;
-    }
+    if (fifo_.empty() || in_flight_.size() >= t_.max_depth) return std::nullopt;
+    Request request = fifo_.front();
+    fifo_.pop_front();
     in_flight_.emplace(request.id, request);
     for (EntityStats* s : {&device_stats_, &queue_stats(request.queue),
                            static_cast<EntityStats*>(&group_stats(request.group))}) {

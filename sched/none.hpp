@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/reused_fifo.hpp"
 #include "sched/node_pool.hpp"
 #include "sched/tunable_table.hpp"
 
@@ -40,7 +41,7 @@ public:
     std::optional<std::string> get_tunable(std::string_view name) const override;
     std::string set_tunable(std::string_view name, std::string_view value, Time now) override;
 
-    std::size_t queued() const override { return fifo_.size() - head_; }
+    std::size_t queued() const override { return fifo_.size(); }
     std::size_t in_flight() const override { return in_flight_.size(); }
     SchedulerStats stats(Time now) const override;
 
@@ -52,11 +53,7 @@ private:
 
     DeviceTraits device_;
     NoneTunables t_;
-    // fifo_[head_..] waits; the front is compacted away once it is the
-    // larger part, so the vector's capacity is reused and nothing is
-    // allocated per request (a deque allocates a block every few).
-    std::vector<Request> fifo_;
-    std::size_t head_ = 0;
+    common::ReusedFifo<Request> fifo_;   // nothing allocated per request
     NodePool pool_;
     std::pmr::unordered_map<RequestId, Request> in_flight_{&pool_};
     // Hash maps while running (O(1) with 10,000 queues); stats() copies them
