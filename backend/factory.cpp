@@ -43,7 +43,7 @@ std::unique_ptr<Backend> make_storage(const Spec& spec, std::string& error) {
     std::string why;
     // A FaultyBackend in front offers no async(): a ring would go unused.
     const bool ring = spec.io_engine != IoEngine::threads && spec.faults.empty();
-    auto file = FileBackend::open({spec.path, spec.size, spec.direct, ring, spec.on_storage_failure,
+    auto file = FileBackend::open({spec.path, spec.size, spec.direct, ring, spec.io_cohorts, spec.on_storage_failure,
                                    spec.on_storage_warning},
                                   why);
     if (!file) {

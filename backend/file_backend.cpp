@@ -47,6 +47,7 @@ std::unique_ptr<FileBackend> FileBackend::open(const Options& options, std::stri
     std::unique_ptr<FileBackend> b(new FileBackend);
     b->path_ = options.path;
     b->direct_ = options.direct;
+    b->cohorts_ = options.io_cohorts;
     b->created_ = !exists;
     const int direct_flag = options.direct ? O_DIRECT : 0;
     int flags = O_RDWR | O_CLOEXEC | direct_flag | (exists ? 0 : O_CREAT | O_EXCL);

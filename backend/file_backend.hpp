@@ -71,7 +71,8 @@ public:
         std::string path;
         std::uint64_t size = 0;   // 0 = the existing file's / device's size
         bool direct = false;
-        bool io_uring = false;   // open a ring for async() (where built and allowed)
+        bool io_uring = false;    // open a ring for async() (where built and allowed)
+        bool io_cohorts = true;   // the ring may hold O_DIRECT requests back in cohorts (submission_cohorts.hpp)
         // Called once, when the storage first fails to persist (see above).
         std::function<void(const std::string&)> on_storage_failure = nullptr;
         // Called once per kind: the file deleted, replaced or truncated (see above).
@@ -134,6 +135,8 @@ public:
     bool is_block_device() const { return block_device_; }
     bool read_only() const { return read_only_; }
     bool direct() const { return direct_; }
+    // Whether the ring may send O_DIRECT requests in cohorts (io_cohorts: auto).
+    bool cohorts() const { return cohorts_; }
     bool created() const { return created_; }            // the file did not exist
     bool grown() const { return grown_; }                // an existing file was extended
     std::uint32_t alignment() const { return align_; }   // O_DIRECT granularity
@@ -176,6 +179,7 @@ private:
     std::atomic<std::uint64_t> size_ = 0;   // read by pool threads, changed by a reload
     bool size_from_storage_ = false;        // no size configured: a reload measures it again
     bool direct_ = false;
+    bool cohorts_ = true;
     bool block_device_ = false;
     bool read_only_ = false;
     bool created_ = false;

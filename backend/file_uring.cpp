@@ -262,7 +262,7 @@ void FileUring::reap(std::uint64_t signals) {
         // Only O_DIRECT requests meet the disk's passes: a buffered one is a
         // copy to or from the page cache, often done inside io_uring_enter,
         // which would look like a pass (all done at one signal).
-        if (file_.direct()) cohorts_.reaped(in_kernel_, ready, signals);
+        if (file_.direct() && file_.cohorts()) cohorts_.reaped(in_kernel_, ready, signals);
         submit_queued();
         submit_unsent(cohorts_.at_completions(in_kernel_, ready, unsent_.size()));
     }

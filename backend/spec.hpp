@@ -86,6 +86,7 @@ struct Spec {
     RbdSpec rbd;                                // rbd only
     IoEngine io_engine = IoEngine::automatic;   // file only
     bool huge_pages = true;                     // ram only: pages from transparent huge pages (PageArena)
+    bool io_cohorts = true;                     // file on io_uring: O_DIRECT requests may go in cohorts
     // File only, set by the daemon (the backend has no log): called once, on
     // the thread that saw it, when the storage first fails to persist
     // written data ("the storage failed to write ..."); FLUSH and FUA fail

@@ -29,7 +29,7 @@ std::string Error::str() const {
 backend::Spec Device::backend_spec() const {
     std::optional<bool> fixed_rotational;
     if (rotational != Tristate::automatic) fixed_rotational = rotational == Tristate::yes;
-    return {name, backend, size, path, direct, fixed_rotational, faults, rbd, io_engine, huge_pages};
+    return {name, backend, size, path, direct, fixed_rotational, faults, rbd, io_engine, huge_pages, io_cohorts};
 }
 
 const Device* Config::find_device(std::string_view name) const { return find_by_name(devices, name); }

@@ -69,6 +69,7 @@ struct Device {
     bool direct = false;                                          // O_DIRECT
     bool huge_pages = true;                                       // ram only: THP-backed pages
     backend::IoEngine io_engine = backend::IoEngine::automatic;   // file only: threads | io_uring
+    bool io_cohorts = true;                                       // file on io_uring: auto (true) | off
     Tristate rotational = Tristate::automatic;
     std::string scheduler = "none";                      // none | cfq | bfq
     sched::Tunables tunables;                            // validated against the policy

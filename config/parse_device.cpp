@@ -68,8 +68,8 @@ void check_backend(Reader& r, Parsed<Device>& p, const Field& item, bool size_pa
             r.error(p.where("path"), p.key("path"), "only for backend: file");
         if (d.direct)
             r.error(p.where("direct"), p.key("direct"), "only for backend: file (O_DIRECT)");
-        if (p.at.count("io_engine"))
-            r.error(p.where("io_engine"), p.key("io_engine"), "only for backend: file");
+        for (const char* key : {"io_engine", "io_cohorts"})
+            if (p.at.count(key)) r.error(p.where(key), p.key(key), "only for backend: file");
         return;
     }
     if (p.at.count("huge_pages"))
@@ -89,7 +89,7 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
     std::vector<Field> tunables, param_blocks;
     bool size_parsed = false;
     bool ok = r.read_map(item,
-                         {"name", "backend", "size", "path", "direct", "huge_pages", "io_engine", "rotational", "scheduler", "tunables", "profile",
+                         {"name", "backend", "size", "path", "direct", "huge_pages", "io_engine", "io_cohorts", "rotational", "scheduler", "tunables", "profile",
                           "hdd", "ssd", "nvme", "read_ahead_kb", "read_ahead_cache", "writes_sync", "queue_depth",
                           "default_group", "faults", "pool", "image", "namespace", "ceph_conf", "client",
                           "osd_op_timeout", "mount_timeout", "rbd_cache"},
@@ -121,6 +121,8 @@ std::optional<Parsed<Device>> parse_device(Reader& r, const Field& item) {
                                      d.io_engine = *v == "threads"    ? backend::IoEngine::threads
                                                    : *v == "io_uring" ? backend::IoEngine::io_uring
                                                                       : backend::IoEngine::automatic;
+                             } else if (k == "io_cohorts") {
+                                 if (auto v = r.choice(f, {"auto", "off"})) d.io_cohorts = *v == "auto";
                              } else if (k == "rotational") {
                                  if (auto v = read_tristate(r, f)) d.rotational = *v;
                              } else if (k == "scheduler") {

@@ -84,7 +84,7 @@ void check_rbd(Reader& r, Parsed<Device>& p, const Origin& required_by) {
                 "rbd is not built into this nbdsched (build it with librbd-dev installed, meson -Drbd=enabled)");
     if (p.at.count("image") == 0)
         r.error(required_by, p.key("image"), "missing: an rbd device needs an image (e.g. image: vol1)");
-    for (const char* key : {"size", "path", "direct", "huge_pages", "io_engine"})
+    for (const char* key : {"size", "path", "direct", "huge_pages", "io_engine", "io_cohorts"})
         if (p.at.count(key))
             r.error(p.where(key), p.key(key),
                     std::string("not for backend: rbd") + (key[0] == 's' ? " (the size is the image's)" : ""));

@@ -46,6 +46,7 @@ void compare_device(const config::Device& a, const config::Device& b, ReloadPlan
     if (a.direct != b.direct) refuse("direct");
     if (a.huge_pages != b.huge_pages) refuse("huge_pages");
     if (a.io_engine != b.io_engine) refuse("io_engine");
+    if (a.io_cohorts != b.io_cohorts) refuse("io_cohorts");
     if (a.rotational != b.rotational) refuse("rotational");
     if (a.scheduler != b.scheduler) refuse("scheduler (" + a.scheduler + " -> " + b.scheduler + ")");
     if (a.profile != b.profile || a.profile_params != b.profile_params) refuse("profile");

@@ -50,13 +50,14 @@ struct Sink final : CompletionSink {
 void* tag(std::uintptr_t i) { return reinterpret_cast<void*>(i); }
 
 // The backend with a ring, or nullptr (the case is recorded as skipped).
-std::unique_ptr<FileBackend> open_ring(const std::string& path, std::uint64_t size, bool direct, Sink& sink) {
+std::unique_ptr<FileBackend> open_ring(const std::string& path, std::uint64_t size, bool direct, Sink& sink,
+                                       bool cohorts = true) {
     if (!io_uring_available()) {
         record_skip("io_uring is not built in (meson -Dio_uring)");
         return nullptr;
     }
     std::string error;
-    auto b = FileBackend::open({path, size, direct, true}, error);
+    auto b = FileBackend::open({path, size, direct, true, cohorts}, error);
     if (!b && direct && error.find("O_DIRECT is not supported") != std::string::npos) {
         record_skip(error);
         return nullptr;
@@ -392,12 +393,13 @@ TEST_CASE("io_uring: a burst goes in as two cohorts, the second before the first
 // when each came with its own (a device that completes one by one, however
 // long its completions waited for the daemon). Buffered requests never turn
 // them on: a copy done inside io_uring_enter looks like a pass.
-TEST_CASE("io_uring: cohorts follow the completions each eventfd signal brings, O_DIRECT only") {
-    for (const bool direct : {true, false}) {
+TEST_CASE("io_uring: cohorts follow the completions each eventfd signal brings, O_DIRECT only, unless off") {
+    for (const auto& [direct, allowed] : {std::pair{true, true}, std::pair{false, true}, std::pair{true, false}}) {
         CAPTURE(direct);
+        CAPTURE(allowed);   // io_cohorts: auto, or off
         TempDir dir;
         Sink sink;
-        auto b = open_ring(dir.file("d.img"), 4 << 20, direct, sink);
+        auto b = open_ring(dir.file("d.img"), 4 << 20, direct, sink, allowed);
         if (!b) return;
         auto& ring = dynamic_cast<FileUring&>(*b->async());
         constexpr std::size_t n = 16;
@@ -422,7 +424,7 @@ TEST_CASE("io_uring: cohorts follow the completions each eventfd signal brings, 
         };
         CHECK_FALSE(ring.cohorts().on());
         for (int i = 0; i < 40; ++i) round(1);
-        CHECK(ring.cohorts().on() == direct);
+        CHECK(ring.cohorts().on() == (direct && allowed));
         for (int i = 0; i < 40; ++i) round(n);
         CHECK_FALSE(ring.cohorts().on());
     }

@@ -89,6 +89,22 @@ TEST_CASE("io_engine: threads, io_uring or auto, for file devices only") {
                  "only for backend: file");
 }
 
+TEST_CASE("io_cohorts: auto (the default) or off, for file devices only") {
+    auto by_default = device("name: d0\n    backend: file\n    path: /x\n");
+    REQUIRE(by_default.config);
+    CHECK(by_default.config->devices[0].backend_spec().io_cohorts);
+    for (auto [word, on] : {std::pair{"auto", true}, std::pair{"off", false}}) {
+        auto ok = device(std::string("name: d0\n    backend: file\n    path: /x\n    io_cohorts: ") + word + "\n");
+        INFO(all_errors(ok));
+        REQUIRE(ok.config);
+        CHECK(ok.config->devices[0].backend_spec().io_cohorts == on);
+    }
+    expect_error(device("name: d0\n    backend: file\n    path: /x\n    io_cohorts: on\n"),
+                 "devices[0].io_cohorts", 5, 17, "off");
+    expect_error(device("name: d0\n    size: 1GiB\n    io_cohorts: off\n"), "devices[0].io_cohorts", 4, 17,
+                 "only for backend: file");
+}
+
 TEST_CASE("an rbd device: an image, its cluster's keys, no size or path") {
     auto ok = device("name: d0\n    backend: rbd\n    image: vol1\n    namespace: t1\n    ceph_conf: /c.conf\n"
                      "    client: nbd\n    osd_op_timeout: 5\n    mount_timeout: 10\n");

@@ -20,7 +20,7 @@ TEST_CASE("a slot lends its block to one operation at a time") {
     slot.deallocate(first);
     CHECK(slot.allocate(64) == first);   // free again
     slot.deallocate(first);
-    void* big = slot.allocate(4096);     // larger than the block
+    void* big = slot.allocate(4096);   // larger than the block
     CHECK(big != first);
     slot.deallocate(big);
 }
