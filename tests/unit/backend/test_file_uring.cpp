@@ -394,9 +394,11 @@ TEST_CASE("io_uring: a burst goes in as two cohorts, the second before the first
 // long its completions waited for the daemon). Buffered requests never turn
 // them on: a copy done inside io_uring_enter looks like a pass.
 TEST_CASE("io_uring: cohorts follow the completions each eventfd signal brings, O_DIRECT only, unless off") {
-    for (const auto& [direct, allowed] : {std::pair{true, true}, std::pair{false, true}, std::pair{true, false}}) {
+    for (const auto& c : {std::pair{true, true}, std::pair{false, true}, std::pair{true, false}}) {
+        // Plain variables: clang's lambdas (CAPTURE) cannot capture structured bindings.
+        const bool direct = c.first, allowed = c.second;   // allowed: io_cohorts auto, or off
         CAPTURE(direct);
-        CAPTURE(allowed);   // io_cohorts: auto, or off
+        CAPTURE(allowed);
         TempDir dir;
         Sink sink;
         auto b = open_ring(dir.file("d.img"), 4 << 20, direct, sink, allowed);
