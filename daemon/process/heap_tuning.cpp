@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <malloc.h>
+#include <mutex>
 
 namespace nbdsched::daemon {
 
@@ -19,6 +20,12 @@ void keep_large_buffers_mapped() {
 }
 
 void return_free_memory() {
+    // Every loop's release timer starts at the same moment with the same
+    // period, so two loops often get here together: without the lock one
+    // could raise the threshold again before the other's probe is freed,
+    // and that loop's arena would keep its top.
+    static std::mutex one_at_a_time;
+    std::lock_guard lock(one_at_a_time);
     malloc_trim(0);
     // A thread arena's top shrinks only inside free(), and only past the
     // trim threshold: lowered for one free() of a block from this thread's
