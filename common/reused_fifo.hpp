@@ -18,6 +18,7 @@ public:
     bool empty() const { return head_ == items_.size(); }
     std::size_t size() const { return items_.size() - head_; }
     T& front() { return items_[head_]; }
+    const T& front() const { return items_[head_]; }
     // The front is compacted away once it is the larger part: the vector
     // neither grows without end nor moves its items at every pop.
     void pop_front() {
@@ -34,6 +35,8 @@ public:
     }
     auto begin() { return items_.begin() + static_cast<std::ptrdiff_t>(head_); }
     auto end() { return items_.end(); }
+    auto begin() const { return items_.begin() + static_cast<std::ptrdiff_t>(head_); }
+    auto end() const { return items_.end(); }
 
 private:
     std::vector<T> items_;

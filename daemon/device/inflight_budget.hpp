@@ -42,11 +42,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 
+#include "common/reused_fifo.hpp"
 #include "common/units.hpp"
 #include "sched/pool_share.hpp"
 #include "sched/request.hpp"
@@ -123,8 +123,8 @@ private:
         unsigned weight = 100;
         std::uint64_t held = 0;
         std::uint64_t bytes = 0;
-        std::deque<Line> line;
-        Nanos idle_since{};   // when held and line last became empty
+        common::ReusedFifo<Line> line;   // nothing allocated per wait once it has held its most
+        Nanos idle_since{};              // when held and line last became empty
         bool ever_used = false;
     };
 

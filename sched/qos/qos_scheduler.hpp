@@ -10,11 +10,13 @@
 // group having any, every call is passed through. docs/qos.md has the design.
 #pragma once
 
-#include <deque>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <unordered_map>
 
+#include "common/reused_fifo.hpp"
+#include "sched/node_pool.hpp"
 #include "sched/qos/bucket.hpp"
 #include "sched/qos/protector.hpp"
 #include "sched/qos/spec.hpp"
@@ -56,8 +58,8 @@ public:
 private:
     struct Group {
         GroupQos qos;
-        std::deque<Request> gated;   // held by the limit or a protector's depth cap
-        std::deque<Request> ready;   // reserved: past the gate, for the floor or the policy
+        common::ReusedFifo<Request> gated;   // held by the limit or a protector's depth cap
+        common::ReusedFifo<Request> ready;   // reserved: past the gate, for the floor or the policy
         Bucket limit_iops, limit_bps, reserve_iops, reserve_bps;
         Protector protector;
         unsigned outstanding = 0;   // past the gate, not completed
@@ -93,7 +95,8 @@ private:
     std::unique_ptr<Scheduler> inner_;
     DeviceTraits device_;
     std::map<GroupId, Group> groups_;   // ordered: ties break the same way every run
-    std::unordered_map<RequestId, Track> tracks_;
+    NodePool pool_;                     // tracks_' nodes: nothing allocated per request
+    std::pmr::unordered_map<RequestId, Track> tracks_{&pool_};
     std::unordered_map<QueueId, EntityStats> direct_queues_;
     // Closed clients' requests still held here, by queue: the policy has seen the close.
     std::unordered_map<QueueId, unsigned> closed_held_;

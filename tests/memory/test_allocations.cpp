@@ -168,6 +168,22 @@ TEST_CASE("4 KiB reads and writes on a RAM device allocate (almost) nothing in s
     }
 }
 
+// A group with a reserve, a limit and a latency target: every request is
+// tracked by the QoS layer, passes its gate and is dispatched by the floor
+// or the policy. The limit is far above the load, so nothing waits on it.
+TEST_CASE("4 KiB reads and writes through the QoS layer allocate (almost) nothing in steady state") {
+    for (const char* sched : {"none", "bfq"}) {
+        CAPTURE(sched);
+        auto config = standard_config();
+        config.devices[0].scheduler = sched;
+        auto& qos = config.groups[0].qos;
+        qos.reserve.iops = 1000;
+        qos.limit.iops = 100'000'000;
+        qos.latency_target = std::chrono::seconds(10);
+        check_steady_state(config, std::string("qos ") + sched);
+    }
+}
+
 // io_uring, the file engine's default: the ring is driven from the loop
 // (LoopDriver's eventfd read and posted submit, the connection's posted
 // reply flush each keep their operation in a slot of their own). The
