@@ -391,12 +391,12 @@ void Device::arm_wakeup() {
     if (!next || (wakeup_armed_ && *wakeup_armed_ <= *next)) return;
     wakeup_armed_ = next;
     wakeup_timer_.expires_at(to_clock(*next));
-    wakeup_timer_.async_wait([this](const boost::system::error_code& ec) {
+    wakeup_timer_.async_wait(in_slot(*wakeup_slot_, [this](const boost::system::error_code& ec) {
         if (ec) return;   // cancelled or re-armed
         auto held = lock_.hold();
         wakeup_armed_.reset();
         pump();
-    });
+    }));
 }
 
 void Device::arm_release() {
@@ -404,12 +404,12 @@ void Device::arm_release() {
     if (release_armed_ && *release_armed_ <= next) return;
     release_armed_ = next;
     release_timer_.expires_at(to_clock(next));
-    release_timer_.async_wait([this](const boost::system::error_code& ec) {
+    release_timer_.async_wait(in_slot(*release_slot_, [this](const boost::system::error_code& ec) {
         if (ec) return;
         auto held = lock_.hold();
         release_armed_.reset();
         on_release_timer();
-    });
+    }));
 }
 
 void Device::on_release_timer() {

@@ -34,6 +34,7 @@
 #include "timing/device_model.hpp"
 #include "daemon/device/async_completions.hpp"
 #include "daemon/device/device_lock.hpp"
+#include "daemon/device/handler_slot.hpp"
 #include "daemon/device/inflight_budget.hpp"
 #include "daemon/device/io_limits.hpp"
 #include "daemon/device/io_request.hpp"
@@ -216,6 +217,11 @@ private:
     std::optional<sched::Time> wakeup_armed_;   // when the timer fires; only moved earlier
     boost::asio::steady_timer release_timer_;
     std::optional<sched::Time> release_armed_;
+    // The timers' waits: one each per request under a limit or a timing
+    // profile, so each keeps its memory (a re-arm while the cancelled wait is
+    // still queued allocates). Detached: a removed device's cancelled wait
+    // may still sit in its loop's queue.
+    DetachedSlot wakeup_slot_, release_slot_;
     std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_;
     std::unique_ptr<ReadAheadPath> read_ahead_;   // null: off (declared last: its requests go first)
     stats::DeviceStats stats_;
