@@ -21,13 +21,13 @@ void AsyncCompletions::completed(void* tag, int error) {
     }
     // The handler holds the shared state, not `this`: it may run after the
     // device is gone (shutdown), and then does nothing.
-    boost::asio::post(io_, [this, shared = shared_] {
-        {
-            std::lock_guard lock(shared->mutex);
-            if (!shared->alive) return;
-        }
-        drain();
-    });
+    boost::asio::post(io_, in_slot(*drain_slot_, [this, shared = shared_] {
+                          {
+                              std::lock_guard lock(shared->mutex);
+                              if (!shared->alive) return;
+                          }
+                          drain();
+                      }));
 }
 
 void AsyncCompletions::completed_on_loop(void* tag, int error) {

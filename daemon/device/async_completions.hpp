@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/async_backend.hpp"
+#include "daemon/device/handler_slot.hpp"
 #include "daemon/device/io_request.hpp"
 
 namespace nbdsched::daemon {
@@ -50,6 +51,10 @@ private:
     boost::asio::io_context& io_;
     Deliver deliver_;
     std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+    // The posted drain's operation: one is pending at a time (`posted`).
+    // Taken on a backend thread, given back on the loop before the drain
+    // runs, so the next completion finds it free.
+    DetachedSlot drain_slot_;
     std::vector<std::pair<IoRequest*, int>> batch_;   // event loop only: swapped with ready
     std::uint64_t wakeups_ = 0;
     std::uint64_t delivered_ = 0;

@@ -249,7 +249,9 @@ void Device::start(IoRequest& r, sched::Time now) {
         data_done(r);
         return;
     }
-    boost::asio::post(*pool_, [this, &r] { completions_->completed(&r, run_backend(*backend_, r)); });
+    if (!r.pool_slot) r.pool_slot.emplace();
+    boost::asio::post(*pool_,
+                      in_slot(**r.pool_slot, [this, &r] { completions_->completed(&r, run_backend(*backend_, r)); }));
 }
 
 // A fast zero asks the synchronous call; the backend may leave others to

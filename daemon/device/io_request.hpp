@@ -9,11 +9,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "backend/backend.hpp"
 #include "daemon/device/buffer_pool.hpp"
+#include "daemon/device/handler_slot.hpp"
 #include "nbd/transmission.hpp"
 #include "sched/request.hpp"
 
@@ -105,6 +107,10 @@ struct IoRequest {
     sched::Time submitted_at{};   // for the latency statistics
     sched::Time release_at{};     // timing model: reply not before this
     int backend_errno = 0;        // 0 or the backend's errno
+    // The thread pool's operation that runs it (io_engine: threads), one at
+    // a time: no allocation per request once it exists. Detached: a pool
+    // stopped at exit destroys its unrun operations after the requests.
+    std::optional<DetachedSlot> pool_slot;
     // A READ answered from pinned backend memory (buffer unused): the reply
     // sends `pieces`, and whoever releases the request calls
     // pinned->unpin(pin) (an in-place WRITE's pin, see `in_place`, is let go

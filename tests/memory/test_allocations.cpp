@@ -197,13 +197,9 @@ TEST_CASE("4 KiB reads and writes on a device with a timing profile allocate (al
     check_steady_state(config, "nvme profile bfq");
 }
 
-// io_uring, the file engine's default: the ring is driven from the loop
-// (LoopDriver's eventfd read and posted submit, the connection's posted
-// reply flush each keep their operation in a slot of their own). The
-// thread-pool engine still allocates 1-2 times per request (its post to the
-// pool and the completion's post back); read-ahead, off here, allocates
-// per prefetch.
-TEST_CASE("4 KiB reads and writes on a file device (io_uring) allocate (almost) nothing in steady state") {
+// A file device on `engine`, buffered and O_DIRECT; read-ahead, off here,
+// allocates per prefetch.
+static void check_file_steady_state(backend::IoEngine engine, const std::string& label) {
     for (bool direct : {false, true}) {
         CAPTURE(direct);
         testlib::TempDir dir;
@@ -212,8 +208,22 @@ TEST_CASE("4 KiB reads and writes on a file device (io_uring) allocate (almost) 
         config.devices[0].path = dir.file("f.img");
         config.devices[0].size = region;
         config.devices[0].direct = direct;
-        config.devices[0].io_engine = backend::IoEngine::io_uring;
+        config.devices[0].io_engine = engine;
         config.devices[0].read_ahead_kb = 0;
-        check_steady_state(config, direct ? "file io_uring direct" : "file io_uring");
+        check_steady_state(config, direct ? label + " direct" : label);
     }
+}
+
+// io_uring, the file engine's default: the ring is driven from the loop
+// (LoopDriver's eventfd read and posted submit, the connection's posted
+// reply flush each keep their operation in a slot of their own).
+TEST_CASE("4 KiB reads and writes on a file device (io_uring) allocate (almost) nothing in steady state") {
+    check_file_steady_state(backend::IoEngine::io_uring, "file io_uring");
+}
+
+// The thread pool: a request's post to the pool keeps its operation in the
+// request's slot, the completions' post back to the loop in one of its
+// own (they allocated 1-2 times per request).
+TEST_CASE("4 KiB reads and writes on a file device (threads) allocate (almost) nothing in steady state") {
+    check_file_steady_state(backend::IoEngine::threads, "file threads");
 }
