@@ -70,10 +70,16 @@ bool set_permissions(const config::Listen& where, std::string& error) {
 
 // A 1 MiB reply into the default send buffer (208 KiB on a Unix socket,
 // 16 KiB growing on TCP) left in pieces, each after an epoll_wait: ask for
-// room for a few large replies at once. The kernel caps it at
-// net.core.wmem_max; it is a limit, not memory an idle connection holds.
+// room for two large replies at once (the kernel doubles the 1 MiB asked
+// for its bookkeeping, and caps it at net.core.wmem_max). Not more: with
+// 4 MiB asked (8 MiB of queue) what a client read had been copied into the
+// socket a whole batch of replies earlier and was out of the cache by then,
+// and the copies on both sides cost more: 1 MiB reads at qd8 over a Unix
+// socket took 228 µs of the daemon's CPU and 193 of fio's per read, with
+// 1 MiB 148 and 125 (docs/data-path.md, "The send buffer's size"). A
+// limit, not memory an idle connection holds.
 void widen_send_buffer(int fd) {
-    constexpr int send_buffer = 4 << 20;
+    constexpr int send_buffer = 1 << 20;
     ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer);
 }
 

@@ -45,7 +45,7 @@ HEADER_LOG = "export 'default': the client has not sent the rest of a request he
 REFUSED_LOG = "export 'default': the client has not sent the rest of a refused WRITE's payload for"
 LOGS = (WRITER_LOG, READER_LOG, HEADER_LOG, REFUSED_LOG)
 HEADER_SENT = 10
-# More than 3/4 of the daemon's send buffer (8 MiB: widen_send_buffer), so
+# More than 3/4 of the daemon's send buffer (2 MiB: widen_send_buffer), so
 # that the socket has room again and the daemon sends more.
 CARRIED_READ = 16 * MIB
 
