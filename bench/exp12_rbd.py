@@ -94,6 +94,11 @@ def run_one(server, workload, tmp, cluster, runtime, tag):
             job = {"ioengine": "nbd", "uri": srv.uri("x")}
             cpu0 = cpu_seconds(srv.pid)
             threads0 = thread_cpu_seconds(srv.pid)
+            # The server's own threads carry its main thread's name (the
+            # executable's, cut to 15 characters: a copy named
+            # nbdsched-abc1234 is not "nbdsched", qemu-nbd not "qemu").
+            with open(f"/proc/{srv.pid}/comm") as f:
+                own_name = f.read().strip()
         else:
             job = {"ioengine": "rbd", "clientname": "admin", "pool": "rbd", "rbdname": "img1"}
         # fio's rbd engine has no config-file option
@@ -110,7 +115,7 @@ def run_one(server, workload, tmp, cluster, runtime, tag):
         own = librbd = 0.0
         if srv:
             cpu = cpu_seconds(srv.pid) - cpu0
-            own, librbd = own_and_librbd(threads0, thread_cpu_seconds(srv.pid), server.split("-")[0])
+            own, librbd = own_and_librbd(threads0, thread_cpu_seconds(srv.pid), own_name)
         else:   # fio with librbd's threads, all of its process (reaped: RUSAGE_CHILDREN)
             cpu = client
         ios = s["ios"] * (runtime + 1) / runtime
