@@ -233,7 +233,8 @@ void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
         spdlog::info("closing connection from {}: accepted during a hand-over", peer);
         return;
     }
-    if (connections_.size() >= config_.limits.max_connections) {
+    if (connections_.size() >= config_.limits.max_connections &&
+        held_connections() >= config_.limits.max_connections) {
         spdlog::warn("refusing connection from {}: max_connections ({}) reached", peer,
                      config_.limits.max_connections);
         return;
@@ -246,6 +247,19 @@ void Server::accept(Socket socket, std::string peer, nbd::TlsMode tls_mode) {
     auto c = std::make_shared<Connection>(std::move(socket), id, std::move(peer), std::move(identity), context_, tls_mode);
     connections_.emplace(id, c);
     c->start();
+}
+
+// A connection the daemon closed in the handshake has let go of its socket
+// and holds no device, but leaves connections_ a handler or two later (its
+// aborted read comes back, then on_finished is posted): counted, it would
+// refuse a client that reconnects as soon as it sees the close. One closed
+// in transmission counts until it finishes: its requests may still be at
+// the device. Both tests read only what loop 0 writes (device_ is set
+// there; closed_ of a handshake too, since handshakes run on loop 0).
+std::size_t Server::held_connections() const {
+    return std::count_if(connections_.begin(), connections_.end(), [](const auto& entry) {
+        return entry.second->in_transmission() || entry.second->in_handshake();
+    });
 }
 
 // Handshakes run on this loop (connections move to their own loop only in

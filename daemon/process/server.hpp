@@ -122,6 +122,8 @@ private:
     void wait_for_storage();   // end of run(): the pool and flushes left behind, bounded
     sched::QueueId open_queue(std::uint64_t connection, const PeerInfo& peer, const std::string& export_name,
                               const ExportBinding& binding, std::optional<sched::GroupId> keep_group);
+    // What counts under limits.max_connections: connections_ but those closed in the handshake.
+    std::size_t held_connections() const;
     // limits.max_handshakes: closes one connection still in the handshake when that many are.
     void make_handshake_room(const PeerInfo& newcomer, const std::string& peer);
     bool open_sockets(std::string& error);

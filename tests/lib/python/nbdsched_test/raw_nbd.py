@@ -2,8 +2,10 @@
 stalled handshake, an idle connection, TLS ended by hand): the protocol's
 magic numbers, exact reads, and one option or request put on the wire.
 Numbers from the NBD protocol (doc/proto.md)."""
+import select
 import socket
 import struct
+import threading
 import time
 
 NBDMAGIC = b"NBDMAGIC"
@@ -85,3 +87,52 @@ def closed_by_server(sock, timeout):
     except OSError:   # ConnectionResetError, ssl.SSLEOFError
         return True
     return False
+
+
+
+class HangupWatch:
+    """When the server closes each socket watched, as time.monotonic() here
+    (never sooner than it did), seen by poll(2) in a thread of its own from
+    the moment watch() is called, whatever this thread is doing; nothing is
+    read: a client that read its replies would no longer be stalled."""
+
+    POLL_S = 0.02   # how soon a socket just watched is polled
+
+    def __init__(self):
+        self._socks = []
+        self._seen = {}
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def watch(self, sock):
+        with self._lock:
+            self._socks.append(sock)
+        return sock
+
+    def times(self, timeout):
+        """[when each watched socket was seen closed (None: still open)], in
+        the order watched, once all are or after `timeout` s; the watch ends."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self._seen) == len(self._socks):
+                    break
+            time.sleep(self.POLL_S)
+        self._done.set()
+        self._thread.join()
+        return [self._seen.get(s) for s in self._socks]
+
+    def _run(self):
+        while not self._done.is_set():
+            with self._lock:
+                polled = {s.fileno(): s for s in self._socks if s not in self._seen}
+            poller = select.poll()
+            for fd in polled:
+                poller.register(fd, select.POLLRDHUP)   # POLLHUP and POLLERR come unasked
+            events = poller.poll(self.POLL_S * 1000)
+            now = time.monotonic()
+            with self._lock:
+                for fd, _ in events:
+                    self._seen[polled[fd]] = now
