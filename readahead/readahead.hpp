@@ -80,7 +80,7 @@
 namespace nbdsched::readahead {
 
 // Charged per cached extent or prefetch in flight beside its buffer: its
-// map, LRU, ownership and in-flight nodes, and the allocator's slack around
+// map, LRU and in-flight nodes, and the allocator's slack around
 // a page-aligned block (aligned_alloc leaves up to a page beside it: with
 // 4 KiB pieces the daemon's RSS was twice the data held).
 inline constexpr std::uint64_t extent_overhead_bytes = 4096;
