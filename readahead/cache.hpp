@@ -9,17 +9,21 @@
 //
 // The limit is on memory, not on bytes of data: each extent is charged its
 // buffer's capacity (a 512-byte extent in a 4 KiB block holds 4 KiB) plus
-// `per_extent_overhead` for its bookkeeping (map, LRU and ownership nodes).
+// `per_extent_overhead` for its bookkeeping (map and LRU nodes). Those nodes
+// come from a NodePool: an extent evicted leaves its nodes for the next
+// insert, so a cache in steady state allocates nothing; the pool keeps at
+// most what the most extents held at once took, which the limit bounds.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <list>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <span>
-#include <vector>
 
+#include "common/node_pool.hpp"
 #include "readahead/extent_bytes.hpp"
 #include "readahead/range.hpp"
 
@@ -61,13 +65,14 @@ public:
     std::uint64_t evicted_bytes() const { return evicted_; }
 
 private:
+    using Lru = std::pmr::list<std::uint64_t>;
     struct Entry {
         ExtentBytes data;
-        std::list<std::uint64_t>::iterator lru;   // position in lru_
-        bool consumed = false;                    // read up to its end
+        Lru::iterator lru;       // position in lru_
+        bool consumed = false;   // read up to its end
         std::uint64_t end(std::uint64_t start) const { return start + data.size(); }
     };
-    using Map = std::map<std::uint64_t, Entry>;
+    using Map = std::pmr::map<std::uint64_t, Entry>;
 
     // The first extent that ends after `offset` (the one containing it, or
     // the next one), or end().
@@ -80,8 +85,9 @@ private:
     std::uint64_t bytes_ = 0;
     std::uint64_t memory_ = 0;
     std::uint64_t evicted_ = 0;
-    Map map_;
-    std::list<std::uint64_t> lru_;   // front = evicted first, back = hottest
+    common::NodePool pool_;   // before the containers it serves: outlives them
+    Map map_{&pool_};
+    Lru lru_{&pool_};   // front = evicted first, back = hottest
 };
 
 }   // namespace nbdsched::readahead

@@ -13,14 +13,17 @@ ReadAhead::ReadAhead(const Options& options)
     stats_.window_bytes = capped_window_bytes(options.window_bytes, options.cache_bytes, options.max_io_bytes);
 }
 
-ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out) {
+void ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out, ReadDecision& d) {
+    d.kind = ReadDecision::Kind::miss;
+    d.wait_ticket = 0;
+    d.prefetch.clear();
     const std::uint64_t length = out.size();
     if (!enabled() || length == 0)
-        return {};
+        return;
     std::lock_guard lock(mutex_);
     if (offset > device_size_ || length > device_size_ - offset)
-        return {};
-    ReadDecision d = decide(queue, {offset, length}, out, true);
+        return;
+    decide(queue, {offset, length}, out, true, d);
     switch (d.kind) {
     case ReadDecision::Kind::hit:
         ++stats_.hits;
@@ -37,10 +40,14 @@ ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::
     // the client waits for the fill, and the window continues where it ends.
     if (auto r = streams_.on_read(queue, offset, length, d.kind != ReadDecision::Kind::miss)) {
         std::uint64_t reached = 0;
-        auto more = issue(queue, *r, false, &reached);
+        issue(queue, *r, false, d.prefetch, &reached);
         streams_.issued(queue, *r, reached);
-        d.prefetch.insert(d.prefetch.end(), more.begin(), more.end());
     }
+}
+
+ReadDecision ReadAhead::on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out) {
+    ReadDecision d;
+    on_read(queue, offset, out, d);
     return d;
 }
 
@@ -48,23 +55,24 @@ ReadDecision ReadAhead::resume(std::uint64_t offset, std::span<std::byte> out) {
     if (!enabled() || out.empty())
         return {};
     std::lock_guard lock(mutex_);
-    ReadDecision d = decide(0, {offset, out.size()}, out, false);
+    ReadDecision d;
+    decide(0, {offset, out.size()}, out, false, d);
     stats_.waits_failed += d.kind == ReadDecision::Kind::miss ? 1 : 0;
     return d;
 }
 
-ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill) {
-    ReadDecision d;
+void ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill,
+                       ReadDecision& d) {
     if (cache_.lookup(r.offset, out)) {
         d.kind = ReadDecision::Kind::hit;
         stats_.hit_bytes += r.length;
-        return d;
+        return;
     }
     const Cover c = cover(r);
     if (c.gap.length == 0) {
         d.kind = ReadDecision::Kind::wait;
         d.wait_ticket = c.ticket;
-        return d;
+        return;
     }
     // Partly covered: fill the missing span (see the header for why), but
     // only as a whole, or the read would go to the backend anyway; and not
@@ -72,13 +80,12 @@ ReadDecision ReadAhead::decide(std::uint64_t queue, const Range& r, std::span<st
     // cache memory at all).
     if (may_fill && c.covered_bytes > 0 && c.gap.length >= min_piece_bytes && !write_pending(c.gap) &&
         cache_.make_room(inflight_charge_ + split_charge(c.gap.length), true)) {
-        d.prefetch = issue(queue, c.gap, true);
+        issue(queue, c.gap, true, d.prefetch);
         if (!d.prefetch.empty()) {
             d.kind = ReadDecision::Kind::wait;
             d.wait_ticket = d.prefetch.back().ticket;
         }
     }
-    return d;
 }
 
 const ReadAhead::InFlight* ReadAhead::inflight_at(std::uint64_t pos, std::uint64_t* ticket) const {
@@ -148,8 +155,7 @@ std::uint64_t ReadAhead::split_charge(std::uint64_t length) const {
     return total;
 }
 
-std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand, std::uint64_t* reached) {
-    std::vector<Prefetch> out;
+void ReadAhead::issue(std::uint64_t queue, Range r, bool demand, std::vector<Prefetch>& out, std::uint64_t* reached) {
     std::uint64_t pos = 0;
     // Reading a range a write is busy with would be thrown away anyway; a
     // piece under a page holds a whole buffer for a few bytes (only the
@@ -162,7 +168,6 @@ std::vector<Prefetch> ReadAhead::issue(std::uint64_t queue, Range r, bool demand
         pos = issue_pieces(queue, r, demand, out);
     if (reached != nullptr)
         *reached = pos;
-    return out;
 }
 
 std::uint64_t ReadAhead::issue_pieces(std::uint64_t queue, const Range& r, bool demand, std::vector<Prefetch>& out) {
@@ -190,15 +195,16 @@ std::uint64_t ReadAhead::issue_pieces(std::uint64_t queue, const Range& r, bool 
     return pos;
 }
 
-std::vector<Prefetch> ReadAhead::on_cache(std::uint64_t queue, std::uint64_t offset, std::uint64_t length) {
+void ReadAhead::on_cache(std::uint64_t queue, std::uint64_t offset, std::uint64_t length,
+                         std::vector<Prefetch>& out) {
+    out.clear();
     if (!enabled())
-        return {};
+        return;
     std::lock_guard lock(mutex_);
     const Range r{offset, std::min(length, options_.cache_bytes)};
     const Cover c = cover(r);
-    if (c.gap.length == 0)
-        return {};
-    return issue(queue, c.gap);
+    if (c.gap.length != 0)
+        issue(queue, c.gap, false, out);
 }
 
 bool ReadAhead::lookup(std::uint64_t offset, std::span<std::byte> out) {

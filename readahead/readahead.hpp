@@ -12,7 +12,7 @@
 //                 .max_io_bytes = max_io});
 //
 //   READ arrives (queue q, offset, buffer):
-//       auto d = ra.on_read(q, offset, buffer);
+//       ra.on_read(q, offset, buffer, d);   // d: a ReadDecision kept for the next read
 //       d.kind == hit  -> buffer is filled: reply now, no backend I/O.
 //       d.kind == wait -> the read is wholly covered by cached data and
 //                         prefetches in flight (any number of them): park it
@@ -56,16 +56,23 @@
 // cache_bytes, counting each piece's buffer as allocated (buffer_bytes) plus
 // extent_overhead_bytes. A prefetch that does not fit after evicting is
 // simply not issued.
+//
+// Steady state allocates nothing: the in-flight table's and the cache's
+// nodes come from node pools, a caller that keeps its ReadDecision (and
+// on_cache's list) reuses its memory, and the extents' buffers are the
+// caller's to recycle (ExtentBytes' release).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory_resource>
 #include <mutex>
 #include <span>
 #include <vector>
 
+#include "common/node_pool.hpp"
 #include "readahead/cache.hpp"
 #include "readahead/streams.hpp"
 #include "readahead/window.hpp"
@@ -73,7 +80,7 @@
 namespace nbdsched::readahead {
 
 // Charged per cached extent or prefetch in flight beside its buffer: its
-// map, LRU, ownership and in-flight nodes, and the allocator's slack around
+// map, LRU and in-flight nodes, and the allocator's slack around
 // a page-aligned block (aligned_alloc leaves up to a page beside it: with
 // 4 KiB pieces the daemon's RSS was twice the data held).
 inline constexpr std::uint64_t extent_overhead_bytes = 4096;
@@ -134,14 +141,18 @@ public:
     explicit ReadAhead(const Options& options);
 
     bool enabled() const { return options_.window_bytes > 0; }
+    // Decides into `d`, overwriting it; its prefetch list keeps its memory,
+    // so a caller that keeps `d` for the next read allocates nothing.
+    void on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out, ReadDecision& d);
     ReadDecision on_read(std::uint64_t queue, std::uint64_t offset, std::span<std::byte> out);
     // A parked read's prefetch completed: hit (`out` filled), wait (another
     // prefetch still covers part of it) or miss. Never prefetches.
     ReadDecision resume(std::uint64_t offset, std::span<std::byte> out);
     // NBD_CMD_CACHE: prefetches for the part of the range neither cached nor
     // in flight (at most the cache's size; none while a write is pending
-    // over it), charged to `queue`. Submit and complete them as on_read's.
-    std::vector<Prefetch> on_cache(std::uint64_t queue, std::uint64_t offset, std::uint64_t length);
+    // over it), charged to `queue`, into `out` (cleared first, its memory
+    // kept). Submit and complete them as on_read's.
+    void on_cache(std::uint64_t queue, std::uint64_t offset, std::uint64_t length, std::vector<Prefetch>& out);
     // Copies a wholly cached range into `out`; false (untouched) otherwise.
     bool lookup(std::uint64_t offset, std::span<std::byte> out);
     void on_write(std::uint64_t offset, std::uint64_t length);
@@ -171,10 +182,12 @@ private:
     };
     Cover cover(const Range& r) const;
     const InFlight* inflight_at(std::uint64_t pos, std::uint64_t* ticket) const;
-    ReadDecision decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill);
-    // `reached`, when given: where what is cached or now in flight of `r`
-    // ends (r's end when nothing needed fetching).
-    std::vector<Prefetch> issue(std::uint64_t queue, Range r, bool demand = false, std::uint64_t* reached = nullptr);
+    // Into `d`, whose prefetch list is empty.
+    void decide(std::uint64_t queue, const Range& r, std::span<std::byte> out, bool may_fill, ReadDecision& d);
+    // Appends to `out`. `reached`, when given: where what is cached or now
+    // in flight of `r` ends (r's end when nothing needed fetching).
+    void issue(std::uint64_t queue, Range r, bool demand, std::vector<Prefetch>& out,
+               std::uint64_t* reached = nullptr);
     // issue()'s loop: pieces of `r` from its start while the cache has room;
     // returns where it stopped.
     std::uint64_t issue_pieces(std::uint64_t queue, const Range& r, bool demand, std::vector<Prefetch>& out);
@@ -191,8 +204,9 @@ private:
     mutable std::mutex mutex_;
     ExtentCache cache_;
     StreamTable streams_;
-    std::map<std::uint64_t, InFlight> inflight_;   // by ticket
-    std::vector<Range> pending_writes_;            // on_write seen, on_write_done not yet
+    common::NodePool pool_;                                     // inflight_'s nodes
+    std::pmr::map<std::uint64_t, InFlight> inflight_{&pool_};   // by ticket
+    std::vector<Range> pending_writes_;                         // on_write seen, on_write_done not yet
     std::uint64_t next_ticket_ = 1;
     std::uint64_t inflight_bytes_ = 0;
     std::uint64_t inflight_charge_ = 0;

@@ -9,8 +9,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/node_pool.hpp"
 #include "common/reused_fifo.hpp"
-#include "sched/node_pool.hpp"
 #include "sched/tunable_table.hpp"
 
 namespace nbdsched::sched {
@@ -54,7 +54,7 @@ private:
     DeviceTraits device_;
     NoneTunables t_;
     common::ReusedFifo<Request> fifo_;   // nothing allocated per request
-    NodePool pool_;
+    common::NodePool pool_;
     std::pmr::unordered_map<RequestId, Request> in_flight_{&pool_};
     // Hash maps while running (O(1) with 10,000 queues); stats() copies them
     // into SchedulerStats' ordered maps.

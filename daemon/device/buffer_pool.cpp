@@ -72,17 +72,21 @@ std::byte* take(std::size_t n, std::size_t& capacity) {
 
 void give(std::byte* block, std::size_t capacity) {
     if (!block) return;
-    if (pool_gone) return std::free(block);
-    pool.in_use -= static_cast<std::int64_t>(capacity);
-    if (capacity > max_pooled) return std::free(block);
-    auto& list = pool.free[class_of(capacity)];
-    if (list.size() >= keep_blocks || list.size() * capacity >= keep_bytes) return std::free(block);
-    list.push_back(block);
-    pool.kept_bytes += capacity;
+    disown(capacity);
+    give_disowned(block, capacity);
 }
 
 void disown(std::size_t capacity) {
     if (!pool_gone) pool.in_use -= static_cast<std::int64_t>(capacity);
+}
+
+void give_disowned(std::byte* block, std::size_t capacity) {
+    if (!block) return;
+    if (pool_gone || capacity > max_pooled) return std::free(block);
+    auto& list = pool.free[class_of(capacity)];
+    if (list.size() >= keep_blocks || list.size() * capacity >= keep_bytes) return std::free(block);
+    list.push_back(block);
+    pool.kept_bytes += capacity;
 }
 
 std::size_t peak_in_use_here() {

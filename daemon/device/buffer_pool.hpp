@@ -20,10 +20,14 @@ std::size_t capacity_for(std::size_t n);
 std::byte* take(std::size_t n, std::size_t& capacity);
 // A block from take() (or nullptr). Any thread may give back any block.
 void give(std::byte* block, std::size_t capacity);
-// A block from take() leaves the pool for good (the caller free()s it, as
-// the read-ahead cache does with a prefetch's buffer): it no longer counts
-// as held by this thread's requests.
+// A block from take() is no longer held by this thread's requests (the
+// read-ahead cache keeps a prefetch's buffer): it stops counting as in use.
+// Its owner frees it, or gives it back with give_disowned().
 void disown(std::size_t capacity);
+// Gives back a block disown()ed earlier (the read-ahead cache dropped it),
+// to be taken again as give() does, without counting it as no longer in use
+// twice. Any thread.
+void give_disowned(std::byte* block, std::size_t capacity);
 
 // The most bytes this thread's requests held at once (taken, not yet
 // given back) since the last call; the count starts again from what they

@@ -46,9 +46,10 @@ public:
         data_.reset();
         data_.get_deleter().capacity = 0;
     }
-    // Gives the memory away (free() it); the buffer is empty afterwards.
-    // Without disown() the pool would count it as held for ever, and its
-    // idle release would keep that much (daemon/process/idle_memory.hpp).
+    // Gives the memory away (free() it, or buffer_pool::give_disowned()
+    // it); the buffer is empty afterwards. Without disown() the pool would
+    // count it as held for ever, and its idle release would keep that much
+    // (daemon/process/idle_memory.hpp).
     std::byte* take() {
         buffer_pool::disown(capacity());
         data_.get_deleter().capacity = 0;

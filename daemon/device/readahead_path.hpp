@@ -13,16 +13,22 @@
 //   WRITE / TRIM / WRITE_ZEROES   invalidate before they are scheduled, and
 //          report when the backend is done (see on_done).
 //
-// Prefetch buffers exist only while their read is in flight, and those bytes
-// are already counted against read_ahead_cache by ReadAhead.
+// A prefetch's buffer comes from the thread's buffer pool and goes to the
+// read-ahead cache with its data; when the cache drops the extent, the buffer
+// goes back to the pool (bytes counted against read_ahead_cache by
+// ReadAhead all along). With the prefetch requests kept for the next
+// prefetch, the tables' nodes from a node pool and the decision's list
+// reused, a prefetch in steady state allocates nothing.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <vector>
 
+#include "common/node_pool.hpp"
 #include "readahead/readahead.hpp"
 #include "daemon/device/io_request.hpp"
 
@@ -57,10 +63,10 @@ public:
     void resize(std::uint64_t device_size) { ra_.resize(device_size); }
     // NBD_CMD_CACHE: prefetch what of r's range is not cached yet. r is not
     // taken: the device answers it at once (CACHE is a hint).
-    void cache(const IoRequest& r) { start_prefetches(ra_.on_cache(r.queue, r.offset, r.length), r.group); }
+    void cache(const IoRequest& r);
 
     readahead::Stats stats() const { return ra_.stats(); }
-    std::size_t parked() const { return parked_count_; }
+    std::size_t parked() const { return parked_.size(); }
     std::size_t prefetches_in_flight() const { return inflight_.size(); }
 
     // Prefetch completion (the device calls the sink of every request).
@@ -73,12 +79,22 @@ private:
 
     void start_prefetches(const std::vector<readahead::Prefetch>& list, sched::GroupId group);
     void wake_parked(std::uint64_t ticket);
+    // A prefetch request kept from an earlier prefetch, or a new one.
+    std::unique_ptr<PrefetchIo> spare_prefetch();
 
     readahead::ReadAhead ra_;
     Hooks hooks_;
-    std::map<std::uint64_t, std::unique_ptr<PrefetchIo>> inflight_;   // by ticket
-    std::map<std::uint64_t, std::vector<IoRequest*>> parked_;         // by the ticket they wait for
-    std::size_t parked_count_ = 0;
+    // The last decision, kept for its list's memory. Moved out while its
+    // prefetches start, in case starting one leads back into intercept().
+    readahead::ReadDecision decision_;
+    // The maps' nodes (declared before them: outlives them).
+    common::NodePool pool_;
+    std::pmr::map<std::uint64_t, std::unique_ptr<PrefetchIo>> inflight_{&pool_};   // by ticket
+    // By the ticket they wait for, in the order they came.
+    std::pmr::multimap<std::uint64_t, IoRequest*> parked_{&pool_};
+    // Prefetch requests done, for the next ones (no buffer: the cache took
+    // it). At most as many as were in flight at once, which the cache bounds.
+    std::vector<std::unique_ptr<PrefetchIo>> spare_;
 };
 
 }   // namespace nbdsched::daemon

@@ -13,11 +13,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/node_pool.hpp"
 #include "sched/bfq/device_model.hpp"
 #include "sched/bfq/queue.hpp"
 #include "sched/bfq/tunables.hpp"
 #include "sched/bfq/wf2q.hpp"
-#include "sched/node_pool.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::sched::bfq {
@@ -139,7 +139,7 @@ private:
     DeviceTraits device_;
     BfqTunables tunables_;
     // Before the trees and maps whose nodes it holds, so it outlives them.
-    NodePool pool_;
+    common::NodePool pool_;
     std::uint64_t computed_max_budget_;    // bfqd->bfq_max_budget
     std::uint64_t budgets_assigned_ = 0;   // smoothed towards 256
     bool peak_rate_known_ = false;         // the estimator produced a rate

@@ -20,10 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/node_pool.hpp"
 #include "sched/cfq/group.hpp"
 #include "sched/cfq/queue.hpp"
 #include "sched/cfq/tunables.hpp"
-#include "sched/node_pool.hpp"
 #include "sched/scheduler.hpp"
 
 namespace nbdsched::sched::cfq {
@@ -153,7 +153,7 @@ private:
     DeviceTraits device_;
     CfqTunables t_;
     // First, so it outlives every container whose nodes it holds.
-    NodePool pool_;
+    common::NodePool pool_;
 
     std::map<GroupId, std::unique_ptr<CfqGroup>> groups_;
     // Hash maps for lookups only: they are iterated nowhere but in stats(),

@@ -15,8 +15,8 @@
 #include <memory_resource>
 #include <unordered_map>
 
+#include "common/node_pool.hpp"
 #include "common/reused_fifo.hpp"
-#include "sched/node_pool.hpp"
 #include "sched/qos/bucket.hpp"
 #include "sched/qos/protector.hpp"
 #include "sched/qos/spec.hpp"
@@ -95,7 +95,7 @@ private:
     std::unique_ptr<Scheduler> inner_;
     DeviceTraits device_;
     std::map<GroupId, Group> groups_;   // ordered: ties break the same way every run
-    NodePool pool_;                     // tracks_' nodes: nothing allocated per request
+    common::NodePool pool_;             // tracks_' nodes: nothing allocated per request
     std::pmr::unordered_map<RequestId, Track> tracks_{&pool_};
     std::unordered_map<QueueId, EntityStats> direct_queues_;
     // Closed clients' requests still held here, by queue: the policy has seen the close.

@@ -6,13 +6,16 @@
 // malloc and its family are counted (interposed below, forwarding to
 // glibc's), so operator new, aligned_alloc and Asio's handlers all count.
 // After a warm-up, 4 KiB random reads and writes at 1 and 64 in flight
-// must allocate nothing (at most one in 100 requests: cfq's idle timer).
+// must allocate nothing (at most one in 100 requests: cfq's idle timer);
+// so must 4 KiB sequential reads and random reads with read-ahead on, whose
+// prefetches go through the scheduler, the backend and the read-ahead cache.
 #include <doctest/doctest.h>
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,11 +78,16 @@ namespace {
 constexpr std::uint32_t bs = 4096;
 constexpr std::uint64_t region = 4u << 20;   // written once first: no page is allocated later
 
-// Keeps `depth` 4 KiB requests in flight, reads and writes at random
-// offsets, until `total` have been answered. Preallocated buffers only.
+// What a Load sends: reads and writes alternating at random offsets, or
+// reads only from one offset to the next, wrapping at the region's end.
+enum class Pattern { random_mixed,
+                     sequential_reads };
+
+// Keeps `depth` 4 KiB requests in flight until `total` have been answered.
+// Preallocated buffers only.
 class Load {
 public:
-    explicit Load(RawClient& c) : c_(c) {}
+    explicit Load(RawClient& c, Pattern pattern = Pattern::random_mixed) : c_(c), pattern_(pattern) {}
 
     bool run(unsigned depth, unsigned total) {
         unsigned sent = 0, done = 0;
@@ -107,6 +115,11 @@ public:
 
 private:
     void send(unsigned i) {
+        if (pattern_ == Pattern::sequential_reads) {
+            put(true, next_, (std::uint64_t(i) << 1) | 1);
+            next_ = (next_ + bs) % region;
+            return;
+        }
         rng_ ^= rng_ << 13;
         rng_ ^= rng_ >> 7;
         rng_ ^= rng_ << 17;
@@ -125,32 +138,54 @@ private:
     }
 
     RawClient& c_;
+    Pattern pattern_;
+    std::uint64_t next_ = 0;
     std::uint64_t rng_ = 88172645463325252ull;
     std::array<std::uint8_t, nbd::request_size + bs> out_{};
     std::array<std::uint8_t, nbd::simple_reply_size> header_{};
     std::array<std::uint8_t, bs> data_{};
 };
 
-// Allocations per request over `total` requests after `warm` of them.
-double per_request(Load& load, unsigned depth, unsigned warm, unsigned total) {
-    REQUIRE(load.run(depth, warm));
+// Allocations per request over `total` requests.
+double per_request(Load& load, unsigned depth, unsigned total) {
     const auto before = allocations.load();
     REQUIRE(load.run(depth, total));
     return double(allocations.load() - before) / total;
 }
 
-// Serves `config` and checks 4 KiB reads and writes at queue depth 1 and 64
-// allocate at most once in 100 requests after a warm-up.
-void check_steady_state(const config::Config& config, const std::string& label) {
+// The prefetches the first device's read-ahead issued so far (fills too).
+std::uint64_t prefetches(TestServer& server) {
+    std::optional<readahead::Stats> s;
+    server.on_loop([&](daemon::control::DaemonState& state) { s = state.devices->front()->read_ahead_stats(); });
+    REQUIRE(s);
+    return s->prefetches + s->fills;
+}
+
+// Serves `config` and checks 4 KiB requests of `pattern` at queue depth 1 and
+// 64 allocate at most once in 100 requests after a warm-up. `read_ahead`:
+// the device prefetches, and must have done so while measured (at least once
+// in 1000 requests: random reads start few streams), or the check would say
+// nothing about prefetching.
+void check_steady_state(const config::Config& config, const std::string& label,
+                        Pattern pattern = Pattern::random_mixed, bool read_ahead = false) {
     TestServer server(config);
     RawClient c(server.socket());
     REQUIRE(c.handshake("default", false));
-    Load load(c);
+    Load load(c, pattern);
     REQUIRE(load.fill());
     for (unsigned depth : {1u, 64u}) {
         CAPTURE(depth);
-        const double per = per_request(load, depth, 2000, 10000);
-        std::printf("%s qd%u: %.4f allocations per request\n", label.c_str(), depth, per);
+        const unsigned total = 10000;
+        REQUIRE(load.run(depth, 2000));   // warm-up
+        const std::uint64_t prefetched = read_ahead ? prefetches(server) : 0;
+        const double per = per_request(load, depth, total);
+        std::printf("%s qd%u: %.4f allocations per request", label.c_str(), depth, per);
+        if (read_ahead) {
+            const std::uint64_t issued = prefetches(server) - prefetched;
+            std::printf(", %llu prefetches", static_cast<unsigned long long>(issued));
+            CHECK(issued >= total / 1000);
+        }
+        std::printf("\n");
         CHECK(per <= 0.01);
     }
 }
@@ -188,7 +223,7 @@ TEST_CASE("4 KiB reads and writes through the QoS layer allocate (almost) nothin
 
 // A RAM device with a timing profile: every request waits for its emulated
 // completion on the device's release timer. Read-ahead (on by default with
-// a profile) is off: it allocates per prefetch.
+// a profile) is off here; the read-ahead case below has it on.
 TEST_CASE("4 KiB reads and writes on a device with a timing profile allocate (almost) nothing in steady state") {
     auto config = standard_config();
     config.devices[0].profile = "nvme";
@@ -197,8 +232,36 @@ TEST_CASE("4 KiB reads and writes on a device with a timing profile allocate (al
     check_steady_state(config, "nvme profile bfq");
 }
 
-// A file device on `engine`, buffered and O_DIRECT; read-ahead, off here,
-// allocates per prefetch.
+// Read-ahead on: a RAM device with a window set explicitly (prefetches
+// complete at once) and a timing profile's (they wait for the release
+// timer, and reads park on them). The cache is a quarter of the region:
+// prefetched data is evicted and prefetched again all along, and writes
+// make it stale. Each prefetch used to allocate its request, its buffer,
+// the nodes of the maps that track it, its decision's list and the cache's
+// map, LRU and ownership nodes.
+TEST_CASE("4 KiB sequential and random reads with read-ahead on allocate (almost) nothing in steady state") {
+    struct Case {
+        const char* label;
+        const char* profile;
+        Pattern pattern;
+    };
+    for (const Case& k : {Case{"read-ahead ram sequential", "none", Pattern::sequential_reads},
+                          Case{"read-ahead ram random", "none", Pattern::random_mixed},
+                          Case{"read-ahead nvme profile sequential", "nvme", Pattern::sequential_reads},
+                          Case{"read-ahead nvme profile random", "nvme", Pattern::random_mixed}}) {
+        CAPTURE(k.label);
+        auto config = standard_config();
+        auto& dev = config.devices[0];
+        dev.scheduler = "bfq";
+        dev.profile = k.profile;
+        dev.read_ahead_kb = 128;
+        dev.read_ahead_cache = region / 4;
+        check_steady_state(config, k.label, k.pattern, true);
+    }
+}
+
+// A file device on `engine`, buffered and O_DIRECT, read-ahead off (the
+// read-ahead case covers prefetching).
 static void check_file_steady_state(backend::IoEngine engine, const std::string& label) {
     for (bool direct : {false, true}) {
         CAPTURE(direct);

@@ -2,7 +2,9 @@
 // in a private temporary directory, for tests that talk to it over the wire.
 #pragma once
 
+#include <boost/asio/post.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -81,6 +83,17 @@ public:
     }
     const std::string& socket() const { return socket_; }
     const std::string& dir() const { return dir_.path(); }
+
+    // Runs `f` on the server's loop 0 with every other loop paused (where it
+    // may read any device, as the control socket does) and waits for it.
+    void on_loop(const std::function<void(daemon::control::DaemonState&)>& f) {
+        std::promise<void> done;
+        boost::asio::post(server_->io(), [&] {
+            server_->exclusive([&] { f(server_->state()); });
+            done.set_value();
+        });
+        done.get_future().wait();
+    }
 
 private:
     testlib::TempDir dir_;

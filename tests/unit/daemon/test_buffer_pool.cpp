@@ -78,3 +78,20 @@ TEST_CASE("a buffer given away (to the read-ahead cache) stops counting as held"
         std::free(given_away);
     });
 }
+
+TEST_CASE("a block given away comes back with give_disowned: taken again, not counted as freed twice") {
+    on_fresh_thread([] {
+        AlignedBuffer buffer;
+        buffer.reserve(mib);
+        std::byte* given_away = buffer.take();
+        CHECK(buffer_pool::peak_in_use_here() == mib);
+        buffer_pool::give_disowned(given_away, mib);   // the read-ahead cache dropped it
+        CHECK(buffer_pool::peak_in_use_here() == 0);
+        std::size_t cap = 0;
+        std::byte* again = buffer_pool::take(mib, cap);
+        CHECK(again == given_away);                      // reused, not allocated
+        CHECK(buffer_pool::peak_in_use_here() == mib);   // held once, from 0
+        buffer_pool::give(again, cap);
+        CHECK(buffer_pool::release_kept_here(0) == mib);
+    });
+}

@@ -96,3 +96,50 @@ TEST_CASE("cache: the limit counts each extent's buffer capacity and its bookkee
     CHECK(c.bytes() == c.extents() * 512);
     CHECK(c.memory() == c.extents() * (4096 + 512));
 }
+
+namespace {
+// What went back through ExtentBytes' release: blocks and their bytes.
+int released = 0;
+std::size_t released_bytes = 0;
+void count_release(std::byte* block, std::size_t capacity) {
+    ++released;
+    released_bytes += capacity;
+    delete[] block;
+}
+ExtentBytes block_of(std::size_t size) {
+    return ExtentBytes(new std::byte[size], size, size, count_release);
+}
+}   // namespace
+
+// The daemon's prefetch buffers go back to its buffer pool this way, for the
+// next prefetch: a block must come back exactly once, whenever its extent goes.
+TEST_CASE("cache: an extent's block goes back through its release once, whichever way the extent goes") {
+    released = 0;
+    released_bytes = 0;
+    {
+        ExtentCache c(4 * (4096 + 4096), 4096);   // room for four 4 KiB extents
+        for (std::uint64_t i = 0; i < 4; ++i)
+            REQUIRE(c.insert(i * 4096, block_of(4096)));
+        CHECK(released == 0);
+        REQUIRE(c.insert(10 * 4096, block_of(4096)));   // evicts extent 0
+        CHECK(released == 1);
+        REQUIRE(c.insert(10 * 4096, block_of(4096)));   // replaces itself
+        CHECK(released == 2);
+        CHECK(c.invalidate(4096, 1) == 4096);
+        CHECK(released == 3);
+        CHECK_FALSE(c.insert(20 * 4096, block_of(8 * 4096)));   // never fits: the caller's, released as it goes
+        CHECK(released == 4);
+        ExtentBytes moved = block_of(4096);
+        ExtentBytes target = std::move(moved);   // one owner at a time
+        target = block_of(8192);                 // the old block goes
+        CHECK(released == 5);
+        REQUIRE(c.insert(30 * 4096, std::move(target)));   // evicts extent 2
+        CHECK(released == 6);
+        CHECK(c.extents() == 3);
+        c.clear();
+        CHECK(released == 9);
+        REQUIRE(c.insert(0, block_of(4096)));
+    }
+    CHECK(released == 10);   // the cache's own end releases what it holds
+    CHECK(released_bytes == 8 * 4096 + 8 * 4096 + 8192);
+}

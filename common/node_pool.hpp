@@ -1,19 +1,20 @@
-// NodePool: the memory resource of one scheduler's node-based containers
-// (std::pmr map/set/list/unordered_map). Every request used to allocate and
+// NodePool: the memory resource of one owner's node-based containers
+// (std::pmr map/set/list/unordered_map): a scheduler's, the read-ahead
+// cache's and its in-flight tables. Every request used to allocate and
 // free several tree and list nodes on its way through cfq/bfq, and malloc/free
 // were a third of the scheduler's instructions with many queues; the pool
 // keeps freed blocks in per-size free lists for the next insert instead.
 // It never returns memory before it is destroyed, so it holds the peak
-// footprint of its scheduler (bounded by the requests and queues it held at
-// once). Not thread-safe, like the scheduler that owns it; owners declare it
-// before the containers that use it, so it outlives them.
+// footprint of its owner (bounded by the requests, queues or extents it held
+// at once). Not thread-safe, like the owners; they declare it before the
+// containers that use it, so it outlives them.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <memory_resource>
 
-namespace nbdsched::sched {
+namespace nbdsched::common {
 
 class NodePool final : public std::pmr::memory_resource {
 public:
@@ -46,4 +47,4 @@ private:
     std::array<FreeBlock*, kClasses> free_{};
 };
 
-}   // namespace nbdsched::sched
+}   // namespace nbdsched::common

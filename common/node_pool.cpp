@@ -1,10 +1,10 @@
-#include "sched/node_pool.hpp"
+#include "common/node_pool.hpp"
 
 // Under ASan a pooled free block is poisoned, so a use after free inside a
 // scheduler's containers is still reported although the block is not freed.
 #include "common/sanitizers.hpp"
 
-namespace nbdsched::sched {
+namespace nbdsched::common {
 
 namespace {
 std::pmr::memory_resource& upstream() { return *std::pmr::new_delete_resource(); }
@@ -43,4 +43,4 @@ void NodePool::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) 
     NBDSCHED_POISON(b, c * kGranule);
 }
 
-}   // namespace nbdsched::sched
+}   // namespace nbdsched::common
