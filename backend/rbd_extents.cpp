@@ -46,7 +46,7 @@ int RbdBackend::extents(std::uint64_t offset, std::uint64_t length, ExtentList& 
     const std::uint64_t scan = std::max<std::uint64_t>(h_->object_size, 4096) * k_max_scan_objects;
     const std::uint64_t end = offset + std::min(length, scan);
     Allocated a;
-    int r = rbd_diff_iterate2(h_->image, nullptr, offset, end - offset, 1, 0, on_extent, &a);
+    int r = librbd().rbd_diff_iterate2(h_->image, nullptr, offset, end - offset, 1, 0, on_extent, &a);
     if (r < 0) return -r;
     // Sorted and clipped: librbd reports per object, not necessarily in order.
     std::sort(a.runs.begin(), a.runs.end());

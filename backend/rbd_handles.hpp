@@ -1,15 +1,14 @@
 // The librados/librbd handles behind an RbdBackend (only its own .cpp files
-// include librbd).
+// include librbd; its functions come from rbd_library.hpp).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <rados/librados.h>
-#include <rbd/librbd.h>
 
 #include "backend/rbd_backend.hpp"
+#include "backend/rbd_library.hpp"
 
 namespace nbdsched::backend {
 

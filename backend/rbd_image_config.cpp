@@ -1,5 +1,6 @@
 // Reading and checking an image's own configuration (rbd_image_config.hpp).
 #include "backend/rbd_image_config.hpp"
+#include "backend/rbd_library.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -20,17 +21,17 @@ using Options = std::map<std::string, Option>;
 int read_options(rbd_image_t image, Options& out) {
     std::vector<rbd_config_option_t> options(256);
     int count = static_cast<int>(options.size());
-    int r = rbd_config_image_list(image, options.data(), &count);
+    int r = librbd().rbd_config_image_list(image, options.data(), &count);
     if (r == -ERANGE) {   // count says how many there are
         options.resize(static_cast<std::size_t>(count));
-        r = rbd_config_image_list(image, options.data(), &count);
+        r = librbd().rbd_config_image_list(image, options.data(), &count);
     }
     if (r < 0) return r;
     for (int i = 0; i < count; ++i) {
         const rbd_config_option_t& o = options[static_cast<std::size_t>(i)];
         out[o.name] = {o.value, static_cast<int>(o.source)};
     }
-    rbd_config_image_list_cleanup(options.data(), count);
+    librbd().rbd_config_image_list_cleanup(options.data(), count);
     return 0;
 }
 

@@ -50,7 +50,7 @@ bool RbdBackend::later(std::function<void()> job) {
 
 int RbdBackend::read(std::uint64_t offset, std::span<std::byte> out) {
     if (!check(offset, out.size(), nullptr)) return EINVAL;
-    auto r = rbd_read(h_->image, offset, out.size(), reinterpret_cast<char*>(out.data()));
+    auto r = librbd().rbd_read(h_->image, offset, out.size(), reinterpret_cast<char*>(out.data()));
     if (r >= 0 && static_cast<std::size_t>(r) != out.size()) return EIO;
     return to_errno(r);
 }
@@ -59,17 +59,17 @@ int RbdBackend::write(std::uint64_t offset, std::span<const std::byte> data, boo
     if (!check(offset, data.size(), nullptr)) return EINVAL;
     if (!image_size_current()) read_image_size();   // the I/O pool's thread: it may wait
     if (int err = past_image_end(offset, data.size())) return err;
-    auto r = rbd_write(h_->image, offset, data.size(), reinterpret_cast<const char*>(data.data()));
+    auto r = librbd().rbd_write(h_->image, offset, data.size(), reinterpret_cast<const char*>(data.data()));
     if (r >= 0 && static_cast<std::size_t>(r) != data.size()) return EIO;   // librbd clipped it
     if (r >= 0 && fua) return flush();
     return to_errno(r);
 }
 
-int RbdBackend::flush() { return to_errno(rbd_flush(h_->image)); }
+int RbdBackend::flush() { return to_errno(librbd().rbd_flush(h_->image)); }
 
 int RbdBackend::trim(std::uint64_t offset, std::uint64_t length, bool fua) {
     if (!check(offset, length, nullptr)) return EINVAL;
-    int r = rbd_discard(h_->image, offset, length);
+    int r = librbd().rbd_discard(h_->image, offset, length);
     if (r >= 0 && fua) return flush();
     return to_errno(r);
 }
@@ -78,7 +78,7 @@ int RbdBackend::write_zeroes(std::uint64_t offset, std::uint64_t length, bool ma
     if (!check(offset, length, nullptr)) return EINVAL;
     if (!image_size_current()) read_image_size();
     if (int err = past_image_end(offset, length)) return err;
-    int r = rbd_write_zeroes(h_->image, offset, length, zero_flags(may_trim), 0);
+    int r = librbd().rbd_write_zeroes(h_->image, offset, length, zero_flags(may_trim), 0);
     if (r >= 0 && fua) return flush();
     return to_errno(r);
 }
@@ -103,8 +103,8 @@ struct RbdBackend::Op {
 void RbdBackend::on_complete(void* completion, void* arg) {
     auto c = static_cast<rbd_completion_t>(completion);
     auto* op = static_cast<Op*>(arg);
-    long long r = rbd_aio_get_return_value(c);
-    rbd_aio_release(c);
+    long long r = librbd().rbd_aio_get_return_value(c);
+    librbd().rbd_aio_release(c);
     if (op->kind == Op::Kind::read && r >= 0 && static_cast<std::uint64_t>(r) != op->length) r = -EIO;
     const bool writes = op->kind == Op::Kind::write || op->kind == Op::Kind::zero;
     if (writes && r >= 0 && op->size_read_at != op->self->h_->header_changes) {
@@ -159,21 +159,21 @@ void RbdBackend::start_within(Op* op) {
 
 void RbdBackend::start(Op* op) {
     rbd_completion_t c;
-    int r = rbd_aio_create_completion(op, &RbdBackend::on_complete, &c);
+    int r = librbd().rbd_aio_create_completion(op, &RbdBackend::on_complete, &c);
     if (r < 0) {
         sink_->completed(op->tag, to_errno(r));
         delete op;
         return;
     }
     switch (op->kind) {
-    case Op::Kind::read: r = rbd_aio_readv(h_->image, &op->iov, 1, op->offset, c); break;
-    case Op::Kind::write: r = rbd_aio_writev(h_->image, &op->iov, 1, op->offset, c); break;
-    case Op::Kind::flush: r = rbd_aio_flush(h_->image, c); break;
-    case Op::Kind::trim: r = rbd_aio_discard(h_->image, op->offset, op->length, c); break;
-    case Op::Kind::zero: r = rbd_aio_write_zeroes(h_->image, op->offset, op->length, c, zero_flags(op->may_trim), 0); break;
+    case Op::Kind::read: r = librbd().rbd_aio_readv(h_->image, &op->iov, 1, op->offset, c); break;
+    case Op::Kind::write: r = librbd().rbd_aio_writev(h_->image, &op->iov, 1, op->offset, c); break;
+    case Op::Kind::flush: r = librbd().rbd_aio_flush(h_->image, c); break;
+    case Op::Kind::trim: r = librbd().rbd_aio_discard(h_->image, op->offset, op->length, c); break;
+    case Op::Kind::zero: r = librbd().rbd_aio_write_zeroes(h_->image, op->offset, op->length, c, zero_flags(op->may_trim), 0); break;
     }
     if (r < 0) {   // not started: the callback will not run
-        rbd_aio_release(c);
+        librbd().rbd_aio_release(c);
         sink_->completed(op->tag, to_errno(r));
         delete op;
     }

@@ -27,12 +27,12 @@ int holders_of(rbd_image_t image, std::string& out) {
     rbd_lock_mode_t mode;
     std::vector<char*> owners(8);
     std::size_t count = owners.size();
-    int r = rbd_lock_get_owners(image, &mode, owners.data(), &count);
+    int r = librbd().rbd_lock_get_owners(image, &mode, owners.data(), &count);
     if (r == -ENOENT) return 0;
     if (r < 0) return r;
     std::vector<rbd_image_watcher_t> watchers(64);
     std::size_t watcher_count = watchers.size();
-    if (rbd_watchers_list(image, watchers.data(), &watcher_count) < 0) watcher_count = 0;
+    if (librbd().rbd_watchers_list(image, watchers.data(), &watcher_count) < 0) watcher_count = 0;
     out.clear();
     for (std::size_t i = 0; i < count; ++i) {
         std::string owner = owners[i];
@@ -40,8 +40,8 @@ int holders_of(rbd_image_t image, std::string& out) {
             if (owner == watchers[w].addr) owner = "client." + std::to_string(watchers[w].id) + " at " + owner;
         out += (out.empty() ? "" : ", ") + owner;
     }
-    if (watcher_count) rbd_watchers_list_cleanup(watchers.data(), watcher_count);
-    rbd_lock_get_owners_cleanup(owners.data(), count);
+    if (watcher_count) librbd().rbd_watchers_list_cleanup(watchers.data(), watcher_count);
+    librbd().rbd_lock_get_owners_cleanup(owners.data(), count);
     return static_cast<int>(count);
 }
 
@@ -74,8 +74,8 @@ int advisory_locks(rbd_image_t image, const std::string& name, std::string& out)
     for (int tries = 0; tries < 3; ++tries) {
         std::size_t tag_len = tag.size(), clients_len = clients.size(), cookies_len = cookies.size(),
                     addrs_len = addrs.size();
-        count = rbd_list_lockers(image, &exclusive, tag.data(), &tag_len, clients.data(), &clients_len,
-                                 cookies.data(), &cookies_len, addrs.data(), &addrs_len);
+        count = librbd().rbd_list_lockers(image, &exclusive, tag.data(), &tag_len, clients.data(), &clients_len,
+                                          cookies.data(), &cookies_len, addrs.data(), &addrs_len);
         if (count != -ERANGE) break;   // the lengths now say what is needed
         tag.resize(tag_len + 1);
         clients.resize(clients_len + 1);
@@ -118,11 +118,11 @@ int acquire_told(RbdBackend::Handles& h, const std::string& name, int held, std:
     if (held < 0) holder = "an unknown client";
     if (!h.on_lock_wait || held == 0) {   // free: nobody to wait for
         holder.clear();
-        return rbd_lock_acquire(h.image, RBD_LOCK_MODE_EXCLUSIVE);
+        return librbd().rbd_lock_acquire(h.image, RBD_LOCK_MODE_EXCLUSIVE);
     }
     const auto began = std::chrono::steady_clock::now();
     auto acquiring = std::async(std::launch::async, [image = h.image] {
-        return rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
+        return librbd().rbd_lock_acquire(image, RBD_LOCK_MODE_EXCLUSIVE);
     });
     if (acquiring.wait_for(k_refusal_time) == std::future_status::ready) {
         const int r = acquiring.get();
@@ -159,19 +159,19 @@ int break_holders(RbdBackend::Handles& h, std::string& what) {
     rbd_lock_mode_t mode;
     std::vector<char*> owners(8);
     std::size_t count = owners.size();
-    int r = rbd_lock_get_owners(h.image, &mode, owners.data(), &count);
+    int r = librbd().rbd_lock_get_owners(h.image, &mode, owners.data(), &count);
     if (r == -ENOENT) return 0;   // nobody holds it
     if (r < 0) return r;
     what = "cannot blocklist it";
     for (std::size_t i = 0; i < count && r == 0; ++i)
-        r = rados_blocklist_add(h.cluster, owners[i], 0);   // 0: the cluster's expiry (an hour)
+        r = librbd().rados_blocklist_add(h.cluster, owners[i], 0);   // 0: the cluster's expiry (an hour)
     if (r == 0) {
         what = "cannot read the OSD map after blocklisting it";
-        r = rados_wait_for_latest_osdmap(h.cluster);
+        r = librbd().rados_wait_for_latest_osdmap(h.cluster);
     }
     if (r == 0) what = "";
-    for (std::size_t i = 0; i < count && r == 0; ++i) r = rbd_lock_break(h.image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
-    rbd_lock_get_owners_cleanup(owners.data(), count);
+    for (std::size_t i = 0; i < count && r == 0; ++i) r = librbd().rbd_lock_break(h.image, RBD_LOCK_MODE_EXCLUSIVE, owners[i]);
+    librbd().rbd_lock_get_owners_cleanup(owners.data(), count);
     return r < 0 ? r : static_cast<int>(count);
 }
 
@@ -219,7 +219,7 @@ void on_image_update(void* arg) { ++static_cast<RbdBackend::Handles*>(arg)->head
 
 bool set_option(rados_t cluster, const char* key, unsigned seconds, std::string& error) {
     if (seconds == 0) return true;
-    int r = rados_conf_set(cluster, key, std::to_string(seconds).c_str());
+    int r = librbd().rados_conf_set(cluster, key, std::to_string(seconds).c_str());
     if (r < 0) error = std::string("cannot set ") + key + ": " + errno_text(r);
     return r == 0;
 }
@@ -235,7 +235,7 @@ bool set_option(rados_t cluster, const char* key, unsigned seconds, std::string&
 // it). Read before the file and after it.
 std::string conf_value(rados_t cluster, const char* key) {
     char value[64] = {};
-    return rados_conf_get(cluster, key, value, sizeof value) == 0 ? value : "";
+    return librbd().rados_conf_get(cluster, key, value, sizeof value) == 0 ? value : "";
 }
 
 // librbd's cache as the device asks, over ceph.conf. By default none (as
@@ -251,7 +251,7 @@ bool set_cache(rados_t cluster, RbdCache cache, std::string& error) {
         {"rbd_cache_policy", cache_name(cache)},
         {"rbd_cache_writethrough_until_flush", "false"}};
     for (const auto& [key, value] : settings) {
-        if (int r = rados_conf_set(cluster, key, value); r < 0) {
+        if (int r = librbd().rados_conf_set(cluster, key, value); r < 0) {
             error = std::string("cannot set ") + key + " to " + value + ": " + errno_text(r);
             return false;
         }
@@ -262,22 +262,22 @@ bool set_cache(rados_t cluster, RbdCache cache, std::string& error) {
 
 bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
     const std::string who = "client." + spec.client;
-    int r = rados_create2(&h.cluster, "ceph", who.c_str(), 0);
+    int r = librbd().rados_create2(&h.cluster, "ceph", who.c_str(), 0);
     if (r < 0) {
         h.cluster = nullptr;
         error = "cannot create a cluster handle for " + who + ": " + errno_text(r);
         return false;
     }
     const std::string default_threads = conf_value(h.cluster, "librados_thread_count");
-    r = rados_conf_read_file(h.cluster, spec.ceph_conf.empty() ? nullptr : spec.ceph_conf.c_str());
+    r = librbd().rados_conf_read_file(h.cluster, spec.ceph_conf.empty() ? nullptr : spec.ceph_conf.c_str());
     if (r < 0) {
         error = "cannot read " + (spec.ceph_conf.empty() ? std::string("the Ceph configuration") : spec.ceph_conf) +
                 ": " + errno_text(r);
         return false;
     }
-    if (spec.ceph_conf.empty()) rados_conf_parse_env(h.cluster, nullptr);   // $CEPH_ARGS
+    if (spec.ceph_conf.empty()) librbd().rados_conf_parse_env(h.cluster, nullptr);   // $CEPH_ARGS
     if (conf_value(h.cluster, "librados_thread_count") == default_threads &&
-        (r = rados_conf_set(h.cluster, "librados_thread_count", "1")) < 0) {
+        (r = librbd().rados_conf_set(h.cluster, "librados_thread_count", "1")) < 0) {
         error = "cannot set librados_thread_count: " + errno_text(r);
         return false;
     }
@@ -289,7 +289,7 @@ bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
     // that never comes: the write waited forever instead of failing with
     // ESHUTDOWN, and its client with it. The copy stays whatever ceph.conf
     // says (it costs the event loop about 120 µs per 1 MiB: docs/rbd.md).
-    if ((r = rados_conf_set(h.cluster, "rbd_disable_zero_copy_writes", "true")) < 0) {
+    if ((r = librbd().rados_conf_set(h.cluster, "rbd_disable_zero_copy_writes", "true")) < 0) {
         error = "cannot set rbd_disable_zero_copy_writes: " + errno_text(r);
         return false;
     }
@@ -298,26 +298,26 @@ bool connect(RbdBackend::Handles& h, const RbdSpec& spec, std::string& error) {
         !set_option(h.cluster, "rados_mon_op_timeout", spec.osd_op_timeout, error) ||
         !set_option(h.cluster, "client_mount_timeout", spec.mount_timeout, error))
         return false;
-    if ((r = rados_connect(h.cluster)) < 0) {
+    if ((r = librbd().rados_connect(h.cluster)) < 0) {
         error = "cannot connect to the cluster as " + who + ": " + errno_text(r);
         return false;
     }
-    if ((r = rados_ioctx_create(h.cluster, spec.pool.c_str(), &h.io)) < 0) {
+    if ((r = librbd().rados_ioctx_create(h.cluster, spec.pool.c_str(), &h.io)) < 0) {
         h.io = nullptr;
         error = "pool " + spec.pool + ": " + errno_text(r);
         return false;
     }
-    rados_ioctx_set_namespace(h.io, spec.rados_namespace.empty() ? nullptr : spec.rados_namespace.c_str());
+    librbd().rados_ioctx_set_namespace(h.io, spec.rados_namespace.empty() ? nullptr : spec.rados_namespace.c_str());
     return true;
 }
 
 }   // namespace
 
 RbdBackend::Handles::~Handles() {
-    if (watching) rbd_update_unwatch(image, update_watch);
-    if (image) rbd_close(image);
-    if (io) rados_ioctx_destroy(io);
-    if (cluster) rados_shutdown(cluster);
+    if (watching) librbd().rbd_update_unwatch(image, update_watch);
+    if (image) librbd().rbd_close(image);
+    if (io) librbd().rados_ioctx_destroy(io);
+    if (cluster) librbd().rados_shutdown(cluster);
 }
 
 std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& error,
@@ -329,8 +329,9 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
         return nullptr;
     };
     if (spec.image.empty()) return fail("no image given");
+    if (std::string why; !load_rbd_library(why)) return fail(why);
     if (!connect(*h, spec, error)) return fail(error);
-    int r = rbd_open(h->io, spec.image.c_str(), &h->image, nullptr);
+    int r = librbd().rbd_open(h->io, spec.image.c_str(), &h->image, nullptr);
     if (r < 0) {
         h->image = nullptr;
         return fail("cannot open the image: " + errno_text(r));
@@ -344,15 +345,15 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
     if (!spec.lock_later && !take_lock(*h, name, spec.break_lock, error)) return fail(error);
     h->locked = !spec.lock_later;
     std::uint64_t size = 0;
-    if ((r = rbd_get_size(h->image, &size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
+    if ((r = librbd().rbd_get_size(h->image, &size)) < 0) return fail("cannot read the image's size: " + errno_text(r));
     if (size == 0) return fail("the image is empty (size 0)");
     h->size = size;
     h->image_size = size;
-    if ((r = rbd_update_watch(h->image, &h->update_watch, &on_image_update, h.get())) < 0)
+    if ((r = librbd().rbd_update_watch(h->image, &h->update_watch, &on_image_update, h.get())) < 0)
         return fail("cannot watch the image for a resize: " + errno_text(r));
     h->watching = true;
     rbd_image_info_t info{};
-    if ((r = rbd_stat(h->image, &info, sizeof info)) < 0) return fail("cannot read the image's layout: " + errno_text(r));
+    if ((r = librbd().rbd_stat(h->image, &info, sizeof info)) < 0) return fail("cannot read the image's layout: " + errno_text(r));
     h->object_size = info.obj_size;
     return std::unique_ptr<RbdBackend>(new RbdBackend(std::move(h), std::move(name)));
 }
@@ -360,7 +361,7 @@ std::unique_ptr<RbdBackend> RbdBackend::open(const RbdSpec& spec, std::string& e
 int RbdBackend::refresh_size() {
     const std::uint64_t changes = h_->header_changes;
     std::uint64_t size = 0;
-    if (int r = rbd_get_size(h_->image, &size); r < 0) return -r;   // librbd sees a resize through its watch
+    if (int r = librbd().rbd_get_size(h_->image, &size); r < 0) return -r;   // librbd sees a resize through its watch
     if (size == 0) return EINVAL;
     h_->size = size;
     h_->image_size = size;
@@ -371,14 +372,14 @@ int RbdBackend::refresh_size() {
 void RbdBackend::read_image_size() {
     const std::uint64_t changes = h_->header_changes;
     std::uint64_t size = 0;
-    if (rbd_get_size(h_->image, &size) < 0) return;   // the write goes on against the size known before
+    if (librbd().rbd_get_size(h_->image, &size) < 0) return;   // the write goes on against the size known before
     h_->image_size = size;
     h_->size_read_at = changes;
 }
 
 std::string RbdBackend::release_exclusive() {
     if (!h_->locked) return "";
-    if (int r = rbd_lock_release(h_->image); r < 0) return "rbd " + name_ + ": cannot release the lock: " + errno_text(r);
+    if (int r = librbd().rbd_lock_release(h_->image); r < 0) return "rbd " + name_ + ": cannot release the lock: " + errno_text(r);
     h_->locked = false;
     h_->released = true;
     return "";

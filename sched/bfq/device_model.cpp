@@ -1,4 +1,5 @@
 #include "sched/bfq/device_model.hpp"
+#include "sched/bfq/constants.hpp"
 
 #include <algorithm>
 
@@ -12,7 +13,6 @@ constexpr unsigned kHwQueueSamples = 32;    // BFQ_HW_QUEUE_SAMPLES
 constexpr std::uint64_t kRateMinSamples = 32;
 constexpr Nanos kRateMinInterval = 300ms;
 constexpr Nanos kRateRefInterval = 1s;
-constexpr Nanos kMinTt = 2ms;   // BFQ_MIN_TT
 // ref_rate[] in sectors/usec << 16: {rotational, non-rotational}; the
 // initial estimate is 2/3 of it, as bfq_init_queue does.
 constexpr std::uint64_t kRefRate[2] = {14000, 33000};

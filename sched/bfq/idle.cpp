@@ -2,14 +2,11 @@
 // bfq_better_to_idle() and its two halves, bfq_asymmetric_scenario(),
 // bfq_arm_slice_timer(), plus nbdsched's group_idle extension.
 #include "sched/bfq/scheduler.hpp"
+#include "sched/bfq/constants.hpp"
 
 #include <algorithm>
 
 namespace nbdsched::sched::bfq {
-namespace {
-using namespace std::chrono_literals;
-constexpr Nanos kMinTt = 2ms;   // BFQ_MIN_TT
-}   // namespace
 
 Nanos BfqScheduler::guarantee_idle() const {
     // slice_idle serves both purposes when set; with slice_idle 0 (the seed

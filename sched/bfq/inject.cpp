@@ -12,15 +12,15 @@
 // the heavy group's think time instead of adding to it. The kernel takes any
 // busy queue with budget left, which lets an injected group exceed its share.
 #include "sched/bfq/scheduler.hpp"
+#include "sched/bfq/constants.hpp"
 
 #include <algorithm>
 
 namespace nbdsched::sched::bfq {
 namespace {
 using namespace std::chrono_literals;
-constexpr std::uint64_t kSectThrNonrot = 2 * 32;   // BFQQ_SECT_THR_NONROT
-constexpr Nanos kLimitResetPeriod = 1000ms;        // bfq_add_request: reset every second
-constexpr Nanos kSamplePeriod = 10ms;              // at most one sample per 10 ms
+constexpr Nanos kLimitResetPeriod = 1000ms;   // bfq_add_request: reset every second
+constexpr Nanos kSamplePeriod = 10ms;         // at most one sample per 10 ms
 }   // namespace
 
 std::optional<unsigned> BfqScheduler::inject_limit(QueueId client) const {

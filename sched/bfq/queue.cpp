@@ -1,14 +1,14 @@
 #include "sched/bfq/queue.hpp"
+#include "sched/bfq/constants.hpp"
 
 #include <algorithm>
 
 namespace nbdsched::sched::bfq {
 namespace {
 
-constexpr std::uint64_t kSeekThr = 8 * 100;        // BFQQ_SEEK_THR (sectors)
-constexpr std::uint64_t kSectThrNonrot = 2 * 32;   // BFQQ_SECT_THR_NONROT
-constexpr unsigned kSeekyHistory = 19;             // BFQQ_SEEKY: > 19 of 32
-constexpr std::uint64_t kTtimeValid = 80;          // bfq_sample_valid()
+constexpr std::uint64_t kSeekThr = 8 * 100;   // BFQQ_SEEK_THR (sectors)
+constexpr unsigned kSeekyHistory = 19;        // BFQQ_SEEKY: > 19 of 32
+constexpr std::uint64_t kTtimeValid = 80;     // bfq_sample_valid()
 
 std::uint64_t sector(const Request& r) { return r.offset / 512; }
 
