@@ -47,6 +47,21 @@ std::optional<std::chrono::milliseconds> stall_timeout(Reader& r, const Field& f
     return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
 }
 
+// limits.busy_poll and limits.coalesce: `auto` (adaptive, at `automatic`'s
+// window) or a fixed window from 0 (off) to 1ms; a bare number is in us.
+template <typename Window>
+std::optional<Window> auto_or_window(Reader& r, const Field& f) {
+    auto text = r.string(f);
+    if (!text) return std::nullopt;
+    if (*text == "auto") return Window::automatic();
+    auto d = parse_duration(*text, std::chrono::microseconds(1));
+    if (!d || *d < Nanos(0) || *d > std::chrono::milliseconds(1)) {
+        r.error(f, "expected auto or a duration from 0 to 1ms, e.g. 50us");
+        return std::nullopt;
+    }
+    return Window{std::chrono::duration_cast<std::chrono::microseconds>(*d), false};
+}
+
 }   // namespace
 
 void parse_limits(Reader& r, const Field& field, Limits& limits) {
@@ -55,7 +70,7 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                {"max_connections", "max_handshakes", "max_inflight_per_connection", "max_inflight_bytes_per_connection",
                 "max_request_bytes", "max_inflight_per_device", "max_inflight_bytes_per_device", "io_threads",
                 "inflight_fair_share", "handshake_timeout", "drain_timeout", "stall_timeout", "max_handshake_options",
-                "busy_poll", "threads", "spread_connections"},
+                "busy_poll", "coalesce", "threads", "spread_connections"},
                [&](const Field& f) {
                    if (f.key == "max_connections") {
                        if (auto v = r.integer(f, 1, 1000000)) limits.max_connections = unsigned(*v);
@@ -82,15 +97,9 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        if (auto d = stall_timeout(r, f)) limits.stall_timeout = *d;
                        else return;
                    } else if (f.key == "busy_poll") {
-                       auto text = r.string(f);
-                       if (text && *text == "auto") {
-                           limits.busy_poll = BusyPoll::automatic();
-                           return;
-                       }
-                       auto d = text ? parse_duration(*text, std::chrono::microseconds(1)) : std::nullopt;
-                       if (text && (!d || *d < Nanos(0) || *d > std::chrono::milliseconds(1)))
-                           return r.error(f, "expected auto or a duration from 0 to 1ms, e.g. 50us");
-                       if (d) limits.busy_poll = BusyPoll{std::chrono::duration_cast<std::chrono::microseconds>(*d), false};
+                       if (auto w = auto_or_window<BusyPoll>(r, f)) limits.busy_poll = *w;
+                   } else if (f.key == "coalesce") {
+                       if (auto w = auto_or_window<Coalesce>(r, f)) limits.coalesce = *w;
                    } else if (f.key == "max_handshake_options") {
                        if (auto v = r.integer(f, 1, 65536)) limits.max_handshake_options = unsigned(*v);
                    } else if (f.key == "threads") {

@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 #include <system_error>
 
+#include "daemon/stats/loop_activity.hpp"
+
 namespace nbdsched::daemon {
 
 namespace {
@@ -150,6 +152,9 @@ sched::RequestId Device::alloc_slot(IoRequest& r) {
 }
 
 void Device::submit(IoRequest& r) {
+    auto& activity = stats::loop_activity();
+    ++activity.requests;
+    if (model_) ++activity.timed_requests;
     auto held = lock_.hold();
     // A timed device charges a zero as a write of zeros: never fast.
     if (r.fast_zero && model_) {

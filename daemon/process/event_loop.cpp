@@ -1,8 +1,11 @@
 #include "daemon/process/event_loop.hpp"
 
 #include <sys/resource.h>
+#include <thread>
+#include <time.h>
 
 #include "daemon/process/busy_poll_policy.hpp"
+#include "daemon/process/coalesce_policy.hpp"
 
 namespace nbdsched::daemon {
 namespace {
@@ -33,22 +36,54 @@ bool poll_for_work(boost::asio::io_context& io, std::chrono::microseconds window
     return found;
 }
 
+// CPU time the calling thread has used.
+std::chrono::steady_clock::duration thread_cpu_time() {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+// Naps, then runs everything that came meanwhile; when nothing did, waits
+// for work as usual (a nap after the last request of a burst finds none).
+// False once `io` is out of work or stopped.
+bool nap_then_run(boost::asio::io_context& io, std::chrono::microseconds nap, LoopStats& stats) {
+    ++stats.naps;
+    std::this_thread::sleep_for(nap);
+    if (io.poll() != 0) return true;
+    ++stats.sleeps;
+    return io.run_one() != 0;
+}
+
 }   // namespace
 
 LoopStats& LoopStats::operator+=(const LoopStats& other) {
     polls_with_work += other.polls_with_work;
     sleeps += other.sleeps;
     backoffs += other.backoffs;
+    naps += other.naps;
+    nap_trials += other.nap_trials;
+    naps_kept += other.naps_kept;
     return *this;
 }
 
-void run_event_loop(boost::asio::io_context& io, const config::BusyPoll& busy_poll, LoopStats& stats) {
-    if (busy_poll.window.count() == 0) {
+void run_event_loop(boost::asio::io_context& io, const config::Limits& limits, LoopStats& stats) {
+    if (limits.busy_poll.window.count() == 0 && limits.coalesce.window.count() == 0) {
         io.run();
         return;
     }
-    BusyPollPolicy policy(busy_poll);
+    BusyPollPolicy policy(limits.busy_poll);
+    CoalescePolicy naps(limits.coalesce, thread_cpu_time);
+    const bool polls = limits.busy_poll.window.count() != 0;
     while (!io.stopped()) {
+        if (const auto nap = naps.nap(std::chrono::steady_clock::now(), stats::loop_activity()); nap.count() != 0) {
+            if (!nap_then_run(io, nap, stats)) break;
+            continue;
+        }
+        if (!polls) {
+            ++stats.sleeps;
+            if (io.run_one() == 0) break;
+            continue;
+        }
         // While `auto` has stopped polling, a turn is one run_one(), as
         // io_context::run() has it: it runs what is ready and sleeps only
         // when nothing is. Asking the reactor first (poll()) cost an
@@ -69,7 +104,10 @@ void run_event_loop(boost::asio::io_context& io, const config::BusyPoll& busy_po
         ++stats.sleeps;
         if (io.run_one() == 0) break;   // out of work, or stopped
     }
-    stats.backoffs = policy.backoffs();   // read at exit (the log line), so counted once here
+    // Read at exit (the log line), so counted once here.
+    stats.backoffs = policy.backoffs();
+    stats.nap_trials = naps.trials();
+    stats.naps_kept = naps.kept();
 }
 
 }   // namespace nbdsched::daemon

@@ -4,7 +4,9 @@
 // (busy_poll_policy.hpp). At one request at a time the next request often
 // arrives within tens of microseconds of the reply, and catching it awake
 // saves the wake-up of a sleeping (v)CPU. docs/data-path.md#busy-poll has
-// the measurements and the CPU it costs.
+// the measurements and the CPU it costs. Or napping when it runs out of
+// work (coalesce_policy.hpp): what comes meanwhile is served in one batch
+// (docs/data-path.md#coalescing).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -18,11 +20,14 @@ struct LoopStats {
     std::uint64_t polls_with_work = 0;   // polls that found work (a sleep avoided)
     std::uint64_t sleeps = 0;            // blocked in epoll_wait (while `auto` pauses: turns that may have)
     std::uint64_t backoffs = 0;          // `auto` stopped polling: it did not pay
+    std::uint64_t naps = 0;              // limits.coalesce: naps before waiting for work
+    std::uint64_t nap_trials = 0;        // `auto` tried napping
+    std::uint64_t naps_kept = 0;         // ... and napping paid
 
     LoopStats& operator+=(const LoopStats& other);
 };
 
 // Returns when `io` runs out of work or is stopped, as io_context::run() does.
-void run_event_loop(boost::asio::io_context& io, const config::BusyPoll& busy_poll, LoopStats& stats);
+void run_event_loop(boost::asio::io_context& io, const config::Limits& limits, LoopStats& stats);
 
 }   // namespace nbdsched::daemon

@@ -17,7 +17,7 @@ EventLoops::~EventLoops() {
     stop();
 }
 
-void EventLoops::start(const config::BusyPoll& busy_poll) {
+void EventLoops::start(const config::Limits& limits) {
     if (running_) return;
     running_ = true;
     for (std::size_t i = 0; i < size(); ++i) {
@@ -27,7 +27,7 @@ void EventLoops::start(const config::BusyPoll& busy_poll) {
     for (std::size_t i = 0; i < extra_.size(); ++i) {
         // Kept running while idle: stop() ends them.
         guards_.push_back(boost::asio::make_work_guard(*extra_[i]));
-        threads_.emplace_back([this, i, busy_poll] { run_event_loop(*extra_[i], busy_poll, stats_[i]); });
+        threads_.emplace_back([this, i, limits] { run_event_loop(*extra_[i], limits, stats_[i]); });
     }
 }
 

@@ -35,16 +35,16 @@ public:
     std::size_t size() const { return extra_.size() + 1; }
     boost::asio::io_context& at(std::size_t index) { return index == 0 ? main_ : *extra_[index - 1]; }
 
-    // Starts the threads of loops 1..N-1 (busy_poll applies to each), and
-    // on every loop the release of a burst's memory once it is quiet.
-    void start(const config::BusyPoll& busy_poll);
+    // Starts the threads of loops 1..N-1 (busy_poll and coalesce apply to
+    // each), and on every loop the release of a burst's memory once it is quiet.
+    void start(const config::Limits& limits);
     // Stops those loops and joins their threads; handlers still queued stay
     // queued until their io_context is destroyed. Loop 0's thread only.
     void stop();
     // Runs `f` on the calling thread (loop 0's) while every other loop waits
     // inside a handler posted to it; nested calls run `f` directly.
     void exclusive(const std::function<void()>& f);
-    // The other loops' busy-poll counts (after stop()).
+    // The other loops' busy-poll and nap counts (after stop()).
     LoopStats stats() const;
 
     // Connection placement (docs/threads.md), loop 0's thread only. place():

@@ -307,21 +307,26 @@ int Server::run() {
     // Every loop runs before the daemon says it is ready: a connection placed
     // on another loop right after is served at once, and whoever counts the
     // daemon's threads after READY finds them all.
-    loops_.start(config_.limits.busy_poll);
+    loops_.start(config_.limits);
     spdlog::info("nbdsched: ready");
     ready_ = true;
     if (options_.on_ready) options_.on_ready();
     LoopStats loop;
-    run_event_loop(io_, config_.limits.busy_poll, loop);
+    run_event_loop(io_, config_.limits, loop);
     loops_.stop();
     wait_for_storage();
+    loop += loops_.stats();
     if (const auto& poll = config_.limits.busy_poll; poll.window.count() != 0) {
-        loop += loops_.stats();
         spdlog::info("event loop: busy_poll {}{}us: {} sleeps avoided, {} sleeps{}{}", poll.adaptive ? "auto " : "",
                      poll.window.count(), loop.polls_with_work, loop.sleeps,
                      poll.adaptive ? ", stopped polling " + std::to_string(loop.backoffs) + " times" : "",
                      loops_.size() > 1 ? " (" + std::to_string(loops_.size()) + " loops)" : "");
     }
+    if (const auto& nap = config_.limits.coalesce; nap.window.count() != 0)
+        spdlog::info("event loop: coalesce {}{}us: {} naps{}", nap.adaptive ? "auto " : "", nap.window.count(), loop.naps,
+                     nap.adaptive ? ", tried " + std::to_string(loop.nap_trials) + " times, kept " +
+                                        std::to_string(loop.naps_kept)
+                                  : "");
     spdlog::info("nbdsched: stopped");
     return exit_code_;
 }

@@ -264,6 +264,18 @@ TEST_CASE("limits: busy_poll") {
     expect_error(with("limits:\n  busy_poll: fast\n"), "limits.busy_poll", 2, 14, "expected auto or a duration from 0 to 1ms");
 }
 
+TEST_CASE("limits: coalesce") {
+    using nbdsched::config::Coalesce;
+    using std::chrono::microseconds;
+    CHECK(with("").config->limits.coalesce == Coalesce::automatic());   // auto by default
+    CHECK(with("limits: {coalesce: auto}\n").config->limits.coalesce == Coalesce::automatic());
+    CHECK(with("limits: {coalesce: 0}\n").config->limits.coalesce == Coalesce{});   // 0: never nap
+    CHECK(with("limits: {coalesce: 200us}\n").config->limits.coalesce == Coalesce{microseconds(200), false});
+    CHECK(with("limits: {coalesce: 30}\n").config->limits.coalesce.window == microseconds(30));   // bare: us
+    expect_error(with("limits:\n  coalesce: 5ms\n"), "limits.coalesce", 2, 13, "expected auto or a duration from 0 to 1ms");
+    expect_error(with("limits:\n  coalesce: -1us\n"), "limits.coalesce", 2, 13, "expected auto or a duration from 0 to 1ms");
+}
+
 TEST_CASE("limits: threads") {
     auto ok = with("limits: {threads: 4}\n");
     REQUIRE(ok.errors.empty());

@@ -31,7 +31,10 @@ TEST_CASE("exclusive() runs while every other loop waits") {
     std::uint64_t counts[2] = {0, 0};   // plain: each loop's own, read by main only inside exclusive()
     bool stop = false;
     for (int i = 0; i < 2; ++i) spin(loops.at(i + 1), counts[i], stop);
-    loops.start(nbdsched::config::BusyPoll{});
+    nbdsched::config::Limits plain;   // loops that neither poll nor nap
+    plain.busy_poll = {};
+    plain.coalesce = {};
+    loops.start(plain);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (int round = 0; round < 20; ++round) {
         std::uint64_t before[2] = {};

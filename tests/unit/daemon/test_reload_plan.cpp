@@ -118,6 +118,7 @@ TEST_CASE("every limit but stall_timeout needs a restart; stall_timeout applies 
         {"max_handshake_options", [](config::Limits& l) { l.max_handshake_options += 1; }},
         {"drain_timeout", [](config::Limits& l) { l.drain_timeout += 1s; }},
         {"busy_poll", [](config::Limits& l) { l.busy_poll.window += 50us; }},
+        {"coalesce", [](config::Limits& l) { l.coalesce.adaptive = !l.coalesce.adaptive; }},
         {"threads", [](config::Limits& l) { l.threads += 1; }},
     };
     for (const auto& [name, change] : restart_only) {

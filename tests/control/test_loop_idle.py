@@ -1,10 +1,13 @@
-"""limits.busy_poll: the event loop polls before it sleeps. With it on, data
-still round-trips over Unix and TCP (small replies copied, large RAM
-replies sent from the backend's pages, several in flight at once, a TRIM
-racing a large read), and the daemon reports the loop's polls at exit.
-With `auto`, a client that sends a request every 2 ms (none arrives within
-a poll's 50 us) makes the loop stop polling. No speed is asserted: whether
-a poll found work depends on timing.
+"""What the event loop does when it runs out of work: limits.busy_poll
+(poll before sleeping) and limits.coalesce (nap first, then serve what came
+meanwhile in one batch). With either on, data still round-trips over Unix
+and TCP (small replies copied, large RAM replies sent from the backend's
+pages, several in flight at once, a TRIM racing a large read), and the
+daemon reports the loop's polls and naps at exit. With `auto`, a client
+that sends a request every 2 ms (none arrives within a poll's 50 us) makes
+the loop stop polling, and never makes it try a nap (a 50 us nap would
+gather a fortieth of a request). No speed is asserted: whether a poll
+found work, or a nap paid, depends on timing.
 """
 import re
 import sys
@@ -21,7 +24,7 @@ devices:
   - {name: d0, backend: ram, size: 64MiB}
 exports:
   - {name: a, device: d0}
-limits: {busy_poll: POLL}
+limits: {busy_poll: POLL, coalesce: NAP}
 log_level: info
 """
 MIB = 1 << 20
@@ -58,15 +61,15 @@ def exercise(h, base, seed):
     check(h.pread(1000, base) == bytes(1000), "the bytes before the write are untouched")
 
 
-def run(poll):
-    with TempDir("poll") as tmp, Daemon(CONFIG.replace("POLL", poll), "poll", workdir=tmp, tcp=True,
-                                        control=False) as d:
+def run(poll, nap="0"):
+    config = CONFIG.replace("POLL", poll).replace("NAP", nap)
+    with TempDir("poll") as tmp, Daemon(config, "poll", workdir=tmp, tcp=True, control=False) as d:
         for i, transport in enumerate(("unix", "tcp")):
             h = nbd.NBD()
             h.connect_uri(d.uri("a", transport))
             exercise(h, i * 16 * MIB, seed=i + 1)
             h.shutdown()
-        if poll == "auto":
+        if "auto" in (poll, nap):
             h = nbd.NBD()
             h.connect_uri(d.uri("a", "unix"))
             for i in range(200):   # a trickle: each poll runs out before the next request
@@ -88,6 +91,15 @@ def main():
     check(m is not None, "auto reports its polling and how often it stopped at exit")
     check(m is not None and int(m.group(3)) >= 1,
           "auto stopped polling under a trickle of requests 2 ms apart (polls that found nothing)")
+    log = run("0", nap="200us")
+    m = re.search(r"event loop: coalesce 200us: (\d+) naps\n", log)
+    check(m is not None, "the daemon reports its naps at exit")
+    check(m is not None and int(m.group(1)) >= 1, "the loop napped (after each burst of work)")
+    log = run("auto", nap="auto")
+    m = re.search(r"event loop: coalesce auto 50us: (\d+) naps, tried (\d+) times, kept (\d+)\n", log)
+    check(m is not None, "auto reports its naps and trials at exit")
+    check(m is not None and int(m.group(2)) == 0 and int(m.group(1)) == 0,
+          "auto never tried napping for a trickle of requests 2 ms apart")
     print("PASS")
 
 

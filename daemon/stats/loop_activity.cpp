@@ -1,0 +1,10 @@
+#include "daemon/stats/loop_activity.hpp"
+
+namespace nbdsched::daemon::stats {
+
+LoopActivity& loop_activity() {
+    static thread_local LoopActivity activity;
+    return activity;
+}
+
+}   // namespace nbdsched::daemon::stats

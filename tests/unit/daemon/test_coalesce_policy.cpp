@@ -1,0 +1,146 @@
+// The event loop's nap policy (limits.coalesce), driven by a simulated
+// client: a fixed nap naps whenever asked; `auto` naps only where naps
+// gather batches, cut the loop's CPU per request and keep the request rate,
+// and never for a timed device.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "daemon/process/coalesce_policy.hpp"
+
+using nbdsched::config::Coalesce;
+using nbdsched::daemon::CoalescePolicy;
+using nbdsched::daemon::stats::LoopActivity;
+using namespace std::chrono_literals;
+
+namespace {
+
+// How a client's requests come, with and without naps: requests per second,
+// and the loop's CPU time per request.
+struct Load {
+    double rate = 60000;
+    double cpu_per_request = 14e-6;
+    double napping_rate = 60000;
+    double napping_cpu_per_request = 8e-6;
+    bool timed = false;
+};
+
+// A loop serving `load` on a fake clock: each turn without a nap serves one
+// request, each nap gathers what the napping rate brings in the nap.
+struct Loop {
+    CoalescePolicy::Clock::time_point now{};
+    CoalescePolicy::Clock::duration cpu{};
+    LoopActivity activity;
+    CoalescePolicy policy;
+    std::uint64_t naps = 0;
+    double carry = 0;   // a fraction of a request still to come
+
+    explicit Loop(const Coalesce& settings) : policy(settings, [this] { return cpu; }) {}
+
+    void run(CoalescePolicy::Clock::duration span, const Load& load) {
+        const auto end = now + span;
+        while (now < end) {
+            const auto nap = policy.nap(now, activity);
+            const bool napped = nap.count() != 0;
+            naps += napped;
+            const double rate = napped ? load.napping_rate : load.rate;
+            const auto step = napped ? std::chrono::duration<double>(nap) : std::chrono::duration<double>(1 / rate);
+            carry += rate * step.count();
+            const auto served = static_cast<std::uint64_t>(carry);
+            carry -= static_cast<double>(served);
+            activity.requests += served;
+            if (load.timed) activity.timed_requests += served;
+            const double per = napped ? load.napping_cpu_per_request : load.cpu_per_request;
+            cpu += std::chrono::duration_cast<CoalescePolicy::Clock::duration>(
+                std::chrono::duration<double>(per * static_cast<double>(served)));
+            now += std::chrono::duration_cast<CoalescePolicy::Clock::duration>(step);
+        }
+    }
+    // Naps over the next `span` of the same load.
+    std::uint64_t naps_in(CoalescePolicy::Clock::duration span, const Load& load) {
+        const auto before = naps;
+        run(span, load);
+        return naps - before;
+    }
+};
+
+const Coalesce automatic = Coalesce::automatic();
+
+}   // namespace
+
+TEST_CASE("a fixed nap naps whenever the loop asks, whatever it gathers") {
+    Loop loop(Coalesce{50us, false});
+    Load trickle{.rate = 100, .napping_rate = 100};
+    loop.run(100ms, trickle);
+    CHECK(loop.naps > 0);
+    CHECK(loop.policy.nap(loop.now, loop.activity) == 50us);
+    CHECK(loop.policy.trials() == 0);
+}
+
+TEST_CASE("auto never tries a nap that would gather fewer than two requests") {
+    Loop loop(automatic);
+    // 25,000 a second: 1.25 requests in a 50 us nap (one at a time, iodepth 1).
+    loop.run(1s, Load{.rate = 25000, .napping_rate = 25000});
+    CHECK(loop.naps == 0);
+    CHECK(loop.policy.trials() == 0);
+}
+
+TEST_CASE("auto naps on while naps gather batches, save CPU and keep the rate") {
+    Loop loop(automatic);
+    const Load streaming;   // 60,000 a second; 14 us of CPU a request, 8 us napping
+    loop.run(100ms, streaming);
+    CHECK(loop.policy.kept() == 1);
+    CHECK(loop.policy.nap(loop.now, loop.activity) == Coalesce::auto_window);
+    // Napping but for a sample without naps now and then, to measure afresh.
+    const auto span = CoalescePolicy::sample * CoalescePolicy::recheck_samples * 4;
+    const auto naps = loop.naps_in(span, streaming);
+    const auto most = span / Coalesce::auto_window;
+    CHECK(naps > most * 8 / 10);
+    CHECK(loop.policy.kept() >= 3);
+}
+
+TEST_CASE("auto stops napping when the client sends less while the loop naps, and holds off longer each time") {
+    Loop loop(automatic);
+    // A client that waits for its replies: it sends a quarter less while the loop naps.
+    const Load waiting{.napping_rate = 45000, .napping_cpu_per_request = 7e-6};
+    loop.run(30ms, waiting);
+    REQUIRE(loop.policy.trials() == 1);
+    CHECK(loop.policy.kept() == 0);
+    // The first hold: no trial for first_hold (from the trial's end, ~10 ms), then one.
+    loop.run(CoalescePolicy::first_hold - 40ms, waiting);
+    CHECK(loop.policy.trials() == 1);
+    loop.run(60ms, waiting);
+    CHECK(loop.policy.trials() == 2);
+    // Then twice as long.
+    loop.run(2 * CoalescePolicy::first_hold - 40ms, waiting);
+    CHECK(loop.policy.trials() == 2);
+    loop.run(60ms, waiting);
+    CHECK(loop.policy.trials() == 3);
+    CHECK(loop.policy.kept() == 0);
+}
+
+TEST_CASE("auto stops napping when naps do not cut the CPU a request costs") {
+    Loop loop(automatic);
+    loop.run(1s, Load{.napping_cpu_per_request = 13e-6});
+    CHECK(loop.policy.trials() >= 1);
+    CHECK(loop.policy.kept() == 0);
+    // Held off most of the time: the trials' samples are all it napped.
+    CHECK(loop.naps < loop.policy.trials() * (CoalescePolicy::sample / Coalesce::auto_window + 1));
+}
+
+TEST_CASE("auto stops napping when the load changes to fewer requests a nap") {
+    Loop loop(automatic);
+    loop.run(100ms, Load{});
+    REQUIRE(loop.policy.kept() == 1);
+    // A trickle now: a nap gathers one request at most.
+    loop.run(20ms, Load{.rate = 10000, .napping_rate = 10000});
+    CHECK(loop.naps_in(100ms, Load{.rate = 10000, .napping_rate = 10000}) == 0);
+}
+
+TEST_CASE("auto never naps for a loop serving a timed device") {
+    Loop loop(automatic);
+    loop.run(1s, Load{.timed = true});
+    CHECK(loop.naps == 0);
+    CHECK(loop.policy.trials() == 0);
+}
