@@ -39,7 +39,7 @@ public:
     static constexpr double cpu_gain = 0.85;
     static constexpr unsigned recheck_samples = 40;
     static constexpr Clock::duration first_hold = std::chrono::milliseconds(100);
-    static constexpr Clock::duration max_hold = std::chrono::milliseconds(3200);
+    static constexpr Clock::duration max_hold = std::chrono::milliseconds(800);
 
     // `thread_cpu`: the CPU time the loop's thread has used so far, read at
     // the end of each sample.
