@@ -19,8 +19,9 @@ the machine facts. What limited each result, and the scheduler findings, are in 
 
 # Results outside run-all, linked under the table.
 ALSO = """[data-path.md](data-path.md): the data-path changes (one `sendmsg` per batch of replies, zero copy from RAM,
-no read-ahead on RAM, `busy_poll`) before and after, in system calls, profiles and CPU per I/O, with
-`bench/peers_probe.py` and `bench/syscall_count.sh` (not part of `run-all`; taken on a loaded machine)."""
+no read-ahead on RAM, `busy_poll`, `coalesce`) before and after, in system calls, profiles and CPU per I/O, with
+`bench/peers_probe.py`, `bench/syscall_count.sh` and `bench/syscalls_per_request.sh` (not part of `run-all`; taken on a
+loaded machine)."""
 
 
 def experiment_number(file_name):
