@@ -18,7 +18,7 @@ namespace {
 
 // How a client's requests come, with and without naps: requests per second,
 // and the loop's CPU time per request.
-struct Load {
+struct ClientLoad {
     double rate = 60000;
     double cpu_per_request = 14e-6;
     double napping_rate = 60000;
@@ -28,7 +28,7 @@ struct Load {
 
 // A loop serving `load` on a fake clock: each turn without a nap serves one
 // request, each nap gathers what the napping rate brings in the nap.
-struct Loop {
+struct NappingLoop {
     CoalescePolicy::Clock::time_point now{};
     CoalescePolicy::Clock::duration cpu{};
     LoopActivity activity;
@@ -36,9 +36,9 @@ struct Loop {
     std::uint64_t naps = 0;
     double carry = 0;   // a fraction of a request still to come
 
-    explicit Loop(const Coalesce& settings) : policy(settings, [this] { return cpu; }) {}
+    explicit NappingLoop(const Coalesce& settings) : policy(settings, [this] { return cpu; }) {}
 
-    void run(CoalescePolicy::Clock::duration span, const Load& load) {
+    void run(CoalescePolicy::Clock::duration span, const ClientLoad& load) {
         const auto end = now + span;
         while (now < end) {
             const auto nap = policy.nap(now, activity);
@@ -58,20 +58,20 @@ struct Loop {
         }
     }
     // Naps over the next `span` of the same load.
-    std::uint64_t naps_in(CoalescePolicy::Clock::duration span, const Load& load) {
+    std::uint64_t naps_in(CoalescePolicy::Clock::duration span, const ClientLoad& load) {
         const auto before = naps;
         run(span, load);
         return naps - before;
     }
 };
 
-const Coalesce automatic = Coalesce::automatic();
+const Coalesce auto_naps = Coalesce::automatic();
 
 }   // namespace
 
 TEST_CASE("a fixed nap naps whenever the loop asks, whatever it gathers") {
-    Loop loop(Coalesce{50us, false});
-    Load trickle{.rate = 100, .napping_rate = 100};
+    NappingLoop loop(Coalesce{50us, false});
+    ClientLoad trickle{.rate = 100, .napping_rate = 100};
     loop.run(100ms, trickle);
     CHECK(loop.naps > 0);
     CHECK(loop.policy.nap(loop.now, loop.activity) == 50us);
@@ -79,16 +79,16 @@ TEST_CASE("a fixed nap naps whenever the loop asks, whatever it gathers") {
 }
 
 TEST_CASE("auto never tries a nap that would gather fewer than two requests") {
-    Loop loop(automatic);
+    NappingLoop loop(auto_naps);
     // 25,000 a second: 1.25 requests in a 50 us nap (one at a time, iodepth 1).
-    loop.run(1s, Load{.rate = 25000, .napping_rate = 25000});
+    loop.run(1s, ClientLoad{.rate = 25000, .napping_rate = 25000});
     CHECK(loop.naps == 0);
     CHECK(loop.policy.trials() == 0);
 }
 
 TEST_CASE("auto naps on while naps gather batches, save CPU and keep the rate") {
-    Loop loop(automatic);
-    const Load streaming;   // 60,000 a second; 14 us of CPU a request, 8 us napping
+    NappingLoop loop(auto_naps);
+    const ClientLoad streaming;   // 60,000 a second; 14 us of CPU a request, 8 us napping
     loop.run(100ms, streaming);
     CHECK(loop.policy.kept() == 1);
     CHECK(loop.policy.nap(loop.now, loop.activity) == Coalesce::auto_window);
@@ -101,9 +101,9 @@ TEST_CASE("auto naps on while naps gather batches, save CPU and keep the rate") 
 }
 
 TEST_CASE("auto stops napping when the client sends less while the loop naps, and holds off longer each time") {
-    Loop loop(automatic);
+    NappingLoop loop(auto_naps);
     // A client that waits for its replies: it sends a quarter less while the loop naps.
-    const Load waiting{.napping_rate = 45000, .napping_cpu_per_request = 7e-6};
+    const ClientLoad waiting{.napping_rate = 45000, .napping_cpu_per_request = 7e-6};
     loop.run(30ms, waiting);
     REQUIRE(loop.policy.trials() == 1);
     CHECK(loop.policy.kept() == 0);
@@ -121,8 +121,8 @@ TEST_CASE("auto stops napping when the client sends less while the loop naps, an
 }
 
 TEST_CASE("auto stops napping when naps do not cut the CPU a request costs") {
-    Loop loop(automatic);
-    loop.run(1s, Load{.napping_cpu_per_request = 13e-6});
+    NappingLoop loop(auto_naps);
+    loop.run(1s, ClientLoad{.napping_cpu_per_request = 13e-6});
     CHECK(loop.policy.trials() >= 1);
     CHECK(loop.policy.kept() == 0);
     // Held off most of the time: the trials' samples are all it napped.
@@ -130,17 +130,17 @@ TEST_CASE("auto stops napping when naps do not cut the CPU a request costs") {
 }
 
 TEST_CASE("auto stops napping when the load changes to fewer requests a nap") {
-    Loop loop(automatic);
-    loop.run(100ms, Load{});
+    NappingLoop loop(auto_naps);
+    loop.run(100ms, ClientLoad{});
     REQUIRE(loop.policy.kept() == 1);
     // A trickle now: a nap gathers one request at most.
-    loop.run(20ms, Load{.rate = 10000, .napping_rate = 10000});
-    CHECK(loop.naps_in(100ms, Load{.rate = 10000, .napping_rate = 10000}) == 0);
+    loop.run(20ms, ClientLoad{.rate = 10000, .napping_rate = 10000});
+    CHECK(loop.naps_in(100ms, ClientLoad{.rate = 10000, .napping_rate = 10000}) == 0);
 }
 
 TEST_CASE("auto never naps for a loop serving a timed device") {
-    Loop loop(automatic);
-    loop.run(1s, Load{.timed = true});
+    NappingLoop loop(auto_naps);
+    loop.run(1s, ClientLoad{.timed = true});
     CHECK(loop.naps == 0);
     CHECK(loop.policy.trials() == 0);
 }
