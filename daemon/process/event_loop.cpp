@@ -74,10 +74,13 @@ void run_event_loop(boost::asio::io_context& io, const config::Limits& limits, L
     BusyPollPolicy policy(limits.busy_poll);
     CoalescePolicy naps(limits.coalesce, thread_cpu_time);
     const bool polls = limits.busy_poll.window.count() != 0;
+    const bool may_nap = limits.coalesce.window.count() != 0;   // else no clock reading per turn
     while (!io.stopped()) {
-        if (const auto nap = naps.nap(std::chrono::steady_clock::now(), stats::loop_activity()); nap.count() != 0) {
-            if (!nap_then_run(io, nap, stats)) break;
-            continue;
+        if (may_nap) {
+            if (const auto nap = naps.nap(std::chrono::steady_clock::now(), stats::loop_activity()); nap.count() != 0) {
+                if (!nap_then_run(io, nap, stats)) break;
+                continue;
+            }
         }
         if (!polls) {
             ++stats.sleeps;
