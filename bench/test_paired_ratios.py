@@ -118,16 +118,18 @@ def test_exp6_targets():
     # within 5%; its CPU per randread 4.4 against 4.0 in each repetition: 10% more, not within.
     samples[("nbdsched-cfq", "unix", wr)] = {0: (0, 120.0, None), 1: (0, 99.0, None), 2: (0, 130.0, None)}
     samples[("nbdsched-cfq", "unix", rr)] = {r: (9, 0, 4.4) for r in range(3)}
-    text, within, measured = exp6_report._targets(samples, [wr, rr])
+    text, within, measured, met, judged = exp6_report.targets_table(samples, [wr, rr])
     check("| 2: 1 MiB write qd8 | >= 1.20x | 1.25x met | - | unix cfq +4% |" in text,
           f"exp6 target: 1 MiB write 1.25x met, cfq 4% below none ({text})")
     check("| 3: server CPU per 4k randread qd64 | <= 0.67x | 0.67x met | - | unix cfq +10% |" in text,
           f"exp6 target: CPU against the cheaper nbdkit of each repetition 0.67x, cfq's CPU 10% over none ({text})")
     check((within, measured) == (1, 2), f"exp6 target 4: 1 of 2 cells within 5% (got {within} of {measured})")
+    check((met, judged) == (2, 2), f"exp6 targets: both measured cells met (got {met} of {judged})")
     check("randread qd1" not in text, "exp6 target: a workload that did not run has no row")
     samples[("nbdsched-none", "unix", rr)][1] = (9, 0, 4.5)   # 0.90x in repetition 2: median 0.67 -> 0.67
     samples[("nbdsched-none", "unix", rr)][0] = (9, 0, 4.2)   # 0.70x, 0.90x, 0.62x: median 0.70x
-    text = exp6_report._targets(samples, [wr, rr])[0]
+    text, _, _, met, judged = exp6_report.targets_table(samples, [wr, rr])
+    check((met, judged) == (1, 2), f"exp6 targets: the CPU cell missed (got {met} of {judged} met)")
     check("| 3: server CPU per 4k randread qd64 | <= 0.67x | 0.70x missed | - | unix cfq +5% |" in text,
           f"exp6 target: CPU 0.70x missed ({text})")
 

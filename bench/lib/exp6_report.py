@@ -78,13 +78,13 @@ def _sched_cost(samples, sched, tr, w, higher):
     return None if r is None else r - 1
 
 
-def _targets(samples, workloads):
+def targets_table(samples, workloads):
     """The target table: nbdsched `none` against the better nbdkit setting of
     each repetition, paired, Unix and TCP; and target 4, what cfq and bfq
     cost against `none` in the same cells. Returns (table, costs within the
-    bound, costs measured)."""
+    bound, costs measured, target cells met, target cells measured)."""
     rows = []
-    within = measured = 0
+    within = measured = met = judged = 0
     for what, w, goal, higher in TARGETS:
         if w not in workloads:
             continue
@@ -96,8 +96,10 @@ def _targets(samples, workloads):
             else:
                 r = common.ratio_by_rep(_cpu_by_rep(samples, "nbdsched-none", tr, w),
                                         _cpu_by_rep(samples, "best-nbdkit", tr, w))
-            row.append("-" if r is None else
-                       f"{r:.2f}x " + ("met" if (r >= goal if higher else r <= goal) else "missed"))
+            ok = r is not None and (r >= goal if higher else r <= goal)
+            judged += r is not None
+            met += ok
+            row.append("-" if r is None else f"{r:.2f}x " + ("met" if ok else "missed"))
             for sched in ("cfq", "bfq"):
                 c = _sched_cost(samples, sched, tr, w, higher)
                 if c is not None:
@@ -107,11 +109,11 @@ def _targets(samples, workloads):
         row.append(", ".join(costs) or "-")
         rows.append(row)
     table = report.table(["target", "goal", "Unix", "TCP", "4: cfq / bfq cost against none"], rows)
-    return table, within, measured
+    return table, within, measured, met, judged
 
 
-def _target_table_and_count(samples, workloads):
-    table, within, measured = _targets(samples, workloads)
+def targets_verdict(samples, workloads):
+    table, within, measured = targets_table(samples, workloads)[:3]
     return (f"{table}\n\nTarget 4 (cfq and bfq within {SCHED_COST_BOUND:.0%} of `none` on each of these cells): "
             f"{within} of {measured} within the bound.")
 
@@ -121,39 +123,53 @@ def _best_base(med, tr, w):
     return max((_val(med.get((k, tr, w)), w) or 0 for k in NBDKITS), default=0) or None
 
 
-def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, failures, samples):
-    """med: {(server, transport, workload): medians}; samples: the same keys,
-    {repetition: numbers}, which every ratio of the verdict pairs."""
+def tables(med, workloads, wl_name, servers):
+    """The sections of throughput (with fio on /dev/shm as the limit) and
+    of server CPU per request, Unix and TCP, for these servers."""
     sections = []
-    from exp6_peers import __doc__ as doc
-    sections.append((None, doc.strip()))
     for tr in ("unix", "tcp"):
         rows = []
         for w in workloads:
             base = _best_base(med, tr, w)
             row = [wl_name(w) + (" (MiB/s)" if w[1] == "1m" else "")]
-            row += [_fmt(_val(med.get((s, tr, w)), w), base) for s in SERVERS]
+            row += [_fmt(_val(med.get((s, tr, w)), w), base) for s in servers]
             row.append(_fmt(_val(med.get(("direct", "shm", w)), w), base))
             rows.append(row)
         sections.append((f"IOPS over {'a Unix socket' if tr == 'unix' else 'TCP loopback'} "
                          "(median of the repetitions; in brackets: ratio to the faster nbdkit setting's median)",
-                         report.table(["workload"] + SERVERS + ["fio on /dev/shm (no protocol)"], rows)))
+                         report.table(["workload"] + servers + ["fio on /dev/shm (no protocol)"], rows)))
     for tr in ("unix", "tcp"):
         rows = []
         for w in workloads:
             row = [wl_name(w)]
-            for s in SERVERS:
+            for s in servers:
                 m = med.get((s, tr, w))
                 row.append(f"{m[2]:.1f}" if m and m[2] is not None else "-")
             rows.append(row)
         sections.append((f"Server CPU seconds per million requests ({'Unix socket' if tr == 'unix' else 'TCP'}, median)",
-                         report.table(["workload"] + SERVERS, rows)))
+                         report.table(["workload"] + servers, rows)))
     sections[-1] = (sections[-1][0], sections[-1][1] +
                     "\n\nThe server process's utime+stime over the fio job (connection setup included) "
                     "divided by the requests fio completed. nbdkit and qemu-nbd use worker threads, and "
                     "nbd-server a process per connection (its CPU counts them); nbdsched runs one event loop "
                     "per device up to one per CPU (docs/threads.md); with the one device here, one thread "
                     "serves every connection.")
+    return sections
+
+
+def runs_json(samples, wl_name):
+    """Every repetition's numbers, by cell, for the report's .json."""
+    return {f"{srv} {tr} {wl_name(w)}": [
+        dict(zip(("repetition", "iops", "mib_s", "cpu_s_per_million", "lat_us"),
+                 (rep + 1, *(None if x is None else round(x, 2) for x in m)))) for rep, m in sorted(by_rep.items())]
+        for (srv, tr, w), by_rep in samples.items()}
+
+
+def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, failures, samples):
+    """med: {(server, transport, workload): medians}; samples: the same keys,
+    {repetition: numbers}, which every ratio of the verdict pairs."""
+    from exp6_peers import __doc__ as doc
+    sections = [(None, doc.strip())] + tables(med, workloads, wl_name, SERVERS)
     # targets
     w64 = ("randread", "4k", 64, 1)
     v = {s: _val(med.get((s, "unix", w64)), w64) for s in SERVERS}
@@ -200,7 +216,7 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
     verdict.append("The issue's targets, nbdsched `none` against the better nbdkit setting of each repetition "
                    "(throughput: the faster; CPU: the cheaper), median of the repetitions' ratios; the last "
                    "column is target 4, what cfq and bfq cost against `none` in the same cells (throughput "
-                   "lost, or CPU added; paired):\n\n" + _target_table_and_count(samples, workloads))
+                   "lost, or CPU added; paired):\n\n" + targets_verdict(samples, workloads))
     if failures:
         verdict.append("Runs that failed or hung (fio killed after a timeout; the cell's median is over "
                        "the other repetitions): " + "; ".join(failures))
@@ -228,10 +244,7 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
     print(report.write(name, "Experiment 6: protocol overhead against nbdkit, qemu-nbd and nbd-server", sections, facts,
                        commands, peers=True, quick=quick,
                        summary=summary_row(result, failures),
-                       runs={f"{srv} {tr} {wl_name(w)}": [
-                           dict(zip(("repetition", "iops", "mib_s", "cpu_s_per_million", "lat_us"),
-                                    (rep + 1, *(None if x is None else round(x, 2) for x in m))))
-                           for rep, m in sorted(by_rep.items())] for (srv, tr, w), by_rep in samples.items()}))
+                       runs=runs_json(samples, wl_name)))
     return result
 
 
