@@ -28,11 +28,13 @@ from nbdsched_test.tempdir import TempDir  # noqa: E402
 NAME = "exp14-peer-targets"
 SERVERS = ["nbdsched-none", "nbdsched-cfq", "nbdsched-bfq", "nbdkit", "nbdkit-t1"]
 WORKLOADS = list(dict.fromkeys(w for _, w, _, _ in exp6_report.TARGETS))   # randread qd64 carries two targets
+QUICK_WORKLOADS = [("randread", "4k", 64, 1)]   # --quick checks the script, in CI's bench-quick: one cell is enough
 
 
 def main():
     a = common.args(__doc__)
     runtime, reps = (0.5, 1) if a.quick else (2, 7)
+    workloads = QUICK_WORKLOADS if a.quick else WORKLOADS
     facts = report.Facts()
     image = f"/dev/shm/nbdbench-{os.getpid()}.img"   # fio's no-protocol limit
     with open(image, "wb") as f:
@@ -41,11 +43,11 @@ def main():
         with TempDir("e14") as tmp, servers.Fleet() as srv:
             peers_run.start(srv, tmp, image, peers=("nbdkit", "nbdkit-t1"))
             peers_run.prefill(srv, list(srv.keys()), "16m" if a.quick else "1g")
-            samples, commands, failures = peers_run.measure(srv, image, WORKLOADS, reps, runtime, tmp, "exp14")
+            samples, commands, failures = peers_run.measure(srv, image, workloads, reps, runtime, tmp, "exp14")
     finally:
         os.unlink(image)
     med = common.medians({k: list(v.values()) for k, v in samples.items()})
-    table, within, measured, met, judged = exp6_report.targets_table(samples, WORKLOADS)
+    table, within, measured, met, judged = exp6_report.targets_table(samples, workloads)
     verdict = [f"nbdsched `none` against the better nbdkit setting of each repetition (throughput: the faster; "
                f"CPU: the cheaper), median of the {reps} repetitions' ratios; the last column is target 4, what "
                f"cfq and bfq cost against `none` in the same cells (throughput lost, or CPU added; paired):\n\n"
@@ -55,7 +57,7 @@ def main():
         verdict.append("Runs that failed or hung (the cell's median is over the other repetitions): "
                        + "; ".join(failures))
     sections = ([(None, __doc__.strip()), ("Verdict", "\n\n".join(verdict))]
-                + exp6_report.tables(med, WORKLOADS, peers_run.wl_name, SERVERS)
+                + exp6_report.tables(med, workloads, peers_run.wl_name, SERVERS)
                 + [("Method", f"{reps} repetitions of {runtime} s per job after a 0.2 s ramp; every export written "
                     "once first (1 MiB writes); RAM everywhere (nbdsched `backend: ram` 1 GiB, `nbdkit memory "
                     "1G`); the no-protocol column is fio's libaio engine on a 1 GiB /dev/shm file. The "
