@@ -136,30 +136,13 @@ struct Rule {
     Origin origin;
 };
 
-// limits.busy_poll: `0` (sleep at once), a fixed window, or `auto`.
-struct BusyPoll {
-    // `auto`'s window: a 4 KiB request's round trip through a client on
-    // another core takes 20-45 us here (docs/data-path.md#busy-poll).
-    static constexpr std::chrono::microseconds auto_window{50};
-    std::chrono::microseconds window{0};   // 0: never poll
-    bool adaptive = false;                 // `auto`: poll only while it pays
-    bool operator==(const BusyPoll&) const = default;
-    static constexpr BusyPoll automatic() { return {auto_window, true}; }
-};
-
-// limits.coalesce: `0` (never nap), a fixed nap, or `auto`. A loop that
-// runs out of work naps this long before it waits for more, so that what
-// arrives meanwhile is read, served and answered in one batch: fewer
-// wake-ups and system calls per request on both sides, at the price of
-// up to the nap in latency (docs/data-path.md#coalescing).
-struct Coalesce {
-    // `auto`'s nap: at 4 KiB requests from a client streaming them
-    // (iodepth 8 and more) 3-7 requests come in 50 us here.
-    static constexpr std::chrono::microseconds auto_window{50};
-    std::chrono::microseconds window{0};   // 0: never nap
-    bool adaptive = false;                 // `auto`: nap only while it pays
-    bool operator==(const Coalesce&) const = default;
-    static constexpr Coalesce automatic() { return {auto_window, true}; }
+// What an event loop does with time before it sleeps (limits.busy_poll,
+// limits.coalesce): `0` (nothing), a fixed window, or `auto`: the window,
+// only while it pays.
+struct LoopWindow {
+    std::chrono::microseconds window{0};   // 0: never
+    bool adaptive = false;                 // `auto`
+    bool operator==(const LoopWindow&) const = default;
 };
 
 struct Limits {
@@ -194,9 +177,18 @@ struct Limits {
     std::chrono::milliseconds stall_timeout{0};
     // How long the event loop polls for more work before it sleeps in
     // epoll_wait (docs/data-path.md#busy-poll). `auto` by default, as
-    // qemu's IOThreads poll adaptively by default.
-    BusyPoll busy_poll = BusyPoll::automatic();
-    Coalesce coalesce = Coalesce::automatic();
+    // qemu's IOThreads poll adaptively by default; its window: a 4 KiB
+    // request's round trip through a client on another core takes 20-45 us here.
+    static constexpr LoopWindow busy_poll_auto{std::chrono::microseconds(50), true};
+    LoopWindow busy_poll = busy_poll_auto;
+    // How long a loop that runs out of work naps before it waits for more,
+    // so that what arrives meanwhile is read, served and answered in one
+    // batch: fewer wake-ups and system calls per request on both sides, at
+    // the price of up to the nap in latency (docs/data-path.md#coalescing).
+    // `auto`'s nap: at 4 KiB requests from a client streaming them
+    // (iodepth 8 and more) 3-7 requests come in 50 us here.
+    static constexpr LoopWindow coalesce_auto{std::chrono::microseconds(50), true};
+    LoopWindow coalesce = coalesce_auto;
     // Event loops (threads) serving devices and their connections
     // (docs/threads.md); 0 = one per CPU.
     unsigned threads = 0;

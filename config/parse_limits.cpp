@@ -49,17 +49,16 @@ std::optional<std::chrono::milliseconds> stall_timeout(Reader& r, const Field& f
 
 // limits.busy_poll and limits.coalesce: `auto` (adaptive, at `automatic`'s
 // window) or a fixed window from 0 (off) to 1ms; a bare number is in us.
-template <typename Window>
-std::optional<Window> auto_or_window(Reader& r, const Field& f) {
+std::optional<LoopWindow> auto_or_window(Reader& r, const Field& f, LoopWindow automatic) {
     auto text = r.string(f);
     if (!text) return std::nullopt;
-    if (*text == "auto") return Window::automatic();
+    if (*text == "auto") return automatic;
     auto d = parse_duration(*text, std::chrono::microseconds(1));
     if (!d || *d < Nanos(0) || *d > std::chrono::milliseconds(1)) {
         r.error(f, "expected auto or a duration from 0 to 1ms, e.g. 50us");
         return std::nullopt;
     }
-    return Window{std::chrono::duration_cast<std::chrono::microseconds>(*d), false};
+    return LoopWindow{std::chrono::duration_cast<std::chrono::microseconds>(*d), false};
 }
 
 }   // namespace
@@ -97,9 +96,9 @@ void parse_limits(Reader& r, const Field& field, Limits& limits) {
                        if (auto d = stall_timeout(r, f)) limits.stall_timeout = *d;
                        else return;
                    } else if (f.key == "busy_poll") {
-                       if (auto w = auto_or_window<BusyPoll>(r, f)) limits.busy_poll = *w;
+                       if (auto w = auto_or_window(r, f, Limits::busy_poll_auto)) limits.busy_poll = *w;
                    } else if (f.key == "coalesce") {
-                       if (auto w = auto_or_window<Coalesce>(r, f)) limits.coalesce = *w;
+                       if (auto w = auto_or_window(r, f, Limits::coalesce_auto)) limits.coalesce = *w;
                    } else if (f.key == "max_handshake_options") {
                        if (auto v = r.integer(f, 1, 65536)) limits.max_handshake_options = unsigned(*v);
                    } else if (f.key == "threads") {

@@ -32,7 +32,7 @@ public:
     // 9-12% of the IOPS and half again the CPU per request).
     static constexpr Micros min_saved_wait{5};
 
-    explicit BusyPollPolicy(const config::BusyPoll& settings) : settings_(settings) {}
+    explicit BusyPollPolicy(const config::LoopWindow& settings) : settings_(settings) {}
 
     bool adaptive() const { return settings_.adaptive; }
     // The loop ran out of work: how long to poll now (0: sleep at once).
@@ -56,7 +56,7 @@ public:
 private:
     void back_off();
 
-    config::BusyPoll settings_;
+    config::LoopWindow settings_;
     unsigned judged_ = 0;      // polls since the last judgement
     unsigned found_ = 0;       // of them, those that found work
     unsigned preempted_ = 0;   // ... and those switched out while polling

@@ -44,7 +44,7 @@ public:
     // `thread_cpu`: the CPU time the loop's thread has used so far, read at
     // the end of each sample.
     using CpuClock = std::function<Clock::duration()>;
-    CoalescePolicy(const config::Coalesce& settings, CpuClock thread_cpu)
+    CoalescePolicy(const config::LoopWindow& settings, CpuClock thread_cpu)
         : settings_(settings), thread_cpu_(std::move(thread_cpu)) {}
 
     // Called at every turn of the loop while it does not nap, and each time
@@ -63,7 +63,7 @@ private:
     // Ends a sample whose time is up: the state the next one runs in.
     void judge(Clock::time_point now, const stats::LoopActivity& activity);
 
-    config::Coalesce settings_;
+    config::LoopWindow settings_;
     CpuClock thread_cpu_;
     State state_ = State::off;
     bool started_ = false;

@@ -253,24 +253,22 @@ TEST_CASE("limits: busy_poll") {
     using std::chrono::microseconds;
     auto ok = with("limits: {busy_poll: 50us}\n");
     REQUIRE(ok.errors.empty());
-    CHECK(ok.config->limits.busy_poll == BusyPoll{microseconds(50), false});
+    CHECK(ok.config->limits.busy_poll == LoopWindow{microseconds(50), false});
     CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll.window == microseconds(0));
     CHECK(with("limits: {busy_poll: 100}\n").config->limits.busy_poll.window == microseconds(100));   // bare: us
-    CHECK(with("limits: {busy_poll: auto}\n").config->limits.busy_poll ==
-          BusyPoll::automatic());
-    CHECK(with("").config->limits.busy_poll == BusyPoll::automatic());                // auto by default
-    CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll == BusyPoll{});   // 0: off
+    CHECK(with("limits: {busy_poll: auto}\n").config->limits.busy_poll == Limits::busy_poll_auto);
+    CHECK(with("").config->limits.busy_poll == Limits::busy_poll_auto);                 // auto by default
+    CHECK(with("limits: {busy_poll: 0}\n").config->limits.busy_poll == LoopWindow{});   // 0: off
     expect_error(with("limits:\n  busy_poll: 2ms\n"), "limits.busy_poll", 2, 14, "expected auto or a duration from 0 to 1ms");
     expect_error(with("limits:\n  busy_poll: fast\n"), "limits.busy_poll", 2, 14, "expected auto or a duration from 0 to 1ms");
 }
 
 TEST_CASE("limits: coalesce") {
-    using nbdsched::config::Coalesce;
     using std::chrono::microseconds;
-    CHECK(with("").config->limits.coalesce == Coalesce::automatic());   // auto by default
-    CHECK(with("limits: {coalesce: auto}\n").config->limits.coalesce == Coalesce::automatic());
-    CHECK(with("limits: {coalesce: 0}\n").config->limits.coalesce == Coalesce{});   // 0: never nap
-    CHECK(with("limits: {coalesce: 200us}\n").config->limits.coalesce == Coalesce{microseconds(200), false});
+    CHECK(with("").config->limits.coalesce == Limits::coalesce_auto);   // auto by default
+    CHECK(with("limits: {coalesce: auto}\n").config->limits.coalesce == Limits::coalesce_auto);
+    CHECK(with("limits: {coalesce: 0}\n").config->limits.coalesce == LoopWindow{});   // 0: never nap
+    CHECK(with("limits: {coalesce: 200us}\n").config->limits.coalesce == LoopWindow{microseconds(200), false});
     CHECK(with("limits: {coalesce: 30}\n").config->limits.coalesce.window == microseconds(30));   // bare: us
     expect_error(with("limits:\n  coalesce: 5ms\n"), "limits.coalesce", 2, 13, "expected auto or a duration from 0 to 1ms");
     expect_error(with("limits:\n  coalesce: -1us\n"), "limits.coalesce", 2, 13, "expected auto or a duration from 0 to 1ms");

@@ -9,13 +9,14 @@
 
 #include "daemon/process/busy_poll_policy.hpp"
 
-using nbdsched::config::BusyPoll;
+using nbdsched::config::Limits;
+using nbdsched::config::LoopWindow;
 using nbdsched::daemon::BusyPollPolicy;
 using std::chrono::microseconds;
 
 namespace {
 
-const BusyPoll automatic = BusyPoll::automatic();
+const LoopWindow automatic = Limits::busy_poll_auto;
 // Work found after this long saved a sleep.
 const microseconds late = BusyPollPolicy::min_saved_wait + microseconds(20);
 
@@ -41,7 +42,7 @@ std::uint64_t skipped(BusyPollPolicy& p) {
 }   // namespace
 
 TEST_CASE("a fixed window polls after every sleep, whatever the polls find") {
-    BusyPollPolicy p(BusyPoll{microseconds(50), false});
+    BusyPollPolicy p(LoopWindow{microseconds(50), false});
     CHECK(feed(p, 1000, false, true) == 1000);
     CHECK(p.window() == microseconds(50));
     CHECK(p.backoffs() == 0);
@@ -50,7 +51,7 @@ TEST_CASE("a fixed window polls after every sleep, whatever the polls find") {
 TEST_CASE("auto keeps polling while most polls find work") {
     BusyPollPolicy p(automatic);
     for (int i = 0; i < 1000; ++i) {
-        REQUIRE(p.window() == BusyPoll::auto_window);
+        REQUIRE(p.window() == Limits::busy_poll_auto.window);
         p.polled(i % 3 != 0, late, i % 7 == 0);   // two in three find work; one in seven preempted
     }
     CHECK(p.backoffs() == 0);
@@ -106,11 +107,11 @@ TEST_CASE("while auto pauses, each turn of the loop counts toward the pause; the
     std::uint64_t turns = 0;
     while (p.skip_turn()) ++turns;
     CHECK(turns == BusyPollPolicy::first_skip);
-    CHECK(p.window() == BusyPoll::auto_window);
+    CHECK(p.window() == Limits::busy_poll_auto.window);
 }
 
 TEST_CASE("a fixed window never pauses") {
-    BusyPollPolicy p(BusyPoll{microseconds(50), false});
+    BusyPollPolicy p(LoopWindow{microseconds(50), false});
     feed(p, 1000, false, true);
     CHECK_FALSE(p.skip_turn());
 }

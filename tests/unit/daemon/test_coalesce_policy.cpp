@@ -9,7 +9,8 @@
 
 #include "daemon/process/coalesce_policy.hpp"
 
-using nbdsched::config::Coalesce;
+using nbdsched::config::Limits;
+using nbdsched::config::LoopWindow;
 using nbdsched::daemon::CoalescePolicy;
 using nbdsched::daemon::stats::LoopActivity;
 using namespace std::chrono_literals;
@@ -36,7 +37,7 @@ struct NappingLoop {
     std::uint64_t naps = 0;
     double carry = 0;   // a fraction of a request still to come
 
-    explicit NappingLoop(const Coalesce& settings) : policy(settings, [this] { return cpu; }) {}
+    explicit NappingLoop(const LoopWindow& settings) : policy(settings, [this] { return cpu; }) {}
 
     void run(CoalescePolicy::Clock::duration span, const ClientLoad& load) {
         const auto end = now + span;
@@ -65,12 +66,12 @@ struct NappingLoop {
     }
 };
 
-const Coalesce auto_naps = Coalesce::automatic();
+const LoopWindow auto_naps = Limits::coalesce_auto;
 
 }   // namespace
 
 TEST_CASE("a fixed nap naps whenever the loop asks, whatever it gathers") {
-    NappingLoop loop(Coalesce{50us, false});
+    NappingLoop loop(LoopWindow{50us, false});
     ClientLoad trickle{.rate = 100, .napping_rate = 100};
     loop.run(100ms, trickle);
     CHECK(loop.naps > 0);
@@ -91,11 +92,11 @@ TEST_CASE("auto naps on while naps gather batches, save CPU and keep the rate") 
     const ClientLoad streaming;   // 60,000 a second; 14 us of CPU a request, 8 us napping
     loop.run(100ms, streaming);
     CHECK(loop.policy.kept() == 1);
-    CHECK(loop.policy.nap(loop.now, loop.activity) == Coalesce::auto_window);
+    CHECK(loop.policy.nap(loop.now, loop.activity) == Limits::coalesce_auto.window);
     // Napping but for a sample without naps now and then, to measure afresh.
     const auto span = CoalescePolicy::sample * CoalescePolicy::recheck_samples * 4;
     const auto naps = loop.naps_in(span, streaming);
-    const auto most = span / Coalesce::auto_window;
+    const auto most = span / Limits::coalesce_auto.window;
     CHECK(naps > most * 8 / 10);
     CHECK(loop.policy.kept() >= 3);
 }
@@ -126,7 +127,7 @@ TEST_CASE("auto stops napping when naps do not cut the CPU a request costs") {
     CHECK(loop.policy.trials() >= 1);
     CHECK(loop.policy.kept() == 0);
     // Held off most of the time: the trials' samples are all it napped.
-    CHECK(loop.naps < loop.policy.trials() * (CoalescePolicy::sample / Coalesce::auto_window + 1));
+    CHECK(loop.naps < loop.policy.trials() * (CoalescePolicy::sample / Limits::coalesce_auto.window + 1));
 }
 
 TEST_CASE("auto stops napping when the load changes to fewer requests a nap") {
