@@ -9,11 +9,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 #include <vector>
 
 #include "sched/bfq/bfq.hpp"
+#include "test_event_queue.hpp"
 
 namespace bfqtest {
 
@@ -66,8 +65,8 @@ public:
         while (true) {
             drain();
             Time next = until;
-            if (!completions_.empty()) next = std::min(next, completions_.begin()->first);
-            if (!arrivals_.empty()) next = std::min(next, arrivals_.begin()->first);
+            if (!completions_.empty()) next = std::min(next, completions_.next_time());
+            if (!arrivals_.empty()) next = std::min(next, arrivals_.next_time());
             if (auto w = sched_->next_wakeup()) next = std::min(next, std::max(*w, now_));
             if (next >= until) {
                 now_ = until;
@@ -90,7 +89,7 @@ public:
             j.lcg = 12345 + j.queue * 7919;
             jobs_.push_back(j);
             sched_->open_queue(j.queue, j.group, now_);
-            for (unsigned d = 0; d < j.iodepth; ++d) arrivals_.emplace(now_, jobs_.size() - 1);
+            for (unsigned d = 0; d < j.iodepth; ++d) arrivals_.push(now_, jobs_.size() - 1);
         }
     }
 
@@ -115,7 +114,7 @@ private:
         started_ = true;
         for (std::size_t i = 0; i < jobs_.size(); ++i) {
             sched_->open_queue(jobs_[i].queue, jobs_[i].group, now_);
-            for (unsigned d = 0; d < jobs_[i].iodepth; ++d) arrivals_.emplace(now_, i);
+            for (unsigned d = 0; d < jobs_[i].iodepth; ++d) arrivals_.push(now_, i);
         }
     }
 
@@ -136,32 +135,36 @@ private:
             r.offset = j.region + ((j.lcg >> 33) % (1u << 20)) * j.block;
         }
         r.arrival = now_;
-        owner_[r.id] = {i, now_};
+        requests_.push_back(Record{i, now_});
         sched_->submit(r, now_);
     }
 
     void drain() {
         while (auto r = sched_->dispatch(now_)) {
-            CHECK(dispatched_.insert(r->id).second);   // exactly once
-            CHECK(sched_->in_flight() <= depth_);
+            // Checked on every dispatch: plain ifs keep millions of them cheap.
+            if (r->id < 1 || r->id > requests_.size()) FAIL("dispatched a request never submitted: " << r->id);
+            Record& rec = requests_[r->id - 1];
+            if (rec.dispatched) FAIL_CHECK("dispatched twice: " << r->id);
+            rec.dispatched = true;
+            if (sched_->in_flight() > depth_) FAIL_CHECK("depth " << sched_->in_flight() << " > " << depth_);
             max_depth_seen_ = std::max<unsigned>(max_depth_seen_, unsigned(sched_->in_flight()));
             auto ch = std::min_element(free_at_.begin(), free_at_.end());
             bool seq = r->offset == head_;
             head_ = r->offset + r->length;
             Time begin = std::max(*ch, now_);
             *ch = begin + (seq ? dev_.sequential_time : dev_.random_time);
-            completions_.emplace(*ch, r->id);
+            completions_.push(*ch, r->id);
         }
     }
 
     void step() {
-        while (!completions_.empty() && completions_.begin()->first <= now_) {
-            RequestId id = completions_.begin()->second;
-            completions_.erase(completions_.begin());
+        while (!completions_.empty() && completions_.next_time() <= now_) {
+            const RequestId id = completions_.pop();
             sched_->complete(id, now_);
             ++completed_total_;
-            auto [i, t0] = owner_.at(id);
-            owner_.erase(id);
+            const Record& rec = requests_.at(id - 1);
+            const std::size_t i = rec.job;
+            const Time t0 = rec.submitted;
             Job& j = jobs_[i];
             double lat = double((now_ - t0).count()) / 1000.0;
             ++j.done;
@@ -169,12 +172,11 @@ private:
             j.lat_sum += lat;
             j.lat_sq += lat * lat;
             j.lat_max = std::max(j.lat_max, now_ - t0);
-            if (!stopping_ && !j.retired) arrivals_.emplace(now_ + j.think, i);
+            if (!stopping_ && !j.retired) arrivals_.push(now_ + j.think, i);
             drain();
         }
-        while (!arrivals_.empty() && arrivals_.begin()->first <= now_) {
-            std::size_t i = arrivals_.begin()->second;
-            arrivals_.erase(arrivals_.begin());
+        while (!arrivals_.empty() && arrivals_.next_time() <= now_) {
+            const std::size_t i = arrivals_.pop();
             if (!stopping_ && !jobs_[i].retired) issue(i);
         }
     }
@@ -184,10 +186,15 @@ private:
     unsigned depth_;
     std::vector<Time> free_at_;
     std::vector<Job> jobs_;
-    std::multimap<Time, RequestId> completions_;
-    std::multimap<Time, std::size_t> arrivals_;
-    std::map<RequestId, std::pair<std::size_t, Time>> owner_;
-    std::set<RequestId> dispatched_;
+    // One per request submitted, at index id - 1 (ids count from 1).
+    struct Record {
+        std::size_t job;
+        Time submitted;
+        bool dispatched = false;
+    };
+    schedtest::EventQueue<RequestId> completions_;
+    schedtest::EventQueue<std::size_t> arrivals_;   // a job's next request
+    std::vector<Record> requests_;
     RequestId next_id_ = 1;
     std::uint64_t head_ = 0;
     std::uint64_t completed_total_ = 0;

@@ -7,12 +7,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include "sched/scheduler.hpp"
+#include "test_event_queue.hpp"
 
 namespace cfqtest {
 
@@ -84,7 +84,7 @@ public:
         drain();
         while (true) {
             std::optional<Time> next;
-            if (!events_.empty()) next = events_.begin()->first.first;
+            if (!events_.empty()) next = events_.next_time();
             if (auto w = s_->next_wakeup()) {
                 if (*w < now_) FAIL_CHECK("wakeup in the past");
                 if (!next || *w < *next) next = *w;
@@ -102,13 +102,13 @@ public:
         run_until(now_ + 3600s);
         CHECK(s_->queued() == 0);
         CHECK(s_->in_flight() == 0);
-        CHECK(dispatched_.size() == submitted_.size());
-        CHECK(completed_.size() == submitted_.size());
+        CHECK(dispatched_ == requests_.size());
+        CHECK(completed_ == requests_.size());
     }
 
     const JobResult& result(std::size_t job) const { return jobs_[job].result; }
     Time now() const { return now_; }
-    std::uint64_t submitted() const { return submitted_.size(); }
+    std::uint64_t submitted() const { return requests_.size(); }
     unsigned max_seen_depth() const { return max_seen_depth_; }
     void set_job_think(std::size_t job, Nanos think) { jobs_[job].spec.think = think; }
 
@@ -121,12 +121,19 @@ private:
     };
     enum class Kind { complete,
                       issue };
-    using Key = std::pair<Time, std::uint64_t>;
     struct Event {
         Kind kind;
         RequestId id;
         std::size_t job;
     };
+    // One per request submitted, at index id - 1 (ids count from 1).
+    struct Record {
+        std::size_t job;
+        Time submitted;
+        std::uint64_t length = 0;   // as dispatched
+        bool dispatched = false, completed = false;
+    };
+    Record* record(RequestId id) { return id >= 1 && id <= requests_.size() ? &requests_[id - 1] : nullptr; }
 
     void issue(std::size_t j) {
         if (stopping_) return;
@@ -148,20 +155,23 @@ private:
             std::uint64_t blocks = job.spec.region_size / job.spec.block;
             r.offset = job.spec.region + ((job.lcg >> 17) % blocks) * job.spec.block;
         }
-        submitted_[r.id] = {j, now_};
+        requests_.push_back(Record{j, now_});
         s_->submit(r, now_);
     }
 
     void drain() {
         while (auto r = s_->dispatch(now_)) {
             // Checked on every dispatch: plain ifs keep millions of them cheap.
-            if (submitted_.count(r->id) != 1) FAIL("dispatched a request never submitted: " << r->id);
-            if (!dispatched_.insert(r->id).second) FAIL_CHECK("dispatched twice: " << r->id);
+            Record* rec = record(r->id);
+            if (!rec) FAIL("dispatched a request never submitted: " << r->id);
+            if (rec->dispatched) FAIL_CHECK("dispatched twice: " << r->id);
+            rec->dispatched = true;
+            rec->length = r->length;
+            ++dispatched_;
             if (s_->in_flight() > max_depth_) FAIL_CHECK("depth " << s_->in_flight() << " > " << max_depth_);
             max_seen_depth_ = std::max<unsigned>(max_seen_depth_, unsigned(s_->in_flight()));
-            auto& sub = submitted_[r->id];
-            JobResult& res = jobs_[sub.first].result;
-            res.max_wait = std::max(res.max_wait, now_ - sub.second);
+            JobResult& res = jobs_[rec->job].result;
+            res.max_wait = std::max(res.max_wait, now_ - rec->submitted);
             // Device: earliest free channel.
             Time start = now_;
             while (!busy_until_.empty() && *busy_until_.begin() <= now_) busy_until_.erase(busy_until_.begin());
@@ -172,26 +182,27 @@ private:
             Time done = start + dev_.service(*r, head_);
             head_ = r->offset + r->length;
             busy_until_.insert(done);
-            events_.emplace(Key{done, seq_++}, Event{Kind::complete, r->id, sub.first});
-            lengths_[r->id] = r->length;
+            events_.push(done, Event{Kind::complete, r->id, rec->job});
         }
     }
 
     void step() {
         // All events due now, in order; a due idle timer is fired by the
         // scheduler itself on the next call.
-        while (!events_.empty() && events_.begin()->first.first <= now_) {
-            auto [key, ev] = *events_.begin();
-            events_.erase(events_.begin());
+        while (!events_.empty() && events_.next_time() <= now_) {
+            const Event ev = events_.pop();
             if (ev.kind == Kind::complete) {
-                if (dispatched_.count(ev.id) != 1) FAIL("completed a request never dispatched");
-                if (!completed_.insert(ev.id).second) FAIL_CHECK("completed twice: " << ev.id);
+                Record* rec = record(ev.id);
+                if (!rec || !rec->dispatched) FAIL("completed a request never dispatched");
+                if (rec->completed) FAIL_CHECK("completed twice: " << ev.id);
+                rec->completed = true;
+                ++completed_;
                 s_->complete(ev.id, now_);
                 JobResult& res = jobs_[ev.job].result;
                 ++res.completed;
-                res.bytes += lengths_[ev.id];
+                res.bytes += rec->length;
                 if (jobs_[ev.job].spec.think == Nanos{}) issue(ev.job);
-                else events_.emplace(Key{now_ + jobs_[ev.job].spec.think, seq_++}, Event{Kind::issue, 0, ev.job});
+                else events_.push(now_ + jobs_[ev.job].spec.think, Event{Kind::issue, 0, ev.job});
             } else {
                 issue(ev.job);
             }
@@ -203,13 +214,11 @@ private:
     FakeDevice dev_;
     unsigned max_depth_;
     std::vector<Job> jobs_;
-    std::map<Key, Event> events_;
+    schedtest::EventQueue<Event> events_;
     std::multiset<Time> busy_until_;
-    std::map<RequestId, std::pair<std::size_t, Time>> submitted_;
-    std::map<RequestId, std::uint64_t> lengths_;
-    std::set<RequestId> dispatched_, completed_;
+    std::vector<Record> requests_;
+    std::uint64_t dispatched_ = 0, completed_ = 0;
     Time now_{};
-    std::uint64_t seq_ = 0;
     RequestId next_id_ = 1;
     std::uint64_t head_ = 0;
     unsigned max_seen_depth_ = 0;
