@@ -12,6 +12,7 @@ import sys
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
 import report  # noqa: E402
+import sched_bench  # noqa: E402
 from nbdsched_test import fio, servers  # noqa: E402
 from nbdsched_test.tempdir import TempDir  # noqa: E402
 
@@ -47,10 +48,8 @@ def costs(measured, counts):
 def scheduler_alone(quick):
     """The schedulers' own dispatch cost without sockets, from
     nbdsched-sched-bench next to the daemon (None when it is not built)."""
-    daemon = os.environ.get("NBDSCHED", "build/daemon/nbdsched")
-    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(daemon))), "tools", "sched_bench",
-                        "nbdsched-sched-bench")
-    if not os.access(tool, os.X_OK):
+    tool = sched_bench.tool_path()
+    if tool is None:
         return None
     argv = [tool, "--pattern", "inline", "--queues", "1", "--queues", "100", "--queues", "1000"]
     if quick:

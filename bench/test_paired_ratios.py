@@ -17,6 +17,8 @@ import exp6_report  # noqa: E402
 import exp11_report  # noqa: E402
 import exp8_file_io  # noqa: E402
 import exp7_sched_cost  # noqa: E402
+import exp14_peer_targets  # noqa: E402
+import sched_bench  # noqa: E402
 from nbdsched_test import fio  # noqa: E402
 
 failures = []
@@ -213,6 +215,26 @@ def test_exp10_rates():
     check(abs(alone - 8 * 205 / 12) < 0.01, f"exp10: the flooder alone over the window, 136.7 IOPS (got {alone:.1f})")
 
 
+def test_exp14_own_cost():
+    # The tool's medians: none 100 ns, cfq 200, bfq 600. `none`'s daemon CPU per request 8.0 us over Unix:
+    # cfq adds 100 ns = +1.25%, bfq 500 ns = +6.25% (over the 5% bound); TCP unmeasured: no row.
+    w = ("randread", "4k", 64, 1)
+    real = sched_bench.ns_per_request
+    sched_bench.ns_per_request = lambda args, runs: {"none": 100.0, "cfq": 200.0, "bfq": 600.0}
+    try:
+        text, within, count = exp14_peer_targets.own_cost_section({("nbdsched-none", "unix", w): (9, 0, 8.0, 1)}, [w], 3)
+    finally:
+        sched_bench.ns_per_request = real
+    check("| randread 4k qd64 x1, unix | 8.0 | +1.2% | +6.2% |" in text, f"exp14 own cost: +1.2% and +6.2% ({text})")
+    check((within, count) == (1, 2), f"exp14 own cost: 1 of 2 within 5% (got {within} of {count})")
+    check("tcp" not in text, "exp14 own cost: a cell that did not run has no row")
+    sched_bench.ns_per_request = lambda args, runs: None
+    try:
+        check(exp14_peer_targets.own_cost_section({}, [w], 3) is None, "exp14 own cost: no tool, no section")
+    finally:
+        sched_bench.ns_per_request = real
+
+
 def main():
     test_exp10_rates()
     test_exp6_paired()
@@ -223,6 +245,7 @@ def main():
     test_exp12_ratios()
     test_exp6_summary_row()
     test_exp6_targets()
+    test_exp14_own_cost()
     if failures:
         print(f"{len(failures)} failed")
         sys.exit(1)
