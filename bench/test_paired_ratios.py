@@ -222,7 +222,8 @@ def test_exp14_own_cost():
     real = sched_bench.ns_per_request
     sched_bench.ns_per_request = lambda args, runs: {"none": 100.0, "cfq": 200.0, "bfq": 600.0}
     try:
-        text, within, count = exp14_peer_targets.own_cost_section({("nbdsched-none", "unix", w): (9, 0, 8.0, 1)}, [w], 3)
+        text, within, count = exp14_peer_targets.own_cost_section({("nbdsched-none", "unix", w): (9, 0, 8.0, 1)}, [w], 3,
+                                                                    1000)
     finally:
         sched_bench.ns_per_request = real
     check("| randread 4k qd64 x1, unix | 8.0 | +1.2% | +6.2% |" in text, f"exp14 own cost: +1.2% and +6.2% ({text})")
@@ -230,7 +231,7 @@ def test_exp14_own_cost():
     check("tcp" not in text, "exp14 own cost: a cell that did not run has no row")
     sched_bench.ns_per_request = lambda args, runs: None
     try:
-        check(exp14_peer_targets.own_cost_section({}, [w], 3) is None, "exp14 own cost: no tool, no section")
+        check(exp14_peer_targets.own_cost_section({}, [w], 3, 1000) is None, "exp14 own cost: no tool, no section")
     finally:
         sched_bench.ns_per_request = real
 
