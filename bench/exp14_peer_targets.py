@@ -81,12 +81,8 @@ def main():
     finally:
         os.unlink(image)
     med = common.medians({k: list(v.values()) for k, v in samples.items()})
-    table, within, measured, met, judged = exp6_report.targets_table(samples, workloads)
-    verdict = [f"nbdsched `none` against the better nbdkit setting of each repetition (throughput: the faster; "
-               f"CPU: the cheaper), median of the {reps} repetitions' ratios; the last column is target 4, what "
-               f"cfq and bfq cost against `none` in the same cells (throughput lost, or CPU added; paired):\n\n"
-               f"{table}\n\nTargets 1-3: **{met} of {judged}** cells met. Target 4 (cfq and bfq within "
-               f"{exp6_report.SCHED_COST_BOUND:.0%} of `none` in each): **{within} of {measured}**."]
+    text, (within, measured, met, judged) = exp6_report.targets_verdict(samples, workloads)
+    verdict = [f"{text} Targets 1-3: **{met} of {judged}** cells met."]
     own = own_cost_section(med, workloads, *((3, 20000) if a.quick else (7, 2000000)))
     if own:
         verdict.append(own[0])

@@ -113,9 +113,15 @@ def targets_table(samples, workloads):
 
 
 def targets_verdict(samples, workloads):
-    table, within, measured = targets_table(samples, workloads)[:3]
-    return (f"{table}\n\nTarget 4 (cfq and bfq within {SCHED_COST_BOUND:.0%} of `none` on each of these cells): "
-            f"{within} of {measured} within the bound.")
+    """The verdict's paragraph on the targets (experiments 6 and 14), and
+    targets_table's counts: (within, measured, met, judged)."""
+    table, *counts = targets_table(samples, workloads)
+    within, measured = counts[:2]
+    return ("The issue's targets, nbdsched `none` against the better nbdkit setting of each repetition "
+            "(throughput: the faster; CPU: the cheaper), median of the repetitions' ratios; the last "
+            "column is target 4, what cfq and bfq cost against `none` in the same cells (throughput "
+            f"lost, or CPU added; paired):\n\n{table}\n\nTarget 4 (cfq and bfq within {SCHED_COST_BOUND:.0%} of "
+            f"`none` on each of these cells): {within} of {measured} within the bound."), tuple(counts)
 
 
 def _best_base(med, tr, w):
@@ -213,10 +219,7 @@ def write(name, quick, facts, med, workloads, reps, runtime, commands, wl_name, 
                        "the mean; the CPU per request table is the steadier measure of what the schedulers cost, "
                        "and experiment 7 measures it directly.")
         result["sched_ok"] = ok
-    verdict.append("The issue's targets, nbdsched `none` against the better nbdkit setting of each repetition "
-                   "(throughput: the faster; CPU: the cheaper), median of the repetitions' ratios; the last "
-                   "column is target 4, what cfq and bfq cost against `none` in the same cells (throughput "
-                   "lost, or CPU added; paired):\n\n" + targets_verdict(samples, workloads))
+    verdict.append(targets_verdict(samples, workloads)[0])
     if failures:
         verdict.append("Runs that failed or hung (fio killed after a timeout; the cell's median is over "
                        "the other repetitions): " + "; ".join(failures))
