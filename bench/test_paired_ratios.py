@@ -18,6 +18,8 @@ import exp11_report  # noqa: E402
 import exp8_file_io  # noqa: E402
 import exp7_sched_cost  # noqa: E402
 import exp14_peer_targets  # noqa: E402
+import targets_pooled  # noqa: E402
+import common  # noqa: E402
 import sched_bench  # noqa: E402
 from nbdsched_test import fio  # noqa: E402
 
@@ -236,6 +238,48 @@ def test_exp14_own_cost():
         sched_bench.ns_per_request = real
 
 
+def test_median_interval():
+    check(common.median_interval([1, 2, 3, 4, 5]) is None, "median interval: 5 values cannot reach 95%")
+    low, high, cover = common.median_interval([7, 1, 6, 2, 5, 3, 4])
+    check((low, high) == (1, 7) and abs(cover - 126 / 128) < 1e-12,
+          f"median interval: of 7 values, the lowest to the highest, 98.4% (got {low}, {high}, {cover:.4f})")
+    low, high, cover = common.median_interval(list(range(1, 22)))
+    check((low, high) == (6, 16) and cover >= 0.95,
+          f"median interval: of 21 values, the 6th to the 16th (got {low}, {high}, {cover:.4f})")
+
+
+def test_pooled_targets():
+    # Two runs of 7 repetitions each of the 1 MiB write cell over Unix; nbdkit 100 MiB/s throughout (t1
+    # slower), nbdsched per run and repetition below. Repetition numbers repeat between the runs: a ratio
+    # must pair the same run's servers only.
+    wr = ("write", "1m", 8, 1)
+
+    def report(ours, kit):
+        row = lambda rep, v: {"repetition": rep, "iops": v, "mib_s": v, "cpu_s_per_million": None, "lat_us": 1}
+        return {"runs": {"nbdsched-none unix write 1m qd8 x1": [row(i + 1, v) for i, v in enumerate(ours)],
+                         "nbdkit unix write 1m qd8 x1": [row(i + 1, v) for i, v in enumerate(kit)],
+                         "nbdkit-t1 unix write 1m qd8 x1": [row(i + 1, v / 2) for i, v in enumerate(kit)]}}
+
+    def verdict(*reports):
+        samples = targets_pooled.pooled_samples(list(reports))
+        table, counts = exp6_report.pooled_targets_table(samples, [wr])
+        return table, counts
+
+    table, counts = verdict(report([130] * 7, [100] * 7), report([125] * 7, [100] * 7))
+    check(counts == {"met": 1, "missed": 0, "undecided": 0} and "1.27x [1.25, 1.30] of 14: met" in table,
+          f"pooled: 1.25-1.30x in every repetition of both runs: met ({table})")
+    table, counts = verdict(report([110] * 7, [100] * 7))
+    check(counts["missed"] == 1 and "missed" in table, f"pooled: 1.10x throughout: missed ({table})")
+    # The same ratios, but the second run's nbdkit twice as fast: paired within its run 0.6x, not 1.2x.
+    table, counts = verdict(report([120] * 7, [100] * 7), report([120] * 7, [200] * 7))
+    check(counts["undecided"] == 1 and "[0.60, 1.20] of 14" in table,
+          f"pooled: a run's repetition pairs within that run only ({table})")
+    table, counts = verdict(report([100, 110, 120, 125, 130, 140, 150], [100] * 7))
+    check(counts["undecided"] == 1 and "1.25x [1.00, 1.50] of 7: undecided" in table,
+          f"pooled: 1.00-1.50x over a 1.2x goal: undecided ({table})")
+    check("| - |" in table, "pooled: TCP unmeasured: -")
+
+
 def main():
     test_exp10_rates()
     test_exp6_paired()
@@ -247,6 +291,8 @@ def main():
     test_exp6_summary_row()
     test_exp6_targets()
     test_exp14_own_cost()
+    test_median_interval()
+    test_pooled_targets()
     if failures:
         print(f"{len(failures)} failed")
         sys.exit(1)

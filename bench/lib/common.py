@@ -3,6 +3,7 @@ stated profile parameters, the fio base options. Servers, fio and scratch
 directories come from the test library (tests/lib/python/nbdsched_test)."""
 
 import argparse
+import math
 import statistics
 import time
 
@@ -90,14 +91,39 @@ def ratio_median(num, den):
     return statistics.median(n / d if d else float("inf") for n, d in zip(num, den))
 
 
-def ratio_by_rep(num, den):
-    """ratio_median of two {repetition: value} dicts over the repetitions
+def ratios_by_rep(num, den):
+    """num[r] / den[r] of two {repetition: value} dicts, for each repetition
     both have (a failed run leaves its repetition out on one side only);
     None when they share none or a shared one is 0 or None (not measured)."""
     reps = sorted(set(num) & set(den))
     if not reps or not all(num[r] and den[r] for r in reps):
         return None
-    return ratio_median([num[r] for r in reps], [den[r] for r in reps])
+    return [num[r] / den[r] for r in reps]
+
+
+def ratio_by_rep(num, den):
+    """The median of ratios_by_rep, or None."""
+    ratios = ratios_by_rep(num, den)
+    return None if ratios is None else statistics.median(ratios)
+
+
+def median_interval(values, confidence=0.95):
+    """Where the median of what `values` sample lies, without assuming how
+    they spread (the sign test's interval): the order statistics x(l) and
+    x(n+1-l) for the largest l that still covers the median with at least
+    `confidence`. Returns (low, high, coverage), or None for too few values
+    (at least 6 for 95%)."""
+    xs = sorted(values)
+    n = len(xs)
+    found = None
+    below = 0.0   # P(Binomial(n, 1/2) <= l - 1): the median below x(l)
+    for l in range(1, n // 2 + 1):
+        below += math.comb(n, l - 1) / 2 ** n
+        coverage = 1 - 2 * below
+        if coverage < confidence:
+            break
+        found = (xs[l - 1], xs[n - l], coverage)
+    return found
 
 
 def export_bytes(srv, keys=("read_bytes", "write_bytes")):

@@ -1,5 +1,7 @@
 """Tables, verdict and plot of experiment 6 (kept apart from the runner)."""
 
+import statistics
+
 import common
 import report
 
@@ -78,6 +80,16 @@ def _sched_cost(samples, sched, tr, w, higher):
     return None if r is None else r - 1
 
 
+def _target_ratios(samples, tr, w, higher):
+    """Per repetition, nbdsched `none` against the better nbdkit setting of
+    that repetition: throughput over the faster's, or (higher False) CPU per
+    request over the cheaper's; None unmeasured."""
+    if higher:
+        return common.ratios_by_rep(_by_rep(samples, "nbdsched-none", tr, w), _by_rep(samples, "best-nbdkit", tr, w))
+    return common.ratios_by_rep(_cpu_by_rep(samples, "nbdsched-none", tr, w),
+                                _cpu_by_rep(samples, "best-nbdkit", tr, w))
+
+
 def targets_table(samples, workloads):
     """The target table: nbdsched `none` against the better nbdkit setting of
     each repetition, paired, Unix and TCP; and target 4, what cfq and bfq
@@ -91,11 +103,8 @@ def targets_table(samples, workloads):
         row = [what, f"{'>=' if higher else '<='} {goal:.2f}x"]
         costs = []
         for tr in ("unix", "tcp"):
-            if higher:
-                r = _paired(samples, "nbdsched-none", "best-nbdkit", tr, w)
-            else:
-                r = common.ratio_by_rep(_cpu_by_rep(samples, "nbdsched-none", tr, w),
-                                        _cpu_by_rep(samples, "best-nbdkit", tr, w))
+            ratios = _target_ratios(samples, tr, w, higher)
+            r = None if ratios is None else statistics.median(ratios)
             ok = r is not None and (r >= goal if higher else r <= goal)
             judged += r is not None
             met += ok
@@ -122,6 +131,33 @@ def targets_verdict(samples, workloads):
             "column is target 4, what cfq and bfq cost against `none` in the same cells (throughput "
             f"lost, or CPU added; paired):\n\n{table}\n\nTarget 4 (cfq and bfq within {SCHED_COST_BOUND:.0%} of "
             f"`none` on each of these cells): {within} of {measured} within the bound."), tuple(counts)
+
+
+def pooled_targets_table(samples, workloads, confidence=0.95):
+    """Targets 1-3 judged on many repetitions (several runs' pooled): per
+    cell the median ratio and the interval that holds the median with
+    `confidence` (common.median_interval); met when the whole interval is on
+    the goal's side, missed when it is all on the other, else undecided: the
+    machine's noise is wider than the distance to the goal. Returns (table,
+    {"met": n, "missed": n, "undecided": n})."""
+    rows, counts = [], {"met": 0, "missed": 0, "undecided": 0}
+    for what, w, goal, higher in TARGETS:
+        if w not in workloads:
+            continue
+        row = [what, f"{'>=' if higher else '<='} {goal:.2f}x"]
+        for tr in ("unix", "tcp"):
+            ratios = _target_ratios(samples, tr, w, higher)
+            interval = ratios and common.median_interval(ratios, confidence)
+            if not interval:
+                row.append("-")
+                continue
+            low, high, _ = interval
+            good, bad = (low >= goal, high < goal) if higher else (high <= goal, low > goal)
+            verdict = "met" if good else "missed" if bad else "undecided"
+            counts[verdict] += 1
+            row.append(f"{statistics.median(ratios):.2f}x [{low:.2f}, {high:.2f}] of {len(ratios)}: {verdict}")
+        rows.append(row)
+    return report.table(["target", "goal", "Unix", "TCP"], rows), counts
 
 
 def _best_base(med, tr, w):

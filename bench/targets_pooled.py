@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The peers targets (1-3) judged on several runs of experiment 14 pooled:
+each run's repetitions stay paired within that run (nbdsched and nbdkit ran
+seconds apart), and all the runs' ratios together give each cell a median
+and the interval that holds it with 95% confidence, assuming nothing about
+how the ratios spread (common.median_interval). A cell is met when the whole
+interval is on the goal's side, missed when all of it is on the other side,
+and undecided when this machine's noise is wider than the distance to the
+goal. One run's 7 repetitions give an interval from its lowest ratio to its
+highest; three runs' 21, from the 6th to the 16th.
+
+Not part of run-all: it runs nothing, it reads reports.
+
+  bench/targets_pooled.py 820c858 3777c77 694c0bd          # commits' bench/results/exp14-peer-targets.json
+  bench/targets_pooled.py run1.json run2.json --out bench/results/exp14-pooled.md
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
+import exp6_report  # noqa: E402
+
+REPORT = "bench/results/exp14-peer-targets.json"
+FIELDS = ("iops", "mib_s", "cpu_s_per_million", "lat_us")
+
+
+def load(run):
+    """A report's .json: a file, or a commit whose REPORT to read."""
+    if os.path.isfile(run):
+        with open(run) as f:
+            return json.load(f)
+    return json.loads(subprocess.check_output(["git", "show", f"{run}:{REPORT}"]))
+
+
+def parse_workload(name):
+    """"randread 4k qd1 x1" (peers_run.wl_name) -> ("randread", "4k", 1, 1)."""
+    rw, bs, qd, nj = name.split()
+    return rw, bs, int(qd[2:]), int(nj[1:])
+
+
+def pooled_samples(reports):
+    """The reports' repetitions as one exp6_report samples dict, each keyed
+    (run, repetition) so that a ratio pairs only servers of the same run."""
+    samples = {}
+    for i, rep in enumerate(reports):
+        for cell, rows in rep["runs"].items():
+            server, transport, workload = cell.split(" ", 2)
+            key = (server, transport, parse_workload(workload))
+            for row in rows:
+                samples.setdefault(key, {})[(i, row["repetition"])] = tuple(row[f] for f in FIELDS)
+    return samples
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+", help="experiment 14 reports: .json files or commits")
+    p.add_argument("--out", help="also write the table to this Markdown file")
+    a = p.parse_args()
+    samples = pooled_samples([load(r) for r in a.runs])
+    workloads = list(dict.fromkeys(w for _, _, w in samples))
+    table, counts = exp6_report.pooled_targets_table(samples, workloads)
+    text = ("# Experiment 14, runs pooled\n\n"
+            f"Runs: {', '.join(a.runs)}. `bench/targets_pooled.py {' '.join(a.runs)}`.\n\n"
+            "nbdsched `none` against the better nbdkit setting of each repetition (throughput: the faster; "
+            "CPU per request: the cheaper); the median of all the runs' paired ratios, [the interval holding "
+            "that median with 95% confidence] of how many ratios:\n\n"
+            f"{table}\n\nMet {counts['met']}, missed {counts['missed']}, undecided {counts['undecided']}.\n")
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
