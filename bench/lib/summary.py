@@ -21,7 +21,8 @@ the machine facts. What limited each result, and the scheduler findings, are in 
 ALSO = """[data-path.md](data-path.md): the data-path changes (one `sendmsg` per batch of replies, zero copy from RAM,
 no read-ahead on RAM, `busy_poll`, `coalesce`) before and after, in system calls, profiles and CPU per I/O, with
 `bench/peers_probe.py`, `bench/syscall_count.sh` and `bench/syscalls_per_request.sh` (not part of `run-all`; taken on a
-loaded machine)."""
+loaded machine). [exp14-pooled.md](exp14-pooled.md): experiment 14's targets 1-3 on several runs pooled, each cell's
+median with the interval that holds it with 95% confidence (`bench/targets_pooled.py`)."""
 
 
 def experiment_number(file_name):
