@@ -83,7 +83,7 @@ def main():
     med = common.medians({k: list(v.values()) for k, v in samples.items()})
     text, (within, measured, met, judged) = exp6_report.targets_verdict(samples, workloads)
     verdict = [f"{text} Targets 1-3: **{met} of {judged}** cells met."]
-    interval_table, counts = exp6_report.pooled_targets_table(samples, workloads)
+    interval_table, counts = exp6_report.targets_interval_table(samples, workloads)
     verdict.append("A median of 7 ratios still moves with the machine: the same cells with the interval that holds "
                    "each median with 95% confidence (of 7 ratios, the lowest to the highest), met or missed only "
                    "when all of it is on one side of the goal (`bench/targets_pooled.py` judges several runs "

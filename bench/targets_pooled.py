@@ -62,7 +62,7 @@ def main():
     a = p.parse_args()
     samples = pooled_samples([load(r) for r in a.runs])
     workloads = list(dict.fromkeys(w for _, _, w in samples))
-    table, counts = exp6_report.pooled_targets_table(samples, workloads)
+    table, counts = exp6_report.targets_interval_table(samples, workloads)
     text = ("# Experiment 14, runs pooled\n\n"
             f"Runs: {', '.join(a.runs)}. `bench/targets_pooled.py {' '.join(a.runs)}`.\n\n"
             "nbdsched `none` against the better nbdkit setting of each repetition (throughput: the faster; "

@@ -262,7 +262,7 @@ def test_pooled_targets():
 
     def verdict(*reports):
         samples = targets_pooled.pooled_samples(list(reports))
-        table, counts = exp6_report.pooled_targets_table(samples, [wr])
+        table, counts = exp6_report.targets_interval_table(samples, [wr])
         return table, counts
 
     table, counts = verdict(report([130] * 7, [100] * 7), report([125] * 7, [100] * 7))

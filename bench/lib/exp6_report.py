@@ -133,8 +133,8 @@ def targets_verdict(samples, workloads):
             f"`none` on each of these cells): {within} of {measured} within the bound."), tuple(counts)
 
 
-def pooled_targets_table(samples, workloads, confidence=0.95):
-    """Targets 1-3 judged on many repetitions (several runs' pooled): per
+def targets_interval_table(samples, workloads, confidence=0.95):
+    """Targets 1-3 judged on a run's repetitions, or several runs' pooled: per
     cell the median ratio and the interval that holds the median with
     `confidence` (common.median_interval); met when the whole interval is on
     the goal's side, missed when it is all on the other, else undecided: the
