@@ -84,10 +84,11 @@ def main():
     text, (within, measured, met, judged) = exp6_report.targets_verdict(samples, workloads)
     verdict = [f"{text} Targets 1-3: **{met} of {judged}** cells met."]
     interval_table, counts = exp6_report.targets_interval_table(samples, workloads)
-    verdict.append("A median of 7 ratios still moves with the machine: the same cells with the interval that holds "
-                   "each median with 95% confidence (of 7 ratios, the lowest to the highest), met or missed only "
-                   "when all of it is on one side of the goal (`bench/targets_pooled.py` judges several runs "
-                   f"together):\n\n{interval_table}\n\nMet {counts['met']}, missed {counts['missed']}, "
+    verdict.append(f"A median of {reps} ratios still moves with the machine: the same cells with the interval "
+                   "that holds each median with 95% confidence (order statistics of the ratios: of 7, the lowest "
+                   "to the highest; fewer than 6 give none, \"-\"), met or missed only when all of it is on one "
+                   "side of the goal (`bench/targets_pooled.py` judges several runs together):"
+                   f"\n\n{interval_table}\n\nMet {counts['met']}, missed {counts['missed']}, "
                    f"undecided {counts['undecided']}.")
     own = own_cost_section(med, workloads, *((3, 20000) if a.quick else (7, 2000000)))
     if own:

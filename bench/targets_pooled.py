@@ -23,9 +23,9 @@ import sys
 
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import exp6_report  # noqa: E402
+import peers_run  # noqa: E402
 
 REPORT = "bench/results/exp14-peer-targets.json"
-FIELDS = ("iops", "mib_s", "cpu_s_per_million", "lat_us")
 
 
 def load(run):
@@ -36,12 +36,6 @@ def load(run):
     return json.loads(subprocess.check_output(["git", "show", f"{run}:{REPORT}"]))
 
 
-def parse_workload(name):
-    """"randread 4k qd1 x1" (peers_run.wl_name) -> ("randread", "4k", 1, 1)."""
-    rw, bs, qd, nj = name.split()
-    return rw, bs, int(qd[2:]), int(nj[1:])
-
-
 def pooled_samples(reports):
     """The reports' repetitions as one exp6_report samples dict, each keyed
     (run, repetition) so that a ratio pairs only servers of the same run."""
@@ -49,9 +43,9 @@ def pooled_samples(reports):
     for i, rep in enumerate(reports):
         for cell, rows in rep["runs"].items():
             server, transport, workload = cell.split(" ", 2)
-            key = (server, transport, parse_workload(workload))
+            key = (server, transport, peers_run.wl_parse(workload))
             for row in rows:
-                samples.setdefault(key, {})[(i, row["repetition"])] = tuple(row[f] for f in FIELDS)
+                samples.setdefault(key, {})[(i, row["repetition"])] = tuple(row[f] for f in exp6_report.RUN_FIELDS)
     return samples
 
 

@@ -7,6 +7,8 @@ import report
 
 SERVERS = ["nbdsched-none", "nbdsched-cfq", "nbdsched-bfq", "nbdkit", "nbdkit-t1", "qemu-nbd", "nbd-server"]
 NBDKITS = ("nbdkit", "nbdkit-t1")   # 16 threads (its default) and --threads 1
+# A repetition's numbers in the samples' tuples, and their names in the report's .json (runs_json).
+RUN_FIELDS = ("iops", "mib_s", "cpu_s_per_million", "lat_us")
 
 
 def _val(m, w):
@@ -80,6 +82,10 @@ def _sched_cost(samples, sched, tr, w, higher):
     return None if r is None else r - 1
 
 
+def _goal_text(goal, higher):
+    return f"{'>=' if higher else '<='} {goal:.2f}x"
+
+
 def _target_ratios(samples, tr, w, higher):
     """Per repetition, nbdsched `none` against the better nbdkit setting of
     that repetition: throughput over the faster's, or (higher False) CPU per
@@ -100,7 +106,7 @@ def targets_table(samples, workloads):
     for what, w, goal, higher in TARGETS:
         if w not in workloads:
             continue
-        row = [what, f"{'>=' if higher else '<='} {goal:.2f}x"]
+        row = [what, _goal_text(goal, higher)]
         costs = []
         for tr in ("unix", "tcp"):
             ratios = _target_ratios(samples, tr, w, higher)
@@ -144,7 +150,7 @@ def targets_interval_table(samples, workloads, confidence=0.95):
     for what, w, goal, higher in TARGETS:
         if w not in workloads:
             continue
-        row = [what, f"{'>=' if higher else '<='} {goal:.2f}x"]
+        row = [what, _goal_text(goal, higher)]
         for tr in ("unix", "tcp"):
             ratios = _target_ratios(samples, tr, w, higher)
             interval = ratios and common.median_interval(ratios, confidence)
@@ -202,7 +208,7 @@ def tables(med, workloads, wl_name, servers):
 def runs_json(samples, wl_name):
     """Every repetition's numbers, by cell, for the report's .json."""
     return {f"{srv} {tr} {wl_name(w)}": [
-        dict(zip(("repetition", "iops", "mib_s", "cpu_s_per_million", "lat_us"),
+        dict(zip(("repetition",) + RUN_FIELDS,
                  (rep + 1, *(None if x is None else round(x, 2) for x in m)))) for rep, m in sorted(by_rep.items())]
         for (srv, tr, w), by_rep in samples.items()}
 

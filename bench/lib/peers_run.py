@@ -18,6 +18,12 @@ def wl_name(w):
     return f"{rw} {bs} qd{qd} x{nj}"
 
 
+def wl_parse(name):
+    """wl_name's inverse: "randread 4k qd1 x1" -> ("randread", "4k", 1, 1)."""
+    rw, bs, qd, nj = name.split()
+    return rw, bs, int(qd.removeprefix("qd")), int(nj.removeprefix("x"))
+
+
 def start(srv, tmp, image, peers=("nbdkit", "nbdkit-t1", "qemu-nbd", "nbd-server")):
     """Fills srv: {(server, transport): Server}: nbdsched with each
     scheduler, and the peers named."""
