@@ -13,7 +13,7 @@ CoalescePolicy::Micros CoalescePolicy::nap(Clock::time_point now, const stats::L
     if (now - sample_start_ >= sample) judge(now, activity);
     if (state_ == State::off) return Micros(0);
     ++naps_;
-    return settings_.window;
+    return state_ == State::longer ? 2 * nap_ : nap_;
 }
 
 void CoalescePolicy::start(State state, Clock::time_point now, const stats::LoopActivity& activity) {
@@ -36,6 +36,7 @@ void CoalescePolicy::judge(Clock::time_point now, const stats::LoopActivity& act
     case State::off:
         rate_off_ = rate;
         cpu_off_ = cpu;
+        nap_ = settings_.window;
         if (!timed && now >= hold_until_ && rate * window >= min_batch) {
             ++trials_;
             return start(State::trial, now, activity);
@@ -46,17 +47,32 @@ void CoalescePolicy::judge(Clock::time_point now, const stats::LoopActivity& act
             ++kept_;
             hold_ = first_hold;
             samples_on_ = 0;
-            return start(State::on, now, activity);
+            rate_on_ = rate;
+            cpu_on_ = cpu;
+            return climb(now, activity);
         }
         hold_until_ = now + hold_;
         hold_ = std::min(2 * hold_, max_hold);
         return start(State::off, now, activity);
+    case State::longer:
+        if (!timed && per_nap >= min_batch && cpu <= step_gain * cpu_on_ && rate >= step_rate * rate_on_) {
+            ++lengthened_;
+            nap_ *= 2;
+            rate_on_ = rate;
+            cpu_on_ = cpu;
+            return climb(now, activity);
+        }
+        return start(State::on, now, activity);
     case State::on:
         // The load changed (fewer requests a nap), or it is time to measure
         // the rate without naps again: back to not napping, no hold.
         if (timed || per_nap < min_batch || ++samples_on_ >= recheck_samples) return start(State::off, now, activity);
         return start(State::on, now, activity);
     }
+}
+
+void CoalescePolicy::climb(Clock::time_point now, const stats::LoopActivity& activity) {
+    start(2 * nap_ <= longest_factor * settings_.window ? State::longer : State::on, now, activity);
 }
 
 }   // namespace nbdsched::daemon

@@ -11,8 +11,16 @@
 //     more (iodepth 1-4) sends less while the loop naps, and the loop
 //     spends as much per request: napping stops, to be tried again after a
 //     hold that doubles while it keeps failing;
+//   - a nap that paid is then lengthened, doubling one sample at a time up
+//     to longest_factor times the configured nap, while each longer nap
+//     cuts the CPU per request to step_gain of the shorter one's or less
+//     and keeps step_rate of its rate: a client with a deep queue (iodepth
+//     64) sends as fast while the loop naps 400 us as 50 us, and the loop
+//     wakes for 8 times the requests; one with 16 in flight runs dry in a
+//     long nap. The first longer nap that does not pay ends the climb;
 //   - napping, every sample must still gather min_batch requests a nap, and
-//     every recheck_samples the rate without naps is measured afresh.
+//     every recheck_samples the rate without naps is measured afresh (and
+//     the climb starts again from the configured nap).
 // No nap while the loop serves a timed device: a nap would delay the
 // completions its timing model releases.
 // Pure: the loop reads the clock and the counts, this decides.
@@ -37,6 +45,9 @@ public:
     static constexpr double min_batch = 2.0;
     static constexpr double kept_rate = 0.9;
     static constexpr double cpu_gain = 0.85;
+    static constexpr unsigned longest_factor = 8;
+    static constexpr double step_gain = 0.95;
+    static constexpr double step_rate = 0.97;
     static constexpr unsigned recheck_samples = 40;
     static constexpr Clock::duration first_hold = std::chrono::milliseconds(100);
     static constexpr Clock::duration max_hold = std::chrono::milliseconds(800);
@@ -51,15 +62,20 @@ public:
     // it runs out of work after a nap: how long to nap now (0: no nap).
     Micros nap(Clock::time_point now, const stats::LoopActivity& activity);
 
-    std::uint64_t trials() const { return trials_; }   // `auto` tried napping
-    std::uint64_t kept() const { return kept_; }       // ... and it paid
+    std::uint64_t trials() const { return trials_; }           // `auto` tried napping
+    std::uint64_t kept() const { return kept_; }               // ... and it paid
+    std::uint64_t lengthened() const { return lengthened_; }   // ... and a longer nap paid too
 
 private:
     enum class State { off,
-                       trial,
-                       on };
+                       trial,    // napping the configured nap, to see whether it pays
+                       on,       // napping, at nap_
+                       longer,   // napping twice nap_, to see whether that pays more
+    };
     // Starts a sample at `now` in `state`.
     void start(State state, Clock::time_point now, const stats::LoopActivity& activity);
+    // After a sample whose naps paid: try a longer nap, unless nap_ is the longest.
+    void climb(Clock::time_point now, const stats::LoopActivity& activity);
     // Ends a sample whose time is up: the state the next one runs in.
     void judge(Clock::time_point now, const stats::LoopActivity& activity);
 
@@ -73,11 +89,15 @@ private:
     std::uint64_t naps_ = 0;    // naps in this sample
     double rate_off_ = 0;       // requests per second without naps, last measured
     double cpu_off_ = 0;        // CPU seconds per request without naps, last measured
+    Micros nap_{};              // the nap that paid (from the configured one up)
+    double rate_on_ = 0;        // requests per second napping nap_, last measured
+    double cpu_on_ = 0;         // CPU seconds per request napping nap_, last measured
     unsigned samples_on_ = 0;   // samples napping since the last measure without
     Clock::time_point hold_until_{};
     Clock::duration hold_ = first_hold;
     std::uint64_t trials_ = 0;
     std::uint64_t kept_ = 0;
+    std::uint64_t lengthened_ = 0;
 };
 
 }   // namespace nbdsched::daemon

@@ -63,6 +63,7 @@ LoopStats& LoopStats::operator+=(const LoopStats& other) {
     naps += other.naps;
     nap_trials += other.nap_trials;
     naps_kept += other.naps_kept;
+    naps_lengthened += other.naps_lengthened;
     return *this;
 }
 
@@ -111,6 +112,7 @@ void run_event_loop(boost::asio::io_context& io, const config::Limits& limits, L
     stats.backoffs = policy.backoffs();
     stats.nap_trials = naps.trials();
     stats.naps_kept = naps.kept();
+    stats.naps_lengthened = naps.lengthened();
 }
 
 }   // namespace nbdsched::daemon

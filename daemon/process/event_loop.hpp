@@ -23,6 +23,7 @@ struct LoopStats {
     std::uint64_t naps = 0;              // limits.coalesce: naps before waiting for work
     std::uint64_t nap_trials = 0;        // `auto` tried napping
     std::uint64_t naps_kept = 0;         // ... and napping paid
+    std::uint64_t naps_lengthened = 0;   // ... and a longer nap paid more
 
     LoopStats& operator+=(const LoopStats& other);
 };

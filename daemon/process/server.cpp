@@ -325,7 +325,8 @@ int Server::run() {
     if (const auto& nap = config_.limits.coalesce; nap.window.count() != 0)
         spdlog::info("event loop: coalesce {}{}us: {} naps{}", nap.adaptive ? "auto " : "", nap.window.count(), loop.naps,
                      nap.adaptive ? ", tried " + std::to_string(loop.nap_trials) + " times, kept " +
-                                        std::to_string(loop.naps_kept)
+                                        std::to_string(loop.naps_kept) + ", lengthened " +
+                                        std::to_string(loop.naps_lengthened)
                                   : "");
     spdlog::info("nbdsched: stopped");
     return exit_code_;

@@ -96,7 +96,8 @@ def main():
     check(m is not None, "the daemon reports its naps at exit")
     check(m is not None and int(m.group(1)) >= 1, "the loop napped (after each burst of work)")
     log = run("auto", nap="auto")
-    m = re.search(r"event loop: coalesce auto 50us: (\d+) naps, tried (\d+) times, kept (\d+)\n", log)
+    m = re.search(r"event loop: coalesce auto 50us: (\d+) naps, tried (\d+) times, kept (\d+), "
+                  r"lengthened (\d+)\n", log)
     check(m is not None, "auto reports its naps and trials at exit")
     check(m is not None and int(m.group(2)) == 0 and int(m.group(1)) == 0,
           "auto never tried napping for a trickle of requests 2 ms apart")

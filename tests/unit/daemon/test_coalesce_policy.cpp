@@ -4,6 +4,7 @@
 // and never for a timed device.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -25,6 +26,17 @@ struct ClientLoad {
     double napping_rate = 60000;
     double napping_cpu_per_request = 8e-6;
     bool timed = false;
+    // Optional: the loop's CPU per wake-up after a nap, shared by the
+    // requests the nap gathered (a longer nap, a cheaper request) ...
+    double cpu_per_wake = 0;
+    // ... and the client's queue depth: a nap gathers at most that many,
+    // the client waiting for its replies meanwhile (0: no bound).
+    double depth = 0;
+
+    // Requests per second while the loop naps `nap` at a time.
+    double napping_rate_for(std::chrono::duration<double> nap) const {
+        return depth == 0 ? napping_rate : std::min(napping_rate, depth / nap.count());
+    }
 };
 
 // A loop serving `load` on a fake clock: each turn without a nap serves one
@@ -45,7 +57,7 @@ struct NappingLoop {
             const auto nap = policy.nap(now, activity);
             const bool napped = nap.count() != 0;
             naps += napped;
-            const double rate = napped ? load.napping_rate : load.rate;
+            const double rate = napped ? load.napping_rate_for(nap) : load.rate;
             const auto step = napped ? std::chrono::duration<double>(nap) : std::chrono::duration<double>(1 / rate);
             carry += rate * step.count();
             const auto served = static_cast<std::uint64_t>(carry);
@@ -53,8 +65,9 @@ struct NappingLoop {
             activity.requests += served;
             if (load.timed) activity.timed_requests += served;
             const double per = napped ? load.napping_cpu_per_request : load.cpu_per_request;
+            const double wake = napped && served != 0 ? load.cpu_per_wake : 0;
             cpu += std::chrono::duration_cast<CoalescePolicy::Clock::duration>(
-                std::chrono::duration<double>(per * static_cast<double>(served)));
+                std::chrono::duration<double>(per * static_cast<double>(served) + wake));
             now += std::chrono::duration_cast<CoalescePolicy::Clock::duration>(step);
         }
     }
@@ -99,6 +112,55 @@ TEST_CASE("auto naps on while naps gather batches, save CPU and keep the rate") 
     const auto most = span / Limits::coalesce_auto.window;
     CHECK(naps > most * 8 / 10);
     CHECK(loop.policy.kept() >= 3);
+}
+
+// A client with 64 requests in flight: a nap's wake-up (20 us of the loop's
+// CPU) is shared by all it gathered, and the client keeps sending.
+const ClientLoad deep_queue{.napping_cpu_per_request = 4e-6, .cpu_per_wake = 20e-6, .depth = 64};
+
+TEST_CASE("auto lengthens a nap that paid while longer ones cut the CPU further and keep the rate") {
+    NappingLoop loop(auto_naps);
+    loop.run(100ms, deep_queue);
+    CHECK(loop.policy.kept() == 1);
+    CHECK(loop.policy.lengthened() == 3);   // 50 -> 100 -> 200 -> 400 us, and no further
+    CHECK(loop.policy.nap(loop.now, loop.activity) == CoalescePolicy::longest_factor * Limits::coalesce_auto.window);
+}
+
+TEST_CASE("auto stops lengthening the nap where the client's queue runs dry") {
+    NappingLoop loop(auto_naps);
+    // 8 in flight at 60,000 a second: 6 come in 100 us; a 200 us nap would
+    // gather the 8 and leave the client waiting, at 40,000 a second.
+    ClientLoad shallow = deep_queue;
+    shallow.depth = 8;
+    loop.run(100ms, shallow);
+    CHECK(loop.policy.kept() == 1);
+    CHECK(loop.policy.lengthened() == 1);
+    CHECK(loop.policy.nap(loop.now, loop.activity) == 2 * Limits::coalesce_auto.window);
+    // The climb starts afresh after each measure without naps, and stops there again.
+    loop.run(CoalescePolicy::sample * CoalescePolicy::recheck_samples * 3, shallow);
+    CHECK(loop.policy.kept() >= 3);
+    CHECK(loop.policy.lengthened() == loop.policy.kept());
+}
+
+TEST_CASE("auto does not lengthen the nap at the price of a few percent of the rate") {
+    NappingLoop loop(auto_naps);
+    // 11 in flight: a 200 us nap would cut the CPU per request by a fifth
+    // and the rate to 55,000 a second, within kept_rate of the rate
+    // without naps but less than the 100 us nap's.
+    ClientLoad eleven = deep_queue;
+    eleven.depth = 11;
+    loop.run(100ms, eleven);
+    CHECK(loop.policy.kept() == 1);
+    CHECK(loop.policy.lengthened() == 1);
+    CHECK(loop.policy.nap(loop.now, loop.activity) == 2 * Limits::coalesce_auto.window);
+}
+
+TEST_CASE("auto keeps the configured nap when a longer one saves no more CPU") {
+    NappingLoop loop(auto_naps);
+    loop.run(100ms, ClientLoad{});   // 8 us a request napping, however long the nap
+    CHECK(loop.policy.kept() == 1);
+    CHECK(loop.policy.lengthened() == 0);
+    CHECK(loop.policy.nap(loop.now, loop.activity) == Limits::coalesce_auto.window);
 }
 
 TEST_CASE("auto stops napping when the client sends less while the loop naps, and holds off longer each time") {
