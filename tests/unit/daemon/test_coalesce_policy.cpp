@@ -126,33 +126,26 @@ TEST_CASE("auto lengthens a nap that paid while longer ones cut the CPU further 
     CHECK(loop.policy.nap(loop.now, loop.activity) == CoalescePolicy::longest_factor * Limits::coalesce_auto.window);
 }
 
-TEST_CASE("auto stops lengthening the nap where the client's queue runs dry") {
-    NappingLoop loop(auto_naps);
+TEST_CASE("auto stops lengthening the nap where a longer one would cost rate") {
     // 8 in flight at 60,000 a second: 6 come in 100 us; a 200 us nap would
     // gather the 8 and leave the client waiting, at 40,000 a second.
-    ClientLoad shallow = deep_queue;
-    shallow.depth = 8;
-    loop.run(100ms, shallow);
-    CHECK(loop.policy.kept() == 1);
-    CHECK(loop.policy.lengthened() == 1);
-    CHECK(loop.policy.nap(loop.now, loop.activity) == 2 * Limits::coalesce_auto.window);
-    // The climb starts afresh after each measure without naps, and stops there again.
-    loop.run(CoalescePolicy::sample * CoalescePolicy::recheck_samples * 3, shallow);
-    CHECK(loop.policy.kept() >= 3);
-    CHECK(loop.policy.lengthened() == loop.policy.kept());
-}
-
-TEST_CASE("auto does not lengthen the nap at the price of a few percent of the rate") {
-    NappingLoop loop(auto_naps);
     // 11 in flight: a 200 us nap would cut the CPU per request by a fifth
-    // and the rate to 55,000 a second, within kept_rate of the rate
-    // without naps but less than the 100 us nap's.
-    ClientLoad eleven = deep_queue;
-    eleven.depth = 11;
-    loop.run(100ms, eleven);
-    CHECK(loop.policy.kept() == 1);
-    CHECK(loop.policy.lengthened() == 1);
-    CHECK(loop.policy.nap(loop.now, loop.activity) == 2 * Limits::coalesce_auto.window);
+    // and the rate to 55,000 a second, within kept_rate of the rate without
+    // naps but less than the 100 us nap's.
+    for (const double depth : {8.0, 11.0}) {
+        CAPTURE(depth);
+        NappingLoop loop(auto_naps);
+        ClientLoad shallower = deep_queue;
+        shallower.depth = depth;
+        loop.run(100ms, shallower);
+        CHECK(loop.policy.kept() == 1);
+        CHECK(loop.policy.lengthened() == 1);
+        CHECK(loop.policy.nap(loop.now, loop.activity) == 2 * Limits::coalesce_auto.window);
+        // The climb starts afresh after each measure without naps, and stops there again.
+        loop.run(CoalescePolicy::sample * CoalescePolicy::recheck_samples * 3, shallower);
+        CHECK(loop.policy.kept() >= 3);
+        CHECK(loop.policy.lengthened() == loop.policy.kept());
+    }
 }
 
 TEST_CASE("auto keeps the configured nap when a longer one saves no more CPU") {
