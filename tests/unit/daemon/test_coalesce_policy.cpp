@@ -1,7 +1,8 @@
 // The event loop's nap policy (limits.coalesce), driven by a simulated
 // client: a fixed nap naps whenever asked; `auto` naps only where naps
 // gather batches, cut the loop's CPU per request and keep the request rate,
-// and never for a timed device.
+// lengthens a nap while a longer one cuts the CPU further at the same rate,
+// and never naps for a timed device.
 #include <doctest/doctest.h>
 
 #include <algorithm>
