@@ -32,6 +32,11 @@ void CoalescePolicy::judge(Clock::time_point now, const stats::LoopActivity& act
     const double per_nap = naps_ == 0 ? 0 : requests / static_cast<double>(naps_);
     const double cpu = std::chrono::duration<double>(thread_cpu_() - cpu_at_start_).count() / std::max(requests, 1.0);
     const double window = std::chrono::duration<double>(settings_.window).count();
+    // A sample's naps paid: batches of min_batch, the CPU per request down
+    // to `cpu_bound` and the rate up to `rate_bound`, no timed device.
+    const auto paid = [&](double cpu_bound, double rate_bound) {
+        return !timed && per_nap >= min_batch && cpu <= cpu_bound && rate >= rate_bound;
+    };
     switch (state_) {
     case State::off:
         rate_off_ = rate;
@@ -43,7 +48,7 @@ void CoalescePolicy::judge(Clock::time_point now, const stats::LoopActivity& act
         }
         return start(State::off, now, activity);
     case State::trial:
-        if (!timed && per_nap >= min_batch && cpu <= cpu_gain * cpu_off_ && rate >= kept_rate * rate_off_) {
+        if (paid(cpu_gain * cpu_off_, kept_rate * rate_off_)) {
             ++kept_;
             hold_ = first_hold;
             samples_on_ = 0;
@@ -55,7 +60,7 @@ void CoalescePolicy::judge(Clock::time_point now, const stats::LoopActivity& act
         hold_ = std::min(2 * hold_, max_hold);
         return start(State::off, now, activity);
     case State::longer:
-        if (!timed && per_nap >= min_batch && cpu <= step_gain * cpu_on_ && rate >= step_rate * rate_on_) {
+        if (paid(step_gain * cpu_on_, step_rate * rate_on_)) {
             ++lengthened_;
             nap_ *= 2;
             rate_on_ = rate;
