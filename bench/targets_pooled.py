@@ -38,14 +38,15 @@ def load(run):
 
 def pooled_samples(reports):
     """The reports' repetitions as one exp6_report samples dict, each keyed
-    (run, repetition) so that a ratio pairs only servers of the same run."""
+    (run, repetition) so that a ratio pairs only servers of the same run.
+    A field a report did not record (fio's own CPU, before it was) is None."""
     samples = {}
     for i, rep in enumerate(reports):
         for cell, rows in rep["runs"].items():
             server, transport, workload = cell.split(" ", 2)
             key = (server, transport, peers_run.wl_parse(workload))
             for row in rows:
-                samples.setdefault(key, {})[(i, row["repetition"])] = tuple(row[f] for f in exp6_report.RUN_FIELDS)
+                samples.setdefault(key, {})[(i, row["repetition"])] = tuple(row.get(f) for f in exp6_report.RUN_FIELDS)
     return samples
 
 

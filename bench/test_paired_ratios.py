@@ -280,7 +280,24 @@ def test_pooled_targets():
     check("| - |" in table, "pooled: TCP unmeasured: -")
 
 
+def test_client_cpu():
+    side = {"iops": 0.0, "bw": 0, "total_ios": 0, "lat_ns": {"mean": 0, "stddev": 0}}
+    job = lambda name, usr, sys_: {"jobname": name, "read": side, "write": side, "usr_cpu": usr, "sys_cpu": sys_,
+                                   "job_runtime": 2000}
+    r = fio.Result(["fio"], {"jobs": [job("a", 30.0, 60.0), job("b", 10.0, 10.0)]}, 5.0, [])
+    cpu = r.client_cpu(r.job("a"))
+    check(abs(cpu - 1.8) < 1e-9, f"fio's CPU: 90% of a 2 s job is 1.8 s, the other job's not counted (got {cpu})")
+    # 100k IOPS at 9 s of fio's CPU per million requests: 0.90 of a core; a run recorded before the field: "-".
+    w = ("randwrite", "4k", 64, 1)
+    med = {("nbdsched-none", "unix", w): (100000.0, 390.0, 8.0, 600.0, 9.0),
+           ("nbdkit", "unix", w): (80000.0, 312.0, 12.0, 800.0)}
+    sections = exp6_report.tables(med, [w], lambda x: "randwrite 4k qd64 x1", ["nbdsched-none", "nbdkit"])
+    text = next(body for title, body in sections if title.startswith("fio's own CPU") and "Unix" in title)
+    check("| randwrite 4k qd64 x1 | 9.0 (0.90) | - |" in text, f"fio's CPU table: per request and busy share ({text})")
+
+
 def main():
+    test_client_cpu()
     test_exp10_rates()
     test_exp6_paired()
     test_exp11_paired()

@@ -8,7 +8,7 @@ import report
 SERVERS = ["nbdsched-none", "nbdsched-cfq", "nbdsched-bfq", "nbdkit", "nbdkit-t1", "qemu-nbd", "nbd-server"]
 NBDKITS = ("nbdkit", "nbdkit-t1")   # 16 threads (its default) and --threads 1
 # A repetition's numbers in the samples' tuples, and their names in the report's .json (runs_json).
-RUN_FIELDS = ("iops", "mib_s", "cpu_s_per_million", "lat_us")
+RUN_FIELDS = ("iops", "mib_s", "cpu_s_per_million", "lat_us", "client_cpu_s_per_million")
 
 
 def _val(m, w):
@@ -202,7 +202,24 @@ def tables(med, workloads, wl_name, servers):
                     "nbd-server a process per connection (its CPU counts them); nbdsched runs one event loop "
                     "per device up to one per CPU (docs/threads.md); with the one device here, one thread "
                     "serves every connection.")
+    for tr in ("unix", "tcp"):
+        rows = [[wl_name(w)] + [_client_cell(med.get((s, tr, w))) for s in servers] for w in workloads]
+        sections.append((f"fio's own CPU seconds per million requests ({'Unix socket' if tr == 'unix' else 'TCP'}, "
+                         "median; in brackets: the share of one core fio kept busy)",
+                         report.table(["workload"] + servers, rows)))
+    sections[-1] = (sections[-1][0], sections[-1][1] +
+                    "\n\nfio's user and system time in the job (one thread per job; the ramp not counted) divided "
+                    "by the requests it completed. Where fio keeps a core busy (near 1.00) the client, not the "
+                    "server, sets the rate: a server then goes faster only by costing fio less per request.")
     return sections
+
+
+def _client_cell(m):
+    """fio's CPU per request and the share of a core it kept busy (that
+    cost times the rate), or "-" for runs that did not record it."""
+    if not m or len(m) < 5 or m[4] is None:
+        return "-"
+    return f"{m[4]:.1f} ({m[4] * m[0] / 1e6:.2f})"
 
 
 def runs_json(samples, wl_name):

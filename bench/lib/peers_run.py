@@ -56,7 +56,8 @@ def prefill(srv, keys, size):
 def measure(srv, image, workloads, reps, runtime, tmp, tag):
     """Runs the workloads; returns (samples, commands, failures) with
     samples[(server, transport, workload)] = {repetition: (IOPS, MiB/s,
-    server CPU s per 1e6 requests, mean latency µs)}. A fio invocation that
+    server CPU s per 1e6 requests, mean latency µs, fio's own CPU s per 1e6
+    requests)}. A fio invocation that
     fails or hangs is rerun job by job: only the failing server's cell of
     that repetition is lost (listed in failures)."""
     keys = list(srv.keys())
@@ -89,9 +90,12 @@ def measure(srv, image, workloads, reps, runtime, tmp, tag):
                 if rep == 0 and len(ks) > 1:
                     commands.append(r.command.replace(tmp, "$TMP").replace(image, "$IMG"))
                 for i, k in enumerate(ks):
-                    sm = r.summary(r.job(f"{k[0]}@{k[1]}"))
+                    js = r.job(f"{k[0]}@{k[1]}")
+                    sm = r.summary(js)
                     cpu = r.server_cpu[i] if k in srv else None
                     per_m = cpu / sm["ios"] * 1e6 if cpu is not None and sm["ios"] else None
-                    samples.setdefault((k[0], k[1], w), {})[rep] = (sm["iops"], sm["bw_mib"], per_m, sm["lat_us"])
+                    client_m = r.client_cpu(js) / sm["ios"] * 1e6 if sm["ios"] else None
+                    samples.setdefault((k[0], k[1], w), {})[rep] = (sm["iops"], sm["bw_mib"], per_m, sm["lat_us"],
+                                                                     client_m)
         print(f"{tag}: repetition {rep + 1}/{reps} done", flush=True)
     return samples, commands, failures

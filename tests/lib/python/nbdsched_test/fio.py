@@ -182,6 +182,12 @@ class Result:
             return None
         return _duration_ms(opts["runtime"])
 
+    def client_cpu(self, jobs):
+        """fio's own CPU seconds (user + system) in `jobs` while they measured
+        (each job's usr_cpu and sys_cpu are shares of its runtime, counted
+        per thread under `thread`, without the ramp)."""
+        return sum((j["usr_cpu"] + j["sys_cpu"]) / 100.0 * j["job_runtime"] / 1000.0 for j in jobs)
+
     def per_job(self, rw=None):
         return {j["jobname"]: self.summary([j], rw) for j in self.jobs}
 
