@@ -90,6 +90,9 @@ def main():
                    "side of the goal (`bench/targets_pooled.py` judges several runs together):"
                    f"\n\n{interval_table}\n\nMet {counts['met']}, missed {counts['missed']}, "
                    f"undecided {counts['undecided']}.")
+    client = exp6_report.client_table(samples, workloads)
+    if client:
+        verdict.append(client)
     own = own_cost_section(med, workloads, *((3, 20000) if a.quick else (7, 2000000)))
     if own:
         verdict.append(own[0])

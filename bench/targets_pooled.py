@@ -64,6 +64,9 @@ def main():
             "CPU per request: the cheaper); the median of all the runs' paired ratios, [the interval holding "
             "that median with 95% confidence] of how many ratios:\n\n"
             f"{table}\n\nMet {counts['met']}, missed {counts['missed']}, undecided {counts['undecided']}.\n")
+    client = exp6_report.client_table(samples, workloads)
+    if client:
+        text += f"\n{client}\n\nOnly the runs that recorded fio's CPU count here.\n"
     print(text)
     if a.out:
         with open(a.out, "w") as f:

@@ -166,6 +166,60 @@ def targets_interval_table(samples, workloads, confidence=0.95):
     return report.table(["target", "goal", "Unix", "TCP"], rows), counts
 
 
+CLIENT_TEXT = ("Where the client is the limit. fio runs each job on one thread; where that thread keeps its core "
+               "busy (near 1.00) the rate is its core over its CPU per request, and a server goes faster only by "
+               "costing fio less per request. If fio were the limit against both servers, the ratio would be the "
+               "last column: what fio spends per request against the faster nbdkit over what it spends against "
+               "nbdsched (paired by repetition; fio's CPU per request is itself higher where it waits more).")
+
+
+def _client_by_rep(samples, server, tr, w):
+    """{repetition: (fio's CPU µs per request, share of a core fio kept
+    busy)} where fio's CPU was recorded; "best-nbdkit": the faster nbdkit
+    setting of each repetition's."""
+    if server == "best-nbdkit":
+        faster = {}
+        for k in NBDKITS:
+            for rep, v in _by_rep(samples, k, tr, w).items():
+                if rep not in faster or v > faster[rep][0]:
+                    faster[rep] = (v, k)
+        return {rep: c for rep, (_, k) in faster.items()
+                if (c := _client_by_rep(samples, k, tr, w).get(rep)) is not None}
+    return {rep: (m[4], m[4] * m[0] / 1e6) for rep, m in samples.get((server, tr, w), {}).items()
+            if len(m) > 4 and m[4] is not None}
+
+
+def client_table(samples, workloads, confidence=0.95):
+    """For the throughput targets: how busy fio kept its core against
+    nbdsched `none` and against the faster nbdkit setting, its CPU per
+    request against each (medians of the repetitions), and the ratio that
+    CPU sets when fio is the limit: nbdkit's fio µs per request over
+    nbdsched's, paired, with the interval of its median. None when no run
+    recorded fio's CPU."""
+    rows = []
+    for what, w, goal, higher in TARGETS:
+        if w not in workloads or not higher:
+            continue
+        for tr in ("unix", "tcp"):
+            ours = _client_by_rep(samples, "nbdsched-none", tr, w)
+            kit = _client_by_rep(samples, "best-nbdkit", tr, w)
+            reps = sorted(set(ours) & set(kit))
+            if not reps:
+                continue
+            bound = [kit[r][0] / ours[r][0] for r in reps if ours[r][0]]
+            interval = common.median_interval(bound, confidence)
+            med = statistics.median
+            rows.append([what, tr, f"{med(ours[r][1] for r in reps):.2f}", f"{med(kit[r][1] for r in reps):.2f}",
+                         f"{med(ours[r][0] for r in reps):.1f}", f"{med(kit[r][0] for r in reps):.1f}",
+                         f"{med(bound):.2f}x" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+                         + f" of {len(bound)}"])
+    if not rows:
+        return None
+    return CLIENT_TEXT + "\n\n" + report.table(["target", "transport", "fio busy: nbdsched", "fio busy: faster nbdkit",
+                         "fio µs/request: nbdsched", "fio µs/request: nbdkit",
+                         "ratio at fio's limit (nbdkit's µs over nbdsched's)"], rows)
+
+
 def _best_base(med, tr, w):
     """The faster nbdkit setting's median: what the tables' brackets divide by."""
     return max((_val(med.get((k, tr, w)), w) or 0 for k in NBDKITS), default=0) or None
