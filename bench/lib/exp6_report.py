@@ -215,9 +215,9 @@ def client_table(samples, workloads, confidence=0.95):
                          + f" of {len(bound)}"])
     if not rows:
         return None
-    return CLIENT_TEXT + "\n\n" + report.table(["target", "transport", "fio busy: nbdsched", "fio busy: faster nbdkit",
-                         "fio µs/request: nbdsched", "fio µs/request: nbdkit",
-                         "ratio at fio's limit (nbdkit's µs over nbdsched's)"], rows)
+    header = ["target", "transport", "fio busy: nbdsched", "fio busy: faster nbdkit", "fio µs/request: nbdsched",
+              "fio µs/request: nbdkit", "ratio at fio's limit (nbdkit's µs over nbdsched's)"]
+    return CLIENT_TEXT + "\n\n" + report.table(header, rows)
 
 
 def _best_base(med, tr, w):
@@ -269,8 +269,9 @@ def tables(med, workloads, wl_name, servers):
 
 
 def _client_cell(m):
-    """fio's CPU per request and the share of a core it kept busy (that
-    cost times the rate), or "-" for runs that did not record it."""
+    """fio's CPU per request and the share of a core it kept busy (the
+    median cost times the median rate), or "-" for runs that did not
+    record it."""
     if not m or len(m) < 5 or m[4] is None:
         return "-"
     return f"{m[4]:.1f} ({m[4] * m[0] / 1e6:.2f})"

@@ -57,9 +57,9 @@ def measure(srv, image, workloads, reps, runtime, tmp, tag):
     """Runs the workloads; returns (samples, commands, failures) with
     samples[(server, transport, workload)] = {repetition: (IOPS, MiB/s,
     server CPU s per 1e6 requests, mean latency µs, fio's own CPU s per 1e6
-    requests)}. A fio invocation that
-    fails or hangs is rerun job by job: only the failing server's cell of
-    that repetition is lost (listed in failures)."""
+    requests)}. A fio invocation that fails or hangs is rerun job by job:
+    only the failing server's cell of that repetition is lost (listed in
+    failures)."""
     keys = list(srv.keys())
     samples, commands, failures = {}, [], []
     for rep in range(reps):
