@@ -1,5 +1,6 @@
 """Tables, verdict and plot of experiment 6 (kept apart from the runner)."""
 
+import operator
 import statistics
 
 import common
@@ -33,10 +34,18 @@ def _by_rep(samples, server, tr, w):
     i = 1 if w[1] == "1m" else 0
     if server != "best-nbdkit":
         return {rep: m[i] for rep, m in samples.get((server, tr, w), {}).items()}
+    return {rep: v for rep, (v, _) in _better_nbdkit_by_rep(lambda k: _by_rep(samples, k, tr, w), operator.gt).items()}
+
+
+def _better_nbdkit_by_rep(values_of, better):
+    """{repetition: (value, setting)} of the nbdkit setting whose value
+    (`values_of(setting)`: {repetition: value}) is better in that
+    repetition; on a tie the first of NBDKITS."""
     best = {}
     for k in NBDKITS:
-        for rep, v in _by_rep(samples, k, tr, w).items():
-            best[rep] = max(best.get(rep, 0), v)
+        for rep, v in values_of(k).items():
+            if rep not in best or better(v, best[rep][0]):
+                best[rep] = (v, k)
     return best
 
 
@@ -51,11 +60,7 @@ def _cpu_by_rep(samples, server, tr, w):
     the cheaper nbdkit setting of each repetition."""
     if server != "best-nbdkit":
         return {rep: m[2] for rep, m in samples.get((server, tr, w), {}).items() if m[2] is not None}
-    best = {}
-    for k in NBDKITS:
-        for rep, v in _cpu_by_rep(samples, k, tr, w).items():
-            best[rep] = min(best.get(rep, v), v)
-    return best
+    return {rep: v for rep, (v, _) in _better_nbdkit_by_rep(lambda k: _cpu_by_rep(samples, k, tr, w), operator.lt).items()}
 
 
 # The issue's targets: (what, workload, goal, higher is better).
@@ -178,11 +183,7 @@ def _client_by_rep(samples, server, tr, w):
     busy)} where fio's CPU was recorded; "best-nbdkit": the faster nbdkit
     setting of each repetition's."""
     if server == "best-nbdkit":
-        faster = {}
-        for k in NBDKITS:
-            for rep, v in _by_rep(samples, k, tr, w).items():
-                if rep not in faster or v > faster[rep][0]:
-                    faster[rep] = (v, k)
+        faster = _better_nbdkit_by_rep(lambda k: _by_rep(samples, k, tr, w), operator.gt)
         return {rep: c for rep, (_, k) in faster.items()
                 if (c := _client_by_rep(samples, k, tr, w).get(rep)) is not None}
     return {rep: (m[4], m[4] * m[0] / 1e6) for rep, m in samples.get((server, tr, w), {}).items()
