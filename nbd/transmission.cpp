@@ -37,6 +37,11 @@ std::size_t encode_simple_reply(std::span<std::uint8_t> out, std::uint32_t error
     return simple_reply_size;
 }
 
+std::optional<SimpleReply> decode_simple_reply(std::span<const std::uint8_t, simple_reply_size> bytes) {
+    if (load_u32(bytes.data()) != simple_reply_magic) return std::nullopt;
+    return SimpleReply{load_u32(bytes.data() + 4), load_u64(bytes.data() + 8)};
+}
+
 std::size_t encode_chunk_header(std::span<std::uint8_t> out, std::uint16_t flags, std::uint16_t type,
                                 std::uint64_t cookie, std::uint32_t length) {
     std::uint8_t* p = out.data();

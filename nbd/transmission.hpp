@@ -25,6 +25,16 @@ struct RequestHeader {
 std::optional<RequestHeader> decode_request(std::span<const std::uint8_t, request_size> bytes);
 std::array<std::uint8_t, request_size> encode_request(const RequestHeader& r);
 
+// A simple reply as a client reads it; a successful READ's data follows it.
+struct SimpleReply {
+    std::uint32_t error = 0;
+    std::uint64_t cookie = 0;
+};
+
+// nullopt when the magic is not a simple reply's (a structured chunk, or a
+// broken stream).
+std::optional<SimpleReply> decode_simple_reply(std::span<const std::uint8_t, simple_reply_size> bytes);
+
 // The largest reply header the server writes before a payload: a structured
 // OFFSET_DATA chunk header plus its offset field.
 inline constexpr std::size_t max_reply_header = structured_reply_size + 8;

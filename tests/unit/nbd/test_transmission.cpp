@@ -34,6 +34,18 @@ TEST_CASE("request round trip and bad magic") {
     CHECK_FALSE(decode_request(bytes));
 }
 
+TEST_CASE("a simple reply decodes to what was encoded; a structured chunk does not") {
+    std::uint8_t out[max_reply_header];
+    std::span<const std::uint8_t, simple_reply_size> head(out, simple_reply_size);
+    encode_simple_reply(out, 5, 0x0102030405060708ull);
+    auto d = decode_simple_reply(head);
+    REQUIRE(d);
+    CHECK(d->error == 5);
+    CHECK(d->cookie == 0x0102030405060708ull);
+    encode_none_chunk(out, 7);
+    CHECK_FALSE(decode_simple_reply(head));
+}
+
 TEST_CASE("simple and structured replies") {
     std::uint8_t out[max_reply_header];
     auto r = req(Command::read, 4096, 512);
