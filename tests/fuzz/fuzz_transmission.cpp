@@ -2,7 +2,8 @@
 // limits followed by raw 28-byte request headers as a client sends them.
 // Each header that decodes must re-encode to the same bytes; validation must
 // only pass requests the device can serve; and the reply encoder's output
-// must decode back to the request's cookie and error.
+// must decode back to the request's cookie and error (a simple reply through
+// the client's decoder too).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -71,8 +72,11 @@ void check_reply(const RequestHeader& r, const ExportLimits& limits, std::uint32
         FUZZ_CHECK(load_u32(p) == simple_reply_magic);
         FUZZ_CHECK(load_u32(p + 4) == error);
         FUZZ_CHECK(load_u64(p + 8) == r.cookie);
+        const auto decoded = decode_simple_reply(std::span(buf).first<simple_reply_size>());
+        FUZZ_CHECK(decoded && decoded->error == error && decoded->cookie == r.cookie);
         return;
     }
+    FUZZ_CHECK(!decode_simple_reply(std::span(buf).first<simple_reply_size>()));   // a client tells them apart
     FUZZ_CHECK(load_u32(p) == structured_reply_magic);
     FUZZ_CHECK(load_u16(p + 4) == reply_flag_done);
     FUZZ_CHECK(load_u64(p + 8) == r.cookie);
