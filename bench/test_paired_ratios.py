@@ -18,6 +18,7 @@ import exp11_report  # noqa: E402
 import exp8_file_io  # noqa: E402
 import exp7_sched_cost  # noqa: E402
 import exp14_peer_targets  # noqa: E402
+import peers_run  # noqa: E402
 import targets_pooled  # noqa: E402
 import common  # noqa: E402
 import sched_bench  # noqa: E402
@@ -307,8 +308,55 @@ def test_client_cpu():
     check(exp6_report.client_table(old, [w]) is None, "client table: none for runs without fio's CPU")
 
 
+def test_light_client():
+    """Experiment 15: nbdsched-load's numbers become the samples' tuples, a
+    failed run is listed and not counted, and the report names the client."""
+    import stat
+    import tempfile
+
+    class FakeServer:
+        def __init__(self, cpu_step):
+            self.sock, self.tcp_port, self._cpu, self._step = "/nowhere.sock", 1, 0.0, cpu_step
+
+        def cpu(self):
+            self._cpu += self._step   # read before and after a run: `step` seconds apart
+            return self._cpu
+
+    with tempfile.TemporaryDirectory() as d:
+        tool = os.path.join(d, "load")
+        with open(tool, "w") as f:   # 200k requests in 2 s, 0.5 s of its CPU; fails over TCP
+            f.write("#!/bin/sh\ncase \"$*\" in *--tcp*) echo refused >&2; exit 1;; esac\n"
+                    "echo '{\"requests\": 200000, \"bytes\": 819200000, \"errors\": 0, \"seconds\": 2.0, "
+                    "\"iops\": 100000.0, \"mib_s\": 390.6, \"cpu_s\": 0.5}'\n")
+        os.chmod(tool, stat.S_IRWXU)
+        srv = {("nbdsched-none", "unix"): FakeServer(1.0), ("nbdkit", "tcp"): FakeServer(1.0)}
+        w = ("randwrite", "4k", 64, 1)
+        samples, commands, failures = peers_run.measure_light(srv, [w], 1, 2, tool, "test")
+    m = samples.get(("nbdsched-none", "unix", w), {}).get(0)
+    check(m is not None and [round(x, 3) for x in m] == [100000.0, 390.6, 5.0, 640.0, 2.5],
+          f"light client: IOPS, MiB/s, server CPU 5 s and client 2.5 s per million, qd/IOPS = 640 µs (got {m})")
+    check(len(failures) == 1 and "nbdkit over tcp" in failures[0] and "refused" in failures[0]
+          and ("nbdkit", "tcp", w) not in samples, f"light client: the failed run is listed, not counted ({failures})")
+    check(len(commands) == 2 and "--unix /nowhere.sock" in commands[0] + commands[1],
+          f"light client: the commands are kept ({commands})")
+
+    samples = {("nbdsched-none", "unix", w): {r: (150000.0, 0, 3.0, 0, 1.0) for r in range(7)},
+               ("nbdkit", "unix", w): {r: (50000.0, 0, 9.0, 0, 4.0) for r in range(7)}}
+    text = exp6_report.client_table(samples, [w], client="nbdsched-load")
+    check("| nbdsched-load busy: nbdsched |" in text and "| 3: 4k randwrite qd64 | unix | 0.15 | 0.20 |" in text,
+          f"client table: named after nbdsched-load, its busy shares ({text})")
+    med = {k: v[0] for k, v in samples.items()}
+    sections = exp6_report.tables(med, [w], lambda x: "randwrite 4k qd64 x1", ["nbdsched-none", "nbdkit"],
+                                  client="nbdsched-load")
+    iops = sections[0][1]
+    check("/dev/shm" not in iops and "| randwrite 4k qd64 x1 | 150,000 (3.00) | 50,000 (1.00) |" in iops,
+          f"IOPS table: no /dev/shm column where fio did not measure it ({iops})")
+    check(any(t.startswith("nbdsched-load's own CPU") for t, _ in sections), "client CPU table named after the client")
+
+
 def main():
     test_client_cpu()
+    test_light_client()
     test_exp10_rates()
     test_exp6_paired()
     test_exp11_paired()

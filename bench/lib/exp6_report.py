@@ -171,16 +171,23 @@ def targets_interval_table(samples, workloads, confidence=0.95):
     return report.table(["target", "goal", "Unix", "TCP"], rows), counts
 
 
-CLIENT_TEXT = ("Where the client is the limit. fio runs each job on one thread; where that thread keeps its core "
-               "busy (near 1.00) the rate is its core over its CPU per request, and a server goes faster only by "
-               "costing fio less per request. If fio were the limit against both servers, the ratio would be the "
-               "last column: what fio spends per request against the faster nbdkit over what it spends against "
-               "nbdsched (paired by repetition; fio's CPU per request is itself higher where it waits more).")
+# What the client table says first, by client.
+CLIENT_TEXT = {
+    "fio": ("Where the client is the limit. fio runs each job on one thread; where that thread keeps its core "
+           "busy (near 1.00) the rate is its core over its CPU per request, and a server goes faster only by "
+           "costing fio less per request. If fio were the limit against both servers, the ratio would be the "
+           "last column: what fio spends per request against the faster nbdkit over what it spends against "
+           "nbdsched (paired by repetition; fio's CPU per request is itself higher where it waits more)."),
+    "nbdsched-load": ("Whether the client is the limit. nbdsched-load sends every free slot's request in one system "
+                      "call and reads every reply that has arrived in another, so it costs a fraction of fio per "
+                      "request; where its share of a core stays well below 1.00 the server sets the rate. The last "
+                      "column is still the ratio the client would allow if it were the limit against both."),
+}
 
 
 def _client_by_rep(samples, server, tr, w):
-    """{repetition: (fio's CPU µs per request, share of a core fio kept
-    busy)} where fio's CPU was recorded; "best-nbdkit": the faster nbdkit
+    """{repetition: (the client's CPU µs per request, share of a core it
+    kept busy)} where the client's CPU was recorded; "best-nbdkit": the faster nbdkit
     setting of each repetition's."""
     if server == "best-nbdkit":
         faster = _better_nbdkit_by_rep(lambda k: _by_rep(samples, k, tr, w), operator.gt)
@@ -190,13 +197,14 @@ def _client_by_rep(samples, server, tr, w):
             if len(m) > 4 and m[4] is not None}
 
 
-def client_table(samples, workloads, confidence=0.95):
-    """For the throughput targets: how busy fio kept its core against
-    nbdsched `none` and against the faster nbdkit setting, its CPU per
-    request against each (medians of the repetitions), and the ratio that
-    CPU sets when fio is the limit: nbdkit's fio µs per request over
-    nbdsched's, paired, with the interval of its median. None when no run
-    recorded fio's CPU."""
+def client_table(samples, workloads, confidence=0.95, client="fio"):
+    """For the throughput targets: how busy the client (fio, or
+    nbdsched-load in experiment 15) kept its core against nbdsched `none`
+    and against the faster nbdkit setting, its CPU per request against each
+    (medians of the repetitions), and the ratio that CPU sets when the
+    client is the limit: its µs per request against nbdkit over against
+    nbdsched, paired, with the interval of its median. None when no run
+    recorded the client's CPU."""
     rows = []
     for what, w, goal, higher in TARGETS:
         if w not in workloads or not higher:
@@ -216,9 +224,10 @@ def client_table(samples, workloads, confidence=0.95):
                          + f" of {len(bound)}"])
     if not rows:
         return None
-    header = ["target", "transport", "fio busy: nbdsched", "fio busy: faster nbdkit", "fio µs/request: nbdsched",
-              "fio µs/request: nbdkit", "ratio at fio's limit (nbdkit's µs over nbdsched's)"]
-    return CLIENT_TEXT + "\n\n" + report.table(header, rows)
+    header = ["target", "transport", f"{client} busy: nbdsched", f"{client} busy: faster nbdkit",
+              f"{client} µs/request: nbdsched", f"{client} µs/request: nbdkit",
+              f"ratio at {client}'s limit (nbdkit's µs over nbdsched's)"]
+    return CLIENT_TEXT[client] + "\n\n" + report.table(header, rows)
 
 
 def _best_base(med, tr, w):
@@ -226,9 +235,18 @@ def _best_base(med, tr, w):
     return max((_val(med.get((k, tr, w)), w) or 0 for k in NBDKITS), default=0) or None
 
 
-def tables(med, workloads, wl_name, servers):
-    """The sections of throughput (with fio on /dev/shm as the limit) and
-    of server CPU per request, Unix and TCP, for these servers."""
+# How the client's CPU is counted, by client (the client CPU table's note).
+CLIENT_CPU_NOTE = {
+    "fio": "one thread per job; the ramp not counted",
+    "nbdsched-load": "one thread; the connection's set-up not counted",
+}
+
+
+def tables(med, workloads, wl_name, servers, client="fio"):
+    """The sections of throughput (with fio on /dev/shm as the limit, where
+    measured) and of server and client CPU per request, Unix and TCP, for
+    these servers."""
+    shm = any(("direct", "shm", w) in med for w in workloads)
     sections = []
     for tr in ("unix", "tcp"):
         rows = []
@@ -236,11 +254,13 @@ def tables(med, workloads, wl_name, servers):
             base = _best_base(med, tr, w)
             row = [wl_name(w) + (" (MiB/s)" if w[1] == "1m" else "")]
             row += [_fmt(_val(med.get((s, tr, w)), w), base) for s in servers]
-            row.append(_fmt(_val(med.get(("direct", "shm", w)), w), base))
+            if shm:
+                row.append(_fmt(_val(med.get(("direct", "shm", w)), w), base))
             rows.append(row)
         sections.append((f"IOPS over {'a Unix socket' if tr == 'unix' else 'TCP loopback'} "
                          "(median of the repetitions; in brackets: ratio to the faster nbdkit setting's median)",
-                         report.table(["workload"] + servers + ["fio on /dev/shm (no protocol)"], rows)))
+                         report.table(["workload"] + servers + (["fio on /dev/shm (no protocol)"] if shm else []),
+                                      rows)))
     for tr in ("unix", "tcp"):
         rows = []
         for w in workloads:
@@ -252,20 +272,20 @@ def tables(med, workloads, wl_name, servers):
         sections.append((f"Server CPU seconds per million requests ({'Unix socket' if tr == 'unix' else 'TCP'}, median)",
                          report.table(["workload"] + servers, rows)))
     sections[-1] = (sections[-1][0], sections[-1][1] +
-                    "\n\nThe server process's utime+stime over the fio job (connection setup included) "
-                    "divided by the requests fio completed. nbdkit and qemu-nbd use worker threads, and "
+                    f"\n\nThe server process's utime+stime over the {client} run (connection setup included) "
+                    f"divided by the requests {client} completed. nbdkit and qemu-nbd use worker threads, and "
                     "nbd-server a process per connection (its CPU counts them); nbdsched runs one event loop "
                     "per device up to one per CPU (docs/threads.md); with the one device here, one thread "
                     "serves every connection.")
     for tr in ("unix", "tcp"):
         rows = [[wl_name(w)] + [_client_cell(med.get((s, tr, w))) for s in servers] for w in workloads]
-        sections.append((f"fio's own CPU seconds per million requests ({'Unix socket' if tr == 'unix' else 'TCP'}, "
-                         "median; in brackets: the share of one core fio kept busy)",
+        sections.append((f"{client}'s own CPU seconds per million requests ({'Unix socket' if tr == 'unix' else 'TCP'}, "
+                         f"median; in brackets: the share of one core {client} kept busy)",
                          report.table(["workload"] + servers, rows)))
     sections[-1] = (sections[-1][0], sections[-1][1] +
-                    "\n\nfio's user and system time in the job (one thread per job; the ramp not counted) divided "
-                    "by the requests it completed. Where fio keeps a core busy (near 1.00) the client, not the "
-                    "server, sets the rate: a server then goes faster only by costing fio less per request.")
+                    f"\n\n{client}'s user and system time ({CLIENT_CPU_NOTE[client]}) divided by the requests it "
+                    f"completed. Where {client} keeps a core busy (near 1.00) the client, not the server, sets the "
+                    f"rate: a server then goes faster only by costing {client} less per request.")
     return sections
 
 

@@ -1,9 +1,12 @@
-"""The measuring loop shared by the peers experiments (6 and 14): RAM
+"""The measuring loops shared by the peers experiments (6, 14 and 15): RAM
 servers started in one Fleet, every export written once, then per
 repetition and workload one fio invocation running every server back to
 back (`stonewall`) in an order rotated between repetitions, plus fio on the
-/dev/shm file without a protocol as the limit."""
+/dev/shm file without a protocol as the limit; or (measure_light, 15) the
+same rotation with nbdsched-load as the client."""
 
+import json
+import os
 import subprocess
 
 import common
@@ -97,5 +100,46 @@ def measure(srv, image, workloads, reps, runtime, tmp, tag):
                     client_m = r.client_cpu(js) / sm["ios"] * 1e6 if sm["ios"] else None
                     samples.setdefault((k[0], k[1], w), {})[rep] = (sm["iops"], sm["bw_mib"], per_m, sm["lat_us"],
                                                                      client_m)
+        print(f"{tag}: repetition {rep + 1}/{reps} done", flush=True)
+    return samples, commands, failures
+
+
+def light_client_path():
+    """nbdsched-load in the daemon's build tree (NBDSCHED), or None if not built."""
+    daemon = os.environ.get("NBDSCHED", "build/daemon/nbdsched")
+    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(daemon))), "tools", "load", "nbdsched-load")
+    return tool if os.access(tool, os.X_OK) else None
+
+
+def measure_light(srv, workloads, reps, runtime, tool, tag):
+    """measure() with nbdsched-load as the client instead of fio: per
+    repetition and workload each server in turn (the order rotated between
+    repetitions), one connection, the same samples' tuples (mean latency:
+    the queue depth over the rate, by Little's law). Returns (samples,
+    commands, failures)."""
+    keys = list(srv.keys())
+    samples, commands, failures = {}, [], []
+    for rep in range(reps):
+        for w in workloads:
+            rw, bs, qd, nj = w
+            order = keys[rep % len(keys):] + keys[:rep % len(keys)]
+            for k in order:
+                where = ["--unix", srv[k].sock] if k[1] == "unix" else ["--tcp", f"127.0.0.1:{srv[k].tcp_port}"]
+                argv = [tool, *where, "--export", "x", "--rw", rw, "--bs", bs, "--qd", str(qd),
+                        "--seconds", str(runtime), "--seed", str(rep + 1)]
+                if rep == 0:
+                    commands.append(" ".join(argv))
+                cpu0 = srv[k].cpu()
+                p = subprocess.run(argv, capture_output=True, text=True, timeout=60 + 10 * runtime)
+                cpu = srv[k].cpu() - cpu0
+                if p.returncode != 0 or not p.stdout.strip():
+                    failures.append(f"{k[0]} over {k[1]}, {wl_name(w)}, repetition {rep + 1}: "
+                                    f"{(p.stderr.strip() or f'exit {p.returncode}')[:160]}")
+                    continue
+                r = json.loads(p.stdout)
+                n = r["requests"]
+                samples.setdefault((k[0], k[1], w), {})[rep] = (
+                    r["iops"], r["mib_s"], cpu / n * 1e6 if n else None, qd / r["iops"] * 1e6 if r["iops"] else None,
+                    r["cpu_s"] / n * 1e6 if n else None)
         print(f"{tag}: repetition {rep + 1}/{reps} done", flush=True)
     return samples, commands, failures
