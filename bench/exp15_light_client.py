@@ -45,7 +45,7 @@ def main():
     with TempDir("e15") as tmp, servers.Fleet() as srv:
         peers_run.start(srv, tmp, None, peers=("nbdkit", "nbdkit-t1"))
         peers_run.prefill(srv, list(srv.keys()), "16m" if a.quick else "1g")
-        samples, commands, failures = peers_run.measure_light(srv, workloads, reps, runtime, tool, "exp15")
+        samples, commands, failures = peers_run.measure_light(srv, workloads, reps, runtime, tool, tmp, "exp15")
     med = common.medians({k: list(v.values()) for k, v in samples.items()})
     text, (within, measured, met, judged) = exp6_report.targets_verdict(samples, workloads)
     verdict = [f"{text} Targets 1-3: **{met} of {judged}** cells met."]
@@ -77,7 +77,10 @@ def main():
                          f"confidence); 4: {within} of {measured}"}
     print(report.write(NAME, "Experiment 15: the peers targets with a client that is not the limit", sections, facts,
                        commands, peers=True, quick=a.quick, summary=summary,
-                       runs=exp6_report.runs_json(samples, peers_run.wl_name)))
+                       runs=exp6_report.runs_json(samples, peers_run.wl_name),
+                       commands_note="The servers are experiment 14's; `nbdsched-load` is `tools/load/nbdsched-load` "
+                                     "in the daemon's build tree, `$TMP` the run's scratch directory, and each "
+                                     "repetition passes its number as `--seed`."))
 
 
 if __name__ == "__main__":

@@ -331,13 +331,13 @@ def test_light_client():
         os.chmod(tool, stat.S_IRWXU)
         srv = {("nbdsched-none", "unix"): FakeServer(1.0), ("nbdkit", "tcp"): FakeServer(1.0)}
         w = ("randwrite", "4k", 64, 1)
-        samples, commands, failures = peers_run.measure_light(srv, [w], 1, 2, tool, "test")
+        samples, commands, failures = peers_run.measure_light(srv, [w], 1, 2, tool, "/nowhere", "test")
     m = samples.get(("nbdsched-none", "unix", w), {}).get(0)
     check(m is not None and [round(x, 3) for x in m] == [100000.0, 390.6, 5.0, 640.0, 2.5],
           f"light client: IOPS, MiB/s, server CPU 5 s and client 2.5 s per million, qd/IOPS = 640 µs (got {m})")
     check(len(failures) == 1 and "nbdkit over tcp" in failures[0] and "refused" in failures[0]
           and ("nbdkit", "tcp", w) not in samples, f"light client: the failed run is listed, not counted ({failures})")
-    check(len(commands) == 2 and "--unix /nowhere.sock" in commands[0] + commands[1],
+    check(len(commands) == 2 and "nbdsched-load --unix $TMP.sock" in commands[0] + commands[1],
           f"light client: the commands are kept ({commands})")
 
     samples = {("nbdsched-none", "unix", w): {r: (150000.0, 0, 3.0, 0, 1.0) for r in range(7)},

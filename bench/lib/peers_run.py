@@ -111,7 +111,7 @@ def light_client_path():
     return tool if os.access(tool, os.X_OK) else None
 
 
-def measure_light(srv, workloads, reps, runtime, tool, tag):
+def measure_light(srv, workloads, reps, runtime, tool, tmp, tag):
     """measure() with nbdsched-load as the client instead of fio: per
     repetition and workload each server in turn (the order rotated between
     repetitions), one connection, the same samples' tuples (mean latency:
@@ -128,7 +128,7 @@ def measure_light(srv, workloads, reps, runtime, tool, tag):
                 argv = [tool, *where, "--export", "x", "--rw", rw, "--bs", bs, "--qd", str(qd),
                         "--seconds", str(runtime), "--seed", str(rep + 1)]
                 if rep == 0:
-                    commands.append(" ".join(argv))
+                    commands.append(" ".join(["nbdsched-load"] + argv[1:]).replace(tmp, "$TMP"))
                 cpu0 = srv[k].cpu()
                 p = subprocess.run(argv, capture_output=True, text=True, timeout=60 + 10 * runtime)
                 cpu = srv[k].cpu() - cpu0

@@ -103,12 +103,14 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if b else "n/a"
 
 
-def write(name, title, sections, facts, commands, peers=False, quick=False, summary=None, runs=None):
+def write(name, title, sections, facts, commands, peers=False, quick=False, summary=None, runs=None,
+          commands_note=None):
     """sections: list of (heading or None, markdown text). Writes
     results/<name>.md (or results/quick/<name>.md in --quick mode).
     runs: {cell label: [one dict of numbers per repetition]}, kept in the
     .json beside the summary so that a verdict rule can be judged again on
-    the measured repetitions without a rerun."""
+    the measured repetitions without a rerun. commands_note replaces what
+    the Commands section says about the commands listed."""
     facts.finish()
     d = os.path.join(RESULTS, "quick") if quick else RESULTS
     os.makedirs(d, exist_ok=True)
@@ -120,9 +122,10 @@ def write(name, title, sections, facts, commands, peers=False, quick=False, summ
             lines += [f"## {heading}", ""]
         lines += [text.rstrip(), ""]
     lines += ["## Machine", "", facts.markdown(peers), ""]
+    note = commands_note or ("The daemon configurations are written as JSON (a subset of YAML) next to the fio "
+                             "commands; `SOCK` stands for the Unix socket in the run's scratch directory.")
     lines += ["## Commands", "", "Reproduce with `NBDSCHED=build-bench/daemon/nbdsched bench/run-all --only "
-              f"{name}`. The daemon configurations are written as JSON (a subset of YAML) next to the fio "
-              "commands; `SOCK` stands for the Unix socket in the run's scratch directory.", ""]
+              f"{name}`. {note}", ""]
     lines += ["```sh"] + commands + ["```", ""]
     path = os.path.join(d, f"{name}.md")
     with open(path, "w") as f:
