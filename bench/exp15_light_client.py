@@ -53,6 +53,12 @@ def main():
     verdict.append("The same cells with the interval that holds each median with 95% confidence, met or missed "
                    f"only when all of it is on one side of the goal:\n\n{interval_table}\n\n"
                    f"Met {counts['met']}, missed {counts['missed']}, undecided {counts['undecided']}.")
+    costs, spread = exp6_report.sched_cost_interval_table(samples, workloads)
+    verdict.append("Target 4 the same way: what cfq and bfq cost against `none` in the same repetition "
+                   f"(throughput lost, or CPU added), within {exp6_report.SCHED_COST_BOUND:.0%} only when all of "
+                   f"the interval is:\n\n{costs}\n\nWithin {spread['within']}, beyond {spread['beyond']}, "
+                   f"undecided {spread['undecided']}. With the server the limit, what a policy costs per request "
+                   "shows in the rate, where behind fio's limit it shows only in the server's CPU.")
     client = exp6_report.client_table(samples, workloads, client=CLIENT)
     if client:
         verdict.append(client)

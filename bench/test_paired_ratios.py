@@ -281,6 +281,29 @@ def test_pooled_targets():
     check("| - |" in table, "pooled: TCP unmeasured: -")
 
 
+def test_sched_cost_intervals():
+    # 4k randwrite qd64 over Unix, 7 repetitions: none at 100k IOPS; cfq 1-3% slower in each (within 5%),
+    # bfq 7-9% slower (beyond), and over TCP bfq 2-8% slower (undecided). The CPU cell: bfq adds 10% CPU.
+    w = ("randwrite", "4k", 64, 1)
+    r64 = ("randread", "4k", 64, 1)
+    reps = lambda vals, cpu=5.0: {r: (v, 0, cpu, 0) for r, v in enumerate(vals)}
+    samples = {("nbdsched-none", "unix", w): reps([100000] * 7),
+               ("nbdsched-cfq", "unix", w): reps([99000, 98000, 97000, 99000, 98000, 97000, 98000]),
+               ("nbdsched-bfq", "unix", w): reps([93000, 92000, 91000, 93000, 92000, 91000, 92000]),
+               ("nbdsched-none", "tcp", w): reps([100000] * 7),
+               ("nbdsched-bfq", "tcp", w): reps([98000, 92000, 95000, 96000, 94000, 97000, 93000]),
+               ("nbdsched-none", "unix", r64): reps([1] * 7, 5.0),
+               ("nbdsched-bfq", "unix", r64): reps([1] * 7, 5.5)}
+    table, counts = exp6_report.sched_cost_interval_table(samples, [w, r64])
+    row = next(line for line in table.splitlines() if line.startswith("| 3: 4k randwrite"))
+    check("| +2.0% [+1.0%, +3.0%]: within | +8.0% [+7.0%, +9.0%]: beyond |" in row
+          and row.endswith("| - | +5.0% [+2.0%, +8.0%]: undecided |"),
+          f"target 4 intervals: lost throughput within, beyond, undecided; TCP cfq unmeasured ({row})")
+    cpu = next(line for line in table.splitlines() if line.startswith("| 3: server CPU"))
+    check("+10.0% [+10.0%, +10.0%]: beyond" in cpu, f"target 4 intervals: added CPU on the CPU cell ({cpu})")
+    check(counts == {"within": 1, "beyond": 2, "undecided": 1}, f"target 4 intervals: counted ({counts})")
+
+
 def test_client_cpu():
     side = {"iops": 0.0, "bw": 0, "total_ios": 0, "lat_ns": {"mean": 0, "stddev": 0}}
     job = lambda name, usr, sys_: {"jobname": name, "read": side, "write": side, "usr_cpu": usr, "sys_cpu": sys_,
@@ -369,6 +392,7 @@ def main():
     test_exp14_own_cost()
     test_median_interval()
     test_pooled_targets()
+    test_sched_cost_intervals()
     if failures:
         print(f"{len(failures)} failed")
         sys.exit(1)

@@ -171,6 +171,41 @@ def targets_interval_table(samples, workloads, confidence=0.95):
     return report.table(["target", "goal", "Unix", "TCP"], rows), counts
 
 
+def sched_cost_interval_table(samples, workloads, confidence=0.95):
+    """Target 4 judged like targets_interval_table: per cell, transport and
+    policy, what cfq or bfq costs against `none` in the same repetition
+    (throughput lost, or CPU added), the median and the interval holding it
+    with `confidence`; within when the whole interval is inside the bound,
+    beyond when all of it is outside, else undecided. Returns (table,
+    {"within": n, "beyond": n, "undecided": n})."""
+    rows, counts = [], {"within": 0, "beyond": 0, "undecided": 0}
+    for what, w, _, higher in TARGETS:
+        if w not in workloads:
+            continue
+        row = [what]
+        for tr in ("unix", "tcp"):
+            for sched in ("cfq", "bfq"):
+                if higher:
+                    ratios = common.ratios_by_rep(_by_rep(samples, f"nbdsched-{sched}", tr, w),
+                                                  _by_rep(samples, "nbdsched-none", tr, w))
+                    costs = ratios and [1 - r for r in ratios]
+                else:
+                    ratios = common.ratios_by_rep(_cpu_by_rep(samples, f"nbdsched-{sched}", tr, w),
+                                                  _cpu_by_rep(samples, "nbdsched-none", tr, w))
+                    costs = ratios and [r - 1 for r in ratios]
+                interval = costs and common.median_interval(costs, confidence)
+                if not interval:
+                    row.append("-")
+                    continue
+                low, high, _ = interval
+                verdict = ("within" if high <= SCHED_COST_BOUND else "beyond" if low > SCHED_COST_BOUND
+                           else "undecided")
+                counts[verdict] += 1
+                row.append(f"{statistics.median(costs):+.1%} [{low:+.1%}, {high:+.1%}]: {verdict}")
+        rows.append(row)
+    return report.table(["target cell", "Unix cfq", "Unix bfq", "TCP cfq", "TCP bfq"], rows), counts
+
+
 # What the client table says first, by client.
 CLIENT_TEXT = {
     "fio": ("Where the client is the limit. fio runs each job on one thread; where that thread keeps its core "
