@@ -2,7 +2,8 @@
 says, what it reports adds up, and bad input is refused clearly.
 
 One daemon with a 16 MiB RAM device, exported read-write (`rw`) and
-read-only (`ro`), over a Unix socket and TCP:
+read-only (`ro`), and two small ones with faults, over a Unix socket and
+TCP:
 - sequential 64 KiB writes at qd8 for 0.3 s wrap the device at least once
   (the rate here is far above 16 MiB / 0.3 s); libnbd then reads the whole
   device and every 512-byte sector holds its own offset and the fill byte;
@@ -10,12 +11,17 @@ read-only (`ro`), over a Unix socket and TCP:
   4096, no errors, iops = requests / seconds;
 - the daemon's own counters saw exactly the reads the tool reports (and
   the check's 16 of 1 MiB);
+- reads that fail (a device whose reads all fail with EIO) are counted as
+  errors, and the run exits 1 saying so;
+- a server that stops answering (reads delayed 5 s) fails the run after
+  --stall-timeout 0.5, well before the reply would come;
 - refused: writes to the read-only export (exit 1, says read-only), a
   socket nobody listens on (exit 1, names it), --bs 1000 (exit 2)."""
 import json
 import struct
 import subprocess
 import sys
+import time
 
 import nbd
 
@@ -28,9 +34,17 @@ SECTOR = 512
 FILL = 0x5A
 CONFIG = """devices:
   - {name: d0, size: 16MiB}
+  - name: slow
+    size: 1MiB
+    faults: [{op: read, delay: 5s}]
+  - name: failing
+    size: 1MiB
+    faults: [{op: read, error: EIO}]
 exports:
   - {name: rw, device: d0}
   - {name: ro, device: d0, readonly: true}
+  - {name: slow, device: slow}
+  - {name: failing, device: failing}
 """
 
 
@@ -81,6 +95,18 @@ def main():
             served = Daemon.device(d.stats(), "d0")["counters"]["reads"]
             checks.check("the daemon answered those reads and the check's 16", served == out["requests"] + 16,
                          f"{served} vs {out['requests']} + 16")
+
+        rc, out, err = load("--unix", d.sock, "--export", "failing", "--rw", "randread", "--qd", "4",
+                            "--seconds", "0.1")
+        checks.check("failed reads are counted and fail the run",
+                     rc == 1 and out is not None and out["requests"] > 0 and out["errors"] == out["requests"]
+                     and out["bytes"] == 0 and "answered with an error" in err, f"rc {rc}, {out}, {err}")
+        t0 = time.monotonic()
+        rc, out, err = load("--unix", d.sock, "--export", "slow", "--rw", "randread", "--qd", "1",
+                            "--seconds", "0.1", "--stall-timeout", "0.5")
+        took = time.monotonic() - t0
+        checks.check("a server that stops answering fails the run after the stall timeout",
+                     rc == 1 and "no reply for 0.5 s" in err and took < 4, f"rc {rc}, {took:.1f} s, {err}")
 
         rc, out, err = load("--unix", d.sock, "--export", "ro", "--rw", "randwrite", "--seconds", "0.1")
         checks.check("writes to a read-only export are refused", rc == 1 and "read-only" in err, f"rc {rc}, {err}")

@@ -4,6 +4,7 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -75,10 +76,30 @@ bool send_all(int socket, iovec* iov, int count) {
     return true;
 }
 
+// Blocking calls on `socket` give up after `timeout` (EAGAIN).
+void set_stall_timeout(int socket, std::chrono::milliseconds timeout) {
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
+    ::setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+// "no reply for 0.5 s" for a timed-out call, else the errno's text.
+std::string io_failure(const char* doing, const char* stalled, std::chrono::milliseconds timeout) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        char text[96];
+        std::snprintf(text, sizeof text, "%s for %g s", stalled, double(timeout.count()) / 1000);
+        return text;
+    }
+    return std::string(doing) + ": " + std::strerror(errno);
+}
+
 }   // namespace
 
 LoadTotals run_load(int socket, const LoadSpec& spec) {
     LoadTotals totals;
+    set_stall_timeout(socket, spec.stall_timeout);
     const auto command = static_cast<std::uint16_t>(spec.write ? nbd::Command::write : nbd::Command::read);
     std::vector<std::array<std::uint8_t, nbd::request_size>> headers(spec.depth);
     std::vector<std::uint8_t> payloads(spec.write ? std::size_t(spec.depth) * spec.block : 0, sector_fill);
@@ -112,14 +133,15 @@ LoadTotals run_load(int socket, const LoadSpec& spec) {
             ++in_flight;
         }
         if (parts > 0 && !send_all(socket, iov.data(), parts)) {
-            totals.failure = std::string("sending requests: ") + std::strerror(errno);
+            totals.failure = io_failure("sending requests", "the server took no request bytes", spec.stall_timeout);
             break;
         }
         if (in_flight == 0) break;
         ssize_t n = ::read(socket, incoming.data(), incoming.size());
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-            totals.failure = n == 0 ? "the server closed the connection" : std::string("reading replies: ") + std::strerror(errno);
+            totals.failure = n == 0 ? "the server closed the connection"
+                                    : io_failure("reading replies", "no reply", spec.stall_timeout);
             break;
         }
         replies.clear();

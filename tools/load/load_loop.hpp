@@ -19,6 +19,9 @@ struct LoadSpec {
     std::chrono::nanoseconds duration = std::chrono::seconds(3);
     std::uint64_t export_size = 0;
     std::uint64_t seed = 1;
+    // A server that takes no bytes or sends none for this long fails the
+    // load instead of hanging it.
+    std::chrono::milliseconds stall_timeout = std::chrono::seconds(30);
 };
 
 struct LoadTotals {

@@ -4,12 +4,12 @@
 // has arrived). Plain NBD: fixed newstyle, NBD_OPT_GO, simple replies; no TLS.
 //   nbdsched-load (--unix PATH | --tcp HOST:PORT) [--export NAME]
 //                 --rw read|write|randread|randwrite [--bs 4k] [--qd 64]
-//                 [--seconds 3] [--seed N]
+//                 [--seconds 3] [--seed N] [--stall-timeout 30]
 // Prints one JSON line: requests, bytes, errors, seconds (first request to
 // last reply), iops, mib_s, and cpu_s: this process's CPU over the load.
 // Exit status: 0 every request answered without error; 1 the server could
-// not be reached, broke the connection or answered an error; 2 a bad
-// command line.
+// not be reached, broke the connection, made no progress for the stall
+// timeout or answered an error; 2 a bad command line.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
     app.add_option("--qd", depth, "requests in flight")->check(CLI::Range(1u, 1024u));
     app.add_option("--seconds", seconds, "how long to send requests")->check(CLI::Range(0.01, 3600.0));
     app.add_option("--seed", spec.seed, "seed of the random offsets");
+    double stall = 30;
+    app.add_option("--stall-timeout", stall, "seconds without progress before giving up (default 30)")
+        ->check(CLI::Range(0.001, 3600.0));
     CLI11_PARSE(app, argc, argv);
     if (target.unix_path.empty() && tcp.empty()) {
         std::fprintf(stderr, "nbdsched-load: --unix or --tcp is required\n");
@@ -88,6 +91,7 @@ int main(int argc, char** argv) {
     spec.block = static_cast<std::uint32_t>(*block);
     spec.depth = depth;
     spec.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+    spec.stall_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(stall));
 
     std::string error;
     auto connected = kernel::connect_export(target, std::chrono::seconds(10), error);
