@@ -214,9 +214,11 @@ CLIENT_TEXT = {
            "last column: what fio spends per request against the faster nbdkit over what it spends against "
            "nbdsched (paired by repetition; fio's CPU per request is itself higher where it waits more)."),
     "nbdsched-load": ("Whether the client is the limit. nbdsched-load sends every free slot's request in one system "
-                      "call and reads every reply that has arrived in another, so it costs a fraction of fio per "
-                      "request; where its share of a core stays well below 1.00 the server sets the rate. The last "
-                      "column is still the ratio the client would allow if it were the limit against both."),
+                      "call and reads every reply that has arrived in another, so at a deep queue it costs a "
+                      "fraction of what fio does per request (at one request at a time there is nothing to batch, "
+                      "and it costs about as much); where its share of a core stays well below 1.00 the server "
+                      "sets the rate. The last column is still the ratio the client would allow if it were the "
+                      "limit against both."),
 }
 
 

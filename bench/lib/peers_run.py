@@ -130,7 +130,12 @@ def measure_light(srv, workloads, reps, runtime, tool, tmp, tag):
                 if rep == 0:
                     commands.append(" ".join(["nbdsched-load"] + argv[1:]).replace(tmp, "$TMP"))
                 cpu0 = srv[k].cpu()
-                p = subprocess.run(argv, capture_output=True, text=True, timeout=60 + 10 * runtime)
+                try:
+                    p = subprocess.run(argv, capture_output=True, text=True, timeout=60 + 10 * runtime)
+                except subprocess.TimeoutExpired:   # its own stall timeout (30 s) did not fire: lose the cell
+                    failures.append(f"{k[0]} over {k[1]}, {wl_name(w)}, repetition {rep + 1}: killed after "
+                                    f"{60 + 10 * runtime:.0f} s")
+                    continue
                 cpu = srv[k].cpu() - cpu0
                 if p.returncode != 0 or not p.stdout.strip():
                     failures.append(f"{k[0]} over {k[1]}, {wl_name(w)}, repetition {rep + 1}: "

@@ -16,7 +16,9 @@ TCP:
 - a server that stops answering (reads delayed 5 s) fails the run after
   --stall-timeout 0.5, well before the reply would come;
 - refused: writes to the read-only export (exit 1, says read-only), a
-  socket nobody listens on (exit 1, names it), --bs 1000 (exit 2)."""
+  socket nobody listens on (exit 1, names it), --bs 1000 (exit 2), --bs
+  2M over the daemon's max_request_bytes of 1 MiB (exit 1, names the
+  limit), 64 writes of 32 MiB in flight (exit 2: over 1 GiB of buffers)."""
 import json
 import struct
 import subprocess
@@ -45,6 +47,8 @@ exports:
   - {name: ro, device: d0, readonly: true}
   - {name: slow, device: slow}
   - {name: failing, device: failing}
+limits:
+  max_request_bytes: 1MiB
 """
 
 
@@ -115,6 +119,12 @@ def main():
         rc, out, err = load("--unix", d.sock, "--export", "rw", "--rw", "read", "--bs", "1000")
         checks.check("a request size that is not whole sectors is a usage error", rc == 2 and "512" in err,
                      f"rc {rc}, {err}")
+        rc, out, err = load("--unix", d.sock, "--export", "rw", "--rw", "read", "--bs", "2M")
+        checks.check("a request over the export's largest is refused before any is sent",
+                     rc == 1 and out is None and "1048576" in err, f"rc {rc}, {err}")
+        rc, out, err = load("--unix", d.sock, "--export", "rw", "--rw", "write", "--bs", "32M", "--qd", "64")
+        checks.check("write buffers over 1 GiB are a usage error, not a failed allocation",
+                     rc == 2 and "1 GiB" in err, f"rc {rc}, {err}")
     checks.finish()
 
 

@@ -8,8 +8,9 @@
 // Prints one JSON line: requests, bytes, errors, seconds (first request to
 // last reply), iops, mib_s, and cpu_s: this process's CPU over the load.
 // Exit status: 0 every request answered without error; 1 the server could
-// not be reached, broke the connection, made no progress for the stall
-// timeout or answered an error; 2 a bad command line.
+// not be reached, refused the request size, broke the connection, made no
+// progress for the stall timeout or answered an error; 2 a bad command line
+// (also --qd x --bs over 1 GiB of write buffers).
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -23,6 +24,8 @@
 namespace {
 
 using namespace nbdsched;
+
+constexpr std::uint64_t max_write_buffers = 1ull << 30;
 
 double cpu_seconds() {
     rusage u{};
@@ -87,6 +90,12 @@ int main(int argc, char** argv) {
         return 2;
     }
     spec.write = rw.find("write") != std::string::npos;
+    // Every slot keeps its own write payload: bounded, so that a large
+    // --qd times --bs is a usage error and not a failed allocation.
+    if (spec.write && std::uint64_t(depth) * *block > max_write_buffers) {
+        std::fprintf(stderr, "nbdsched-load: --qd %u x --bs %s is over 1 GiB of write buffers\n", depth, bs.c_str());
+        return 2;
+    }
     spec.random = rw.starts_with("rand");
     spec.block = static_cast<std::uint32_t>(*block);
     spec.depth = depth;
@@ -103,6 +112,11 @@ int main(int argc, char** argv) {
     if (spec.export_size < spec.block) {
         std::fprintf(stderr, "nbdsched-load: the export (%llu bytes) is smaller than one request\n",
                      static_cast<unsigned long long>(spec.export_size));
+        return 1;
+    }
+    if (spec.block > connected->info.max_block) {
+        std::fprintf(stderr, "nbdsched-load: --bs %s is over the export's largest request (%u bytes)\n", bs.c_str(),
+                     connected->info.max_block);
         return 1;
     }
     if (spec.write && (connected->info.flags & nbd::tflag_read_only)) {
