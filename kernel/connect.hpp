@@ -41,6 +41,11 @@ private:
     int fd_ = -1;
 };
 
+// Blocking sends and receives on `fd` fail with EAGAIN after `timeout`
+// without progress (SO_SNDTIMEO, SO_RCVTIMEO): a peer that stops answering
+// fails the call instead of hanging it.
+void set_io_timeouts(int fd, std::chrono::milliseconds timeout);
+
 struct Connected {
     Fd socket;
     nbd::GoResult info;

@@ -9,6 +9,7 @@
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/session/private_socket.hpp"
 #include "daemon/session/socket_file.hpp"
+#include "kernel/connect.hpp"
 
 namespace nbdsched::daemon {
 
@@ -103,7 +104,7 @@ void HandoverServer::when_readable(std::chrono::milliseconds limit, std::functio
 
 void HandoverServer::on_request() {
     std::string error;
-    set_timeouts(peer_->native_handle(), request_wait);
+    kernel::set_io_timeouts(peer_->native_handle(), request_wait);
     auto m = recv_handover(peer_->native_handle(), error);
     if (m) close_fds(m->fds);   // a request carries none
     if (!m || (m->text != "takeover" && m->text != "takeover force")) {
@@ -122,7 +123,7 @@ void HandoverServer::on_request() {
 void HandoverServer::send_state(const std::string& json, const std::vector<int>& fds) {
     std::string error;
     if (!peer_) return hooks_.abort("the new process went away");
-    set_timeouts(peer_->native_handle(), verdict_wait);
+    kernel::set_io_timeouts(peer_->native_handle(), verdict_wait);
     if (!send_handover(peer_->native_handle(), "state " + json, fds, error)) {
         end_peer();
         return hooks_.abort(error);

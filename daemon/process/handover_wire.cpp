@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "daemon/session/connection.hpp"
@@ -118,14 +117,6 @@ bool recv_batch(int sock, std::size_t count, std::vector<int>& out, std::string&
 }
 
 }   // namespace
-
-void set_timeouts(int sock, std::chrono::milliseconds timeout) {
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
-    ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
 
 void close_fds(std::vector<int>& fds) {
     for (int fd : fds) ::close(fd);

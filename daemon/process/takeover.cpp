@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "daemon/process/handover_wire.hpp"
+#include "kernel/connect.hpp"
 
 namespace nbdsched::daemon {
 
@@ -31,7 +32,7 @@ std::unique_ptr<Takeover> Takeover::request(const std::string& path, bool force,
         error = "--takeover " + path + ": cannot connect: " + std::strerror(errno) + " (is a daemon serving hand-overs there?)";
         return nullptr;
     }
-    set_timeouts(t->sock_, wait);
+    kernel::set_io_timeouts(t->sock_, wait);
     if (!send_handover(t->sock_, force ? "takeover force" : "takeover", {}, error)) return nullptr;
     auto reply = recv_handover(t->sock_, error);
     if (!reply) return nullptr;
@@ -57,7 +58,7 @@ Takeover::~Takeover() {
 }
 
 bool Takeover::confirm(std::string& error) {
-    set_timeouts(sock_, confirm_wait);
+    kernel::set_io_timeouts(sock_, confirm_wait);
     if (!send_handover(sock_, "adopted", {}, error)) return false;
     auto reply = recv_handover(sock_, error);
     if (!reply) return false;

@@ -23,6 +23,7 @@
 
 #include "daemon/process/handover_wire.hpp"
 #include "daemon/session/connection_state.hpp"
+#include "kernel/connect.hpp"
 #include "sched/weight.hpp"
 #include "tests/fuzz/check.hpp"
 
@@ -65,7 +66,7 @@ std::optional<HandoverMessage> receive(const std::uint8_t* data, std::size_t siz
     ::setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
     if (size > 0) FUZZ_CHECK(::send(sv[0], data, size, MSG_NOSIGNAL) == static_cast<ssize_t>(size));
     ::shutdown(sv[0], SHUT_WR);   // the old process is gone after these bytes
-    set_timeouts(sv[1], std::chrono::milliseconds(1000));
+    nbdsched::kernel::set_io_timeouts(sv[1], std::chrono::milliseconds(1000));
     std::string error;
     auto m = recv_handover(sv[1], error);
     ::close(sv[0]);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "kernel/connect.hpp"
 #include "nbd/transmission.hpp"
 #include "tools/load/reply_stream.hpp"
 
@@ -76,15 +77,6 @@ bool send_all(int socket, iovec* iov, int count) {
     return true;
 }
 
-// Blocking calls on `socket` give up after `timeout` (EAGAIN).
-void set_stall_timeout(int socket, std::chrono::milliseconds timeout) {
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
-    ::setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
 // "no reply for 0.5 s" for a timed-out call, else the errno's text.
 std::string io_failure(const char* doing, const char* stalled, std::chrono::milliseconds timeout) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -99,7 +91,7 @@ std::string io_failure(const char* doing, const char* stalled, std::chrono::mill
 
 LoadTotals run_load(int socket, const LoadSpec& spec) {
     LoadTotals totals;
-    set_stall_timeout(socket, spec.stall_timeout);
+    kernel::set_io_timeouts(socket, spec.stall_timeout);
     const auto command = static_cast<std::uint16_t>(spec.write ? nbd::Command::write : nbd::Command::read);
     std::vector<std::array<std::uint8_t, nbd::request_size>> headers(spec.depth);
     std::vector<std::uint8_t> payloads(spec.write ? std::size_t(spec.depth) * spec.block : 0, sector_fill);

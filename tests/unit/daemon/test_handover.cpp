@@ -32,6 +32,7 @@
 #include "daemon/process/takeover.hpp"
 #include "daemon/session/connection.hpp"
 #include "daemon/session/connection_state.hpp"
+#include "kernel/connect.hpp"
 #include "temp_dir.hpp"
 
 using namespace nbdsched;
@@ -137,7 +138,7 @@ TEST_CASE("hand-over state: refused rather than guessed") {
 TEST_CASE("hand-over framing: text and descriptors over a socket pair") {
     int sv[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    daemon::set_timeouts(sv[1], std::chrono::milliseconds(2000));
+    kernel::set_io_timeouts(sv[1], std::chrono::milliseconds(2000));
     // 300 descriptors: more than one SCM_RIGHTS message carries.
     std::vector<int> fds(300, sv[0]);
     fds[299] = STDERR_FILENO;
@@ -176,7 +177,7 @@ TEST_CASE("hand-over framing: the text limit follows the descriptors") {
     CHECK(daemon::max_handover_text(1024) > daemon::max_handover_text(200));
     int sv[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    daemon::set_timeouts(sv[1], std::chrono::milliseconds(2000));
+    kernel::set_io_timeouts(sv[1], std::chrono::milliseconds(2000));
     std::string error;
     // The sender refuses, saying why, and sends nothing.
     CHECK_FALSE(daemon::send_handover(sv[0], std::string(daemon::max_handover_text(0) + 1, 'x'), {}, error));
@@ -208,7 +209,7 @@ int fake_old_daemon(const std::string& path, const std::string& reply, std::thre
     thread = std::thread([listener, reply, write_end = pipe_fds[1]] {
         int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
         std::string error;
-        daemon::set_timeouts(peer, std::chrono::milliseconds(2000));
+        kernel::set_io_timeouts(peer, std::chrono::milliseconds(2000));
         auto request = daemon::recv_handover(peer, error);
         if (request) daemon::send_handover(peer, reply, {write_end}, error);
         ::close(write_end);
