@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 
 #include "common/units.hpp"
+#include "config/config.hpp"
 #include "kernel/connect.hpp"
 #include "tools/load/load_loop.hpp"
 
@@ -32,24 +33,6 @@ double cpu_seconds() {
     ::getrusage(RUSAGE_SELF, &u);
     auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
     return s(u.ru_utime) + s(u.ru_stime);
-}
-
-// "HOST:PORT" -> the target's host and port; false on a malformed one.
-bool parse_tcp(const std::string& text, kernel::Target& target) {
-    auto colon = text.rfind(':');
-    if (colon == std::string::npos || colon == 0) return false;
-    unsigned long port = 0;
-    try {
-        std::size_t used = 0;
-        port = std::stoul(text.substr(colon + 1), &used);
-        if (used != text.size() - colon - 1) return false;
-    } catch (const std::exception&) {
-        return false;
-    }
-    if (port == 0 || port > 65535) return false;
-    target.host = text.substr(0, colon);
-    target.port = static_cast<std::uint16_t>(port);
-    return true;
 }
 
 }   // namespace
@@ -80,9 +63,15 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "nbdsched-load: --unix or --tcp is required\n");
         return 2;
     }
-    if (!tcp.empty() && !parse_tcp(tcp, target)) {
-        std::fprintf(stderr, "nbdsched-load: --tcp %s: expected HOST:PORT\n", tcp.c_str());
-        return 2;
+    if (!tcp.empty()) {
+        std::string why;
+        auto where = config::parse_tcp_listen(tcp, why);   // the syntax of the daemon's --listen-tcp
+        if (!where) {
+            std::fprintf(stderr, "nbdsched-load: --tcp %s: %s\n", tcp.c_str(), why.c_str());
+            return 2;
+        }
+        target.host = where->host;
+        target.port = where->port;
     }
     auto block = parse_size(bs);
     if (!block || *block == 0 || *block % 512 != 0 || *block > (32u << 20)) {
