@@ -76,15 +76,23 @@ TARGETS = [
 SCHED_COST_BOUND = 0.05   # target 4: cfq and bfq within 5% of none on each target's cell
 
 
-def _sched_cost(samples, sched, tr, w, higher):
-    """How much worse cfq or bfq is than `none`, paired by repetition: the
-    throughput it loses, or (for a CPU target) the CPU it adds; None unmeasured."""
+def _sched_costs(samples, sched, tr, w, higher):
+    """Per repetition, how much worse cfq or bfq is than `none` in it: the
+    throughput it loses, or (for a CPU target) the CPU it adds; None
+    unmeasured."""
     if higher:
-        r = _paired(samples, f"nbdsched-{sched}", "nbdsched-none", tr, w)
-        return None if r is None else 1 - r
-    r = common.ratio_by_rep(_cpu_by_rep(samples, f"nbdsched-{sched}", tr, w),
-                            _cpu_by_rep(samples, "nbdsched-none", tr, w))
-    return None if r is None else r - 1
+        ratios = common.ratios_by_rep(_by_rep(samples, f"nbdsched-{sched}", tr, w),
+                                      _by_rep(samples, "nbdsched-none", tr, w))
+        return ratios and [1 - r for r in ratios]
+    ratios = common.ratios_by_rep(_cpu_by_rep(samples, f"nbdsched-{sched}", tr, w),
+                                  _cpu_by_rep(samples, "nbdsched-none", tr, w))
+    return ratios and [r - 1 for r in ratios]
+
+
+def _sched_cost(samples, sched, tr, w, higher):
+    """The median of _sched_costs, or None unmeasured."""
+    costs = _sched_costs(samples, sched, tr, w, higher)
+    return statistics.median(costs) if costs else None
 
 
 def _goal_text(goal, higher):
@@ -185,14 +193,7 @@ def sched_cost_interval_table(samples, workloads, confidence=0.95):
         row = [what]
         for tr in ("unix", "tcp"):
             for sched in ("cfq", "bfq"):
-                if higher:
-                    ratios = common.ratios_by_rep(_by_rep(samples, f"nbdsched-{sched}", tr, w),
-                                                  _by_rep(samples, "nbdsched-none", tr, w))
-                    costs = ratios and [1 - r for r in ratios]
-                else:
-                    ratios = common.ratios_by_rep(_cpu_by_rep(samples, f"nbdsched-{sched}", tr, w),
-                                                  _cpu_by_rep(samples, "nbdsched-none", tr, w))
-                    costs = ratios and [r - 1 for r in ratios]
+                costs = _sched_costs(samples, sched, tr, w, higher)
                 interval = costs and common.median_interval(costs, confidence)
                 if not interval:
                     row.append("-")

@@ -56,6 +56,12 @@ def prefill(srv, keys, size):
              for i, k in enumerate(keys)], timeout=60 + 30 * len(keys))
 
 
+def _rotated(keys, rep):
+    """The servers' order in repetition `rep`: rotated by one each time, so
+    that none always runs first or after the same neighbour."""
+    return keys[rep % len(keys):] + keys[:rep % len(keys)]
+
+
 def measure(srv, image, workloads, reps, runtime, tmp, tag):
     """Runs the workloads; returns (samples, commands, failures) with
     samples[(server, transport, workload)] = {repetition: (IOPS, MiB/s,
@@ -68,7 +74,7 @@ def measure(srv, image, workloads, reps, runtime, tmp, tag):
     for rep in range(reps):
         for w in workloads:
             rw, bs, qd, nj = w
-            order = keys[rep % len(keys):] + keys[:rep % len(keys)]   # rotate per repetition
+            order = _rotated(keys, rep)
             jobs = [(f"{k[0]}@{k[1]}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]), "numjobs": nj,
                                         "stonewall": True}) for k in order]
             jobs.append(("direct@shm", {"ioengine": "libaio", "filename": image, "numjobs": nj, "stonewall": True}))
@@ -122,7 +128,7 @@ def measure_light(srv, workloads, reps, runtime, tool, tmp, tag):
     for rep in range(reps):
         for w in workloads:
             rw, bs, qd, nj = w
-            order = keys[rep % len(keys):] + keys[:rep % len(keys)]
+            order = _rotated(keys, rep)
             for k in order:
                 where = ["--unix", srv[k].sock] if k[1] == "unix" else ["--tcp", f"127.0.0.1:{srv[k].tcp_port}"]
                 argv = [tool, *where, "--export", "x", "--rw", rw, "--bs", bs, "--qd", str(qd),
