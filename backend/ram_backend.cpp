@@ -7,7 +7,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "common/bytes.hpp"
+#include "common/device_bytes.hpp"
 #include "common/units.hpp"
 
 namespace nbdsched::backend {
@@ -171,7 +171,7 @@ int RamBackend::read(std::uint64_t offset, std::span<std::byte> out) {
             std::byte* dst = out.data() + (at - offset);
             const std::byte* page = leaf == nullptr ? nullptr : leaf->pages[slot].load(std::memory_order_acquire);
             if (page != nullptr)
-                std::memcpy(dst, page + in_page, n);
+                copy_device_bytes(dst, page + in_page, n);
             else
                 std::memset(dst, 0, n);
             return true;
@@ -281,7 +281,7 @@ void RamBackend::settle_in_leaf(std::uint64_t li, std::uint64_t offset, std::uin
                 if (page == nullptr)
                     continue;   // being created by another write in place: its mark
                 seen[b] = page;
-                if ((whole >> b & 1) != 0 && all_zero(page, page_bytes))
+                if ((whole >> b & 1) != 0 && device_bytes_zero(page, page_bytes))
                     zero |= std::uint64_t{1} << b;
                 else
                     kept |= std::uint64_t{1} << b;
@@ -301,7 +301,7 @@ void RamBackend::settle_in_leaf(std::uint64_t li, std::uint64_t offset, std::uin
             if (leaf->pages[slot].load(std::memory_order_relaxed) != seen[b])
                 continue;   // another page now: another write's
             leaf->unmark(slot);
-            if (all_zero(seen[b], page_bytes)) {
+            if (device_bytes_zero(seen[b], page_bytes)) {
                 leaf->pages[slot].store(nullptr, std::memory_order_release);
                 free_page(seen[b]);
                 freed = true;
@@ -347,7 +347,7 @@ int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, boo
                     return false;
             }
             if (page != nullptr)
-                std::memcpy(page + in_page, src, n);
+                copy_device_bytes(page + in_page, src, n);
             return true;
         });
     });
@@ -366,7 +366,7 @@ void RamBackend::zero_in_leaf(std::uint64_t li, std::uint64_t offset, std::uint6
                 free_page(page);
             }
         } else if (std::byte* page = leaf->pages[slot].load(std::memory_order_acquire)) {
-            std::memset(page + in_page, 0, n);
+            zero_device_bytes(page + in_page, n);
         }
         return true;
     });
@@ -388,7 +388,7 @@ bool RamBackend::provision_in_leaf(std::uint64_t li, std::uint64_t offset, std::
         std::byte* page = page_or_create(*leaf, slot);   // a fresh page is already zero
         if (page == nullptr)
             return false;
-        std::memset(page + in_page, 0, n);
+        zero_device_bytes(page + in_page, n);
         leaf->unmark(slot);   // provisioned: a write in place of zeros in flight must not free it
         return true;
     });

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <system_error>
 
+#include "common/device_bytes.hpp"
 #include "daemon/session/connection.hpp"
 #include "nbd/block_status.hpp"
 
@@ -47,7 +48,7 @@ void copy_to(const std::vector<std::span<std::byte>>& targets, std::size_t at, c
             continue;
         }
         const std::size_t k = std::min(n, t.size() - at);
-        std::memcpy(t.data() + at, src, k);
+        copy_device_bytes(t.data() + at, src, k);
         src += k;
         n -= k;
         at = 0;
@@ -304,6 +305,7 @@ ssize_t Connection::recv_in_place() {
     msghdr m{};
     m.msg_iov = recv_iov_.data();
     m.msg_iovlen = recv_iov_.size();
+    DeviceBytesAccess access;   // the kernel's copy into the pages, as copy_to()'s
     return ::recvmsg(socket_.native_handle(), &m, MSG_DONTWAIT);
 }
 

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <utility>
 
+#include "common/device_bytes.hpp"
 #include "daemon/session/connection.hpp"
 #include "nbd/block_status.hpp"
 
@@ -244,7 +245,7 @@ void Connection::unpin_stalled() {
         stall_copy_.resize(left);
         std::size_t at = 0;
         for (std::size_t i = iov_at_; i < iov_.size(); ++i) {
-            std::memcpy(stall_copy_.data() + at, iov_[i].iov_base, iov_[i].iov_len);
+            copy_device_bytes(stall_copy_.data() + at, iov_[i].iov_base, iov_[i].iov_len);
             at += iov_[i].iov_len;
         }
         iov_.assign(1, iovec{stall_copy_.data(), left});
@@ -267,7 +268,7 @@ void Connection::copy_out(IoRequest& r) {
     r.buffer.reserve(r.data_bytes);
     std::size_t at = 0;
     for (auto piece : r.pieces) {
-        std::memcpy(r.buffer.data() + at, piece.data(), piece.size());
+        copy_device_bytes(r.buffer.data() + at, piece.data(), piece.size());
         at += piece.size();
     }
     r.pinned->unpin(r.pin);
