@@ -6,6 +6,7 @@
 
 #include "daemon/process/busy_poll_policy.hpp"
 #include "daemon/process/coalesce_policy.hpp"
+#include "daemon/stats/loop_activity.hpp"
 
 namespace nbdsched::daemon {
 namespace {
@@ -95,7 +96,9 @@ void run_event_loop(boost::asio::io_context& io, const config::Limits& limits, L
         // at iodepth 64, about one in five of the daemon's system calls.
         if (policy.skip_turn()) {
             ++stats.sleeps;
+            const auto before = stats::loop_activity().requests;
             if (io.run_one() == 0) break;
+            policy.slept(stats::loop_activity().requests - before);
             continue;
         }
         if (io.poll() != 0) continue;   // run what is ready, until nothing is

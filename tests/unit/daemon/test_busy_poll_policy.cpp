@@ -1,7 +1,8 @@
 // The event loop's polling policy (limits.busy_poll): a fixed window always
 // polls; `auto` stops when polls do not find work or are preempted, and
 // tries again after a number of sleeps that doubles while it still does
-// not pay.
+// not pay; work found at once pays only for a client whose requests a sleep
+// gathers one a turn (it waits for each reply), looked at again now and then.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -114,4 +115,71 @@ TEST_CASE("a fixed window never pauses") {
     BusyPollPolicy p(LoopWindow{microseconds(50), false});
     feed(p, 1000, false, true);
     CHECK_FALSE(p.skip_turn());
+}
+
+namespace {
+
+// Runs the pause in progress, each turn gathering `requests` (every other
+// turn gathers none: a reply's write completing, say).
+void pause_gathering(BusyPollPolicy& p, std::uint64_t requests) {
+    for (std::uint64_t turn = 0; p.skip_turn(); ++turn) p.slept(turn % 2 == 0 ? requests : 0);
+}
+
+// One judgement of polls that all found work at once (sooner than min_saved_wait).
+void quick_finds(BusyPollPolicy& p) {
+    for (unsigned i = 0; i < BusyPollPolicy::judged_polls; ++i) {
+        REQUIRE(p.window().count() != 0);
+        p.polled(true, microseconds(1), false);
+    }
+}
+
+// After a pause that showed a streaming client: polling resumes under the
+// streaming rule, so a judgement of quick finds is a failure again, the
+// `backoffs`th.
+void quick_finds_back_off(BusyPollPolicy& p, std::uint64_t backoffs) {
+    CHECK(p.window().count() != 0);
+    CHECK(p.sleeps_gather());
+    for (unsigned i = 0; i < BusyPollPolicy::judged_polls; ++i) p.polled(true, microseconds(1), false);
+    CHECK(p.backoffs() == backoffs);
+}
+
+}   // namespace
+
+TEST_CASE("auto keeps polling for a client that waits for each reply, even when its next request comes at once") {
+    BusyPollPolicy p(automatic);
+    quick_finds(p);   // taken for a streaming client at first
+    REQUIRE(p.backoffs() == 1);
+    pause_gathering(p, 1);   // but a sleep gathers one request a turn: nothing to batch
+    for (unsigned j = 1; j < BusyPollPolicy::recheck_judgements; ++j) quick_finds(p);
+    CHECK(p.backoffs() == 1);
+    CHECK_FALSE(p.sleeps_gather());
+    // Every recheck_judgements paying judgements it pauses once to look again, without counting a failure.
+    quick_finds(p);
+    CHECK(p.window().count() == 0);
+    CHECK(p.backoffs() == 1);
+}
+
+TEST_CASE("auto keeps the streaming rule when a pause gathers several requests a turn") {
+    BusyPollPolicy p(automatic);
+    quick_finds(p);
+    pause_gathering(p, 2);   // 2 a turn: a sleep batches the client's requests
+    quick_finds_back_off(p, 2);
+}
+
+TEST_CASE("auto goes back to the streaming rule when a recheck finds the client streaming") {
+    BusyPollPolicy p(automatic);
+    quick_finds(p);
+    pause_gathering(p, 1);
+    for (unsigned j = 0; j < BusyPollPolicy::recheck_judgements; ++j) quick_finds(p);
+    REQUIRE(p.backoffs() == 1);
+    pause_gathering(p, 8);   // the recheck: now a sleep gathers 8 a turn
+    quick_finds_back_off(p, 2);
+}
+
+TEST_CASE("a pause in which nothing arrived leaves the rule as it was") {
+    BusyPollPolicy p(automatic);
+    quick_finds(p);
+    pause_gathering(p, 0);
+    CHECK(p.window().count() != 0);
+    CHECK(p.sleeps_gather());
 }
