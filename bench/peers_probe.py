@@ -14,6 +14,14 @@ with --file /var/tmp/img for fio's own io_uring engine on that file (direct=1,
 no protocol: the ceiling) and --qemu-nbd for qemu-nbd --aio=io_uring
 --cache=none on it. The table also gives fio's own CPU per I/O (usr + sys).
 
+`--client nbdsched-load` drives each server in turn with tools/load instead
+of fio (one connection, no ramp; the tool next to the first --server's
+daemon): where fio's own thread is the limit, the server's rate shows
+(docs/data-path.md, "A client that is not the limit"). One A/B of two
+daemon builds at qd1 over both transports:
+  bench/peers_probe.py --client nbdsched-load --server main=MAIN --server new=NEW \
+      --nbdkit "" --prefill --workload randread,4k,1 --reps 5 --runtime 2 --ref main
+
 `devices=N` gives a daemon N RAM devices (exports x, x1, ...; one event loop
 each up to limits.threads) and spreads a workload's numjobs over them, one
 fio job per connection: what serving one device's connections on several
@@ -30,6 +38,7 @@ import time
 
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
+import peers_run  # noqa: E402
 from nbdsched_test import fio, servers  # noqa: E402
 from nbdsched_test.daemon import Daemon  # noqa: E402
 from nbdsched_test.tempdir import TempDir  # noqa: E402
@@ -115,11 +124,22 @@ def main():
     p.add_argument("--qemu-nbd", action="store_true", help="add qemu-nbd --aio=io_uring --cache=none on --file")
     p.add_argument("--json", help="also write every repetition's numbers to this file")
     p.add_argument("--quiet-wait", type=float, default=300, help="seconds to wait for --quiet before each run")
+    p.add_argument("--client", choices=["fio", "nbdsched-load"], default="fio",
+                   help="the load: fio's nbd engine, or tools/load (no --file, --fio or --quiet with it)")
     p.add_argument("--fio", action="append", default=[],
                    help="a fio option for every run, key=value or a bare flag (zero_buffers: payloads of zeros)")
     a = p.parse_args()
     if a.qemu_nbd and not a.file:
         p.error("--qemu-nbd serves --file")
+    tool = None
+    if a.client == "nbdsched-load":
+        if a.file or a.fio or a.quiet:
+            p.error("--client nbdsched-load runs no fio: no --file, --fio or --quiet")
+        if not a.server:
+            p.error("--client nbdsched-load finds the tool next to the first --server's daemon")
+        tool = light_tool(parse_server(a.server[0])[1])
+        if tool is None:
+            p.error("no tools/load/nbdsched-load next to the first --server's daemon (build it)")
     transports = a.transport or ["unix", "tcp"]
     samples = {}
     split = {}   # (label, transport) -> devices, for daemons with more than one
@@ -149,7 +169,9 @@ def main():
             fio.run({"thread": True, "rw": "write", "bs": "1m", "iodepth": 8, "size": "1g"},
                     [(f"fill{i}-{e}", {"ioengine": "nbd", "uri": srv[k].uri(export_name(e), k[1]), "stonewall": True})
                      for i, k in enumerate(keys) for e in range(split.get(k, 1))])
-        for rep in range(a.reps):
+        if tool:
+            measure_light(srv, a.workload, a.reps, a.runtime, tool, tmp, samples)
+        for rep in range(a.reps if not tool else 0):
             for wtext in a.workload:
                 rw, bs, qd, *nj = wtext.split(",")
                 nj = int(nj[0]) if nj else 1
@@ -181,7 +203,7 @@ def main():
                   flush=True)
     if a.quiet:
         print(f"runs kept although disturbed: {disturbed}")
-    print("| workload | transport | server | IOPS | MB/s | server CPU µs/IO (approx, whole run) | fio CPU µs/IO |")
+    print(f"| workload | transport | server | IOPS | MB/s | server CPU µs/IO (approx, whole run) | {a.client} CPU µs/IO |")
     print("|---|---|---|---|---|---|---|")
     for (w, tr, label), v in sorted(samples.items()):
         med = [statistics.median([x[i] for x in v if x[i] is not None] or [0]) for i in range(4)]
@@ -193,6 +215,37 @@ def main():
         with open(a.json, "w") as f:
             json.dump([{"workload": w, "transport": tr, "server": label, "reps": v}
                        for (w, tr, label), v in sorted(samples.items())], f, indent=1)
+
+
+def light_tool(daemon):
+    """tools/load/nbdsched-load in the build tree of `daemon`, or None."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(daemon)))
+    tool = os.path.join(build, "tools", "load", "nbdsched-load")
+    return tool if os.access(tool, os.X_OK) else None
+
+
+def measure_light(srv, workload_texts, reps, runtime, tool, tmp, samples):
+    """Fills samples as the fio loop does (IOPS, MB/s, server CPU µs/IO,
+    client CPU µs/IO), from peers_run.measure_light. Only the repetitions
+    every server of a workload completed are kept, so that the paired
+    ratios pair the same repetitions."""
+    parsed = {}
+    for wtext in workload_texts:
+        rw, bs, qd, *nj = wtext.split(",")
+        if nj and int(nj[0]) != 1:
+            sys.exit("--client nbdsched-load runs one connection: no numjobs")
+        parsed[(rw, bs, int(qd), 1)] = wtext
+    got, _, failures = peers_run.measure_light(srv, list(parsed), reps, runtime, tool, tmp, "probe")
+    for f in failures:
+        print(f"failed: {f}", file=sys.stderr)
+    for w, wtext in parsed.items():
+        cells = {k: got.get((k[0], k[1], w), {}) for k in srv}
+        for rep in range(reps):
+            if not all(rep in c for c in cells.values()):
+                continue
+            for k, c in cells.items():
+                iops, mib_s, server_us, _, client_us = c[rep]
+                samples.setdefault((wtext, k[1], k[0]), []).append((iops, mib_s * 1.048576, server_us, client_us))
 
 
 def export_name(i):

@@ -37,8 +37,8 @@ public:
     // ... unless sleeping gathers no more than this many requests a turn
     // (in tenths; the turns that gathered any): a client at queue depth 1
     // that answers within 5 µs, which a sleep would only delay
-    // (nbdsched-load's 4k reads at qd1: 26.0k IOPS with the rule alone,
-    // 33.0k with this exception, the medians of 10 paired rounds).
+    // (nbdsched-load's 4k reads at qd1 over Unix: 25.3k IOPS with the rule
+    // alone, 31.8k with this exception; docs/data-path.md).
     static constexpr std::uint64_t streaming_tenths = 15;
     // Paying judgements after which `auto`, polling for such a client,
     // pauses as after a failure to check that sleeping still gathers one
