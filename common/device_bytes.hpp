@@ -1,13 +1,14 @@
 // Copies into and out of the bytes of a RAM device's pages (and a socket's
-// receive into them), which threads share the way a disk's sectors are shared. NBD lets a client have a READ
-// and a WRITE of one range in flight at once (or two WRITEs), and lets the
-// server serve them in any order (doc/proto.md, "Ordering of messages and
-// writes"): on connections served by different event loops those copies run
-// at the same time, and what the READ returns is then unspecified, as on a
-// disk. They are the one race the data path has by design, so ThreadSanitizer
-// is told to ignore these copies, and only them: page tables, pins, buffers
-// and queues stay checked. (A copy into a page the arena has taken back is
-// ASan's to report: the arena poisons its free pages.)
+// receive into them), which threads share the way a disk's sectors are
+// shared. NBD lets a client have a READ and a WRITE of one range in flight
+// at once (or two WRITEs), and lets the server serve them in any order
+// (doc/proto.md, "Ordering of messages and writes"): on connections served
+// by different event loops those copies run at the same time, and what the
+// READ returns is then unspecified, as on a disk. They are the one race the
+// data path has by design, so ThreadSanitizer is told to ignore these
+// copies, and only them: page tables, pins, buffers and queues stay
+// checked. (A copy into a page the arena has taken back is ASan's to
+// report: the arena poisons its free pages.)
 #pragma once
 
 #include <cstddef>
