@@ -137,7 +137,7 @@ def main():
             p.error("--client nbdsched-load runs no fio: no --file, --fio or --quiet")
         if not a.server:
             p.error("--client nbdsched-load finds the tool next to the first --server's daemon")
-        tool = light_tool(parse_server(a.server[0])[1])
+        tool = peers_run.light_client_path(parse_server(a.server[0])[1])
         if tool is None:
             p.error("no tools/load/nbdsched-load next to the first --server's daemon (build it)")
     transports = a.transport or ["unix", "tcp"]
@@ -215,13 +215,6 @@ def main():
         with open(a.json, "w") as f:
             json.dump([{"workload": w, "transport": tr, "server": label, "reps": v}
                        for (w, tr, label), v in sorted(samples.items())], f, indent=1)
-
-
-def light_tool(daemon):
-    """tools/load/nbdsched-load in the build tree of `daemon`, or None."""
-    build = os.path.dirname(os.path.dirname(os.path.abspath(daemon)))
-    tool = os.path.join(build, "tools", "load", "nbdsched-load")
-    return tool if os.access(tool, os.X_OK) else None
 
 
 def measure_light(srv, workload_texts, reps, runtime, tool, tmp, samples):

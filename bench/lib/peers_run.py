@@ -110,9 +110,9 @@ def measure(srv, image, workloads, reps, runtime, tmp, tag):
     return samples, commands, failures
 
 
-def light_client_path():
-    """nbdsched-load in the daemon's build tree (NBDSCHED), or None if not built."""
-    daemon = os.environ.get("NBDSCHED", "build/daemon/nbdsched")
+def light_client_path(daemon=None):
+    """nbdsched-load in the build tree of `daemon` (default: NBDSCHED), or None if not built."""
+    daemon = daemon or os.environ.get("NBDSCHED", "build/daemon/nbdsched")
     tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(daemon))), "tools", "load", "nbdsched-load")
     return tool if os.access(tool, os.X_OK) else None
 
