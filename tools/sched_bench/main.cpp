@@ -3,7 +3,7 @@
 // by default. A micro-benchmark, not a test: numbers depend on the machine and
 // its load (valgrind --tool=callgrind gives steady instruction counts).
 //   nbdsched-sched-bench [--requests N] [--policy P]... [--queues N]... [--groups N]
-//                        [--pattern P] [--rotational] [--set k=v]...
+//                        [--pattern P] [--batch N] [--rotational] [--set k=v]...
 // A --set tunable applies to the policies that have it (the others say they
 // ignore it); one that no measured policy has is an error.
 // Exit status: 0 every cell measured; 1 a cell failed (its row says why);
@@ -11,7 +11,8 @@
 // Patterns: "backlog" keeps every queue backlogged and a device of depth 32
 // busy; "inline" is the daemon on a RAM device (bench experiment 7): requests
 // arrive one at a time from random connections, each with up to 8 outstanding,
-// and every dispatched request completes at once, before the next arrives.
+// and every dispatched request completes at once, before the next arrives
+// (--batch N: N arrive, as from one read of a socket, before dispatch is asked).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -128,12 +129,13 @@ Outcome measure_backlog(sched::Scheduler& s, unsigned queues, std::uint64_t requ
 
 // The daemon's pattern on a RAM device: a request from a random connection
 // that has fewer than 8 outstanding arrives every 2 us; the device loop drains
-// dispatch() and every dispatched request completes inline.
-Outcome measure_inline(sched::Scheduler& s, unsigned queues, std::uint64_t requests,
+// dispatch() after every `batch` arrivals (the requests one read of a socket
+// brought) and every dispatched request completes inline.
+Outcome measure_inline(sched::Scheduler& s, unsigned queues, unsigned batch, std::uint64_t requests,
                        std::string& error) {
-    constexpr unsigned kIodepth = 8;
+    const unsigned kIodepth = std::max(8u, batch);
     sched::Time now{};
-    std::uint64_t next_id = 1, done = 0, stalls = 0;
+    std::uint64_t next_id = 1, done = 0, stalls = 0, arrived = 0;
     Lcg rng;
     open_queues(s, queues, now);
     std::vector<unsigned> outstanding(queues, 0);
@@ -168,7 +170,7 @@ Outcome measure_inline(sched::Scheduler& s, unsigned queues, std::uint64_t reque
         ++outstanding[q];
         of_id.push_back(q);
         s.submit(make_request(q, next_id++, rng, now), now);
-        drain();
+        if (++arrived % batch == 0) drain();
     }
     return {double(cpu_ns() - start) / double(done), done, timer.changes};
 }
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> policies{"none", "cfq", "bfq"}, sets;
     std::vector<unsigned> queue_counts{1, 100, 10000};
     std::string pattern = "backlog";
+    unsigned batch = 1;
     bool rotational = false;
     app.add_option("--requests", requests, "requests per measurement")
         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000'000}));
@@ -201,6 +204,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1u, 10u));
     app.add_option("--pattern", pattern, "backlog (device of depth 32 kept busy) or inline (RAM: completes at once)")
         ->check(CLI::IsMember({"backlog", "inline"}));
+    app.add_option("--batch", batch, "inline: arrivals between two drains of dispatch()")
+        ->check(CLI::Range(1u, 1024u));
     app.add_option("--policy", policies, "policies to measure");
     app.add_flag("--rotational", rotational, "present a rotational device (idling on by default)");
     app.add_option("--set", sets, "tunable name=value (repeatable)");
@@ -210,6 +215,10 @@ int main(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : 2;
     }
 
+    if (batch != 1 && pattern != "inline") {
+        std::fprintf(stderr, "--batch applies to --pattern inline only\n");
+        return 2;
+    }
     sched::Tunables tunables;
     if (auto bad = sim::add_assignments(sets, tunables); !bad.empty()) {
         std::fprintf(stderr, "--set wants name=value, got '%s'\n", bad.c_str());
@@ -239,7 +248,7 @@ int main(int argc, char** argv) {
                 status = 1;
                 break;
             }
-            Outcome o = pattern == "inline" ? measure_inline(*s, queues, requests, error)
+            Outcome o = pattern == "inline" ? measure_inline(*s, queues, batch, requests, error)
                                             : measure_backlog(*s, queues, requests, error);
             if (!error.empty()) {
                 std::printf("%-6s %8u %12s  (%s)\n", policy.c_str(), queues, "-", error.c_str());

@@ -103,12 +103,19 @@ def sched_bench_errors_fail():
     for what, args, want in [("unknown policy", ["--policy", "bogus"], 1),
                              ("bad tunable value", ["--set", "slice_idle=abc"], 1),
                              ("tunable no policy has", ["--set", "bogus=1"], 2),
-                             ("--requests 0", ["--requests", "0"], 2)]:
+                             ("--requests 0", ["--requests", "0"], 2),
+                             ("--batch with the backlog pattern", ["--batch", "4"], 2),
+                             ("--batch 0", ["--pattern", "inline", "--batch", "0"], 2)]:
         r = bench(*args)
         check(r.returncode == want, f"sched-bench {what}: exit {want} (rc {r.returncode}: {r.stdout.strip()[-200:]})")
     r = bench("--set", "slice_idle=0")
     check(r.returncode == 0 and "none ignores slice_idle" in r.stderr and "inf" not in r.stdout,
           f"sched-bench --set slice_idle=0: cfq and bfq measured, none ignores it (rc {r.returncode}: {r.stderr.strip()})")
+    r = bench("--pattern", "inline", "--batch", "8")
+    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    check(r.returncode == 0 and [row[0] for row in rows] == ["none", "cfq", "bfq"] and
+          all(row[3] == "2000" for row in rows),
+          f"sched-bench --pattern inline --batch 8: every policy measured 2000 requests (rc {r.returncode}: {r.stdout.strip()})")
 
 
 def workload(text):
