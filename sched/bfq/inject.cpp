@@ -99,14 +99,14 @@ void BfqScheduler::retire_drained(BfqQueue& q) {
     }
 }
 
-void BfqScheduler::inject_on_arrival(BfqQueue& q, Time now) {
+void BfqScheduler::inject_on_arrival(BfqQueue& q, bool in_service, Time now) {
     // bfq_add_request: only a sync queue with this one request pending.
     if (!q.sync() || q.size() + q.dispatched > 1) return;
     if (now >= q.decrease_time + kLimitResetPeriod) reset_inject_limit(q, now);
     // Sample the total service time of this request if the device is empty
     // (baseline), or if injected requests are in flight (effect of the
     // limit); not more often than every 10 ms.
-    if (in_service_ != &q || now < q.decrease_time + kSamplePeriod) return;
+    if (!in_service || now < q.decrease_time + kSamplePeriod) return;
     const bool empty = in_flight_.empty();
     if (!(empty || (q.last_serv_time > Nanos{} && inject_.rqs_injected))) return;
     inject_.last_empty_occupied = now;

@@ -39,6 +39,7 @@ std::optional<std::string> BfqScheduler::get_tunable(std::string_view name) cons
 }
 
 std::string BfqScheduler::set_tunable(std::string_view name, std::string_view value, Time now) {
+    leave_lone();
     process_timer(now);
     std::string err = table().set(tunables_, device_, name, value);
     if (!err.empty()) return err;

@@ -25,6 +25,7 @@ BfqGroup& BfqScheduler::group(GroupId id) {
 }
 
 void BfqScheduler::set_group(GroupId id, unsigned weight) {
+    leave_lone();
     BfqGroup& g = group(id);
     weight = std::clamp(weight, 1u, 1000u);
     root_.reweight(g.entity, weight);
@@ -32,6 +33,7 @@ void BfqScheduler::set_group(GroupId id, unsigned weight) {
 }
 
 void BfqScheduler::open_queue(QueueId id, GroupId gid, Time) {
+    leave_lone();
     group(gid);
     Client& c = clients_[id];
     c.open = true;
@@ -56,6 +58,7 @@ void BfqScheduler::open_queue(QueueId id, GroupId gid, Time) {
 }
 
 void BfqScheduler::close_queue(QueueId id, Time now) {
+    leave_lone();
     auto c = clients_.find(id);
     if (c == clients_.end()) return;
     c->second.open = false;
@@ -120,19 +123,24 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
 }
 
 void BfqScheduler::submit(const Request& r, Time now) {
+    // A kept lone queue's own request, in time, resumes it (lone.cpp); for
+    // the kernel it was expired and is not busy.
+    const bool resumes = lone_ == Lone::kept && resumes_lone(r);
+    if (!resumes) leave_lone();
     process_timer(now);
     BfqQueue& q = queue_for(r, now);
     BfqGroup& g = group_of(q);
     q.note_arrival(r, now, !device_.rotational, tunables_.slice_idle);
-    const bool was_busy = q.entity.busy();
+    const bool was_busy = q.entity.busy() && !resumes;
     q.add(r, now);
-    inject_on_arrival(q, now);
+    inject_on_arrival(q, in_service_ == &q && !resumes, now);
     ++queued_;
     ++g.pending;
     ++g.stats.queued;
     ++q.client_stats->queued;
     ++device_stats_.queued;
 
+    if (resumes) return resume_lone(q, now);
     if (!was_busy) {
         activate_queue(q, now);
         return;
@@ -148,24 +156,39 @@ void BfqScheduler::submit(const Request& r, Time now) {
     }
 }
 
-void BfqScheduler::activate_queue(BfqQueue& q, Time now) {
-    // bfq_bfqq_handle_idle_busy_switch
+bool BfqScheduler::arrives_in_time(const BfqQueue& q, Time now) const {
     Nanos window = tunables_.slice_idle.count() ? tunables_.slice_idle : guarantee_idle();
-    bool in_time = now <= q.last_end_request() + 3 * window;
-    if (!q.io_bound) {
-        if (in_time && ++q.requests_within_timer >= 120) q.io_bound = true;
-        if (!in_time) q.requests_within_timer = 0;
-    }
-    bool wants_to_preempt = false;
+    return now <= q.last_end_request() + 3 * window;
+}
+
+void BfqScheduler::note_busy_again(BfqQueue& q, bool in_time) {
+    if (q.io_bound) return;
+    if (in_time && ++q.requests_within_timer >= 120) q.io_bound = true;
+    if (!in_time) q.requests_within_timer = 0;
+}
+
+void BfqScheduler::activate_queue(BfqQueue& q, Time now) {
+    const bool wants_to_preempt = activation_budget(q, now);
+    enter_trees(q);
+    maybe_preempt(q, wants_to_preempt, now);
+}
+
+bool BfqScheduler::activation_budget(BfqQueue& q, Time now) {
+    // bfq_bfqq_handle_idle_busy_switch
+    const bool in_time = arrives_in_time(q, now);
+    note_busy_again(q, in_time);
     if (q.non_blocking_wait_rq && in_time && q.budget_left_at_expiry > 0) {
         // It only paused waiting for its next request: resume the old
         // budget with back-shifted timestamps, and reclaim the device.
         q.entity.budget = std::min(q.budget_left_at_expiry, q.max_budget);
-        wants_to_preempt = true;
-    } else {
-        q.entity.budget = std::max(q.max_budget, charge(*next_rq(q, now), q));
-        q.non_blocking_wait_rq = false;
+        return true;
     }
+    q.entity.budget = std::max(q.max_budget, charge(*next_rq(q, now), q));
+    q.non_blocking_wait_rq = false;
+    return false;
+}
+
+void BfqScheduler::enter_trees(BfqQueue& q) {
     BfqGroup& g = group_of(q);
     g.tree.activate(q.entity, q.non_blocking_wait_rq);
     q.non_blocking_wait_rq = false;
@@ -173,7 +196,6 @@ void BfqScheduler::activate_queue(BfqQueue& q, Time now) {
         g.entity.budget = g.tree.peek()->budget;
         root_.activate(g.entity);
     }
-    maybe_preempt(q, wants_to_preempt, now);
 }
 
 std::optional<Request> BfqScheduler::dispatch(Time now) {
@@ -218,6 +240,7 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
 }
 
 void BfqScheduler::complete(RequestId id, Time now) {
+    leave_lone();
     process_timer(now);
     auto it = in_flight_slot(id);
     if (it == in_flight_.end() || it->id != id) return;
@@ -257,7 +280,7 @@ void BfqScheduler::complete(RequestId id, Time now) {
         if (may_expire_for_budget_timeout(q, now))
             expire(q, false, Expiry::budget_timeout, now);
         else if (q.empty() && (q.dispatched == 0 || !better_to_idle(q)))
-            expire(q, false, Expiry::no_more_requests, now);
+            expire_empty(q, now);
         return;
     }
     maybe_forget(q);

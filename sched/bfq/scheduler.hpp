@@ -3,7 +3,8 @@
 // tree), sector budgets with the kernel's feedback, budget timeouts, time
 // charging of slow queues, and bfq_better_to_idle() idling. The member
 // functions are split by job over scheduler.cpp (events and bookkeeping),
-// select.cpp (choosing and expiring the in-service queue), idle.cpp
+// select.cpp (choosing and expiring the in-service queue), lone.cpp (the
+// same for a lone queue, without the trees), idle.cpp
 // (when and how long to plug dispatch), inject.cpp (serving other queues
 // while plugged) and introspect.cpp.
 #pragma once
@@ -67,6 +68,11 @@ public:
     std::optional<std::uint64_t> queue_max_budget(QueueId client, bool sync) const;
     // Requests dispatched by injection so far, and a sync queue's inject limit.
     std::uint64_t injected() const { return inject_.injected; }
+    // Times a lone queue's next request resumed its budget in place (see
+    // Lone below).
+    std::uint64_t lone_resumes() const { return lone_resumes_; }
+    // Off: every lone queue goes the long way (the reference in tests).
+    void set_lone_shortcut(bool on) { lone_shortcut_ = on; }
     std::optional<unsigned> inject_limit(QueueId client) const;
 
 private:
@@ -89,6 +95,16 @@ private:
     std::vector<InFlight>::iterator in_flight_slot(RequestId id);
     BfqQueue& queue_for(const Request& request, Time now);
     void activate_queue(BfqQueue& q, Time now);
+    // Its first part: the budget of a queue that becomes busy; true when it
+    // only paused for its next request and may reclaim the device.
+    bool activation_budget(BfqQueue& q, Time now);
+    // bfq_bfqq_handle_idle_busy_switch's arrived_in_time, and its io_bound
+    // bookkeeping for a queue that becomes busy again.
+    bool arrives_in_time(const BfqQueue& q, Time now) const;
+    void note_busy_again(BfqQueue& q, bool in_time);
+    // activate_queue's last steps: into its group's tree, the group into the
+    // device's, with the budget already set.
+    void enter_trees(BfqQueue& q);
     void maybe_forget(BfqQueue& q);
     // Erases a closed client with no queue left (its stats go with it; its
     // group's stay).
@@ -99,7 +115,21 @@ private:
     // select.cpp
     BfqQueue* select_queue(Time now);
     BfqQueue* set_in_service(Time now);
+    // set_in_service's bookkeeping for the queue (and its group) just chosen.
+    void begin_service(BfqQueue& q, Time now);
     void expire(BfqQueue& q, bool compensate, Expiry reason, Time now);
+    // expire()'s two halves: what the turn earned (statistics, time charge,
+    // the next budget), returning the budget it left; and leaving service.
+    std::uint64_t account_expiry(BfqQueue& q, bool compensate, Expiry reason, Time now);
+    void leave_service(BfqQueue& q, Expiry reason, std::uint64_t left, Time now);
+    // The in-service queue ran dry with nothing in flight (no_more_requests).
+    void expire_empty(BfqQueue& q, Time now);
+    // lone.cpp: a lone queue's expiry and reactivation without the trees.
+    bool alone_in_trees(const BfqQueue& q) const;
+    bool resumes_lone(const Request& r) const;
+    void resume_lone(BfqQueue& q, Time now);
+    void restart_lone(Time now);
+    void leave_lone();
     void recalc_budget(BfqQueue& q, Expiry reason, Time now);
     bool is_slow(const BfqQueue& q, bool compensate, Time now, std::uint64_t& delta_ms) const;
     void charge_time(BfqQueue& q, std::uint64_t time_ms);
@@ -130,7 +160,7 @@ private:
     BfqQueue* choose_queue_for_injection(Time now);
     BfqQueue* injectable_in(BfqGroup& g, bool large_ok, Time now);
     void retire_drained(BfqQueue& q);
-    void inject_on_arrival(BfqQueue& q, Time now);
+    void inject_on_arrival(BfqQueue& q, bool in_service, Time now);
     void inject_on_dispatch(const BfqQueue& q, RequestId id);
     void inject_on_completion(BfqQueue& q, RequestId id, Time now);
     void update_inject_limit(BfqQueue& q, Time now);
@@ -175,6 +205,23 @@ private:
     InjectState inject_;
 
     BfqQueue* in_service_ = nullptr;
+    // A lone queue (the only busy one, its group the only busy group) that
+    // runs dry with nothing in flight is expired, and its next request, in
+    // time, reactivates it with the budget it had left: on a device that
+    // answers at once (RAM), one pass through both service trees and out
+    // again for every request of a lone client. The same results, cheaper:
+    // at the expiry only account_expiry() runs and the queue stays in the
+    // trees as in service (kept); its next request sets the budget
+    // activate_queue() would (resumed); the next dispatch then does
+    // the trees' work in one step each (ServiceTree::restart_alone) and
+    // set_in_service()'s bookkeeping. Any other event first does the trees'
+    // work left undone (leave_lone), so that it meets the kernel's state.
+    enum class Lone : std::uint8_t { none,
+                                     kept,
+                                     resumed };
+    Lone lone_ = Lone::none;
+    bool lone_shortcut_ = true;
+    std::uint64_t lone_resumes_ = 0;
     std::optional<Time> idle_until_;   // armed idle timer
     Time idle_start_{};
     Time now_{};   // the latest time the scheduler was called with

@@ -68,19 +68,25 @@ BfqQueue* BfqScheduler::set_in_service(Time now) {
         return nullptr;
     }
     BfqQueue& q = queues_.at(qe->key);
+    begin_service(q, now);
+    return &q;
+}
+
+void BfqScheduler::begin_service(BfqQueue& q, Time now) {
     q.new_service_period();
     budgets_assigned_ = (budgets_assigned_ * 7 + 256) / 8;
     // bfq_set_budget_timeout (queue weights are not raised: coefficient 1).
     q.budget_timeout = now + tunables_.timeout_sync;
     last_budget_start_ = now;
-    ++g.stats.slices;
+    ++group_of(q).stats.slices;
     ++q.client_stats->slices;
     ++device_stats_.slices;
     in_service_ = &q;
-    return &q;
 }
 
 BfqQueue* BfqScheduler::select_queue(Time now) {
+    if (lone_ == Lone::resumed) restart_lone(now);
+    else leave_lone();   // kept: nothing queued, so not asked (dispatch() returns first)
     // Every pass either returns or expires a queue; a freshly selected queue
     // has a budget that fits its next request, so this ends quickly.
     for (std::size_t pass = 0; pass < 2 * queues_.size() + 4; ++pass) {
@@ -179,6 +185,20 @@ void BfqScheduler::recalc_budget(BfqQueue& q, Expiry reason, Time now) {
 }
 
 void BfqScheduler::expire(BfqQueue& q, bool compensate, Expiry reason, Time now) {
+    const std::uint64_t left = account_expiry(q, compensate, reason, now);
+    leave_service(q, reason, left, now);
+}
+
+void BfqScheduler::expire_empty(BfqQueue& q, Time now) {
+    if (!alone_in_trees(q)) return expire(q, false, Expiry::no_more_requests, now);
+    // Kept (lone.cpp): expired but for leaving the trees, and with what
+    // leave_service() would have noted for its return.
+    q.budget_left_at_expiry = account_expiry(q, false, Expiry::no_more_requests, now);
+    q.non_blocking_wait_rq = true;
+    lone_ = Lone::kept;
+}
+
+std::uint64_t BfqScheduler::account_expiry(BfqQueue& q, bool compensate, Expiry reason, Time now) {
     for (EntityStats* s : {static_cast<EntityStats*>(&group_of(q).stats), q.client_stats, &device_stats_})
         s->count_expiry(reason);
     std::uint64_t delta_ms = 0;
@@ -196,9 +216,11 @@ void BfqScheduler::expire(BfqQueue& q, bool compensate, Expiry reason, Time now)
     if (reason == Expiry::too_idle && q.entity.service <= 2 * q.entity.budget / 10)
         q.io_bound = false;
     recalc_budget(q, reason, now);
+    return budget_left(q);
+}
 
+void BfqScheduler::leave_service(BfqQueue& q, Expiry reason, std::uint64_t left, Time now) {
     // __bfq_bfqq_expire: requeue or deactivate along the path to the root.
-    const std::uint64_t left = budget_left(q);
     BfqGroup& g = group_of(q);
     // __bfq_bfqq_expire (Linux 5.3+, "re-schedule empty queues if they
     // deserve I/O plugging"): a queue preempted while it waits for its next

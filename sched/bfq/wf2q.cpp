@@ -92,6 +92,27 @@ void ServiceTree::deactivate(Entity& e) {
     }
 }
 
+void ServiceTree::restart_alone(Entity& e, bool backshift) {
+    // deactivate(): the finish its service reached. activate(): from there
+    // if it is still ahead of vtime (the idle tree's case) or back-shifted,
+    // else from vtime; wsum loses and regains its weight, or keeps it.
+    const std::uint64_t reached = e.start + vdelta(e.service, e.weight);
+    const bool backshifted = backshift && later(vtime_, reached);
+    e.start = later(reached, vtime_) || backshifted ? reached : vtime_;
+    e.finish = e.start + vdelta(e.budget, e.weight);
+    if (backshifted && later(vtime_, e.finish)) {
+        std::uint64_t delta = vtime_ - e.finish;
+        e.start += delta;
+        e.finish += delta;
+    }
+    // select(): it is the only candidate.
+    if (later(e.start, vtime_)) {
+        vtime_ = e.start;
+        forget_idle();
+    }
+    e.service = 0;
+}
+
 void ServiceTree::remove(Entity& e) {
     if (e.in_service || e.where == Entity::Where::active) deactivate(e);
     if (e.where == Entity::Where::idle) {

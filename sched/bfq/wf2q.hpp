@@ -76,6 +76,11 @@ public:
     // remembered on the idle tree (and keeps counting in wsum), so that it
     // cannot gain by going idle and coming back (bfq_idle_insert).
     void deactivate(Entity& e);
+    // The in-service entity, with no other active one in this tree, ends its
+    // service and is served again at once: the same timestamps and virtual
+    // time as deactivate(e), activate(e, backshift) and select(), without
+    // passing through the idle tree or the active list.
+    void restart_alone(Entity& e, bool backshift);
     // Forgets the entity entirely (its queue or group is going away).
     void remove(Entity& e);
     // Re-weighting takes effect for the next timestamps (as the kernel does
