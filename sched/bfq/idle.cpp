@@ -25,7 +25,9 @@ bool BfqScheduler::several_groups_pending() const {
     // pending during each of its think times, and not idling then hands the
     // device to the other group; and, on flash, for a while after its queue
     // was preempted (preempted_until, see expire()). Asked several times
-    // per request, so it stops at the second.
+    // per request, so it stops at the second, and does not look with one
+    // group.
+    if (groups_.size() < 2) return false;
     bool one = false;
     for (const auto& [id, g] : groups_) {
         if (!(g.pending > 0 || g.entity.in_service || g.entity.where != Entity::Where::none || g.preempted_until > now_))
