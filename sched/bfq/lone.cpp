@@ -1,8 +1,8 @@
 // A lone queue between its requests (BfqScheduler::Lone): expired and
 // reactivated with the kernel's results, without leaving the service trees.
 // On a RAM device every request of a lone client empties its queue and
-// comes back before the next arrives; the trees' work was a third of bfq's
-// cost per request there.
+// comes back before the next arrives; the trees' work was about a fifth of
+// bfq's instructions per request there.
 #include "sched/bfq/scheduler.hpp"
 
 namespace nbdsched::sched::bfq {

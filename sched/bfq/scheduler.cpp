@@ -123,8 +123,8 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
 }
 
 void BfqScheduler::submit(const Request& r, Time now) {
-    // A kept lone queue's own request, in time, resumes it (lone.cpp); for
-    // the kernel it was expired and is not busy.
+    // A kept lone queue's own request resumes it (lone.cpp); for the kernel
+    // it was expired and is not busy.
     const bool resumes = lone_ == Lone::kept && resumes_lone(r);
     if (!resumes) leave_lone();
     process_timer(now);

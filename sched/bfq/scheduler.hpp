@@ -206,10 +206,10 @@ private:
 
     BfqQueue* in_service_ = nullptr;
     // A lone queue (the only busy one, its group the only busy group) that
-    // runs dry with nothing in flight is expired, and its next request, in
-    // time, reactivates it with the budget it had left: on a device that
-    // answers at once (RAM), one pass through both service trees and out
-    // again for every request of a lone client. The same results, cheaper:
+    // runs dry with nothing in flight is expired, and its next request
+    // reactivates it: on a device that answers at once (RAM), one pass out
+    // of both service trees and back for every request of a lone client.
+    // The same results, cheaper:
     // at the expiry only account_expiry() runs and the queue stays in the
     // trees as in service (kept); its next request sets the budget
     // activate_queue() would (resumed); the next dispatch then does
