@@ -75,6 +75,11 @@ void CfqScheduler::close_queue(QueueId id, Time now) {
     reap_closed();
 }
 
+std::vector<CfqScheduler::InFlight>::iterator CfqScheduler::in_flight_slot(RequestId id) {
+    return std::lower_bound(in_flight_.begin(), in_flight_.end(), id,
+                            [](const InFlight& f, RequestId key) { return f.id < key; });
+}
+
 void CfqScheduler::reap_closed() {
     if (retired_.empty() && closed_.empty()) return;   // the usual case, after every dispatch and completion
     std::vector<QueueId> reaped;
@@ -178,11 +183,11 @@ std::optional<Request> CfqScheduler::dispatch(Time now) {
 
 void CfqScheduler::complete(RequestId id, Time now) {
     advance(now);
-    auto it = in_flight_.find(id);
-    if (it == in_flight_.end()) return;
-    CfqQueue& q = *it->second.queue;
-    const Request req = it->second.req;
-    EntityStats* client = completion_stats(it->second);
+    auto it = in_flight_slot(id);
+    if (it == in_flight_.end() || it->id != id) return;
+    CfqQueue& q = *it->queue;
+    const Request req = it->req;
+    EntityStats* client = completion_stats(*it);
     in_flight_.erase(it);
 
     update_hw_tag();

@@ -56,6 +56,7 @@ public:
 
 private:
     struct InFlight {
+        RequestId id;
         CfqQueue* queue;
         Request req;
         // queue_stats_ of req.queue for a sync request (its queue, and so the
@@ -147,6 +148,8 @@ private:
     // The client's counters for a request of q; null when the client is gone.
     EntityStats* queue_stats(CfqQueue& q, const Request& req);
     EntityStats* completion_stats(const InFlight& f);
+    // Where the request in flight with this id is, or would go.
+    std::vector<InFlight>::iterator in_flight_slot(RequestId id);
     // Drops a client's counters once none of its sync queues is left.
     void forget_client_stats(QueueId client);
 
@@ -163,7 +166,9 @@ private:
     // Queues of clients that moved to another group while they still had
     // requests: closed, drained by their old group, then freed.
     std::vector<std::unique_ptr<CfqQueue>> retired_;
-    std::pmr::unordered_map<RequestId, InFlight> in_flight_{&pool_};
+    // Sorted by id: at most the device's depth, looked up at every
+    // completion; a vector keeps its capacity, so no node per request.
+    std::vector<InFlight> in_flight_;
     std::uint64_t next_queue_key_ = 0;
 
     GroupTree grp_tree_{&pool_};

@@ -55,7 +55,8 @@ std::optional<Request> CfqScheduler::dispatch_request(CfqQueue& q, Time now) {
     ++rq_in_driver_;
     last_position_ = req.offset / 512 + req.sectors();
     EntityStats* client = queue_stats(q, req);
-    in_flight_.emplace(req.id, InFlight{&q, req, q.client ? client : nullptr});
+    if (auto slot = in_flight_slot(req.id); slot == in_flight_.end() || slot->id != req.id)
+        in_flight_.insert(slot, InFlight{req.id, &q, req, q.client ? client : nullptr});
 
     for (EntityStats* s : {&device_stats_, static_cast<EntityStats*>(&q.group->stats), client}) {
         if (!s) continue;

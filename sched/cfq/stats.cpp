@@ -90,7 +90,7 @@ SchedulerStats CfqScheduler::stats(Time now) const {
     for (const auto& q : retired_) count_queue(*q);
     for (const auto& [id, g] : groups_)
         if (g->async_queue) count_queue(*g->async_queue);
-    for (const auto& [id, f] : in_flight_) {
+    for (const InFlight& f : in_flight_) {
         ++s.queues[f.req.queue].in_flight;
         ++s.groups[f.queue->group->id].in_flight;
     }
