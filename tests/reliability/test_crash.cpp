@@ -64,6 +64,7 @@ void crash_rounds(const std::string& engine, int rounds) {
             wait_acks(w, 20);
             std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 400));
             REQUIRE(d.stop(SIGKILL) == 128 + SIGKILL);
+            for (const auto& e : w.setup_errors()) MESSAGE("a writer could not connect: " << e);
             CHECK(w.setup_errors().empty());
         }
         d.start();
@@ -94,7 +95,7 @@ void crash_rounds(const std::string& engine, int rounds) {
 // RWF_DSYNC, FLUSH as fsync entries; "auto": the threads again where the
 // kernel refuses a ring) and the thread pool.
 TEST_CASE("SIGKILL at random moments loses nothing acknowledged as durable") {
-    for (const char* engine : {"auto", "threads"}) {
+    for (const std::string engine : {"auto", "threads"}) {
         CAPTURE(engine);
         crash_rounds(engine, std::max(1, rounds_wanted() / 2));
     }

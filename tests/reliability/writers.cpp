@@ -17,9 +17,10 @@ std::mutex setup_mutex;
 
 Writers::Writers(const std::string& uri, Ledger& ledger, unsigned threads, std::uint64_t seed,
                  WriterStats& stats)
-    : ledger_(ledger), stats_(stats) {
+    : ledger_(ledger), stats_(stats), setup_done_(threads) {
     for (unsigned t = 0; t < threads; ++t)
         threads_.emplace_back([this, uri, t, threads, seed] { run(uri, t, threads, seed); });
+    setup_done_.wait();
 }
 
 Writers::~Writers() {
@@ -34,10 +35,14 @@ void Writers::run(const std::string& uri, unsigned t, unsigned threads, std::uin
     try {
         h.emplace(testlib::connect(uri));
     } catch (const std::exception& e) {
-        std::lock_guard lock(setup_mutex);
-        setup_errors_.push_back(e.what());
+        {
+            std::lock_guard lock(setup_mutex);
+            setup_errors_.push_back(e.what());
+        }
+        setup_done_.count_down();
         return;
     }
+    setup_done_.count_down();
     std::mt19937_64 rng(seed * 131 + t);
     const std::uint64_t per = ledger_.blocks() / threads, first = t * per;
     std::vector<std::uint8_t> buf;

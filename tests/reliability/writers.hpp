@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <latch>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,7 +26,10 @@ struct WriterStats {
 class Writers {
 public:
     // `threads` connections to `uri`; thread t writes blocks [t*n, (t+1)*n)
-    // with n = ledger.blocks() / threads. Seeded for reproducibility.
+    // with n = ledger.blocks() / threads. Seeded for reproducibility. Returns
+    // once every thread has connected or failed to: a test that kills the
+    // daemon after the first acknowledgements must not catch a thread still
+    // connecting (under ASan on a loaded machine, one was).
     Writers(const std::string& uri, Ledger& ledger, unsigned threads, std::uint64_t seed, WriterStats& stats);
     ~Writers();   // stop() + join
     void stop();
@@ -41,7 +45,8 @@ private:
     WriterStats& stats_;
     std::atomic<bool> stop_{false};
     std::atomic<std::uint64_t> acks_{0};
-    std::vector<std::string> setup_errors_;
+    std::vector<std::string> setup_errors_;   // written only before setup_done_ counts down
+    std::latch setup_done_;
     std::vector<std::thread> threads_;
 };
 
