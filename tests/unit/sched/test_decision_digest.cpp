@@ -10,7 +10,7 @@
 // A change that only makes a scheduler cheaper must leave these digests as
 // they are; one that changes a decision on purpose updates them (the failure
 // prints the new values) and says why in its commit. bfq's lone-queue
-// shortcut (sched/bfq/lone.cpp) is such a change: the traces take it
+// shortcut (sched/bfq/lone.cpp) only makes bfq cheaper: the traces take it
 // (counted below) and the digests stayed those pinned before it.
 #include <doctest/doctest.h>
 
