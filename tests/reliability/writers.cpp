@@ -35,14 +35,11 @@ void Writers::run(const std::string& uri, unsigned t, unsigned threads, std::uin
     try {
         h.emplace(testlib::connect(uri));
     } catch (const std::exception& e) {
-        {
-            std::lock_guard lock(setup_mutex);
-            setup_errors_.push_back(e.what());
-        }
-        setup_done_.count_down();
-        return;
+        std::lock_guard lock(setup_mutex);
+        setup_errors_.push_back(e.what());
     }
     setup_done_.count_down();
+    if (!h) return;
     std::mt19937_64 rng(seed * 131 + t);
     const std::uint64_t per = ledger_.blocks() / threads, first = t * per;
     std::vector<std::uint8_t> buf;
