@@ -171,36 +171,37 @@ def main():
                      for i, k in enumerate(keys) for e in range(split.get(k, 1))])
         if tool:
             measure_light(srv, a.workload, a.reps, a.runtime, tool, tmp, samples)
-        for rep in range(a.reps if not tool else 0):
-            for wtext in a.workload:
-                rw, bs, qd, *nj = wtext.split(",")
-                nj = int(nj[0]) if nj else 1
-                order = keys[rep % len(keys):] + keys[:rep % len(keys)]
-                jobs = [job for k in order for job in server_jobs(k, srv[k], nj, split.get(k, 1))]
-                if a.file:   # no server: its CPU is fio's own
-                    raw = ("fio-io_uring", "none")
-                    jobs.insert(rep % (len(jobs) + 1), (f"{raw[0]}@{raw[1]}", {
-                        "ioengine": "io_uring", "filename": a.file, "direct": 1, "invalidate": 0, "size": "1g",
-                        "numjobs": nj, "stonewall": True}))
-                g = {"thread": True, "time_based": True, "runtime": f"{int(a.runtime * 1000)}ms",
-                     "ramp_time": "300ms", "randrepeat": 0, "norandommap": True, "rw": rw, "bs": bs,
-                     "iodepth": int(qd)}
-                for o in a.fio:
-                    k, _, v = o.partition("=")
-                    g[k] = v if v else True
-                if a.quiet:
-                    r, calm = quiet_run(a.quiet, 3, g, jobs, [srv[k] for k in order], a.quiet_wait)
-                    disturbed += not calm
-                else:
-                    r = fio.run(g, jobs, [srv[k] for k in order])
-                for i, k in enumerate(order + ([raw] if a.file else [])):
-                    js = r.job(f"{k[0]}@{k[1]}")
-                    sm = r.summary(js)
-                    per = r.server_cpu[i] / sm["ios"] * 1e6 if sm["ios"] and i < len(order) else None
-                    samples.setdefault((wtext, k[1], k[0]), []).append(
-                        (sm["iops"], sm["bw_mib"] * 1.048576, per, fio_cpu_us_per_io(js, sm["ios"])))
-            print(f"rep {rep + 1}/{a.reps} done, load average {os.getloadavg()[0]:.2f}", file=sys.stderr,
-                  flush=True)
+        else:
+            for rep in range(a.reps):
+                for wtext in a.workload:
+                    rw, bs, qd, *nj = wtext.split(",")
+                    nj = int(nj[0]) if nj else 1
+                    order = keys[rep % len(keys):] + keys[:rep % len(keys)]
+                    jobs = [job for k in order for job in server_jobs(k, srv[k], nj, split.get(k, 1))]
+                    if a.file:   # no server: its CPU is fio's own
+                        raw = ("fio-io_uring", "none")
+                        jobs.insert(rep % (len(jobs) + 1), (f"{raw[0]}@{raw[1]}", {
+                            "ioengine": "io_uring", "filename": a.file, "direct": 1, "invalidate": 0, "size": "1g",
+                            "numjobs": nj, "stonewall": True}))
+                    g = {"thread": True, "time_based": True, "runtime": f"{int(a.runtime * 1000)}ms",
+                         "ramp_time": "300ms", "randrepeat": 0, "norandommap": True, "rw": rw, "bs": bs,
+                         "iodepth": int(qd)}
+                    for o in a.fio:
+                        k, _, v = o.partition("=")
+                        g[k] = v if v else True
+                    if a.quiet:
+                        r, calm = quiet_run(a.quiet, 3, g, jobs, [srv[k] for k in order], a.quiet_wait)
+                        disturbed += not calm
+                    else:
+                        r = fio.run(g, jobs, [srv[k] for k in order])
+                    for i, k in enumerate(order + ([raw] if a.file else [])):
+                        js = r.job(f"{k[0]}@{k[1]}")
+                        sm = r.summary(js)
+                        per = r.server_cpu[i] / sm["ios"] * 1e6 if sm["ios"] and i < len(order) else None
+                        samples.setdefault((wtext, k[1], k[0]), []).append(
+                            (sm["iops"], sm["bw_mib"] * 1.048576, per, fio_cpu_us_per_io(js, sm["ios"])))
+                print(f"rep {rep + 1}/{a.reps} done, load average {os.getloadavg()[0]:.2f}", file=sys.stderr,
+                      flush=True)
     if a.quiet:
         print(f"runs kept although disturbed: {disturbed}")
     print(f"| workload | transport | server | IOPS | MB/s | server CPU µs/IO (approx, whole run) | {a.client} CPU µs/IO |")
