@@ -46,6 +46,11 @@ void ServiceTree::activate(Entity& e, bool backshift) {
         e.start = min_vstart;
         wsum_ += e.weight;
     }
+    set_finish(e, backshifted);
+    insert_active(e);
+}
+
+void ServiceTree::set_finish(Entity& e, bool backshifted) {
     e.finish = e.start + vdelta(e.budget, e.weight);
     if (backshifted && later(vtime_, e.finish)) {
         // bfq_update_fin_time_enqueue: do not let a back-shifted entity end
@@ -54,7 +59,6 @@ void ServiceTree::activate(Entity& e, bool backshift) {
         e.start += delta;
         e.finish += delta;
     }
-    insert_active(e);
 }
 
 void ServiceTree::requeue(Entity& e) {
@@ -99,17 +103,9 @@ void ServiceTree::restart_alone(Entity& e, bool backshift) {
     const std::uint64_t reached = e.start + vdelta(e.service, e.weight);
     const bool backshifted = backshift && later(vtime_, reached);
     e.start = later(reached, vtime_) || backshifted ? reached : vtime_;
-    e.finish = e.start + vdelta(e.budget, e.weight);
-    if (backshifted && later(vtime_, e.finish)) {
-        std::uint64_t delta = vtime_ - e.finish;
-        e.start += delta;
-        e.finish += delta;
-    }
+    set_finish(e, backshifted);
     // select(): it is the only candidate.
-    if (later(e.start, vtime_)) {
-        vtime_ = e.start;
-        forget_idle();
-    }
+    jump_vtime(e.start);
     e.service = 0;
 }
 
@@ -126,6 +122,12 @@ void ServiceTree::reweight(Entity& e, unsigned weight) {
     weight = std::max(weight, 1u);
     if (e.in_service || e.where != Entity::Where::none) wsum_ = wsum_ - e.weight + weight;
     e.weight = weight;
+}
+
+void ServiceTree::jump_vtime(std::uint64_t start) {
+    if (!later(start, vtime_)) return;
+    vtime_ = start;   // bfq_calc_vtime_jump: nobody eligible yet
+    forget_idle();
 }
 
 void ServiceTree::forget_idle() {
@@ -173,11 +175,7 @@ Entity* ServiceTree::peek() const {
 
 Entity* ServiceTree::select() {
     if (active_.empty()) return nullptr;
-    std::uint64_t jump = min_start();
-    if (later(jump, vtime_)) {
-        vtime_ = jump;   // bfq_calc_vtime_jump: nobody eligible yet
-        forget_idle();
-    }
+    jump_vtime(min_start());
     Entity* e = first_eligible(vtime_);
     if (!e) return nullptr;   // cannot happen: the min-start entity is eligible
     erase_active(*e);

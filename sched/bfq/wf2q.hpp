@@ -109,6 +109,12 @@ private:
     std::uint64_t min_start() const;
     Entity* first_eligible(std::uint64_t vtime) const;
     void forget_idle();
+    // finish = start + budget / weight, moved with start out of the past if
+    // back-shifted there (activate, restart_alone).
+    void set_finish(Entity& e, bool backshifted);
+    // vtime to the smallest start when nobody is eligible yet (select,
+    // restart_alone).
+    void jump_vtime(std::uint64_t start);
     void insert_active(Entity& e);
     void erase_active(const Entity& e);
 
