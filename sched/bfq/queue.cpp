@@ -2,6 +2,8 @@
 #include "sched/bfq/constants.hpp"
 
 #include <algorithm>
+#include <cassert>
+#include <utility>
 
 namespace nbdsched::sched::bfq {
 namespace {
@@ -16,93 +18,88 @@ std::uint64_t sector(const Request& r) { return r.offset / 512; }
 
 BfqQueue::BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync,
                    std::pmr::memory_resource* pool)
-    : key_(key), client_(client), group_(group), sync_(sync), requests_(pool), by_sector_(pool),
-      fifo_(pool), short_ttime_(sync) {
+    : key_(key), client_(client), group_(group), sync_(sync), queued_(pool), short_ttime_(sync) {
     entity.key = key;
 }
 
+std::pmr::vector<QueuedRequest>::iterator BfqQueue::first_not_before(SortKey key) {
+    return std::lower_bound(queued_.begin(), queued_.end(), key,
+                            [](const QueuedRequest& q, SortKey k) { return sort_key(q.request) < k; });
+}
+
+std::pmr::vector<QueuedRequest>::iterator BfqQueue::find(SortKey key) {
+    auto it = first_not_before(key);
+    assert(it != queued_.end() && sort_key(it->request) == key);
+    return it;
+}
+
 void BfqQueue::add(const Request& request, Time now) {
-    if (empty()) {
-        lone_ = QueuedRequest{request, now};
-    } else {
-        if (lone_) {
-            index(*lone_);
-            lone_.reset();
-        }
-        index(QueuedRequest{request, now});
-    }
+    const SortKey key = sort_key(request);
+    // Appending needs no search: the first request, or one past the last.
+    if (queued_.empty() || sort_key(queued_.back().request) < key) queued_.push_back(QueuedRequest{request, now});
+    else queued_.insert(first_not_before(key), QueuedRequest{request, now});
     if (!next_from_fifo_) next_.reset();   // the elevator may prefer the newcomer
 }
 
-void BfqQueue::index(const QueuedRequest& q) {
-    requests_[q.request.id] = q;
-    by_sector_.emplace(sector(q.request), q.request.id);
-    fifo_.emplace(q.enqueued, q.request.id);
-}
-
-Request BfqQueue::take(RequestId id) {
-    if (lone_ && lone_->request.id == id) {
-        Request r = lone_->request;
-        lone_.reset();
-        next_.reset();
-        next_from_fifo_ = false;
-        return r;
-    }
-    auto it = requests_.find(id);
-    QueuedRequest q = it->second;
-    requests_.erase(it);
-    by_sector_.erase({sector(q.request), id});
-    fifo_.erase({q.enqueued, id});
+Request BfqQueue::take(const Request& queued) {
+    auto it = queued_.size() == 1 ? queued_.begin() : first_not_before(sort_key(queued));
+    assert(it != queued_.end() && sort_key(it->request) == sort_key(queued));
+    Request r = it->request;
+    queued_.erase(it);
     next_.reset();
     next_from_fifo_ = false;
-    return q.request;
+    return r;
 }
 
 const Request* BfqQueue::next_request(std::uint64_t head, const SeekPolicy& seek,
                                       Nanos fifo_expire, Time now) {
-    if (lone_) {
-        // What the code below decides for one request: it is the FIFO head
-        // and the elevator's only choice; only next_from_fifo_ depends on
-        // which of the two picked it.
+    if (queued_.empty()) return nullptr;
+    if (queued_.size() == 1) {
+        // What the code below decides for one request (on a RAM device
+        // every queue holds at most one): it is the FIFO head and the
+        // elevator's only choice; only next_from_fifo_ depends on which of
+        // the two picked it.
+        QueuedRequest& only = queued_.front();
         if (!next_ && !fifo_checked_) {
             fifo_checked_ = true;
-            if (now >= lone_->enqueued + fifo_expire) next_from_fifo_ = true;
+            if (now >= only.enqueued + fifo_expire) next_from_fifo_ = true;
         }
-        next_ = lone_->request.id;
-        return &lone_->request;
+        next_ = sort_key(only.request);
+        return &only.request;
     }
-    if (requests_.empty()) return nullptr;
-    if (next_) return &requests_.at(*next_).request;
+    if (next_) return &find(*next_)->request;
     if (!fifo_checked_) {
         fifo_checked_ = true;
-        auto [enq, id] = *fifo_.begin();
-        if (now >= enq + fifo_expire) {
-            next_ = id;
+        auto oldest = std::min_element(queued_.begin(), queued_.end(), [](const auto& a, const auto& b) {
+            return std::pair(a.enqueued, a.request.id) < std::pair(b.enqueued, b.request.id);
+        });
+        if (now >= oldest->enqueued + fifo_expire) {
+            next_ = sort_key(oldest->request);
             next_from_fifo_ = true;
-            return &requests_.at(id).request;
+            return &oldest->request;
         }
     }
     // bfq_choose_req between the nearest request ahead of the head and the
     // nearest one behind it: backward seeks within back_seek_max cost
     // back_seek_penalty times their distance; beyond it they "wrap".
-    auto fwd = by_sector_.lower_bound({head, 0});
-    const bool have_fwd = fwd != by_sector_.end();
+    auto fwd = first_not_before({head, 0});
+    const bool have_fwd = fwd != queued_.end();
     bool have_back = false;
     std::uint64_t d_back = 0;
     auto back = fwd;
-    if (fwd != by_sector_.begin()) {
+    if (fwd != queued_.begin()) {
         --back;
-        if (back->first + seek.back_max_sectors >= head) {
+        if (sector(back->request) + seek.back_max_sectors >= head) {
             have_back = true;
-            d_back = (head - back->first) * seek.back_penalty;
+            d_back = (head - sector(back->request)) * seek.back_penalty;
         }
     }
-    auto pick = by_sector_.begin();   // both wrapped: the one furthest behind
-    if (have_fwd && have_back) pick = d_back < fwd->first - head ? back : fwd;
+    auto pick = queued_.begin();   // both wrapped: the one furthest behind
+    if (have_fwd && have_back) pick = d_back < sector(fwd->request) - head ? back : fwd;
     else if (have_fwd) pick = fwd;
     else if (have_back) pick = back;
-    next_ = pick->second;
-    return &requests_.at(pick->second).request;
+    next_ = sort_key(pick->request);
+    return &pick->request;
 }
 
 void BfqQueue::note_arrival(const Request& request, Time now, bool nonrot, Nanos slice_idle) {

@@ -6,10 +6,9 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory_resource>
 #include <optional>
-#include <set>
+#include <vector>
 
 #include "sched/bfq/wf2q.hpp"
 #include "sched/request.hpp"
@@ -36,7 +35,7 @@ struct SeekPolicy {
 
 class BfqQueue {
 public:
-    // `pool` holds the nodes of the request indexes (three per request).
+    // `pool` holds the queued requests' array.
     BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync,
              std::pmr::memory_resource* pool = std::pmr::get_default_resource());
 
@@ -46,9 +45,11 @@ public:
     bool sync() const { return sync_; }
 
     void add(const Request& request, Time now);
-    Request take(RequestId id);   // removes a queued request
-    bool empty() const { return !lone_ && requests_.empty(); }
-    std::size_t size() const { return lone_ ? 1 : requests_.size(); }
+    // Removes one of this queue's requests (a copy is returned, so `queued`
+    // may be the one next_request() points at).
+    Request take(const Request& queued);
+    bool empty() const { return queued_.empty(); }
+    std::size_t size() const { return queued_.size(); }
 
     // bfq_find_next_rq: the FIFO head if it expired (checked once per
     // service period, like the kernel's fifo_expire flag), otherwise the
@@ -98,23 +99,30 @@ public:
     BfqGroup* home = nullptr;
 
 private:
+    // A request's place in sector order (equal sectors by id).
+    struct SortKey {
+        std::uint64_t sector;
+        RequestId id;
+        auto operator<=>(const SortKey&) const = default;
+    };
+    static SortKey sort_key(const Request& r) { return {r.offset / 512, r.id}; }
+    std::pmr::vector<QueuedRequest>::iterator first_not_before(SortKey key);
+    std::pmr::vector<QueuedRequest>::iterator find(SortKey key);
     void update_short_ttime(Nanos slice_idle);
-    void index(const QueuedRequest& q);
 
     std::uint64_t key_;
     QueueId client_;
     GroupId group_;
     bool sync_;
-    // A queue that holds one request keeps it here, out of the indexes
-    // below: on a RAM device every request is dispatched before the next
-    // arrives, and three tree nodes in and out per request were a fifth of
-    // bfq's cost there. The indexes hold the requests when there are more.
-    std::optional<QueuedRequest> lone_;
-    std::pmr::map<RequestId, QueuedRequest> requests_;
-    std::pmr::set<std::pair<std::uint64_t, RequestId>> by_sector_;
-    std::pmr::set<std::pair<Time, RequestId>> fifo_;
+    // The queued requests in sector order (the kernel's sort_list), each
+    // with its arrival time (its fifo, searched only once per service
+    // period). An array, not trees: a queue holds at most its client's
+    // requests in flight (256 a connection by default), where a binary
+    // search and a short move cost a fraction of the three tree nodes in and
+    // out per request that were most of bfq's cost with a few dozen queued.
+    std::pmr::vector<QueuedRequest> queued_;
     bool fifo_checked_ = false;
-    std::optional<RequestId> next_;   // cached choice (bfqq->next_rq)
+    std::optional<SortKey> next_;   // cached choice (bfqq->next_rq)
     bool next_from_fifo_ = false;
     SeekHistory seek_history_;
     std::uint64_t last_request_pos_ = 0;   // sector after the last arrival

@@ -207,7 +207,7 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
     if (!q) return std::nullopt;
     const bool injected = q != in_service_;
     const Request* next = next_rq(*q, now);
-    Request r = q->take(next->id);
+    Request r = q->take(*next);
     BfqGroup& g = group_of(*q);
     --queued_;
     ++q->dispatched;

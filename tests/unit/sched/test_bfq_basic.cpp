@@ -1,6 +1,8 @@
 // BFQ: tunables, conservation of requests, depth, starvation, run-time changes.
 #include "test_bfq_rig.hpp"
 
+#include <set>
+
 #include "sched/bfq/scheduler.hpp"
 
 using namespace bfqtest;
