@@ -37,7 +37,7 @@ bool PageArena::add_chunk() {
     return true;
 }
 
-std::byte* PageArena::take() {
+[[gnu::hot]] std::byte* PageArena::take() {
     std::byte* page = nullptr;
     {
         std::lock_guard lock(mutex_);

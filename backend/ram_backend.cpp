@@ -115,11 +115,11 @@ std::optional<std::uint64_t> RamBackend::memory_bytes() const {
     return allocated_bytes() + retired_pages() * page_bytes + metadata_bytes();
 }
 
-bool RamBackend::in_range(std::uint64_t offset, std::uint64_t length) const {
+[[gnu::hot]] bool RamBackend::in_range(std::uint64_t offset, std::uint64_t length) const {
     return offset <= size_ && length <= size_ - offset;
 }
 
-RamBackend::Leaf* RamBackend::leaf_or_null(std::uint64_t leaf_index) const {
+[[gnu::hot]] RamBackend::Leaf* RamBackend::leaf_or_null(std::uint64_t leaf_index) const {
     return leaves_[leaf_index].load(std::memory_order_acquire);
 }
 
@@ -142,7 +142,7 @@ RamBackend::Leaf* RamBackend::leaf_or_create(std::uint64_t leaf_index) {
 // zeroes finding the page clear it after. Losing the race for the slot takes
 // the mark off again: whoever won (a write in place too, maybe) keeps its
 // page, which is never wrong, only not given back.
-std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot, bool fresh) {
+[[gnu::hot]] std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot, bool fresh) {
     std::byte* page = leaf.pages[slot].load(std::memory_order_acquire);
     if (page != nullptr)
         return page;
@@ -161,7 +161,7 @@ std::byte* RamBackend::page_or_create(Leaf& leaf, std::uint64_t slot, bool fresh
     return page;
 }
 
-int RamBackend::read(std::uint64_t offset, std::span<std::byte> out) {
+[[gnu::hot]] int RamBackend::read(std::uint64_t offset, std::span<std::byte> out) {
     if (!in_range(offset, out.size()))
         return EINVAL;
     for_each_leaf(offset, out.size(), [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {
@@ -330,7 +330,7 @@ void RamBackend::free_page(std::byte* page) {
     pins_.free_page(page);
 }
 
-int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool /*fua*/) {
+[[gnu::hot]] int RamBackend::write(std::uint64_t offset, std::span<const std::byte> data, bool /*fua*/) {
     if (!in_range(offset, data.size()))
         return EINVAL;
     const bool ok = for_each_leaf(offset, data.size(), [&](std::uint64_t li, std::uint64_t pos, std::uint64_t chunk) {

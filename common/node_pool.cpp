@@ -20,7 +20,7 @@ NodePool::~NodePool() {
     }
 }
 
-void* NodePool::do_allocate(std::size_t bytes, std::size_t alignment) {
+[[gnu::hot]] void* NodePool::do_allocate(std::size_t bytes, std::size_t alignment) {
     const std::size_t c = size_class(bytes, alignment);
     if (c == 0) return upstream().allocate(bytes, alignment);
     if (FreeBlock* b = free_[c - 1]) {
@@ -31,7 +31,7 @@ void* NodePool::do_allocate(std::size_t bytes, std::size_t alignment) {
     return upstream().allocate(c * kGranule, kGranule);
 }
 
-void NodePool::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
+[[gnu::hot]] void NodePool::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
     const std::size_t c = size_class(bytes, alignment);
     if (c == 0) {
         upstream().deallocate(p, bytes, alignment);

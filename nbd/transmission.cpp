@@ -6,7 +6,7 @@
 
 namespace nbdsched::nbd {
 
-std::optional<RequestHeader> decode_request(std::span<const std::uint8_t, request_size> bytes) {
+[[gnu::hot]] std::optional<RequestHeader> decode_request(std::span<const std::uint8_t, request_size> bytes) {
     const std::uint8_t* p = bytes.data();
     if (load_u32(p) != request_magic) return std::nullopt;
     RequestHeader r;
@@ -30,7 +30,7 @@ std::array<std::uint8_t, request_size> encode_request(const RequestHeader& r) {
     return out;
 }
 
-std::size_t encode_simple_reply(std::span<std::uint8_t> out, std::uint32_t error, std::uint64_t cookie) {
+[[gnu::hot]] std::size_t encode_simple_reply(std::span<std::uint8_t> out, std::uint32_t error, std::uint64_t cookie) {
     store_u32(out.data(), simple_reply_magic);
     store_u32(out.data() + 4, error);
     store_u64(out.data() + 8, cookie);
@@ -71,8 +71,8 @@ std::size_t encode_none_chunk(std::span<std::uint8_t> out, std::uint64_t cookie)
     return encode_chunk_header(out, reply_flag_done, chunk_none, cookie, 0);
 }
 
-std::size_t encode_reply(std::span<std::uint8_t> out, bool structured, const RequestHeader& request,
-                         std::uint32_t error) {
+[[gnu::hot]] std::size_t encode_reply(std::span<std::uint8_t> out, bool structured, const RequestHeader& request,
+                                      std::uint32_t error) {
     const bool read = request.type == static_cast<std::uint16_t>(Command::read);
     // With structured replies "a simple reply MAY be used as a reply to any
     // request other than NBD_CMD_READ, but only if the reply has no data
@@ -88,7 +88,7 @@ std::size_t encode_reply(std::span<std::uint8_t> out, bool structured, const Req
     return encode_none_chunk(out, request.cookie);
 }
 
-std::uint32_t validate_request(const RequestHeader& r, const ExportLimits& limits) {
+[[gnu::hot]] std::uint32_t validate_request(const RequestHeader& r, const ExportLimits& limits) {
     // FUA is valid on every command (the spec says to accept and ignore it
     // where it means nothing); the others only where documented.
     std::uint16_t allowed = cmd_flag_fua;

@@ -45,7 +45,7 @@ void NoneScheduler::close_queue(QueueId queue, Time) {
     forget_if_drained(queue);
 }
 
-EntityStats& NoneScheduler::queue_stats(QueueId queue) {
+[[gnu::hot]] EntityStats& NoneScheduler::queue_stats(QueueId queue) {
     auto [it, inserted] = queue_stats_.try_emplace(queue);
     // A request of a queue that is not open (closed and forgotten, then
     // released late by a layer above): counted until it drains.
@@ -53,7 +53,7 @@ EntityStats& NoneScheduler::queue_stats(QueueId queue) {
     return it->second;
 }
 
-void NoneScheduler::forget_if_drained(QueueId queue) {
+[[gnu::hot]] void NoneScheduler::forget_if_drained(QueueId queue) {
     if (closed_.empty() || !closed_.contains(queue)) return;
     auto it = queue_stats_.find(queue);
     if (it != queue_stats_.end() && (it->second.queued || it->second.in_flight)) return;
@@ -61,20 +61,20 @@ void NoneScheduler::forget_if_drained(QueueId queue) {
     closed_.erase(queue);
 }
 
-GroupStats& NoneScheduler::group_stats(GroupId group) {
+[[gnu::hot]] GroupStats& NoneScheduler::group_stats(GroupId group) {
     auto [it, inserted] = group_stats_.try_emplace(group);
     if (inserted) it->second.weight = 100;
     return it->second;
 }
 
-void NoneScheduler::submit(const Request& request, Time) {
+[[gnu::hot]] void NoneScheduler::submit(const Request& request, Time) {
     fifo_.push_back(request);
     ++device_stats_.queued;
     ++queue_stats(request.queue).queued;
     ++group_stats(request.group).queued;
 }
 
-std::optional<Request> NoneScheduler::dispatch(Time) {
+[[gnu::hot]] std::optional<Request> NoneScheduler::dispatch(Time) {
     if (fifo_.empty() || in_flight_.size() >= t_.max_depth) return std::nullopt;
     Request request = fifo_.front();
     fifo_.pop_front();
@@ -89,7 +89,7 @@ std::optional<Request> NoneScheduler::dispatch(Time) {
     return request;
 }
 
-void NoneScheduler::complete(RequestId id, Time) {
+[[gnu::hot]] void NoneScheduler::complete(RequestId id, Time) {
     auto it = in_flight_.find(id);
     if (it == in_flight_.end()) return;   // unknown id: ignore rather than corrupt counters
     const Request& request = it->second;

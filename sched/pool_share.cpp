@@ -7,7 +7,7 @@ namespace nbdsched::sched {
 // The limits may be UINT64_MAX (none): split before multiplying. A lone
 // group (its weight is the sum) has the pool: asked on every request, and
 // the formula's three divisions give the same.
-std::uint64_t weighted_share(std::uint64_t pool, std::uint64_t weight, std::uint64_t weight_sum) {
+[[gnu::hot]] std::uint64_t weighted_share(std::uint64_t pool, std::uint64_t weight, std::uint64_t weight_sum) {
     if (weight == weight_sum) return std::max<std::uint64_t>(pool, 1);
     return std::max<std::uint64_t>(pool / weight_sum * weight + pool % weight_sum * weight / weight_sum, 1);
 }

@@ -2,13 +2,13 @@
 
 namespace nbdsched::sched {
 
-void SeekHistory::add(bool sought) {
+[[gnu::hot]] void SeekHistory::add(bool sought) {
     set_ = set_ - (bits_ >> 31) + (sought ? 1u : 0u);
     bits_ = (bits_ << 1) | (sought ? 1u : 0u);
     if (samples_ < 32) ++samples_;
 }
 
-bool SeekHistory::seeky(unsigned threshold) const { return set_ > threshold; }
+[[gnu::hot]] bool SeekHistory::seeky(unsigned threshold) const { return set_ > threshold; }
 
 bool SeekHistory::seeky_so_far(unsigned threshold) const {
     if (seeky(threshold)) return true;

@@ -51,12 +51,12 @@ std::byte* allocate(std::size_t size) {
 }
 }   // namespace
 
-std::size_t capacity_for(std::size_t n) {
+[[gnu::hot]] std::size_t capacity_for(std::size_t n) {
     return n > max_pooled ? (n + alignment - 1) / alignment * alignment
                           : std::bit_ceil(std::max<std::size_t>(n, alignment));
 }
 
-std::byte* take(std::size_t n, std::size_t& capacity) {
+[[gnu::hot]] std::byte* take(std::size_t n, std::size_t& capacity) {
     capacity = capacity_for(n);
     if (pool_gone) return allocate(capacity);
     pool.in_use += static_cast<std::int64_t>(capacity);
@@ -70,17 +70,17 @@ std::byte* take(std::size_t n, std::size_t& capacity) {
     return b;
 }
 
-void give(std::byte* block, std::size_t capacity) {
+[[gnu::hot]] void give(std::byte* block, std::size_t capacity) {
     if (!block) return;
     disown(capacity);
     give_disowned(block, capacity);
 }
 
-void disown(std::size_t capacity) {
+[[gnu::hot]] void disown(std::size_t capacity) {
     if (!pool_gone) pool.in_use -= static_cast<std::int64_t>(capacity);
 }
 
-void give_disowned(std::byte* block, std::size_t capacity) {
+[[gnu::hot]] void give_disowned(std::byte* block, std::size_t capacity) {
     if (!block) return;
     if (pool_gone || capacity > max_pooled) return std::free(block);
     auto& list = pool.free[class_of(capacity)];

@@ -140,7 +140,7 @@ void Device::close_queue(sched::QueueId queue) {
     pump();   // closing may end an idle wait on that queue
 }
 
-sched::RequestId Device::alloc_slot(IoRequest& r) {
+[[gnu::hot]] sched::RequestId Device::alloc_slot(IoRequest& r) {
     if (free_slots_.empty()) {
         slots_.push_back(&r);
         return slots_.size() - 1;
@@ -151,7 +151,7 @@ sched::RequestId Device::alloc_slot(IoRequest& r) {
     return id;
 }
 
-void Device::submit(IoRequest& r) {
+[[gnu::hot]] void Device::submit(IoRequest& r) {
     auto& activity = stats::loop_activity();
     ++activity.requests;
     if (model_) ++activity.timed_requests;
@@ -176,7 +176,7 @@ void Device::submit(IoRequest& r) {
 // sequential reader's queue empty and CFQ gave the device to a writer's
 // sync queue (2% : 100%). A prefetch is charged to the reader's queue and
 // group, but no client waits for it: not in outstanding().
-void Device::enqueue(IoRequest& r, sched::Time now) {
+[[gnu::hot]] void Device::enqueue(IoRequest& r, sched::Time now) {
     r.id = alloc_slot(r);
     r.backend_errno = 0;
     sched::Request s;
@@ -193,7 +193,7 @@ void Device::enqueue(IoRequest& r, sched::Time now) {
     pump(now);
 }
 
-void Device::pump() { pump(steady_now()); }
+[[gnu::hot]] void Device::pump() { pump(steady_now()); }
 
 // Drains dispatch(). Inline completions call back into pump() (through
 // finish) from inside start(), and dispatch() is asked again after every
@@ -201,7 +201,7 @@ void Device::pump() { pump(steady_now()); }
 // what it made dispatchable is dispatched at that time. (A second round of
 // this loop with a reading of its own cost a clock read per request, and
 // the same one dispatch() that finds nothing.)
-void Device::pump(sched::Time now) {
+[[gnu::hot]] void Device::pump(sched::Time now) {
     if (pumping_) {
         pump_now_ = std::max(pump_now_, now);
         return;
@@ -213,7 +213,7 @@ void Device::pump(sched::Time now) {
     arm_wakeup();
 }
 
-int Device::run_backend(backend::Backend& b, IoRequest& r) {
+[[gnu::hot]] int Device::run_backend(backend::Backend& b, IoRequest& r) {
     switch (r.op) {
     case sched::Op::read: return b.read(r.offset, r.buffer.span(r.length));
     case sched::Op::write: return b.write(r.offset, r.buffer.span(r.length), r.fua);
@@ -226,7 +226,7 @@ int Device::run_backend(backend::Backend& b, IoRequest& r) {
     return EINVAL;
 }
 
-void Device::start(IoRequest& r, sched::Time now) {
+[[gnu::hot]] void Device::start(IoRequest& r, sched::Time now) {
     r.release_at = now;
     if (r.abandoned && r.op == sched::Op::read) {   // its client is gone: nothing to read it for
         r.backend_errno = ESHUTDOWN;
@@ -261,7 +261,7 @@ void Device::start(IoRequest& r, sched::Time now) {
 
 // A fast zero asks the synchronous call; the backend may leave others to
 // the pool too (io_uring: fallocate, unaligned O_DIRECT).
-bool Device::async_takes(IoRequest& r) {
+[[gnu::hot]] bool Device::async_takes(IoRequest& r) {
     if (!async_ || r.fast_zero) return false;
     const bool data = r.op == sched::Op::read || r.op == sched::Op::write;
     return async_->takes(async_op(r.op), r.offset, r.length, data ? r.buffer.data() : nullptr);
@@ -282,7 +282,7 @@ void Device::start_async(IoRequest& r) {
 // socket from the backend's memory: one copy (into the socket) instead of
 // two. With a timing model the data must be the data at dispatch, and
 // read-ahead's requests keep their own buffers.
-bool Device::pin_read(IoRequest& r) {
+[[gnu::hot]] bool Device::pin_read(IoRequest& r) {
     if (!r.may_pin || r.op != sched::Op::read || r.length < min_pinned_read || model_ || read_ahead_) return false;
     r.pieces.clear();
     const auto pin = backend_->read_pinned(r.offset, r.length, r.pieces);
@@ -319,7 +319,7 @@ bool Device::pin_write(IoRequest& r, std::uint64_t offset, std::uint64_t length)
 // pin and its end took a mutex each, and the end settled the fresh pages:
 // the 4 KiB WRITE at iodepth 64 paid that on every request). Zeros over a
 // hole stay a hole: write() allocates only for data.
-bool Device::write_arrived(IoRequest& r, std::uint64_t offset, std::span<const std::byte> data) {
+[[gnu::hot]] bool Device::write_arrived(IoRequest& r, std::uint64_t offset, std::span<const std::byte> data) {
     r.in_place = false;
     if (read_ahead_ || !backend_->writes_to_memory()) return false;
     if (backend_->write(offset, data, false) != 0) return false;
@@ -329,7 +329,7 @@ bool Device::write_arrived(IoRequest& r, std::uint64_t offset, std::span<const s
     return true;
 }
 
-void Device::data_done(IoRequest& r) {
+[[gnu::hot]] void Device::data_done(IoRequest& r) {
     // A refused fast zero is an answer the client asked for, not a failure;
     // nor is a READ dropped for a client that closed (start()).
     std::uint64_t held_back = 0;
@@ -354,7 +354,7 @@ void Device::data_done(IoRequest& r) {
     finish(r);
 }
 
-void Device::finish(IoRequest& r) {
+[[gnu::hot]] void Device::finish(IoRequest& r) {
     const auto now = steady_now();   // one reading for the scheduler and the statistics
     scheduler_->complete(r.id, now);
     free_slots_.push_back(r.id);
@@ -369,7 +369,7 @@ void Device::finish(IoRequest& r) {
 // A client request is done: through the device, or from read-ahead.
 // A READ dropped for a client that closed counts as cancelled, neither as a
 // read nor as an error.
-void Device::answer(IoRequest& r, sched::Time now) {
+[[gnu::hot]] void Device::answer(IoRequest& r, sched::Time now) {
     if (r.abandoned && r.backend_errno == ESHUTDOWN)
         stats_.cancelled(r.queue);
     else
@@ -381,7 +381,7 @@ void Device::answer(IoRequest& r, sched::Time now) {
 // A request whose connection runs on another loop is answered there: its
 // reply queue is that loop's. Not shared, everything runs on io_ (or under
 // exclusive(), every other loop paused), as before the device was shared.
-void Device::tell(IoRequest& r) {
+[[gnu::hot]] void Device::tell(IoRequest& r) {
     if (r.home == nullptr || (!lock_.shared() && r.home == &io_) || r.home->get_executor().running_in_this_thread())
         return r.sink->request_done(r);
     boost::asio::post(*r.home, [&r] { r.sink->request_done(r); });
@@ -393,7 +393,7 @@ void Device::tell(IoRequest& r) {
 // cfq's CPU over `none` on RAM (bench exp7). A wakeup that comes too early,
 // or for an idle wait since cancelled, is harmless: pump() dispatches only
 // what is due and arms the timer for the real next wakeup.
-void Device::arm_wakeup() {
+[[gnu::hot]] void Device::arm_wakeup() {
     auto next = scheduler_->next_wakeup();
     if (!next || (wakeup_armed_ && *wakeup_armed_ <= *next)) return;
     wakeup_armed_ = next;

@@ -35,7 +35,7 @@ bool InflightBudget::using_device(const Group& g, Nanos now) const {
     return sched::uses_pool(g.held > 0 || !g.line.empty(), g.ever_used, g.idle_since, now, share_idle_);
 }
 
-std::uint64_t InflightBudget::weight_sum(sched::GroupId id, Nanos now, std::uint64_t& weight) const {
+[[gnu::hot]] std::uint64_t InflightBudget::weight_sum(sched::GroupId id, Nanos now, std::uint64_t& weight) const {
     auto it = groups_.find(id);
     weight = it == groups_.end() ? 100 : it->second.weight;
     std::uint64_t wsum = weight;   // the asking group counts even before it uses the device
@@ -46,14 +46,14 @@ std::uint64_t InflightBudget::weight_sum(sched::GroupId id, Nanos now, std::uint
 
 // At least one slot and one byte: a group holding none is admitted whatever
 // the size of its next request, so it always makes progress.
-InflightBudget::Shares InflightBudget::shares_of(sched::GroupId id, Nanos now) const {
+[[gnu::hot]] InflightBudget::Shares InflightBudget::shares_of(sched::GroupId id, Nanos now) const {
     if (!fair_share_) return {max_requests_, max_bytes_};
     std::uint64_t weight = 0;
     const auto wsum = weight_sum(id, now, weight);
     return {sched::weighted_share(max_requests_, weight, wsum), sched::weighted_share(max_bytes_, weight, wsum)};
 }
 
-bool InflightBudget::eligible(sched::GroupId id, const Group& g, Nanos now) const {
+[[gnu::hot]] bool InflightBudget::eligible(sched::GroupId id, const Group& g, Nanos now) const {
     if (!fair_share_ && !has_room()) return false;
     const auto shares = shares_of(id, now);   // one pass over the groups for both shares
     return g.held < shares.requests && g.bytes < shares.bytes;
@@ -73,7 +73,7 @@ std::uint64_t InflightBudget::held(sched::GroupId group) const {
     return it == groups_.end() ? 0 : it->second.held;
 }
 
-bool InflightBudget::someone_eligible_waits(Nanos now) const {
+[[gnu::hot]] bool InflightBudget::someone_eligible_waits(Nanos now) const {
     for (const auto& [id, g] : groups_)
         if (!g.line.empty() && eligible(id, g, now)) return true;
     return false;
@@ -81,7 +81,7 @@ bool InflightBudget::someone_eligible_waits(Nanos now) const {
 
 // Asked before every request is parsed. The time only tells whether other
 // groups use the device (using_device), so a group alone reads no clock.
-bool InflightBudget::admits(sched::GroupId group, bool holds_ticket) const {
+[[gnu::hot]] bool InflightBudget::admits(sched::GroupId group, bool holds_ticket) const {
     if (holds_ticket) return true;
     if (tickets_ != 0) return false;
     auto it = groups_.find(group);
@@ -92,7 +92,7 @@ bool InflightBudget::admits(sched::GroupId group, bool holds_ticket) const {
     return eligible(group, it->second, t) && !someone_eligible_waits(t);
 }
 
-void InflightBudget::take_request(sched::GroupId group, bool with_ticket) {
+[[gnu::hot]] void InflightBudget::take_request(sched::GroupId group, bool with_ticket) {
     auto& g = groups_[group];
     if (with_ticket)
         --tickets_;   // the ticket's slot is the group's already
@@ -103,19 +103,19 @@ void InflightBudget::take_request(sched::GroupId group, bool with_ticket) {
     peak_requests_ = std::max(peak_requests_, requests_);
 }
 
-void InflightBudget::take_bytes(sched::GroupId group, std::uint64_t n) {
+[[gnu::hot]] void InflightBudget::take_bytes(sched::GroupId group, std::uint64_t n) {
     groups_[group].bytes += n;
     bytes_ += n;
     peak_bytes_ = std::max(peak_bytes_, bytes_);
     serve_line();   // the last ticket's request is now fully counted
 }
 
-void InflightBudget::release_slot(Group& g) {
+[[gnu::hot]] void InflightBudget::release_slot(Group& g) {
     --g.held;
     if (g.held == 0 && g.line.empty()) g.idle_since = now();
 }
 
-void InflightBudget::give(sched::GroupId group, std::uint64_t bytes) {
+[[gnu::hot]] void InflightBudget::give(sched::GroupId group, std::uint64_t bytes) {
     --requests_;
     bytes_ -= bytes;
     auto& g = groups_[group];
@@ -154,7 +154,7 @@ InflightBudget::Group* InflightBudget::next_in_line(Nanos now, sched::GroupId& i
     return best;
 }
 
-bool InflightBudget::anyone_in_line() const {
+[[gnu::hot]] bool InflightBudget::anyone_in_line() const {
     return std::any_of(groups_.begin(), groups_.end(), [](const auto& entry) { return !entry.second.line.empty(); });
 }
 
@@ -169,7 +169,7 @@ bool InflightBudget::anyone_in_line() const {
 // full (see the header); without, only while the pool has room. It runs as
 // every request is taken and given back: with nobody in line (the usual
 // case) it reads no clock.
-void InflightBudget::serve_line() {
+[[gnu::hot]] void InflightBudget::serve_line() {
     while (tickets_ == 0 && anyone_in_line()) {
         sched::GroupId id = 0;
         Group* g = next_in_line(now(), id);

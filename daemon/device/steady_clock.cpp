@@ -4,7 +4,7 @@
 
 namespace nbdsched::daemon {
 
-sched::Time steady_now() {
+[[gnu::hot]] sched::Time steady_now() {
     return std::chrono::duration_cast<sched::Time>(std::chrono::steady_clock::now().time_since_epoch());
 }
 

@@ -62,7 +62,7 @@ void copy_to(const std::vector<std::span<std::byte>>& targets, std::size_t at, c
 // The check and the line under one hold of the device: room a connection on
 // another loop gave back between the two would otherwise find nobody in
 // line, and nothing would wake this one.
-bool Connection::pause_if_over_limits() {
+[[gnu::hot]] bool Connection::pause_if_over_limits() {
     auto held = device_->hold();
     const bool own = inflight_ >= context_.limits.max_inflight_per_connection ||
                      inflight_bytes_ >= context_.limits.max_inflight_bytes_per_connection;
@@ -92,7 +92,7 @@ void Connection::budget_available() {
     boost::asio::post(socket_.get_executor(), [self = shared_from_this()] { self->resume(); });
 }
 
-void Connection::charge(IoRequest& r, std::uint64_t bytes) {
+[[gnu::hot]] void Connection::charge(IoRequest& r, std::uint64_t bytes) {
     r.charged_bytes = bytes;
     inflight_bytes_ += bytes;
     auto held = device_->hold();
@@ -159,7 +159,7 @@ void Connection::on_read(const boost::system::error_code& ec, std::size_t n) {
 
 // Moves payload bytes out of the read buffer. Returns false when the rest
 // must come from the socket.
-bool Connection::consume_payload() {
+[[gnu::hot]] bool Connection::consume_payload() {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rend_ - rbeg_, payload_left_));
     if (rstate_ == ReadState::payload) {
         if (current_->pinned)
@@ -343,7 +343,7 @@ void Connection::payload_done() {
 // unpin_stalled_payload()); once it is in, the data is the
 // device's and the pin goes, and the backend takes back the pages it
 // allocated for the payload that hold only zeros.
-void Connection::payload_received(IoRequest& r) {
+[[gnu::hot]] void Connection::payload_received(IoRequest& r) {
     payload_watched_ = false;
     if (r.in_place && r.pinned) {
         r.pinned->unpin_written(r.pin, r.offset, r.length);
@@ -365,7 +365,7 @@ void Connection::payload_received(IoRequest& r) {
 // cost the client more CPU than a copy into the request's buffer and
 // write()'s after it (fio's 1 MiB writes over loopback: a fifth less of
 // fio's CPU per write, the daemon's the same; docs/data-path.md).
-bool Connection::place_payload(IoRequest& r) {
+[[gnu::hot]] bool Connection::place_payload(IoRequest& r) {
     const auto& h = r.header;
     if (tls_) return false;
     if (rend_ - rbeg_ >= h.length)
@@ -375,7 +375,7 @@ bool Connection::place_payload(IoRequest& r) {
     return device_->pin_write(r, binding_->offset + h.offset, h.length);
 }
 
-void Connection::parse() {
+[[gnu::hot]] void Connection::parse() {
     if (parsing_ || closed_) return;
     parsing_ = true;
     bool direct = false;
@@ -421,7 +421,7 @@ void Connection::parse() {
     maybe_finish();
 }
 
-void Connection::handle_request(const nbd::RequestHeader& h) {
+[[gnu::hot]] void Connection::handle_request(const nbd::RequestHeader& h) {
     using nbd::Command;
     if (h.type == static_cast<std::uint16_t>(Command::disc)) {
         spdlog::debug("{}: NBD_CMD_DISC", tag());
@@ -459,7 +459,7 @@ void Connection::handle_request(const nbd::RequestHeader& h) {
     submit(r);
 }
 
-void Connection::submit(IoRequest& r) {
+[[gnu::hot]] void Connection::submit(IoRequest& r) {
     const auto& h = r.header;
     r.sink = this;
     r.home = loop_;

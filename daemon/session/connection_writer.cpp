@@ -22,7 +22,7 @@ namespace {
 constexpr std::size_t keep_buffer = 1u << 20;
 }   // namespace
 
-IoRequest& Connection::acquire() {
+[[gnu::hot]] IoRequest& Connection::acquire() {
     IoRequest* r;
     if (free_.empty()) {
         all_.push_back(std::make_unique<IoRequest>());
@@ -49,7 +49,7 @@ IoRequest& Connection::acquire() {
 // settled like one received whole: the pages nothing was put into (or only
 // zeros) are given back, so a client cannot take memory by sending the
 // header of a large WRITE and hanging up.
-void Connection::release(IoRequest& r) {
+[[gnu::hot]] void Connection::release(IoRequest& r) {
     if (r.pinned && r.in_place) {
         r.pinned->unpin_written(r.pin, r.offset, r.length);
         r.pinned = nullptr;
@@ -68,7 +68,7 @@ void Connection::release(IoRequest& r) {
     free_.push_back(&r);
 }
 
-void Connection::request_done(IoRequest& r) {
+[[gnu::hot]] void Connection::request_done(IoRequest& r) {
     if (r.backend_errno != 0) r.error = nbd::errno_to_nbd(r.backend_errno);
     if (closed_) {
         release(r);
@@ -77,7 +77,7 @@ void Connection::request_done(IoRequest& r) {
     queue_reply(r);
 }
 
-void Connection::queue_reply(IoRequest& r) {
+[[gnu::hot]] void Connection::queue_reply(IoRequest& r) {
     const bool ok = r.error == 0;
     if (ok && r.header.type == static_cast<std::uint16_t>(nbd::Command::block_status)) {
         r.reply_size = static_cast<std::uint8_t>(nbd::encode_block_status_header(r.reply, r.header.cookie, r.data_bytes));
@@ -103,7 +103,7 @@ void Connection::queue_reply(IoRequest& r) {
     }));
 }
 
-void Connection::flush_replies() {
+[[gnu::hot]] void Connection::flush_replies() {
     if (writing_ || pending_.empty() || closed_) return;
     batch_.swap(pending_);
     iov_.clear();
@@ -188,7 +188,7 @@ void Connection::send_batch() {
 // and an epoll_wait per request). What may read more, write more or finish
 // is posted, and only when there is any: this runs inside a parse or a
 // request's completion.
-void Connection::batch_sent() {
+[[gnu::hot]] void Connection::batch_sent() {
     writing_ = false;
     for (auto* r : batch_) release(*r);
     batch_.clear();
@@ -197,7 +197,7 @@ void Connection::batch_sent() {
     boost::asio::post(socket_.get_executor(), [self = shared_from_this()] { self->after_write(); });
 }
 
-void Connection::advance_iov(std::size_t n) {
+[[gnu::hot]] void Connection::advance_iov(std::size_t n) {
     while (n > 0 && iov_at_ < iov_.size()) {
         auto& v = iov_[iov_at_];
         if (n < v.iov_len) {

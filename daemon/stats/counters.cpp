@@ -2,7 +2,7 @@
 
 namespace nbdsched::daemon::stats {
 
-void Counters::done(sched::Op op, std::uint64_t bytes, Nanos took, bool error) {
+[[gnu::hot]] void Counters::done(sched::Op op, std::uint64_t bytes, Nanos took, bool error) {
     if (in_flight) --in_flight;
     switch (op) {
     case sched::Op::read:
@@ -55,7 +55,7 @@ void DeviceStats::close_queue(sched::QueueId queue) {
     queues_.erase(queue);
 }
 
-DeviceStats::Route* DeviceStats::route(sched::QueueId queue) {
+[[gnu::hot]] DeviceStats::Route* DeviceStats::route(sched::QueueId queue) {
     auto it = routes_.find(queue);
     return it == routes_.end() ? nullptr : &it->second;
 }
@@ -70,11 +70,11 @@ void DeviceStats::each(sched::QueueId queue, F&& f) {
     }
 }
 
-void DeviceStats::submitted(sched::QueueId queue) {
+[[gnu::hot]] void DeviceStats::submitted(sched::QueueId queue) {
     each(queue, [](Counters& c) { c.submitted(); });
 }
 
-void DeviceStats::done(sched::QueueId queue, sched::Op op, std::uint64_t bytes, Nanos latency, bool error) {
+[[gnu::hot]] void DeviceStats::done(sched::QueueId queue, sched::Op op, std::uint64_t bytes, Nanos latency, bool error) {
     each(queue, [&](Counters& c) { c.done(op, bytes, latency, error); });
 }
 

@@ -12,7 +12,7 @@ constexpr std::uint64_t unit_ns = 1000;   // octave 0's step: 1us
 
 // Octave 0 covers [0, 16) units one unit per bucket; octave k >= 1 covers
 // [16 * 2^(k-1), 16 * 2^k) units in 16 steps of 2^(k-1) units.
-unsigned LatencyHistogram::bucket_of(Nanos latency) {
+[[gnu::hot]] unsigned LatencyHistogram::bucket_of(Nanos latency) {
     auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(latency.count(), 0));
     std::uint64_t units = ns / unit_ns;
     if (units < sub_buckets) return static_cast<unsigned>(units);
@@ -33,7 +33,7 @@ Nanos LatencyHistogram::upper_edge(unsigned bucket) {
     return Nanos((sub_buckets * step + (sub + 1) * step) * unit_ns);
 }
 
-void LatencyHistogram::record(Nanos latency) {
+[[gnu::hot]] void LatencyHistogram::record(Nanos latency) {
     ++buckets_[bucket_of(latency)];
     ++count_;
     auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(latency.count(), 0));

@@ -2,7 +2,7 @@
 
 namespace nbdsched::daemon::stats {
 
-LoopActivity& loop_activity() {
+[[gnu::hot]] LoopActivity& loop_activity() {
     static thread_local LoopActivity activity;
     return activity;
 }

@@ -19,7 +19,7 @@ constexpr std::uint64_t kRefRate[2] = {14000, 33000};
 
 }   // namespace
 
-void HwTagDetector::sample(unsigned rq_in_driver, std::size_t queued, bool in_service_small) {
+[[gnu::hot]] void HwTagDetector::sample(unsigned rq_in_driver, std::size_t queued, bool in_service_small) {
     max_rq_in_driver_ = std::max(max_rq_in_driver_, rq_in_driver);
     if (hw_tag_ == 1) return;
     if (rq_in_driver + queued <= kHwQueueThreshold) return;
@@ -73,8 +73,8 @@ bool PeakRateEstimator::update_and_reset(bool have_rq, std::uint64_t sectors, Ti
     return updated;
 }
 
-bool PeakRateEstimator::on_dispatch(std::uint64_t sectors, bool seeky, Time now,
-                                    unsigned rq_in_driver) {
+[[gnu::hot]] bool PeakRateEstimator::on_dispatch(std::uint64_t sectors, bool seeky, Time now,
+                                                 unsigned rq_in_driver) {
     bool updated = false;
     if (samples_ == 0) {
         reset(true, sectors, now);
@@ -93,7 +93,7 @@ bool PeakRateEstimator::on_dispatch(std::uint64_t sectors, bool seeky, Time now,
     return updated;
 }
 
-bool PeakRateEstimator::on_completion(Time now) {
+[[gnu::hot]] bool PeakRateEstimator::on_completion(Time now) {
     bool updated = false;
     std::uint64_t delta_us = std::uint64_t((now - last_completion_).count()) / 1000;
     // A completion so late that the request was served at < 1M sectors/s

@@ -8,13 +8,13 @@
 
 namespace nbdsched::sched::bfq {
 
-Nanos BfqScheduler::guarantee_idle() const {
+[[gnu::hot]] Nanos BfqScheduler::guarantee_idle() const {
     // slice_idle serves both purposes when set; with slice_idle 0 (the seed
     // 002 default on flash) group_idle keeps the service guarantees.
     return tunables_.slice_idle.count() ? tunables_.slice_idle : tunables_.group_idle;
 }
 
-bool BfqScheduler::several_groups_pending() const {
+[[gnu::hot]] bool BfqScheduler::several_groups_pending() const {
     // A group competes while it has requests queued or in flight; while it
     // is in service (the in-service queue stays "busy" until it is expired,
     // as in the kernel, and that is exactly when the idling decision is
@@ -38,7 +38,7 @@ bool BfqScheduler::several_groups_pending() const {
     return false;
 }
 
-bool BfqScheduler::asymmetric_scenario() const {
+[[gnu::hot]] bool BfqScheduler::asymmetric_scenario() const {
     // bfq_asymmetric_scenario() since Yu Kuai's 2022 fix ("> 0 is always
     // true"): more than one group with pending requests, the root group
     // counted like any other. nbdsched has no root group holding plain
@@ -50,7 +50,7 @@ bool BfqScheduler::asymmetric_scenario() const {
     return several_groups_pending();
 }
 
-bool BfqScheduler::contended_seeky(const BfqQueue& q, Time now) const {
+[[gnu::hot]] bool BfqScheduler::contended_seeky(const BfqQueue& q, Time now) const {
     // nbdsched extension (contended_seeky_depth): a seeky queue's next
     // request seeks anyway, so turns of one request cost it no locality it
     // had, and a qd1 reader in another group then waits behind one request,
@@ -78,12 +78,12 @@ bool BfqScheduler::idling_boosts_thr_without_issues(const BfqQueue& q) const {
     return rot_without_queueing || ((rotational || !queueing) && seq_io_bound);
 }
 
-bool BfqScheduler::idling_needed_for_service_guarantees(const BfqQueue&) const {
+[[gnu::hot]] bool BfqScheduler::idling_needed_for_service_guarantees(const BfqQueue&) const {
     // No weight raising in nbdsched, so only the asymmetry term remains.
     return asymmetric_scenario();
 }
 
-bool BfqScheduler::better_to_idle(const BfqQueue& q) const {
+[[gnu::hot]] bool BfqScheduler::better_to_idle(const BfqQueue& q) const {
     if (q.closed) return false;   // no process references
     if (tunables_.strict_guarantees) return true;
     if (!q.sync()) return false;

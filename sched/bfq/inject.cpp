@@ -99,7 +99,7 @@ void BfqScheduler::retire_drained(BfqQueue& q) {
     }
 }
 
-void BfqScheduler::inject_on_arrival(BfqQueue& q, bool in_service, Time now) {
+[[gnu::hot]] void BfqScheduler::inject_on_arrival(BfqQueue& q, bool in_service, Time now) {
     // bfq_add_request: only a sync queue with this one request pending.
     if (!q.sync() || q.size() + q.dispatched > 1) return;
     if (now >= q.decrease_time + kLimitResetPeriod) reset_inject_limit(q, now);
@@ -115,14 +115,14 @@ void BfqScheduler::inject_on_arrival(BfqQueue& q, bool in_service, Time now) {
     if (empty) inject_.rqs_injected = false;
 }
 
-void BfqScheduler::inject_on_dispatch(const BfqQueue& q, RequestId id) {
+[[gnu::hot]] void BfqScheduler::inject_on_dispatch(const BfqQueue& q, RequestId id) {
     if (in_service_ == &q && inject_.wait_dispatch) {
         inject_.wait_dispatch = false;
         inject_.waited_rq = id;
     }
 }
 
-void BfqScheduler::inject_on_completion(BfqQueue& q, RequestId id, Time now) {
+[[gnu::hot]] void BfqScheduler::inject_on_completion(BfqQueue& q, RequestId id, Time now) {
     // Before the request leaves in_flight_: the kernel's tot_rq_in_driver.
     inject_.max_in_driver = std::max(inject_.max_in_driver, unsigned(in_flight_.size()));
     if (inject_.waited_rq == id) update_inject_limit(q, now);

@@ -9,14 +9,14 @@ namespace nbdsched::sched::bfq {
 
 // expire() would take the queue and its group out of both trees, and the
 // trees would then be empty; nothing is in flight or waited for.
-bool BfqScheduler::alone_in_trees(const BfqQueue& q) const {
+[[gnu::hot]] bool BfqScheduler::alone_in_trees(const BfqQueue& q) const {
     return lone_shortcut_ && q.empty() && q.dispatched == 0 && !q.closed && !q.wait_request && !idle_until_ &&
            group_of(q).tree.empty() && root_.empty();
 }
 
 // A request of the kept queue itself, its client still in its group (else
 // queue_for() would build it a new queue there).
-bool BfqScheduler::resumes_lone(const Request& r) const {
+[[gnu::hot]] bool BfqScheduler::resumes_lone(const Request& r) const {
     const BfqQueue& q = *in_service_;
     return q.key() == queue_key(r.queue, r.sync) && q.group() == *q.client_group;
 }
@@ -25,7 +25,7 @@ bool BfqScheduler::resumes_lone(const Request& r) const {
 // maybe_preempt() has nobody to preempt. Its budget depends on nothing the
 // trees hold (an async request's charge asks whether other groups are
 // pending, and the queue's own group counts by its pending request).
-void BfqScheduler::resume_lone(BfqQueue& q, Time now) {
+[[gnu::hot]] void BfqScheduler::resume_lone(BfqQueue& q, Time now) {
     activation_budget(q, now);
     lone_ = Lone::resumed;
     ++lone_resumes_;
@@ -34,7 +34,7 @@ void BfqScheduler::resume_lone(BfqQueue& q, Time now) {
 // The first dispatch after the resume: leaving and re-entering both trees
 // and being selected again, in one step per tree, then set_in_service()'s
 // bookkeeping.
-void BfqScheduler::restart_lone(Time now) {
+[[gnu::hot]] void BfqScheduler::restart_lone(Time now) {
     BfqQueue& q = *in_service_;
     BfqGroup& g = group_of(q);
     g.tree.restart_alone(q.entity, q.non_blocking_wait_rq);
@@ -47,7 +47,7 @@ void BfqScheduler::restart_lone(Time now) {
 
 // Before any other event: the trees' work that expire() and activate_queue()
 // would have done.
-void BfqScheduler::leave_lone() {
+[[gnu::hot]] void BfqScheduler::leave_lone() {
     if (lone_ == Lone::none) return;
     BfqQueue& q = *in_service_;
     BfqGroup& g = group_of(q);

@@ -33,7 +33,7 @@ std::pmr::vector<QueuedRequest>::iterator BfqQueue::find(SortKey key) {
     return it;
 }
 
-void BfqQueue::add(const Request& request, Time now) {
+[[gnu::hot]] void BfqQueue::add(const Request& request, Time now) {
     const SortKey key = sort_key(request);
     // Appending needs no search: the first request, or one past the last.
     if (queued_.empty() || sort_key(queued_.back().request) < key) queued_.push_back(QueuedRequest{request, now});
@@ -41,7 +41,7 @@ void BfqQueue::add(const Request& request, Time now) {
     if (!next_from_fifo_) next_.reset();   // the elevator may prefer the newcomer
 }
 
-Request BfqQueue::take(const Request& queued) {
+[[gnu::hot]] Request BfqQueue::take(const Request& queued) {
     auto it = queued_.size() == 1 ? queued_.begin() : first_not_before(sort_key(queued));
     assert(it != queued_.end() && sort_key(it->request) == sort_key(queued));
     Request r = it->request;
@@ -51,8 +51,8 @@ Request BfqQueue::take(const Request& queued) {
     return r;
 }
 
-const Request* BfqQueue::next_request(std::uint64_t head, const SeekPolicy& seek,
-                                      Nanos fifo_expire, Time now) {
+[[gnu::hot]] const Request* BfqQueue::next_request(std::uint64_t head, const SeekPolicy& seek,
+                                                   Nanos fifo_expire, Time now) {
     if (queued_.empty()) return nullptr;
     if (queued_.size() == 1) {
         // What the code below decides for one request (on a RAM device
@@ -102,7 +102,7 @@ const Request* BfqQueue::next_request(std::uint64_t head, const SeekPolicy& seek
     return &pick->request;
 }
 
-void BfqQueue::note_arrival(const Request& request, Time now, bool nonrot, Nanos slice_idle) {
+[[gnu::hot]] void BfqQueue::note_arrival(const Request& request, Time now, bool nonrot, Nanos slice_idle) {
     // Think time: only when the queue had nothing queued or in flight, i.e.
     // how long the client took to come back after being fully served.
     if (dispatched == 0 && empty() && last_end_request_ != Time{}) {
@@ -123,14 +123,14 @@ void BfqQueue::note_arrival(const Request& request, Time now, bool nonrot, Nanos
     last_request_pos_ = pos + request.sectors();
 }
 
-void BfqQueue::update_short_ttime(Nanos slice_idle) {
+[[gnu::hot]] void BfqQueue::update_short_ttime(Nanos slice_idle) {
     // bfq_update_has_short_ttime: not maintained when no idling can happen.
     if (!sync_ || slice_idle.count() == 0) return;
     short_ttime_ = !(closed || (ttime_samples_ > kTtimeValid &&
                                 ttime_mean_ > std::uint64_t(slice_idle.count()) / 2));
 }
 
-bool BfqQueue::seeky() const { return seek_history_.seeky(kSeekyHistory); }
+[[gnu::hot]] bool BfqQueue::seeky() const { return seek_history_.seeky(kSeekyHistory); }
 
 bool BfqQueue::seeky_so_far() const { return seek_history_.seeky_so_far(kSeekyHistory); }
 

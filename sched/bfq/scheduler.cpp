@@ -79,12 +79,12 @@ void BfqScheduler::close_queue(QueueId id, Time now) {
     }
 }
 
-std::vector<BfqScheduler::InFlight>::iterator BfqScheduler::in_flight_slot(RequestId id) {
+[[gnu::hot]] std::vector<BfqScheduler::InFlight>::iterator BfqScheduler::in_flight_slot(RequestId id) {
     return std::lower_bound(in_flight_.begin(), in_flight_.end(), id,
                             [](const InFlight& f, RequestId key) { return f.id < key; });
 }
 
-BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
+[[gnu::hot]] BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
     // The usual case first: the queue exists (then so does its client, which
     // is forgotten only with its queues) and its client has not moved.
     if (auto it = queues_.find(queue_key(r.queue, r.sync));
@@ -122,7 +122,7 @@ BfqQueue& BfqScheduler::queue_for(const Request& r, Time now) {
     return it->second;
 }
 
-void BfqScheduler::submit(const Request& r, Time now) {
+[[gnu::hot]] void BfqScheduler::submit(const Request& r, Time now) {
     // A kept lone queue's own request resumes it (lone.cpp); for the kernel
     // it was expired and is not busy.
     const bool resumes = lone_ == Lone::kept && resumes_lone(r);
@@ -156,12 +156,12 @@ void BfqScheduler::submit(const Request& r, Time now) {
     }
 }
 
-bool BfqScheduler::arrives_in_time(const BfqQueue& q, Time now) const {
+[[gnu::hot]] bool BfqScheduler::arrives_in_time(const BfqQueue& q, Time now) const {
     Nanos window = tunables_.slice_idle.count() ? tunables_.slice_idle : guarantee_idle();
     return now <= q.last_end_request() + 3 * window;
 }
 
-void BfqScheduler::note_busy_again(BfqQueue& q, bool in_time) {
+[[gnu::hot]] void BfqScheduler::note_busy_again(BfqQueue& q, bool in_time) {
     if (q.io_bound) return;
     if (in_time && ++q.requests_within_timer >= 120) q.io_bound = true;
     if (!in_time) q.requests_within_timer = 0;
@@ -173,7 +173,7 @@ void BfqScheduler::activate_queue(BfqQueue& q, Time now) {
     maybe_preempt(q, wants_to_preempt, now);
 }
 
-bool BfqScheduler::activation_budget(BfqQueue& q, Time now) {
+[[gnu::hot]] bool BfqScheduler::activation_budget(BfqQueue& q, Time now) {
     // bfq_bfqq_handle_idle_busy_switch
     const bool in_time = arrives_in_time(q, now);
     note_busy_again(q, in_time);
@@ -198,7 +198,7 @@ void BfqScheduler::enter_trees(BfqQueue& q) {
     }
 }
 
-std::optional<Request> BfqScheduler::dispatch(Time now) {
+[[gnu::hot]] std::optional<Request> BfqScheduler::dispatch(Time now) {
     process_timer(now);
     if (queued_ == 0 || in_flight_.size() >= device_.max_depth) return std::nullopt;
     // strict_guarantees: the device serves one request at a time.
@@ -239,7 +239,7 @@ std::optional<Request> BfqScheduler::dispatch(Time now) {
     return r;
 }
 
-void BfqScheduler::complete(RequestId id, Time now) {
+[[gnu::hot]] void BfqScheduler::complete(RequestId id, Time now) {
     leave_lone();
     process_timer(now);
     auto it = in_flight_slot(id);
@@ -302,7 +302,7 @@ void BfqScheduler::forget_client(QueueId id) {
     clients_.erase(c);
 }
 
-void BfqScheduler::process_timer(Time now) {
+[[gnu::hot]] void BfqScheduler::process_timer(Time now) {
     now_ = std::max(now_, now);
     if (!idle_until_ || now < *idle_until_) return;
     if (!in_service_) {
@@ -316,6 +316,6 @@ void BfqScheduler::process_timer(Time now) {
     else if (q.empty()) expire(q, true, Expiry::too_idle, now);
 }
 
-std::optional<Time> BfqScheduler::next_wakeup() const { return idle_until_; }
+[[gnu::hot]] std::optional<Time> BfqScheduler::next_wakeup() const { return idle_until_; }
 
 }   // namespace nbdsched::sched::bfq

@@ -14,11 +14,11 @@ constexpr std::uint64_t kAsyncChargeFactor = 3;
 
 }   // namespace
 
-std::uint64_t BfqScheduler::max_budget() const {
+[[gnu::hot]] std::uint64_t BfqScheduler::max_budget() const {
     return budgets_assigned_ < kStatsMinBudgets ? kDefaultMaxBudget : computed_max_budget_;
 }
 
-std::uint64_t BfqScheduler::min_budget() const { return max_budget() / 32; }
+[[gnu::hot]] std::uint64_t BfqScheduler::min_budget() const { return max_budget() / 32; }
 
 void BfqScheduler::refresh_max_budget() {
     // update_thr_responsiveness_params: an explicit max_budget always wins.
@@ -26,7 +26,7 @@ void BfqScheduler::refresh_max_budget() {
                                                 : peak_rate_.max_budget(tunables_.timeout_sync);
 }
 
-std::uint64_t BfqScheduler::charge(const Request& r, const BfqQueue& q) const {
+[[gnu::hot]] std::uint64_t BfqScheduler::charge(const Request& r, const BfqQueue& q) const {
     // bfq_serv_to_charge: async I/O costs three times its size unless the
     // scenario is asymmetric (then every sector must count the same).
     std::uint64_t sectors = std::max<std::uint64_t>(r.sectors(), 1);
@@ -34,24 +34,24 @@ std::uint64_t BfqScheduler::charge(const Request& r, const BfqQueue& q) const {
     return sectors * kAsyncChargeFactor;
 }
 
-std::uint64_t BfqScheduler::budget_left(const BfqQueue& q) const {
+[[gnu::hot]] std::uint64_t BfqScheduler::budget_left(const BfqQueue& q) const {
     return q.entity.budget > q.entity.service ? q.entity.budget - q.entity.service : 0;
 }
 
-bool BfqScheduler::budget_timed_out(const BfqQueue& q, Time now) const {
+[[gnu::hot]] bool BfqScheduler::budget_timed_out(const BfqQueue& q, Time now) const {
     return now >= q.budget_timeout;
 }
 
-bool BfqScheduler::may_expire_for_budget_timeout(const BfqQueue& q, Time now) const {
+[[gnu::hot]] bool BfqScheduler::may_expire_for_budget_timeout(const BfqQueue& q, Time now) const {
     return (!q.wait_request || budget_left(q) >= q.entity.budget / 3) && budget_timed_out(q, now);
 }
 
-const Request* BfqScheduler::next_rq(BfqQueue& q, Time now) {
+[[gnu::hot]] const Request* BfqScheduler::next_rq(BfqQueue& q, Time now) {
     SeekPolicy seek{tunables_.back_seek_max * 2, tunables_.back_seek_penalty};
     return q.next_request(last_position_, seek, tunables_.fifo_expire(q.sync()), now);
 }
 
-void BfqScheduler::served(BfqQueue& q, std::uint64_t sectors) {
+[[gnu::hot]] void BfqScheduler::served(BfqQueue& q, std::uint64_t sectors) {
     BfqGroup& g = group_of(q);
     g.tree.served(q.entity, sectors);
     root_.served(g.entity, sectors);
@@ -72,7 +72,7 @@ BfqQueue* BfqScheduler::set_in_service(Time now) {
     return &q;
 }
 
-void BfqScheduler::begin_service(BfqQueue& q, Time now) {
+[[gnu::hot]] void BfqScheduler::begin_service(BfqQueue& q, Time now) {
     q.new_service_period();
     budgets_assigned_ = (budgets_assigned_ * 7 + 256) / 8;
     // bfq_set_budget_timeout (queue weights are not raised: coefficient 1).
@@ -84,7 +84,7 @@ void BfqScheduler::begin_service(BfqQueue& q, Time now) {
     in_service_ = &q;
 }
 
-BfqQueue* BfqScheduler::select_queue(Time now) {
+[[gnu::hot]] BfqQueue* BfqScheduler::select_queue(Time now) {
     if (lone_ == Lone::resumed) restart_lone(now);
     else leave_lone();   // kept: nothing queued, so not asked (dispatch() returns first)
     // Every pass either returns or expires a queue; a freshly selected queue
@@ -124,8 +124,8 @@ BfqQueue* BfqScheduler::select_queue(Time now) {
     return nullptr;
 }
 
-bool BfqScheduler::is_slow(const BfqQueue& q, bool compensate, Time now,
-                           std::uint64_t& delta_ms) const {
+[[gnu::hot]] bool BfqScheduler::is_slow(const BfqQueue& q, bool compensate, Time now,
+                                        std::uint64_t& delta_ms) const {
     delta_ms = 0;
     if (!q.sync()) return false;
     bool slow = q.seeky();
@@ -144,7 +144,7 @@ bool BfqScheduler::is_slow(const BfqQueue& q, bool compensate, Time now,
     return slow;
 }
 
-void BfqScheduler::charge_time(BfqQueue& q, std::uint64_t time_ms) {
+[[gnu::hot]] void BfqScheduler::charge_time(BfqQueue& q, std::uint64_t time_ms) {
     // bfq_bfqq_charge_time: a slow queue pays for the device time it held,
     // as if it had been served at peak rate (time fairness among the slow).
     std::uint64_t timeout_ms = std::max<std::uint64_t>(
@@ -156,7 +156,7 @@ void BfqScheduler::charge_time(BfqQueue& q, std::uint64_t time_ms) {
     if (total > q.entity.service) served(q, total - q.entity.service);
 }
 
-void BfqScheduler::recalc_budget(BfqQueue& q, Expiry reason, Time now) {
+[[gnu::hot]] void BfqScheduler::recalc_budget(BfqQueue& q, Expiry reason, Time now) {
     const std::uint64_t minb = std::max<std::uint64_t>(min_budget(), 1);
     const std::uint64_t cap = computed_max_budget_;
     std::uint64_t b = q.max_budget;
@@ -189,7 +189,7 @@ void BfqScheduler::expire(BfqQueue& q, bool compensate, Expiry reason, Time now)
     leave_service(q, reason, left, now);
 }
 
-void BfqScheduler::expire_empty(BfqQueue& q, Time now) {
+[[gnu::hot]] void BfqScheduler::expire_empty(BfqQueue& q, Time now) {
     if (!alone_in_trees(q)) return expire(q, false, Expiry::no_more_requests, now);
     // Kept (lone.cpp): expired but for leaving the trees, and with what
     // leave_service() would have noted for its return.
@@ -198,7 +198,7 @@ void BfqScheduler::expire_empty(BfqQueue& q, Time now) {
     lone_ = Lone::kept;
 }
 
-std::uint64_t BfqScheduler::account_expiry(BfqQueue& q, bool compensate, Expiry reason, Time now) {
+[[gnu::hot]] std::uint64_t BfqScheduler::account_expiry(BfqQueue& q, bool compensate, Expiry reason, Time now) {
     for (EntityStats* s : {static_cast<EntityStats*>(&group_of(q).stats), q.client_stats, &device_stats_})
         s->count_expiry(reason);
     std::uint64_t delta_ms = 0;

@@ -50,7 +50,7 @@ void ServiceTree::activate(Entity& e, bool backshift) {
     insert_active(e);
 }
 
-void ServiceTree::set_finish(Entity& e, bool backshifted) {
+[[gnu::hot]] void ServiceTree::set_finish(Entity& e, bool backshifted) {
     e.finish = e.start + vdelta(e.budget, e.weight);
     if (backshifted && later(vtime_, e.finish)) {
         // bfq_update_fin_time_enqueue: do not let a back-shifted entity end
@@ -96,7 +96,7 @@ void ServiceTree::deactivate(Entity& e) {
     }
 }
 
-void ServiceTree::restart_alone(Entity& e, bool backshift) {
+[[gnu::hot]] void ServiceTree::restart_alone(Entity& e, bool backshift) {
     // deactivate(): the finish its service reached. activate(): from there
     // if it is still ahead of vtime (the idle tree's case) or back-shifted,
     // else from vtime; wsum loses and regains its weight, or keeps it.
@@ -124,13 +124,13 @@ void ServiceTree::reweight(Entity& e, unsigned weight) {
     e.weight = weight;
 }
 
-void ServiceTree::jump_vtime(std::uint64_t start) {
+[[gnu::hot]] void ServiceTree::jump_vtime(std::uint64_t start) {
     if (!later(start, vtime_)) return;
     vtime_ = start;   // bfq_calc_vtime_jump: nobody eligible yet
     forget_idle();
 }
 
-void ServiceTree::forget_idle() {
+[[gnu::hot]] void ServiceTree::forget_idle() {
     // bfq_forget_idle: entities whose finish time vtime has passed can no
     // longer gain anything by coming back, so they stop weighing on vtime.
     // They are the front of the idle tree; the rest stays.
@@ -185,7 +185,7 @@ Entity* ServiceTree::select() {
     return e;
 }
 
-void ServiceTree::served(Entity& e, std::uint64_t sectors) {
+[[gnu::hot]] void ServiceTree::served(Entity& e, std::uint64_t sectors) {
     if (e.in_service) {
         e.service += sectors;
     } else if (e.where == Entity::Where::active) {

@@ -19,7 +19,7 @@ CfqScheduler::~CfqScheduler() = default;
 
 // Every event first brings the clock forward and fires a due idle timer, at
 // the time it was due, so the order of events is the kernel's.
-void CfqScheduler::advance(Time now) {
+[[gnu::hot]] void CfqScheduler::advance(Time now) {
     if (!clock_started_) {
         clock_started_ = true;
         now_ = now;
@@ -75,12 +75,12 @@ void CfqScheduler::close_queue(QueueId id, Time now) {
     reap_closed();
 }
 
-std::vector<CfqScheduler::InFlight>::iterator CfqScheduler::in_flight_slot(RequestId id) {
+[[gnu::hot]] std::vector<CfqScheduler::InFlight>::iterator CfqScheduler::in_flight_slot(RequestId id) {
     return std::lower_bound(in_flight_.begin(), in_flight_.end(), id,
                             [](const InFlight& f, RequestId key) { return f.id < key; });
 }
 
-void CfqScheduler::reap_closed() {
+[[gnu::hot]] void CfqScheduler::reap_closed() {
     if (retired_.empty() && closed_.empty()) return;   // the usual case, after every dispatch and completion
     std::vector<QueueId> reaped;
     std::erase_if(retired_, [this, &reaped](const std::unique_ptr<CfqQueue>& q) {
@@ -106,7 +106,7 @@ void CfqScheduler::reap_closed() {
     for (QueueId client : reaped) forget_client_stats(client);
 }
 
-CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
+[[gnu::hot]] CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
     auto it = queues_.find(req.queue);
     // Only the driver's open_queue() opens a client: a request that reaches
     // a closed queue (a layer above held it past the close) joins it closed;
@@ -128,7 +128,7 @@ CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
     return *g.async_queue;
 }
 
-void CfqScheduler::submit(const Request& req, Time now) {
+[[gnu::hot]] void CfqScheduler::submit(const Request& req, Time now) {
     advance(now);
     CfqQueue& q = queue_for(req, now);
     q.add(req, now + t_.fifo_expire(req.sync), last_position_, elevator());
@@ -137,7 +137,7 @@ void CfqScheduler::submit(const Request& req, Time now) {
 }
 
 // cfq_rq_enqueued: update the heuristics, then end idling or preempt.
-void CfqScheduler::rq_enqueued(CfqQueue& q, const Request& req, Time now) {
+[[gnu::hot]] void CfqScheduler::rq_enqueued(CfqQueue& q, const Request& req, Time now) {
     ++rq_queued_;
     if (q.sync) {
         q.ttime.update(now, t_.slice_idle);
@@ -161,7 +161,7 @@ void CfqScheduler::rq_enqueued(CfqQueue& q, const Request& req, Time now) {
     }
 }
 
-std::optional<Request> CfqScheduler::dispatch(Time now) {
+[[gnu::hot]] std::optional<Request> CfqScheduler::dispatch(Time now) {
     advance(now);
     if (rq_in_driver_ >= int(device_.max_depth) || !busy_queues_) return std::nullopt;
     CfqQueue* q = select_queue(now);
@@ -181,7 +181,7 @@ std::optional<Request> CfqScheduler::dispatch(Time now) {
     return req;
 }
 
-void CfqScheduler::complete(RequestId id, Time now) {
+[[gnu::hot]] void CfqScheduler::complete(RequestId id, Time now) {
     advance(now);
     auto it = in_flight_slot(id);
     if (it == in_flight_.end() || it->id != id) return;

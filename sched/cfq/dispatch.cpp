@@ -8,11 +8,11 @@
 
 namespace nbdsched::sched::cfq {
 
-ElevatorParams CfqScheduler::elevator() const {
+[[gnu::hot]] ElevatorParams CfqScheduler::elevator() const {
     return ElevatorParams{std::uint64_t(t_.back_seek_max) * 2, t_.back_seek_penalty};
 }
 
-bool CfqScheduler::may_dispatch(const CfqQueue& q, Time now) const {
+[[gnu::hot]] bool CfqScheduler::may_dispatch(const CfqQueue& q, Time now) const {
     if (q.must_dispatch) return true;   // an expired FIFO head goes out now
     // Drain async requests before starting sync I/O we want to idle for.
     if (should_idle(q) && rq_in_flight_[0]) return false;
@@ -40,7 +40,7 @@ bool CfqScheduler::may_dispatch(const CfqQueue& q, Time now) const {
     return q.dispatched < max_dispatch;
 }
 
-std::optional<Request> CfqScheduler::dispatch_request(CfqQueue& q, Time now) {
+[[gnu::hot]] std::optional<Request> CfqScheduler::dispatch_request(CfqQueue& q, Time now) {
     if (q.empty()) return std::nullopt;
     auto expired = q.check_fifo(now);
     if (expired) q.must_dispatch = true;

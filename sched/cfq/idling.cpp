@@ -18,7 +18,7 @@ bool req_noidle(const Request& r) {
 
 }   // namespace
 
-bool CfqScheduler::should_idle(const CfqQueue& q) const {
+[[gnu::hot]] bool CfqScheduler::should_idle(const CfqQueue& q) const {
     if (t_.slice_idle == Nanos{}) return false;
     // Queues marked with an idle window, except on a queueing SSD.
     if (q.idle_window && !(!device_.rotational && hw_tag())) return true;
@@ -28,7 +28,7 @@ bool CfqScheduler::should_idle(const CfqQueue& q) const {
     return false;
 }
 
-void CfqScheduler::arm_slice_timer(Time now) {
+[[gnu::hot]] void CfqScheduler::arm_slice_timer(Time now) {
     CfqQueue& q = *active_;
     // A queueing SSD does not idle -- unless group_idle is set (seed 003):
     // without it, a group whose queue empties loses its turn and the group
@@ -53,7 +53,7 @@ void CfqScheduler::arm_slice_timer(Time now) {
     start_timer(group_idle > Nanos{} ? group_idle : t_.slice_idle, now);
 }
 
-bool CfqScheduler::should_wait_busy(const CfqQueue& q, Time now) const {
+[[gnu::hot]] bool CfqScheduler::should_wait_busy(const CfqQueue& q, Time now) const {
     if (!q.empty()) return false;
     if (q.group->nr_cfqq > 1) return false;
     if (q.group->ttime.big(t_.group_idle)) return false;
@@ -82,7 +82,7 @@ void CfqScheduler::idle_timer_fired(Time now) {
     slice_expired(now, timed_out, why);
 }
 
-void CfqScheduler::update_idle_window(CfqQueue& q) {
+[[gnu::hot]] void CfqScheduler::update_idle_window(CfqQueue& q) {
     if (!q.sync) return;
     bool enable = q.idle_window;
     if (q.queued() >= 4) q.deep = true;
@@ -92,7 +92,7 @@ void CfqScheduler::update_idle_window(CfqQueue& q) {
     q.idle_window = enable;
 }
 
-void CfqScheduler::update_hw_tag() {
+[[gnu::hot]] void CfqScheduler::update_hw_tag() {
     // Peak depth in the driver over 50 samples taken under enough load.
     hw_tag_est_depth_ = std::max(hw_tag_est_depth_, rq_in_driver_);
     if (hw_tag_ == 1) return;

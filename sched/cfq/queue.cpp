@@ -49,8 +49,8 @@ CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup*
     ttime.last_end_request = now;
 }
 
-void CfqQueue::add(const Request& req, Time fifo_time, std::uint64_t last_position,
-                   const ElevatorParams& e) {
+[[gnu::hot]] void CfqQueue::add(const Request& req, Time fifo_time, std::uint64_t last_position,
+                                const ElevatorParams& e) {
     fifo.push_back(Pending{req, fifo_time, {}});
     auto it = std::prev(fifo.end());
     it->sorted_pos = sorted.emplace(it->sector(), it);   // equal sectors: insertion order
@@ -58,7 +58,7 @@ void CfqQueue::add(const Request& req, Time fifo_time, std::uint64_t last_positi
     if (!next_rq || !first_is_better(**next_rq, *it, last_position, e)) next_rq = it;
 }
 
-Request CfqQueue::remove_for_dispatch(PendingIt it, const ElevatorParams& e) {
+[[gnu::hot]] Request CfqQueue::remove_for_dispatch(PendingIt it, const ElevatorParams& e) {
     // cfq_dispatch_insert() -> cfq_find_next_rq(): the neighbours of the
     // dispatched request in sector order (wrapping to the first), chosen by
     // the elevator from that request's position.
@@ -76,7 +76,7 @@ Request CfqQueue::remove_for_dispatch(PendingIt it, const ElevatorParams& e) {
     return req;
 }
 
-std::optional<CfqQueue::PendingIt> CfqQueue::check_fifo(Time now) {
+[[gnu::hot]] std::optional<CfqQueue::PendingIt> CfqQueue::check_fifo(Time now) {
     if (fifo_expire) return std::nullopt;
     fifo_expire = true;
     if (fifo.empty()) return std::nullopt;
@@ -85,7 +85,7 @@ std::optional<CfqQueue::PendingIt> CfqQueue::check_fifo(Time now) {
     return head;
 }
 
-void CfqQueue::update_seek(const Request& req, bool rotational) {
+[[gnu::hot]] void CfqQueue::update_seek(const Request& req, bool rotational) {
     const std::uint64_t pos = req.offset / 512;
     std::uint64_t sdist = 0;
     if (last_request_pos)

@@ -7,7 +7,7 @@
 
 namespace nbdsched::sched::cfq {
 
-CfqQueue* CfqScheduler::select_queue(Time now) {
+[[gnu::hot]] CfqQueue* CfqScheduler::select_queue(Time now) {
     CfqQueue* q = active_;
     Expiry why = Expiry::no_more_requests;   // unless a slice that ran out says otherwise
     if (!q) goto new_queue;

@@ -76,7 +76,7 @@ void CfqScheduler::set_prio_slice(CfqQueue& q, Time now) {
     q.allocated_slice = slice;
 }
 
-bool CfqScheduler::slice_used(const CfqQueue& q, Time now) const {
+[[gnu::hot]] bool CfqScheduler::slice_used(const CfqQueue& q, Time now) const {
     if (q.slice_new) return false;   // slice_end is not set before the first completion
     return now >= q.slice_end;
 }

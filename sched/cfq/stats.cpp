@@ -12,7 +12,7 @@ void CfqScheduler::start_timer(Nanos delay, Time now) {
     idle_start_ = now;
 }
 
-void CfqScheduler::cancel_timer(Time now) {
+[[gnu::hot]] void CfqScheduler::cancel_timer(Time now) {
     if (!timer_) return;
     timer_.reset();
     const Nanos idle = std::max(now - idle_start_, Nanos{});
@@ -33,13 +33,13 @@ EntityStats& CfqScheduler::client_stats(CfqQueue& q) {
 // A sync queue's requests are all its client's; the group's shared async
 // queue holds requests of many clients, some of them perhaps closed and
 // reaped: those count for their group and the device only.
-EntityStats* CfqScheduler::queue_stats(CfqQueue& q, const Request& req) {
+[[gnu::hot]] EntityStats* CfqScheduler::queue_stats(CfqQueue& q, const Request& req) {
     if (q.client) return &client_stats(q);
     if (auto it = queue_stats_.find(req.queue); it != queue_stats_.end()) return &it->second;
     return queues_.contains(req.queue) ? &queue_stats_[req.queue] : nullptr;
 }
 
-EntityStats* CfqScheduler::completion_stats(const InFlight& f) {
+[[gnu::hot]] EntityStats* CfqScheduler::completion_stats(const InFlight& f) {
     if (f.client_stats) return f.client_stats;
     auto it = queue_stats_.find(f.req.queue);
     return it == queue_stats_.end() ? nullptr : &it->second;

@@ -104,7 +104,7 @@ bool QosScheduler::holds(const Group& p) const {
 }
 
 // When the hold on `g`'s oldest request at the gate ends; nullopt if none holds it.
-std::optional<Time> QosScheduler::held_until(const Group& g) const {
+[[gnu::hot]] std::optional<Time> QosScheduler::held_until(const Group& g) const {
     if (g.protects() || g.gated.empty()) return std::nullopt;
     auto t = tracks_.find(g.gated.front().id);
     if (t == tracks_.end()) return std::nullopt;
@@ -168,7 +168,7 @@ void QosScheduler::pass_gate(Group& g, Time now) {
     }
 }
 
-void QosScheduler::submit(const Request& request, Time now) {
+[[gnu::hot]] void QosScheduler::submit(const Request& request, Time now) {
     if (!active_) {
         inner_->submit(request, now);
         return;
@@ -209,7 +209,7 @@ std::optional<Request> QosScheduler::dispatch_floor(Time now) {
     return r;
 }
 
-std::optional<Request> QosScheduler::dispatch(Time now) {
+[[gnu::hot]] std::optional<Request> QosScheduler::dispatch(Time now) {
     if (!active_ && tracks_.empty()) return inner_->dispatch(now);
     advance(now);
     for (auto& [id, g] : groups_) pass_gate(g, now);
@@ -234,7 +234,7 @@ std::optional<Request> QosScheduler::dispatch(Time now) {
     return r;
 }
 
-void QosScheduler::complete(RequestId id, Time now) {
+[[gnu::hot]] void QosScheduler::complete(RequestId id, Time now) {
     if (tracks_.empty()) return inner_->complete(id, now);   // nothing of ours in flight: no lookup
     auto t = tracks_.find(id);
     if (t == tracks_.end()) {
@@ -256,7 +256,7 @@ void QosScheduler::complete(RequestId id, Time now) {
     ++direct_queues_[track.queue].completed;
 }
 
-std::optional<Time> QosScheduler::next_wakeup() const {
+[[gnu::hot]] std::optional<Time> QosScheduler::next_wakeup() const {
     const bool room = in_flight() < device_.max_depth;
     // With the device full, dispatch() returns before it asks the policy,
     // so a policy's timer (cfq's, bfq's idle timer: they fire inside their
