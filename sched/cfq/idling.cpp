@@ -86,7 +86,7 @@ void CfqScheduler::idle_timer_fired(Time now) {
     if (!q.sync) return;
     bool enable = q.idle_window;
     if (q.queued() >= 4) q.deep = true;
-    if (q.next_rq && req_noidle((*q.next_rq)->req)) enable = false;
+    if (const auto* next = q.next(); next && req_noidle(next->req)) enable = false;
     else if (q.closed || t_.slice_idle == Nanos{} || (!q.deep && q.seeky())) enable = false;
     else if (q.ttime.valid()) enable = q.ttime.mean <= t_.slice_idle;
     q.idle_window = enable;

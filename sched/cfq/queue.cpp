@@ -1,5 +1,8 @@
 #include "sched/cfq/queue.hpp"
 
+#include <algorithm>
+#include <cassert>
+
 #include "sched/cfq/constants.hpp"
 
 namespace nbdsched::sched::cfq {
@@ -44,45 +47,70 @@ bool first_is_better(const CfqQueue::Pending& a, const CfqQueue::Pending& b, std
 
 CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup* group_,
                    bool sync_, Time now, std::pmr::memory_resource* pool)
-    : key(key_), client(client_), group(group_), sync(sync_), fifo(pool), sorted(pool) {
+    : key(key_), client(client_), group(group_), sync(sync_), slots(pool), free_slots(pool), sorted(pool) {
     idle_window = sync;   // cfq_init_cfqq: sync queues start with an idle window
     ttime.last_end_request = now;
 }
 
 [[gnu::hot]] void CfqQueue::add(const Request& req, Time fifo_time, std::uint64_t last_position,
                                 const ElevatorParams& e) {
-    fifo.push_back(Pending{req, fifo_time, {}});
-    auto it = std::prev(fifo.end());
-    it->sorted_pos = sorted.emplace(it->sector(), it);   // equal sectors: insertion order
+    Entry entry{{req.offset / 512, arrivals++}, 0};
+    if (free_slots.empty()) {
+        entry.slot = std::uint32_t(slots.size());
+        slots.push_back(Pending{req, fifo_time});
+    } else {
+        entry.slot = free_slots.back();
+        free_slots.pop_back();
+        slots[entry.slot] = Pending{req, fifo_time};
+    }
+    // The newest arrival sorts after every equal sector: appending needs no
+    // search when it is also the furthest.
+    auto at = sorted.empty() || sorted.back().place < entry.place
+                  ? sorted.end()
+                  : std::lower_bound(sorted.begin(), sorted.end(), entry.place,
+                                     [](const Entry& s, const Place& p) { return s.place < p; });
+    sorted.insert(at, entry);
     // cfq_choose_req(next_rq, it): the newcomer, unless the old choice is better.
-    if (!next_rq || !first_is_better(**next_rq, *it, last_position, e)) next_rq = it;
+    if (!next_rq || !first_is_better(*next(), slots[entry.slot], last_position, e)) next_rq = entry;
 }
 
-[[gnu::hot]] Request CfqQueue::remove_for_dispatch(PendingIt it, const ElevatorParams& e) {
+[[gnu::hot]] Request CfqQueue::remove_for_dispatch(Entry which, const ElevatorParams& e) {
     // cfq_dispatch_insert() -> cfq_find_next_rq(): the neighbours of the
     // dispatched request in sector order (wrapping to the first), chosen by
     // the elevator from that request's position.
-    std::optional<PendingIt> next, prev;
-    auto pos = it->sorted_pos;
-    if (pos != sorted.begin()) prev = std::prev(pos)->second;
-    if (std::next(pos) != sorted.end()) next = std::next(pos)->second;
-    else if (sorted.begin() != pos) next = sorted.begin()->second;
+    auto pos = std::lower_bound(sorted.begin(), sorted.end(), which.place,
+                                [](const Entry& s, const Place& p) { return s.place < p; });
+    assert(pos != sorted.end() && pos->slot == which.slot);
+    const Entry* next = nullptr;
+    const Entry* prev = nullptr;
+    if (pos != sorted.begin()) prev = &*std::prev(pos);
+    if (std::next(pos) != sorted.end()) next = &*std::next(pos);
+    else if (sorted.begin() != pos) next = &*sorted.begin();
     // cfq_choose_req(next, prev): either one alone, prev when both are the same.
-    if (next && prev && *next != *prev) next_rq = first_is_better(**next, **prev, it->sector(), e) ? next : prev;
-    else next_rq = next && !prev ? next : prev;
-    Request req = it->req;
-    sorted.erase(it->sorted_pos);
-    fifo.erase(it);
+    const Entry* chosen = next && prev && next != prev
+                              ? (first_is_better(at(*next), at(*prev), which.place.sector, e) ? next : prev)
+                          : next && !prev ? next
+                                          : prev;
+    next_rq = chosen ? std::optional(*chosen) : std::nullopt;
+    Request req = slots[which.slot].req;
+    sorted.erase(pos);
+    if (sorted.empty()) {   // start again from slot 0
+        slots.clear();
+        free_slots.clear();
+    } else {
+        free_slots.push_back(which.slot);
+    }
     return req;
 }
 
-[[gnu::hot]] std::optional<CfqQueue::PendingIt> CfqQueue::check_fifo(Time now) {
+[[gnu::hot]] std::optional<CfqQueue::Entry> CfqQueue::check_fifo(Time now) {
     if (fifo_expire) return std::nullopt;
     fifo_expire = true;
-    if (fifo.empty()) return std::nullopt;
-    auto head = fifo.begin();
-    if (now < head->fifo_time) return std::nullopt;
-    return head;
+    if (sorted.empty()) return std::nullopt;
+    auto head = std::min_element(sorted.begin(), sorted.end(),
+                                 [](const Entry& a, const Entry& b) { return a.place.arrival < b.place.arrival; });
+    if (now < at(*head).fifo_time) return std::nullopt;
+    return *head;
 }
 
 [[gnu::hot]] void CfqQueue::update_seek(const Request& req, bool rotational) {

@@ -1,14 +1,12 @@
 // A cfq_queue: the pending requests of one client connection (sync queue) or
-// the shared async queue of a group. Requests are kept twice, as in the
-// kernel: in arrival order (the FIFO with expiry times) and sorted by sector
-// (the one-way elevator picks next_rq from there).
+// the shared async queue of a group. Its requests sorted by sector (the
+// one-way elevator picks next_rq from there), each with its FIFO expiry time.
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <map>
 #include <memory_resource>
 #include <optional>
+#include <vector>
 
 #include "sched/cfq/ttime.hpp"
 #include "sched/request.hpp"
@@ -34,24 +32,35 @@ struct CfqQueue {
     struct Pending {
         Request req;
         Time fifo_time{};
-        std::pmr::multimap<std::uint64_t, std::pmr::list<Pending>::iterator>::iterator sorted_pos;
         std::uint64_t sector() const { return req.offset / 512; }
     };
-    using PendingList = std::pmr::list<Pending>;
-    using PendingIt = PendingList::iterator;
+    // A pending request's place in sector order (equal sectors in arrival
+    // order, as the kernel's rb-tree inserts them) and the slot that holds it.
+    struct Place {
+        std::uint64_t sector;
+        std::uint64_t arrival;
+        auto operator<=>(const Place&) const = default;
+    };
+    struct Entry {
+        Place place;
+        std::uint32_t slot;
+    };
 
-    // `pool` holds the nodes of the pending-request lists (two per request).
+    // `pool` holds the pending requests' arrays.
     CfqQueue(std::uint64_t key, std::optional<QueueId> client, CfqGroup* group, bool sync, Time now,
              std::pmr::memory_resource* pool = std::pmr::get_default_resource());
 
     // --- requests ---
     void add(const Request& req, Time fifo_time, std::uint64_t last_position, const ElevatorParams& e);
-    // Removes `it` (about to be dispatched) and moves next_rq along the elevator.
-    Request remove_for_dispatch(PendingIt it, const ElevatorParams& e);
-    bool empty() const { return fifo.empty(); }
-    std::size_t queued() const { return fifo.size(); }
+    // Removes `which` (about to be dispatched) and moves next_rq along the elevator.
+    Request remove_for_dispatch(Entry which, const ElevatorParams& e);
+    bool empty() const { return sorted.empty(); }
+    std::size_t queued() const { return sorted.size(); }
     // cfq_check_fifo(): the FIFO head once per slice, if it has expired.
-    std::optional<PendingIt> check_fifo(Time now);
+    std::optional<Entry> check_fifo(Time now);
+    // next_rq's request; null when the queue is empty.
+    const Pending* next() const { return next_rq ? &slots[next_rq->slot] : nullptr; }
+    const Pending& at(const Entry& entry) const { return slots[entry.slot]; }
 
     // --- seek and idle heuristics ---
     void update_seek(const Request& req, bool rotational);
@@ -63,9 +72,17 @@ struct CfqQueue {
     CfqGroup* const group;
     const bool sync;
 
-    PendingList fifo;
-    std::pmr::multimap<std::uint64_t, PendingIt> sorted;
-    std::optional<PendingIt> next_rq;
+    // The pending requests (the kernel keeps them twice, in an rb-tree by
+    // sector and a FIFO list; the FIFO's head is searched for here, once per
+    // slice). They stay in their slots while `sorted` orders them by sector:
+    // an insert or a removal moves 24 bytes a request queued behind it, which
+    // for a queue's few dozen costs less than a tree node and a list node in
+    // and out per request.
+    std::pmr::vector<Pending> slots;
+    std::pmr::vector<std::uint32_t> free_slots;
+    std::pmr::vector<Entry> sorted;
+    std::optional<Entry> next_rq;
+    std::uint64_t arrivals = 0;
 
     // Service tree membership.
     QueueTree* tree = nullptr;

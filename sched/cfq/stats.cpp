@@ -81,7 +81,8 @@ SchedulerStats CfqScheduler::stats(Time now) const {
     // Live counts per client and group, from the queues themselves (async
     // requests sit in their group's shared queue but count for their client).
     auto count_queue = [&s](const CfqQueue& q) {
-        for (const auto& p : q.fifo) {
+        for (const CfqQueue::Entry& e : q.sorted) {
+            const CfqQueue::Pending& p = q.at(e);
             ++s.queues[p.req.queue].queued;
             ++s.groups[q.group->id].queued;
         }

@@ -35,18 +35,18 @@ TEST_CASE("cfq elevator: short backward seeks cost back_seek_penalty, long ones 
     const std::uint64_t head = 100000;
     q.add(at_sector(1, head + 100), Time{}, head, e);   // ahead by 100
     q.add(at_sector(2, head - 40), Time{}, head, e);    // behind by 40: costs 80
-    CHECK((*q.next_rq)->req.id == 2);
+    CHECK(q.next()->req.id == 2);
 
     CfqQueue p(1, QueueId{2}, nullptr, true, Time{});
     const ElevatorParams harsh{16 * 1024 * 2, 3};   // 40 * 3 = 120 > 100
     p.add(at_sector(1, head + 100), Time{}, head, harsh);
     p.add(at_sector(2, head - 40), Time{}, head, harsh);
-    CHECK((*p.next_rq)->req.id == 1);
+    CHECK(p.next()->req.id == 1);
 
     CfqQueue far(2, QueueId{3}, nullptr, true, Time{});
     far.add(at_sector(1, head + 50000), Time{}, head, e);
     far.add(at_sector(2, head - 40000), Time{}, head, e);   // beyond back_seek_max: wraps
-    CHECK((*far.next_rq)->req.id == 1);
+    CHECK(far.next()->req.id == 1);
 }
 
 TEST_CASE("cfq elevator: sweeps forward from the head, then wraps to the lowest sector") {
