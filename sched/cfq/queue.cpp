@@ -43,6 +43,13 @@ bool first_is_better(const CfqQueue::Pending& a, const CfqQueue::Pending& b, std
     return s1 <= s2;
 }
 
+// The first entry at or after `place` in sector order.
+std::pmr::vector<CfqQueue::Entry>::iterator first_not_before(std::pmr::vector<CfqQueue::Entry>& sorted,
+                                                             CfqQueue::Place place) {
+    return std::lower_bound(sorted.begin(), sorted.end(), place,
+                            [](const CfqQueue::Entry& e, const CfqQueue::Place& p) { return e.place < p; });
+}
+
 }   // namespace
 
 CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup* group_,
@@ -67,8 +74,7 @@ CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup*
     // search when it is also the furthest.
     auto at = sorted.empty() || sorted.back().place < entry.place
                   ? sorted.end()
-                  : std::lower_bound(sorted.begin(), sorted.end(), entry.place,
-                                     [](const Entry& s, const Place& p) { return s.place < p; });
+                  : first_not_before(sorted, entry.place);
     sorted.insert(at, entry);
     // cfq_choose_req(next_rq, it): the newcomer, unless the old choice is better.
     if (!next_rq || !first_is_better(*next(), slots[entry.slot], last_position, e)) next_rq = entry;
@@ -78,8 +84,7 @@ CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup*
     // cfq_dispatch_insert() -> cfq_find_next_rq(): the neighbours of the
     // dispatched request in sector order (wrapping to the first), chosen by
     // the elevator from that request's position.
-    auto pos = std::lower_bound(sorted.begin(), sorted.end(), which.place,
-                                [](const Entry& s, const Place& p) { return s.place < p; });
+    auto pos = first_not_before(sorted, which.place);
     assert(pos != sorted.end() && pos->slot == which.slot);
     const Entry* next = nullptr;
     const Entry* prev = nullptr;
