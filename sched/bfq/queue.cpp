@@ -22,27 +22,19 @@ BfqQueue::BfqQueue(std::uint64_t key, QueueId client, GroupId group, bool sync,
     entity.key = key;
 }
 
-std::pmr::vector<QueuedRequest>::iterator BfqQueue::first_not_before(SortKey key) {
-    return std::lower_bound(queued_.begin(), queued_.end(), key,
-                            [](const QueuedRequest& q, SortKey k) { return sort_key(q.request) < k; });
-}
-
-std::pmr::vector<QueuedRequest>::iterator BfqQueue::find(SortKey key) {
-    auto it = first_not_before(key);
+BfqQueue::Queued::iterator BfqQueue::find(SortKey key) {
+    auto it = queued_.first_not_before(key);
     assert(it != queued_.end() && sort_key(it->request) == key);
     return it;
 }
 
 [[gnu::hot]] void BfqQueue::add(const Request& request, Time now) {
-    const SortKey key = sort_key(request);
-    // Appending needs no search: the first request, or one past the last.
-    if (queued_.empty() || sort_key(queued_.back().request) < key) queued_.push_back(QueuedRequest{request, now});
-    else queued_.insert(first_not_before(key), QueuedRequest{request, now});
+    queued_.insert(QueuedRequest{request, now});
     if (!next_from_fifo_) next_.reset();   // the elevator may prefer the newcomer
 }
 
 [[gnu::hot]] Request BfqQueue::take(const Request& queued) {
-    auto it = queued_.size() == 1 ? queued_.begin() : first_not_before(sort_key(queued));
+    auto it = queued_.size() == 1 ? queued_.begin() : queued_.first_not_before(sort_key(queued));
     assert(it != queued_.end() && sort_key(it->request) == sort_key(queued));
     Request r = it->request;
     queued_.erase(it);
@@ -82,7 +74,7 @@ std::pmr::vector<QueuedRequest>::iterator BfqQueue::find(SortKey key) {
     // bfq_choose_req between the nearest request ahead of the head and the
     // nearest one behind it: backward seeks within back_seek_max cost
     // back_seek_penalty times their distance; beyond it they "wrap".
-    auto fwd = first_not_before({head, 0});
+    auto fwd = queued_.first_not_before({head, 0});
     const bool have_fwd = fwd != queued_.end();
     bool have_back = false;
     std::uint64_t d_back = 0;

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <memory_resource>
 #include <optional>
-#include <vector>
 
 #include "sched/bfq/wf2q.hpp"
 #include "sched/request.hpp"
 #include "sched/seek_history.hpp"
+#include "sched/sorted_array.hpp"
 #include "sched/stats.hpp"
 
 namespace nbdsched::sched::bfq {
@@ -106,8 +106,11 @@ private:
         auto operator<=>(const SortKey&) const = default;
     };
     static SortKey sort_key(const Request& r) { return {r.offset / 512, r.id}; }
-    std::pmr::vector<QueuedRequest>::iterator first_not_before(SortKey key);
-    std::pmr::vector<QueuedRequest>::iterator find(SortKey key);
+    struct BySortKey {
+        SortKey operator()(const QueuedRequest& q) const { return sort_key(q.request); }
+    };
+    using Queued = SortedArray<QueuedRequest, BySortKey>;
+    Queued::iterator find(SortKey key);
     void update_short_ttime(Nanos slice_idle);
 
     std::uint64_t key_;
@@ -116,11 +119,9 @@ private:
     bool sync_;
     // The queued requests in sector order (the kernel's sort_list), each
     // with its arrival time (its fifo, searched only once per service
-    // period). An array, not trees: a queue holds at most its client's
-    // requests in flight (256 a connection by default), where a binary
-    // search and a short move cost a fraction of the three tree nodes in and
-    // out per request that were most of bfq's cost with a few dozen queued.
-    std::pmr::vector<QueuedRequest> queued_;
+    // period). An array, not trees: the three tree nodes in and out per
+    // request were most of bfq's cost with a few dozen queued.
+    Queued queued_;
     bool fifo_checked_ = false;
     std::optional<SortKey> next_;   // cached choice (bfqq->next_rq)
     bool next_from_fifo_ = false;

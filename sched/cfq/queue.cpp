@@ -43,13 +43,6 @@ bool first_is_better(const CfqQueue::Pending& a, const CfqQueue::Pending& b, std
     return s1 <= s2;
 }
 
-// The first entry at or after `place` in sector order.
-std::pmr::vector<CfqQueue::Entry>::iterator first_not_before(std::pmr::vector<CfqQueue::Entry>& sorted,
-                                                             CfqQueue::Place place) {
-    return std::lower_bound(sorted.begin(), sorted.end(), place,
-                            [](const CfqQueue::Entry& e, const CfqQueue::Place& p) { return e.place < p; });
-}
-
 }   // namespace
 
 CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup* group_,
@@ -70,12 +63,8 @@ CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup*
         free_slots.pop_back();
         slots[entry.slot] = Pending{req, fifo_time};
     }
-    // The newest arrival sorts after every equal sector: appending needs no
-    // search when it is also the furthest.
-    auto at = sorted.empty() || sorted.back().place < entry.place
-                  ? sorted.end()
-                  : first_not_before(sorted, entry.place);
-    sorted.insert(at, entry);
+    // The newest arrival sorts after every equal sector.
+    sorted.insert(entry);
     // cfq_choose_req(next_rq, it): the newcomer, unless the old choice is better.
     if (!next_rq || !first_is_better(*next(), slots[entry.slot], last_position, e)) next_rq = entry;
 }
@@ -84,7 +73,7 @@ CfqQueue::CfqQueue(std::uint64_t key_, std::optional<QueueId> client_, CfqGroup*
     // cfq_dispatch_insert() -> cfq_find_next_rq(): the neighbours of the
     // dispatched request in sector order (wrapping to the first), chosen by
     // the elevator from that request's position.
-    auto pos = first_not_before(sorted, which.place);
+    auto pos = sorted.first_not_before(which.place);
     assert(pos != sorted.end() && pos->slot == which.slot);
     const Entry* next = nullptr;
     const Entry* prev = nullptr;

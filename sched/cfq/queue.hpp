@@ -11,6 +11,7 @@
 #include "sched/cfq/ttime.hpp"
 #include "sched/request.hpp"
 #include "sched/seek_history.hpp"
+#include "sched/sorted_array.hpp"
 #include "sched/stats.hpp"
 
 namespace nbdsched::sched::cfq {
@@ -44,6 +45,9 @@ struct CfqQueue {
     struct Entry {
         Place place;
         std::uint32_t slot;
+    };
+    struct ByPlace {
+        Place operator()(const Entry& e) const { return e.place; }
     };
 
     // `pool` holds the pending requests' arrays.
@@ -80,7 +84,7 @@ struct CfqQueue {
     // and out per request.
     std::pmr::vector<Pending> slots;
     std::pmr::vector<std::uint32_t> free_slots;
-    std::pmr::vector<Entry> sorted;
+    SortedArray<Entry, ByPlace> sorted;
     std::optional<Entry> next_rq;
     std::uint64_t arrivals = 0;
 
