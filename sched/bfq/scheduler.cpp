@@ -128,7 +128,8 @@ void BfqScheduler::close_queue(QueueId id, Time now) {
     const bool resumes = lone_ == Lone::kept && resumes_lone(r);
     if (!resumes) leave_lone();
     process_timer(now);
-    BfqQueue& q = queue_for(r, now);
+    // resumes_lone() matched the queue queue_for() would find: no lookup.
+    BfqQueue& q = resumes ? *in_service_ : queue_for(r, now);
     BfqGroup& g = group_of(q);
     q.note_arrival(r, now, !device_.rotational, tunables_.slice_idle);
     const bool was_busy = q.entity.busy() && !resumes;
