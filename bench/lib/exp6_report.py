@@ -95,6 +95,13 @@ def _sched_cost(samples, sched, tr, w, higher):
     return statistics.median(costs) if costs else None
 
 
+def sched_cost_verdict(low, high):
+    """Target 4's verdict on the interval of what a policy costs against
+    `none` (a fraction: throughput lost or CPU added): within when all of it
+    is inside the bound, beyond when all of it is outside."""
+    return "within" if high <= SCHED_COST_BOUND else "beyond" if low > SCHED_COST_BOUND else "undecided"
+
+
 def _goal_text(goal, higher):
     return f"{'>=' if higher else '<='} {goal:.2f}x"
 
@@ -199,8 +206,7 @@ def sched_cost_interval_table(samples, workloads, confidence=0.95):
                     row.append("-")
                     continue
                 low, high, _ = interval
-                verdict = ("within" if high <= SCHED_COST_BOUND else "beyond" if low > SCHED_COST_BOUND
-                           else "undecided")
+                verdict = sched_cost_verdict(low, high)
                 counts[verdict] += 1
                 row.append(f"{statistics.median(costs):+.1%} [{low:+.1%}, {high:+.1%}]: {verdict}")
         rows.append(row)
