@@ -53,6 +53,8 @@ def args():
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--slice", type=float, default=0.5, help="seconds a server runs in a round")
     p.add_argument("--size", default="16MiB", help="each device's size (small: its data stays cached)")
+    p.add_argument("--fill-seconds", type=float, default=0.5,
+                   help="1 MiB writes into each device before measuring (a 1 GiB device wants 3 or more)")
     p.add_argument("--limits", action="append", default=[], help="KEY=VALUE for every server's limits")
     p.add_argument("--no-pin", action="store_true", help="leave the servers and the client unpinned")
     p.add_argument("--out", help="also write the table (markdown) here")
@@ -97,7 +99,7 @@ def measure(a, tool, transport, workload, tmp):
         where = {k: ["--unix", s.sock] if transport == "unix" else ["--tcp", f"127.0.0.1:{s.tcp_port}"]
                  for k, s in srv.items()}
         for k in srv:   # fill: every read then finds data, every write a page
-            run_load(tool, where[k], "write", "1m", 8, 0.5, 1, pin)
+            run_load(tool, where[k], "write", "1m", 8, a.fill_seconds, 1, pin)
         keys = list(srv)
         samples = {k: [] for k in keys}
         for r in range(a.rounds):
