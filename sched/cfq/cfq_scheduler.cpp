@@ -80,8 +80,7 @@ void CfqScheduler::close_queue(QueueId id, Time now) {
                             [](const InFlight& f, RequestId key) { return f.id < key; });
 }
 
-[[gnu::hot]] void CfqScheduler::reap_closed() {
-    if (retired_.empty() && closed_.empty()) return;   // the usual case, after every dispatch and completion
+void CfqScheduler::reap_drained() {
     std::vector<QueueId> reaped;
     std::erase_if(retired_, [this, &reaped](const std::unique_ptr<CfqQueue>& q) {
         if (!(q->empty() && !q->dispatched && !q->on_rr && active_ != q.get())) return false;

@@ -70,7 +70,13 @@ private:
     CfqGroup& group(GroupId id);
     CfqQueue& queue_for(const Request& req, Time now);
     void rq_enqueued(CfqQueue& q, const Request& req, Time now);
-    void reap_closed();
+    // After every dispatch and completion: the usual case (nothing closed
+    // or retired) checked here, without a call.
+    void reap_closed() {
+        if (!retired_.empty() || !closed_.empty()) reap_drained();
+    }
+    // Frees the closed and retired queues that have drained.
+    void reap_drained();
 
     // rr.cpp
     void service_tree_add(CfqQueue& q, bool add_front, Time now);
