@@ -48,6 +48,7 @@ void CfqScheduler::set_group(GroupId id, unsigned weight) {
 
 void CfqScheduler::open_queue(QueueId id, GroupId gid, Time now) {
     advance(now);
+    last_sync_ = nullptr;   // the client's queue may be replaced below
     auto& q = queues_[id];
     if (q && q->group->id != gid) {
         // A client that moved to another group gets a fresh queue there; what
@@ -96,6 +97,7 @@ void CfqScheduler::reap_drained() {
         const CfqQueue& q = *qit->second;
         if (q.empty() && !q.dispatched && !q.on_rr && active_ != &q) {
             reaped.push_back(*it);
+            if (last_sync_ == &q) last_sync_ = nullptr;
             queues_.erase(qit);
             it = closed_.erase(it);
         } else {
@@ -106,21 +108,25 @@ void CfqScheduler::reap_drained() {
 }
 
 [[gnu::hot]] CfqQueue& CfqScheduler::queue_for(const Request& req, Time now) {
-    auto it = queues_.find(req.queue);
-    // Only the driver's open_queue() opens a client: a request that reaches
-    // a closed queue (a layer above held it past the close) joins it closed;
-    // one whose queue is gone (closed and freed already, or never opened)
-    // gets a queue that its requests alone hold, as the kernel's request
-    // holds its cfqq after the task exited. Either is freed once drained.
-    if (it == queues_.end()) {
-        open_queue(req.queue, req.group, now);
-        it = queues_.find(req.queue);
-        it->second->closed = true;
-        closed_.insert(req.queue);
+    if (!last_sync_ || *last_sync_->client != req.queue) {
+        auto it = queues_.find(req.queue);
+        // Only the driver's open_queue() opens a client: a request that
+        // reaches a closed queue (a layer above held it past the close) joins
+        // it closed; one whose queue is gone (closed and freed already, or
+        // never opened) gets a queue that its requests alone hold, as the
+        // kernel's request holds its cfqq after the task exited. Either is
+        // freed once drained.
+        if (it == queues_.end()) {
+            open_queue(req.queue, req.group, now);
+            it = queues_.find(req.queue);
+            it->second->closed = true;
+            closed_.insert(req.queue);
+        }
+        last_sync_ = it->second.get();
     }
-    if (req.sync) return *it->second;
+    if (req.sync) return *last_sync_;
     // Async requests go to the group's shared async queue, as in the kernel.
-    CfqGroup& g = *it->second->group;
+    CfqGroup& g = *last_sync_->group;
     if (!g.async_queue)
         g.async_queue =
             std::make_unique<CfqQueue>(next_queue_key_++, std::nullopt, &g, false, now, &pool_);

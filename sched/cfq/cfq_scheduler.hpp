@@ -168,6 +168,10 @@ private:
     // Hash maps for lookups only: they are iterated nowhere but in stats(),
     // where order does not matter, so decisions stay deterministic.
     std::unordered_map<QueueId, std::unique_ptr<CfqQueue>> queues_;   // sync queues by client
+    // The sync queue queue_for() found last: a client's requests come in
+    // runs, and the hash lookup (a division) is skipped for them. Cleared
+    // wherever an entry of queues_ is replaced or erased.
+    CfqQueue* last_sync_ = nullptr;
     std::set<QueueId> closed_;
     // Queues of clients that moved to another group while they still had
     // requests: closed, drained by their old group, then freed.
