@@ -12,7 +12,8 @@ scatter by more than the 5% they judge. Here each server has a small
 device, filled first, so its data stays in the processor's caches; the
 servers are pinned to CPU 0 and the client to CPU 1; a second `none`
 server is the control, which shows the resolution (a run whose control is
-off by more than the bound judges nothing).
+off by more than the bound judges nothing). A run's median still moves by
+2-4 points between runs with fresh daemons: compare several runs' medians.
 
 Each slice runs nbdsched-load on one server for --slice seconds, the
 servers in an order rotated between rounds; each scheduler's ratio to
