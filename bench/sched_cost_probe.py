@@ -13,7 +13,9 @@ device, filled first, so its data stays in the processor's caches; the
 servers are pinned to CPU 0 and the client to CPU 1; a second `none`
 server is the control, which shows the resolution (a run whose control is
 off by more than the bound judges nothing). A run's median still moves by
-2-4 points between runs with fresh daemons: compare several runs' medians.
+2-4 points between runs with fresh daemons: compare several runs' medians
+(`--runs 5` makes five runs of each cell and adds the median of their
+medians).
 
 Each slice runs nbdsched-load on one server for --slice seconds, the
 servers in an order rotated between rounds; each scheduler's ratio to
@@ -58,6 +60,8 @@ def args():
                    help="1 MiB writes into each device before measuring (a 1 GiB device wants 3 or more)")
     p.add_argument("--limits", action="append", default=[], help="KEY=VALUE for every server's limits")
     p.add_argument("--no-pin", action="store_true", help="leave the servers and the client unpinned")
+    p.add_argument("--runs", type=int, default=1,
+                   help="runs of each cell, each with fresh daemons; more than one adds the medians of their medians")
     p.add_argument("--out", help="also write the table (markdown) here")
     return p.parse_args()
 
@@ -128,28 +132,54 @@ def cell_rows(samples):
     return rows
 
 
+def run_lines(cell, rows):
+    """One run's table rows for a cell; a scheduler is judged only when the
+    control matches `none` both ways (faster is a bias too)."""
+    trusted = all(1 - BOUND <= r[3] and r[4] <= 1 + BOUND for r in rows if r[0] == "none (control)")
+    lines = []
+    for label, _ in SERVERS[1:]:
+        iops, cpu = [r for r in rows if r[0] == label]
+        judged = trusted or label == "none (control)"
+        cells = [f"{r[2]:.3f} [{r[3]:.3f}, {r[4]:.3f}] {r[5] if judged else '(control off)'}" for r in (iops, cpu)]
+        lines.append(f"| {cell} | {label} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def across_runs(medians):
+    """{(cell, label): [(iops ratio, cpu ratio) per run]} -> table rows:
+    each run's median CPU a request over `none`'s, and their median."""
+    lines = ["| cell | server | CPU a request over `none`'s, each run | median of the runs | IOPS, median |",
+             "|---|---|---|---|---|"]
+    for (cell, label), runs in medians.items():
+        cpu = [c for _, c in runs]
+        lines.append(f"| {cell} | {label} | {', '.join(f'{c - 1:+.1%}' for c in cpu)} | "
+                     f"{statistics.median(cpu) - 1:+.1%} | {statistics.median(i for i, _ in runs) - 1:+.1%} |")
+    return lines
+
+
 def main():
     a = args()
     os.environ["NBDSCHED"] = os.path.abspath(a.nbdsched)   # what the test library starts
     tool = load_tool(a)
     lines = ["| cell | server | of `none`: IOPS | CPU a request |", "|---|---|---|---|"]
+    medians = {}
     with TempDir("scp") as tmp:
         for transport in a.transport or ["unix"]:
             for workload in a.workload or ["randread,4k,64"]:
-                rows = cell_rows(measure(a, tool, transport, workload, tmp))
-                # The control must match `none` both ways: faster is a bias too.
-                trusted = all(1 - BOUND <= r[3] and r[4] <= 1 + BOUND for r in rows if r[0] == "none (control)")
-                for label, _ in SERVERS[1:]:
-                    iops, cpu = [r for r in rows if r[0] == label]
-                    judged = trusted or label == "none (control)"
-                    cells = [f"{r[2]:.3f} [{r[3]:.3f}, {r[4]:.3f}] {r[5] if judged else '(control off)'}"
-                             for r in (iops, cpu)]
-                    lines.append(f"| {transport} {workload.replace(',', ' ')} | {label} | {cells[0]} | {cells[1]} |")
-                print("\n".join(lines[-len(SERVERS) + 1:]), flush=True)
+                cell = f"{transport} {workload.replace(',', ' ')}"
+                for run in range(a.runs):
+                    rows = cell_rows(measure(a, tool, transport, workload, tmp))
+                    for label, what, med, *_ in rows:
+                        medians.setdefault((cell, label), [[], []])[what != "IOPS"].append(med)
+                    lines += run_lines(cell if a.runs == 1 else f"{cell}, run {run + 1}", rows)
+                    print("\n".join(lines[-len(SERVERS) + 1:]), flush=True)
     text = (f"{a.rounds} rounds of {a.slice} s a server, {a.size} devices filled, "
             f"{'unpinned' if a.no_pin else 'servers on CPU 0, the client on CPU 1'}"
             f"{', limits ' + ' '.join(a.limits) if a.limits else ''}; medians of paired ratios to `none` "
             f"[95% interval]; within {BOUND:.0%} only when all of the interval is.\n\n" + "\n".join(lines))
+    if a.runs > 1:
+        text += (f"\n\nAcross the {a.runs} runs (fresh daemons each; a run's median moves between runs more than "
+                 "its interval says):\n\n" + "\n".join(across_runs({k: list(zip(*v)) for k, v in medians.items()})))
     print("\n" + text)
     if a.out:
         with open(a.out, "w") as f:
