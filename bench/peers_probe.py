@@ -50,7 +50,7 @@ def parse_server(text):
     dev, top = {}, {}
     for o in opts:
         k, v = o.split("=", 1)
-        v = int(v) if v.isdigit() else {"true": True, "false": False}.get(v, v)
+        v = common.option_value(v)
         if k.startswith("top."):   # top.limits.busy_poll=50us
             *keys, last = k[4:].split(".")
             at = top

@@ -39,6 +39,7 @@ import sys
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
 import exp6_report  # noqa: E402
+import peers_run  # noqa: E402
 from nbdsched_test import servers  # noqa: E402
 from nbdsched_test.tempdir import TempDir  # noqa: E402
 
@@ -75,13 +76,6 @@ def load_tool(a):
     return tool
 
 
-def limit_value(text):
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
 def run_load(tool, where, rw, bs, qd, seconds, seed, pin):
     argv = (["taskset", "-c", "1"] if pin else []) + [tool, *where, "--export", "x", "--rw", rw, "--bs", bs,
                                                       "--qd", str(qd), "--seconds", str(seconds), "--seed", str(seed)]
@@ -92,7 +86,7 @@ def measure(a, tool, transport, workload, tmp):
     """{server label: [(iops, cpu us a request) per round]} for one cell, fresh servers."""
     rw, bs, qd = workload.split(",")
     pin = not a.no_pin
-    limits = {k: limit_value(v) for k, v in (kv.split("=", 1) for kv in a.limits)} or None
+    limits = {k: common.option_value(v) for k, v in (kv.split("=", 1) for kv in a.limits)} or None
     with servers.Fleet() as srv:
         for i, (label, sched) in enumerate(SERVERS):
             srv[label] = servers.start_nbdsched(tmp, f"c{i}-{transport}", [common.ram_device("d", a.size, sched)],
@@ -101,14 +95,13 @@ def measure(a, tool, transport, workload, tmp):
             if pin:
                 subprocess.run(["taskset", "-a", "-p", "-c", "0", str(srv[label].proc.pid)], check=True,
                                capture_output=True)
-        where = {k: ["--unix", s.sock] if transport == "unix" else ["--tcp", f"127.0.0.1:{s.tcp_port}"]
-                 for k, s in srv.items()}
+        where = {k: peers_run.load_where(s, transport) for k, s in srv.items()}
         for k in srv:   # fill: every read then finds data, every write a page
             run_load(tool, where[k], "write", "1m", 8, a.fill_seconds, 1, pin)
         keys = list(srv)
         samples = {k: [] for k in keys}
         for r in range(a.rounds):
-            for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            for k in peers_run.rotated(keys, r):
                 cpu0 = srv[k].cpu()
                 out = run_load(tool, where[k], rw, bs, int(qd), a.slice, r + 1, pin)
                 samples[k].append((out["iops"], (srv[k].cpu() - cpu0) / out["requests"] * 1e6))
@@ -169,8 +162,9 @@ def main():
                 cell = f"{transport} {workload.replace(',', ' ')}"
                 for run in range(a.runs):
                     rows = cell_rows(measure(a, tool, transport, workload, tmp))
-                    for label, what, med, *_ in rows:
-                        medians.setdefault((cell, label), [[], []])[what != "IOPS"].append(med)
+                    for label, _ in SERVERS[1:]:
+                        iops, cpu = (r[2] for r in rows if r[0] == label)
+                        medians.setdefault((cell, label), []).append((iops, cpu))
                     lines += run_lines(cell if a.runs == 1 else f"{cell}, run {run + 1}", rows)
                     print("\n".join(lines[-len(SERVERS) + 1:]), flush=True)
     text = (f"{a.rounds} rounds of {a.slice} s a server, {a.size} devices filled, "
@@ -179,7 +173,7 @@ def main():
             f"[95% interval]; within {BOUND:.0%} only when all of the interval is.\n\n" + "\n".join(lines))
     if a.runs > 1:
         text += (f"\n\nAcross the {a.runs} runs (fresh daemons each; a run's median moves between runs more than "
-                 "its interval says):\n\n" + "\n".join(across_runs({k: list(zip(*v)) for k, v in medians.items()})))
+                 "its interval says):\n\n" + "\n".join(across_runs(medians)))
     print("\n" + text)
     if a.out:
         with open(a.out, "w") as f:

@@ -24,6 +24,12 @@ def args(description):
     return p.parse_args()
 
 
+def option_value(text):
+    """A configuration value given on a command line (key=value): a number,
+    true/false, or the text as it is (a duration, a size)."""
+    return int(text) if text.isdigit() else {"true": True, "false": False}.get(text, text)
+
+
 def ram_device(name, size, scheduler="none", tunables=None, profile=None, params=None, **extra):
     d = {"name": name, "backend": "ram", "size": size, "scheduler": scheduler}
     if tunables:

@@ -56,10 +56,15 @@ def prefill(srv, keys, size):
              for i, k in enumerate(keys)], timeout=60 + 30 * len(keys))
 
 
-def _rotated(keys, rep):
+def rotated(keys, rep):
     """The servers' order in repetition `rep`: rotated by one each time, so
     that none always runs first or after the same neighbour."""
     return keys[rep % len(keys):] + keys[:rep % len(keys)]
+
+
+def load_where(server, transport):
+    """nbdsched-load's arguments that reach `server` over `transport`."""
+    return ["--unix", server.sock] if transport == "unix" else ["--tcp", f"127.0.0.1:{server.tcp_port}"]
 
 
 def measure(srv, image, workloads, reps, runtime, tmp, tag):
@@ -74,7 +79,7 @@ def measure(srv, image, workloads, reps, runtime, tmp, tag):
     for rep in range(reps):
         for w in workloads:
             rw, bs, qd, nj = w
-            order = _rotated(keys, rep)
+            order = rotated(keys, rep)
             jobs = [(f"{k[0]}@{k[1]}", {"ioengine": "nbd", "uri": srv[k].uri("x", k[1]), "numjobs": nj,
                                         "stonewall": True}) for k in order]
             jobs.append(("direct@shm", {"ioengine": "libaio", "filename": image, "numjobs": nj, "stonewall": True}))
@@ -128,9 +133,9 @@ def measure_light(srv, workloads, reps, runtime, tool, tmp, tag):
     for rep in range(reps):
         for w in workloads:
             rw, bs, qd, nj = w
-            order = _rotated(keys, rep)
+            order = rotated(keys, rep)
             for k in order:
-                where = ["--unix", srv[k].sock] if k[1] == "unix" else ["--tcp", f"127.0.0.1:{srv[k].tcp_port}"]
+                where = load_where(srv[k], k[1])
                 argv = [tool, *where, "--export", "x", "--rw", rw, "--bs", bs, "--qd", str(qd),
                         "--seconds", str(runtime), "--seed", str(rep + 1)]
                 if rep == 0:
