@@ -50,12 +50,12 @@ namespace nbdsched::sched::bfq {
     return several_groups_pending();
 }
 
-[[gnu::hot]] bool BfqScheduler::contended_seeky(const BfqQueue& q, Time now) const {
+bool BfqScheduler::seeky_and_contended(const BfqQueue& q, Time now) const {
     // nbdsched extension (contended_seeky_depth): a seeky queue's next
     // request seeks anyway, so turns of one request cost it no locality it
     // had, and a qd1 reader in another group then waits behind one request,
     // not behind a whole budget (up to timeout_sync) and a device queue.
-    if (!tunables_.contended_seeky_depth || !device_.rotational || !q.sync() || !q.seeky_so_far()) return false;
+    if (!q.sync() || !q.seeky_so_far()) return false;
     if (asymmetric_scenario()) return true;
     // A group whose client thought longer than the idle window is not
     // pending, but it comes back soon: stay contended for the window in

@@ -56,6 +56,10 @@ public:
     // one-way elevator choice from `head` (sectors). Null when empty.
     const Request* next_request(std::uint64_t head, const SeekPolicy& seek, Nanos fifo_expire,
                                 Time now);
+    // next_request()'s answer while it stands, for a queue of one request
+    // (every queue on a RAM device): null when it must be worked out. BFQ
+    // asks for the next request three times a request.
+    const Request* known_next() { return next_ && queued_.size() == 1 ? &queued_.front().request : nullptr; }
     void new_service_period() {
         fifo_checked_ = false;
         next_.reset();

@@ -303,9 +303,7 @@ void BfqScheduler::forget_client(QueueId id) {
     clients_.erase(c);
 }
 
-[[gnu::hot]] void BfqScheduler::process_timer(Time now) {
-    now_ = std::max(now_, now);
-    if (!idle_until_ || now < *idle_until_) return;
+void BfqScheduler::idle_timer_fired(Time now) {
     if (!in_service_) {
         idle_until_.reset();
         return;

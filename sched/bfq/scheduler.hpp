@@ -9,6 +9,7 @@
 // while plugged) and introspect.cpp.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -109,7 +110,12 @@ private:
     // Erases a closed client with no queue left (its stats go with it; its
     // group's stay).
     void forget_client(QueueId id);
-    void process_timer(Time now);
+    // Runs the idle timer's expiry if it is due; asked at every event.
+    void process_timer(Time now) {
+        now_ = std::max(now_, now);
+        if (idle_until_ && now >= *idle_until_) idle_timer_fired(now);
+    }
+    void idle_timer_fired(Time now);
     void refresh_max_budget();
 
     // select.cpp
@@ -140,7 +146,11 @@ private:
     std::uint64_t min_budget() const;   // bfq_min_budget()
     bool budget_timed_out(const BfqQueue& q, Time now) const;
     bool may_expire_for_budget_timeout(const BfqQueue& q, Time now) const;
-    const Request* next_rq(BfqQueue& q, Time now);
+    const Request* next_rq(BfqQueue& q, Time now) {
+        const Request* known = q.known_next();
+        return known ? known : find_next_rq(q, now);
+    }
+    const Request* find_next_rq(BfqQueue& q, Time now);
     void maybe_preempt(BfqQueue& arrived, bool wants_to_preempt, Time now);
 
     // idle.cpp
@@ -149,7 +159,11 @@ private:
     bool idling_boosts_thr_without_issues(const BfqQueue& q) const;
     bool idling_needed_for_service_guarantees(const BfqQueue& q) const;
     bool asymmetric_scenario() const;
-    bool contended_seeky(const BfqQueue& q, Time now) const;
+    // Off (no depth, or flash) without a call: asked twice a request.
+    bool contended_seeky(const BfqQueue& q, Time now) const {
+        return tunables_.contended_seeky_depth && device_.rotational && seeky_and_contended(q, now);
+    }
+    bool seeky_and_contended(const BfqQueue& q, Time now) const;
     bool several_groups_pending() const;
     void arm_idle_timer(BfqQueue& q, Time now);
     void stop_idling(BfqQueue& q, Time now);

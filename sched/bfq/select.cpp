@@ -46,7 +46,7 @@ void BfqScheduler::refresh_max_budget() {
     return (!q.wait_request || budget_left(q) >= q.entity.budget / 3) && budget_timed_out(q, now);
 }
 
-[[gnu::hot]] const Request* BfqScheduler::next_rq(BfqQueue& q, Time now) {
+const Request* BfqScheduler::find_next_rq(BfqQueue& q, Time now) {
     SeekPolicy seek{tunables_.back_seek_max * 2, tunables_.back_seek_penalty};
     return q.next_request(last_position_, seek, tunables_.fifo_expire(q.sync()), now);
 }
