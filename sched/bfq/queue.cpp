@@ -46,19 +46,7 @@ BfqQueue::Queued::iterator BfqQueue::find(SortKey key) {
 [[gnu::hot]] const Request* BfqQueue::next_request(std::uint64_t head, const SeekPolicy& seek,
                                                    Nanos fifo_expire, Time now) {
     if (queued_.empty()) return nullptr;
-    if (queued_.size() == 1) {
-        // What the code below decides for one request (on a RAM device
-        // every queue holds at most one): it is the FIFO head and the
-        // elevator's only choice; only next_from_fifo_ depends on which of
-        // the two picked it.
-        QueuedRequest& only = queued_.front();
-        if (!next_ && !fifo_checked_) {
-            fifo_checked_ = true;
-            if (now >= only.enqueued + fifo_expire) next_from_fifo_ = true;
-        }
-        next_ = sort_key(only.request);
-        return &only.request;
-    }
+    if (queued_.size() == 1) return &only_request(fifo_expire, now);
     if (next_) return &find(*next_)->request;
     if (!fifo_checked_) {
         fifo_checked_ = true;

@@ -56,10 +56,19 @@ public:
     // one-way elevator choice from `head` (sectors). Null when empty.
     const Request* next_request(std::uint64_t head, const SeekPolicy& seek, Nanos fifo_expire,
                                 Time now);
-    // next_request()'s answer while it stands, for a queue of one request
-    // (every queue on a RAM device): null when it must be worked out. BFQ
-    // asks for the next request three times a request.
-    const Request* known_next() { return next_ && queued_.size() == 1 ? &queued_.front().request : nullptr; }
+    // next_request() for a queue of one request (every queue on a RAM
+    // device; BFQ asks three times a request, so inline): it is the FIFO
+    // head and the elevator's only choice; only whether the FIFO picked it
+    // (checked once per service period) depends on the time.
+    const Request& only_request(Nanos fifo_expire, Time now) {
+        QueuedRequest& only = queued_.front();
+        if (!next_ && !fifo_checked_) {
+            fifo_checked_ = true;
+            if (now >= only.enqueued + fifo_expire) next_from_fifo_ = true;
+        }
+        next_ = sort_key(only.request);
+        return only.request;
+    }
     void new_service_period() {
         fifo_checked_ = false;
         next_.reset();

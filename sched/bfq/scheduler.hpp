@@ -140,15 +140,20 @@ private:
     bool is_slow(const BfqQueue& q, bool compensate, Time now, std::uint64_t& delta_ms) const;
     void charge_time(BfqQueue& q, std::uint64_t time_ms);
     void served(BfqQueue& q, std::uint64_t sectors);
-    std::uint64_t charge(const Request& r, const BfqQueue& q) const;
+    // bfq_serv_to_charge, inline for sync requests (three calls a request).
+    std::uint64_t charge(const Request& r, const BfqQueue& q) const {
+        const std::uint64_t sectors = std::max<std::uint64_t>(r.sectors(), 1);
+        return q.sync() ? sectors : async_charge(sectors);
+    }
+    std::uint64_t async_charge(std::uint64_t sectors) const;
     std::uint64_t budget_left(const BfqQueue& q) const;
     std::uint64_t max_budget() const;   // bfq_max_budget()
     std::uint64_t min_budget() const;   // bfq_min_budget()
     bool budget_timed_out(const BfqQueue& q, Time now) const;
     bool may_expire_for_budget_timeout(const BfqQueue& q, Time now) const;
     const Request* next_rq(BfqQueue& q, Time now) {
-        const Request* known = q.known_next();
-        return known ? known : find_next_rq(q, now);
+        if (q.size() == 1) return &q.only_request(tunables_.fifo_expire(q.sync()), now);
+        return find_next_rq(q, now);
     }
     const Request* find_next_rq(BfqQueue& q, Time now);
     void maybe_preempt(BfqQueue& arrived, bool wants_to_preempt, Time now);

@@ -26,12 +26,10 @@ void BfqScheduler::refresh_max_budget() {
                                                 : peak_rate_.max_budget(tunables_.timeout_sync);
 }
 
-[[gnu::hot]] std::uint64_t BfqScheduler::charge(const Request& r, const BfqQueue& q) const {
-    // bfq_serv_to_charge: async I/O costs three times its size unless the
-    // scenario is asymmetric (then every sector must count the same).
-    std::uint64_t sectors = std::max<std::uint64_t>(r.sectors(), 1);
-    if (q.sync() || asymmetric_scenario()) return sectors;
-    return sectors * kAsyncChargeFactor;
+std::uint64_t BfqScheduler::async_charge(std::uint64_t sectors) const {
+    // Async I/O costs three times its size unless the scenario is
+    // asymmetric (then every sector must count the same).
+    return asymmetric_scenario() ? sectors : sectors * kAsyncChargeFactor;
 }
 
 [[gnu::hot]] std::uint64_t BfqScheduler::budget_left(const BfqQueue& q) const {
