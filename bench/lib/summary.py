@@ -22,7 +22,9 @@ ALSO = """[data-path.md](data-path.md): the data-path changes (one `sendmsg` per
 no read-ahead on RAM, `busy_poll`, `coalesce`) before and after, in system calls, profiles and CPU per I/O, with
 `bench/peers_probe.py`, `bench/syscall_count.sh` and `bench/syscalls_per_request.sh` (not part of `run-all`; taken on a
 loaded machine). [exp14-pooled.md](exp14-pooled.md): experiment 14's targets 1-3 on several runs pooled, each cell's
-median with the interval that holds it with 95% confidence (`bench/targets_pooled.py`)."""
+median with the interval that holds it with 95% confidence (`bench/targets_pooled.py`).
+[sched-cost-probe.md](sched-cost-probe.md): target 4 (what cfq and bfq cost against `none`) measured without the
+device memory's lottery, with a second `none` as the control (`bench/sched_cost_probe.py`, not part of `run-all`)."""
 
 
 def experiment_number(file_name):
@@ -60,7 +62,7 @@ def main(quick, failed=()):
             report.table(["experiment", "setup", "seed", "nbdsched", "target", "status"], rows), "",
             *([] if quick else [ALSO, ""]),
             "Reproduce everything (about 20 minutes):", "", "```sh",
-            "scripts/build build-bench", "NBDSCHED=build-bench/daemon/nbdsched bench/run-all",
+            "scripts/build build-bench --buildtype=release -Db_lto=true   # the release as CI builds it", "NBDSCHED=build-bench/daemon/nbdsched bench/run-all",
             "```", "", "`bench/run-all --quick` is the CI smoke check (a few minutes; it checks that the "
             "scripts work, not speed, and writes to `bench/results/quick/`, which git ignores).", ""]
     path = os.path.join(d, "README.md")
