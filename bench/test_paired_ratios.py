@@ -152,15 +152,26 @@ def test_exp8_cpu_arithmetic():
     # medians: nbdsched 70k IOPS at 13 + 8 us, fio on the file 150k. 0.9x is 135k IOPS: 2 CPUs leave
     # 14.8 us an I/O and the client 7.4 us; 2e6 / 21 = 95,238 IOPS (0.63x), the client alone 76,923
     # (0.51x), busy 0.91 of a CPU: the client is the limit.
-    def runs(iops, client, server, host):
-        return [{"iops": x, "client": client, "server": server, "host": host, "interrupts": 1.5}
-                for x in (iops - 5, iops, iops + 5)]
+    def runs(iops, client, server, host, reps=(0, 1, 2)):
+        return {rep: {"iops": x, "client": client, "server": server, "host": host, "interrupts": 1.5}
+                for rep, x in zip(reps, (iops - 5, iops, iops + 5))}
     cpu = {exp8_file_io.URING: runs(70000, 13.0, 8.0, 30.0), exp8_file_io.RAW[0]: runs(150000, 7.0, 0.0, 12.0)}
     text = exp8_file_io.cpu_section(cpu)
     for want in ("135,000 IOPS", "14.8 µs of CPU per I/O", "7.4 µs for the client", "at most 95,238 IOPS (0.63x",
                  "at most 76,923 (0.51x)", "busy 91% of the time: the client is the limit",
                  "| nbdsched io_uring | 70,000 | 13.0 | 8.0 | 1.5 | 21.0 | 0.91 | 1.47 | 30.0 | 2.10 | 0.63 |"):
         check(want in text, f"exp8 CPU arithmetic says {want!r}")
+    check("not the limit" not in text, "exp8 CPU table without nbdsched-load: no light-client paragraph")
+    # nbdsched-load in repetitions 1 and 2 only (180,000 and 180,005 IOPS): paired with fio on the
+    # file's 150,000 and 150,005 there, not with repetition 0's 149,995; the median of two ratios
+    cpu[exp8_file_io.LIGHT] = runs(180005, 1.0, 4.5, 6.0, reps=(1, 2, 3))
+    del cpu[exp8_file_io.LIGHT][3]
+    r = exp8_file_io.light_vs_raw(cpu)
+    want = (180000 / 150000 + 180005 / 150005) / 2
+    check(r is not None and abs(r - want) < 1e-9, f"exp8: nbdsched-load paired by repetition {want:.4f}x (got {r})")
+    text = exp8_file_io.cpu_section(cpu)
+    check("| nbdsched io_uring, nbdsched-load client | 180,002 | 1.0 | 4.5 |" in text and
+          f"{want:.2f}x of fio" in text, "exp8 CPU table has the nbdsched-load row and its ratio")
     check(exp8_file_io.cpu_section({exp8_file_io.URING: cpu[exp8_file_io.URING]}).startswith("no result"),
           "exp8 CPU table without fio on the file: no result")
 

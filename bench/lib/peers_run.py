@@ -122,6 +122,32 @@ def light_client_path(daemon=None):
     return tool if os.access(tool, os.X_OK) else None
 
 
+class LoadFailed(Exception):
+    """One nbdsched-load run that gave no result, and why."""
+
+
+def load_argv(tool, server, transport, rw, bs, qd, runtime, seed):
+    """nbdsched-load's command line for one run against `server`'s export x."""
+    return [tool, *load_where(server, transport), "--export", "x", "--rw", rw, "--bs", bs, "--qd", str(qd),
+            "--seconds", str(runtime), "--seed", str(seed)]
+
+
+def load_once(*run):
+    """One nbdsched-load run, load_argv(*run), against `server`'s export x:
+    (its JSON result, the server's CPU seconds over the run). Raises
+    LoadFailed."""
+    argv, server, runtime = load_argv(*run), run[1], run[6]
+    cpu0 = server.cpu()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60 + 10 * runtime)
+    except subprocess.TimeoutExpired:   # its own stall timeout (30 s) did not fire: lose the cell
+        raise LoadFailed(f"killed after {60 + 10 * runtime:.0f} s") from None
+    cpu = server.cpu() - cpu0
+    if p.returncode != 0 or not p.stdout.strip():
+        raise LoadFailed((p.stderr.strip() or f"exit {p.returncode}")[:160])
+    return json.loads(p.stdout), cpu
+
+
 def measure_light(srv, workloads, reps, runtime, tool, tmp, tag):
     """measure() with nbdsched-load as the client instead of fio: per
     repetition and workload each server in turn (the order rotated between
@@ -133,29 +159,19 @@ def measure_light(srv, workloads, reps, runtime, tool, tmp, tag):
     for rep in range(reps):
         for w in workloads:
             rw, bs, qd, nj = w
-            order = rotated(keys, rep)
-            for k in order:
-                where = load_where(srv[k], k[1])
-                argv = [tool, *where, "--export", "x", "--rw", rw, "--bs", bs, "--qd", str(qd),
-                        "--seconds", str(runtime), "--seed", str(rep + 1)]
+            for k in rotated(keys, rep):
+                run = (tool, srv[k], k[1], rw, bs, qd, runtime, rep + 1)
                 if rep == 0:
-                    commands.append(" ".join(["nbdsched-load"] + argv[1:]).replace(tmp, "$TMP"))
-                cpu0 = srv[k].cpu()
+                    commands.append(" ".join(["nbdsched-load", *load_argv(*run)[1:]]).replace(tmp, "$TMP"))
                 try:
-                    p = subprocess.run(argv, capture_output=True, text=True, timeout=60 + 10 * runtime)
-                except subprocess.TimeoutExpired:   # its own stall timeout (30 s) did not fire: lose the cell
-                    failures.append(f"{k[0]} over {k[1]}, {wl_name(w)}, repetition {rep + 1}: killed after "
-                                    f"{60 + 10 * runtime:.0f} s")
+                    r, cpu = load_once(*run)
+                except LoadFailed as e:
+                    failures.append(f"{k[0]} over {k[1]}, {wl_name(w)}, repetition {rep + 1}: {e}")
                     continue
-                cpu = srv[k].cpu() - cpu0
-                if p.returncode != 0 or not p.stdout.strip():
-                    failures.append(f"{k[0]} over {k[1]}, {wl_name(w)}, repetition {rep + 1}: "
-                                    f"{(p.stderr.strip() or f'exit {p.returncode}')[:160]}")
-                    continue
-                r = json.loads(p.stdout)
                 n = r["requests"]
                 samples.setdefault((k[0], k[1], w), {})[rep] = (
                     r["iops"], r["mib_s"], cpu / n * 1e6 if n else None, qd / r["iops"] * 1e6 if r["iops"] else None,
                     r["cpu_s"] / n * 1e6 if n else None)
         print(f"{tag}: repetition {rep + 1}/{reps} done", flush=True)
     return samples, commands, failures
+
