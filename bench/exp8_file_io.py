@@ -4,7 +4,10 @@
 on a pool of `io_threads` threads), against the same server with both
 designs -- qemu-nbd `--aio=threads` and `--aio=io_uring` -- and nbdkit's
 file plugin (a thread pool too), with fio's io_uring and libaio engines
-directly on the file (no protocol) as the limit.
+directly on the file (no protocol) as the limit: with fio's defaults (one
+request per system call, what the target names), and io_uring with
+batched submissions (16 requests a call), what the file allows when fio's
+own CPU is not the limit.
 
 One 1 GiB image on the root filesystem (a virtio disk) serves every
 server. Buffered: the image is written first, so reads come from the page
@@ -15,13 +18,14 @@ repetition runs them back to back (`stonewall`) in an order rotated
 between repetitions.
 
 Beside it, for the target cell (4k randread qd64 O_DIRECT), where the CPU
-of an I/O goes: nbdsched io_uring and fio io_uring on the file each run
-alone in their own fio invocation, with the client's CPU (fio's job
-thread: its nbd engine, libnbd; for fio on the file, all of the I/O), the
-server's (/proc/PID/stat) and the whole host's busy time (/proc/stat: user,
-system, irq and softirq, not idle, iowait or steal), which also holds the
-disk's interrupts where they hit an idle CPU, kernel threads and anything
-else running on the host."""
+of an I/O goes: nbdsched io_uring (driven by fio's nbd engine, then by
+nbdsched-load, a client that costs little per request) and fio io_uring
+on the file (defaults, then batched) each run alone, with the client's
+CPU (fio's job thread: its nbd engine, libnbd; for fio on the file, all
+of the I/O; nbdsched-load's own), the server's (/proc/PID/stat) and the
+whole host's busy time (/proc/stat: user, system, irq and softirq, not
+idle, iowait or steal), which also holds the disk's interrupts where they
+hit an idle CPU, kernel threads and anything else running on the host."""
 
 import os
 import statistics
@@ -43,7 +47,12 @@ URING = "nbdsched io_uring"
 # cost per request is small, where fio's nbd engine is one thread at its
 # limit: docs/data-path.md, "A client that is not the limit".
 LIGHT = "nbdsched io_uring, nbdsched-load client"
-RAW = ["fio io_uring (no protocol)", "fio libaio (no protocol)"]
+RAW = ["fio io_uring (no protocol)", "fio libaio (no protocol)", "fio io_uring batched (no protocol)"]
+# What each RAW label runs on the file: (engine, batched). The target names
+# fio's defaults (one io_uring_enter per request submitted); batched hands
+# up to 16 requests to the kernel a system call and reaps up to the depth,
+# as a server that batches does: what the file itself allows.
+RAW_JOBS = dict(zip(RAW, [("io_uring", False), ("libaio", False), ("io_uring", True)]))
 THREADS = [1, 4, 16, 64]
 # (rw, bs, iodepth, direct)
 WORKLOADS = [("randread", "4k", 1, False), ("randread", "4k", 64, False), ("randwrite", "4k", 64, False),
@@ -105,15 +114,19 @@ def fio_options(w, runtime):
             "norandommap": True, "rw": rw, "bs": bs, "iodepth": qd, "size": "1g"}
 
 
-def raw_job(engine, image, direct):
+def raw_job(label, image, w):
+    """fio job for RAW label `label` on the image, workload w."""
+    engine, batched = RAW_JOBS[label]
     # invalidate=0: fio drops a file's page cache before a job by default,
     # which would leave the next buffered run reading from the disk.
-    return (f"fio_{engine}", {"ioengine": engine, "filename": image, "direct": int(direct), "invalidate": 0,
-                              "stonewall": True})
+    opts = {"ioengine": engine, "filename": image, "direct": int(w[3]), "invalidate": 0, "stonewall": True}
+    if batched:
+        opts |= {"iodepth_batch_submit": min(16, w[2]), "iodepth_batch_complete_max": w[2]}
+    return (f"fio_{engine}{'_batched' if batched else ''}", opts)
 
 
 # Where the CPU of an I/O goes: measured for these, each alone in its run.
-CPU_LABELS = [URING, LIGHT, RAW[0]]
+CPU_LABELS = [URING, LIGHT, RAW[0], RAW[2]]
 
 
 def light_run(srv, w, runtime, rep, tool):
@@ -151,7 +164,7 @@ def account_cpu(srv, image, w, runtime, rep, tool):
         if lab == URING:
             job, pids = (lab.replace(" ", "_"), {"ioengine": "nbd", "uri": srv[lab].uri("x")}), [srv[lab]]
         else:
-            job, pids = raw_job("io_uring", image, w[3]), []
+            job, pids = raw_job(lab, image, w), []
         b0, i0 = host_cpu_seconds()
         r = fio.run(fio_options(w, runtime), [job], pids, timeout=60 + 10 * runtime)
         b1, i1 = host_cpu_seconds()
@@ -172,12 +185,11 @@ def measure(srv, image, w, runtime, rep):
     """One fio run of workload w over every server (rotated by rep) plus fio
     on the file; returns {label: (iops, MiB/s, server cpu us per request,
     client (fio) cpu us per request)}."""
-    direct = w[3]
     labels = list(srv.keys())
     labels = labels[rep % len(labels):] + labels[:rep % len(labels)]
     jobs = [(lab.replace(" ", "_"), {"ioengine": "nbd", "uri": srv[lab].uri("x"), "stonewall": True})
             for lab in labels]
-    jobs += [raw_job(engine, image, direct) for engine in ("io_uring", "libaio")]
+    jobs += [raw_job(lab, image, w) for lab in RAW]
     r = fio.run(fio_options(w, runtime), jobs, [srv[lab] for lab in labels], timeout=60 + 10 * runtime * len(jobs))
     out = {}
     for i, lab in enumerate(labels + RAW):
@@ -249,10 +261,10 @@ def paired(samples, a, b, w):
     return common.ratio_by_rep(num, den)
 
 
-def light_vs_raw(cpu):
-    """nbdsched-load's IOPS through nbdsched over fio io_uring's on the file,
-    each alone: the median of the repetitions' ratios, or None."""
-    num, den = ({rep: m["iops"] for rep, m in cpu.get(lab, {}).items()} for lab in (LIGHT, RAW[0]))
+def light_vs_raw(cpu, raw=RAW[0]):
+    """nbdsched-load's IOPS through nbdsched over fio's on the file (`raw`:
+    a RAW label), each alone: the median of the repetitions' ratios, or None."""
+    num, den = ({rep: m["iops"] for rep, m in cpu.get(lab, {}).items()} for lab in (LIGHT, raw))
     return common.ratio_by_rep(num, den)
 
 
@@ -269,7 +281,7 @@ def cpu_section(cpu):
         m = med[lab]
         ours = m["client"] + m["server"]
         rows.append([lab, f"{m['iops']:,.0f}", f"{m['client']:.1f}",
-                     f"{m['server']:.1f}" if lab != RAW[0] else "- (no server)", f"{m['interrupts']:.1f}",
+                     f"{m['server']:.1f}" if lab not in RAW else "- (no server)", f"{m['interrupts']:.1f}",
                      f"{ours:.1f}", f"{m['iops'] * m['client'] / 1e6:.2f}", f"{m['iops'] * ours / 1e6:.2f}",
                      f"{m['host']:.1f}", f"{m['iops'] * m['host'] / 1e6:.2f}",
                      f"{m['iops'] * (m['host'] - ours) / 1e6:.2f}"])
@@ -317,6 +329,11 @@ def cpu_section(cpu):
                  f"of its CPU per I/O where it spent {ours['server']:.1f} under fio's client: a client that "
                  "sends many requests a system call lets the daemon take many a turn and hand them to the "
                  "ring together.")
+    batched, ratio_b = med.get(RAW[2]), light_vs_raw(cpu, RAW[2])
+    if light and batched and ratio_b is not None:
+        text += (f" fio io_uring with batched submissions on the file (no protocol) reached {batched['iops']:,.0f} "
+                 f"IOPS at {batched['client']:.1f} µs of its thread per I/O: what the file and disk allow when "
+                 f"fio's own CPU is not the limit; nbdsched with nbdsched-load made {ratio_b:.2f}x of that.")
     return text
 
 
@@ -355,8 +372,13 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
     light = light_vs_raw(cpu)
     if light is not None:
         summary["light_vs_raw"] = light
+        batched = light_vs_raw(cpu, RAW[2])
+        if batched is not None:
+            summary["light_vs_batched"] = batched
         verdict.append(f"With nbdsched-load as the client instead of fio's nbd engine (each alone, after each "
-                       f"repetition): {light:.2f}x fio io_uring on the file; the table below has both.")
+                       f"repetition): {light:.2f}x fio io_uring on the file"
+                       + (f", {batched:.2f}x of fio io_uring with batched submissions" if batched is not None
+                          else "") + "; the table below has both.")
     ud = med.get(("qemu-nbd io_uring", wd))
     direct_vs_uring = paired(samples, URING, "qemu-nbd io_uring", wd)
     if ours_d and ud and direct_vs_uring is not None:
@@ -406,13 +428,13 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
     print(report.write(NAME, "Experiment 8: file backend I/O, io_uring vs thread pool", sections, facts,
                        commands, peers=True, quick=quick,
                        summary={"setup": "file image, nbdsched io_uring and io_threads 1..64 vs qemu-nbd "
-                                         "threads/io_uring vs nbdkit file vs fio io_uring/libaio on the file, "
+                                         "threads/io_uring vs nbdkit file vs fio io_uring/libaio/io_uring batched on the file, "
                                          "buffered + O_DIRECT",
                                 "seed": "-",
                                 "ours": f"4k randread qd64 O_DIRECT: {x('light_vs_raw')} fio io_uring on "
-                                        f"the file with nbdsched-load as the client, {x('direct_vs_raw')} with "
-                                        f"fio's nbd engine (its thread the limit); {x('direct_vs_uring')} "
-                                        "qemu-nbd io_uring",
+                                        f"the file with nbdsched-load as the client ({x('light_vs_batched')} of "
+                                        f"fio with batched submissions), {x('direct_vs_raw')} with fio's nbd "
+                                        f"engine as the client; {x('direct_vs_uring')} qemu-nbd io_uring",
                                 "target": ">= 0.9x fio io_uring on the same file (O_DIRECT 4k randread qd64)",
                                 "status": "no result" if "direct_vs_raw" not in summary else
                                           "met" if ok else "missed"},
