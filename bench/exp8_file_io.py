@@ -428,8 +428,8 @@ def write(quick, facts, med, workloads, threads, runtime, reps, commands, sample
     print(report.write(NAME, "Experiment 8: file backend I/O, io_uring vs thread pool", sections, facts,
                        commands, peers=True, quick=quick,
                        summary={"setup": "file image, nbdsched io_uring and io_threads 1..64 vs qemu-nbd "
-                                         "threads/io_uring vs nbdkit file vs fio io_uring/libaio/io_uring batched on the file, "
-                                         "buffered + O_DIRECT",
+                                         "threads/io_uring vs nbdkit file vs fio io_uring/libaio/io_uring "
+                                         "batched on the file, buffered + O_DIRECT",
                                 "seed": "-",
                                 "ours": f"4k randread qd64 O_DIRECT: {x('light_vs_raw')} fio io_uring on "
                                         f"the file with nbdsched-load as the client ({x('light_vs_batched')} of "

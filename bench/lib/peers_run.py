@@ -132,11 +132,10 @@ def load_argv(tool, server, transport, rw, bs, qd, runtime, seed):
             "--seconds", str(runtime), "--seed", str(seed)]
 
 
-def load_once(*run):
-    """One nbdsched-load run, load_argv(*run), against `server`'s export x:
-    (its JSON result, the server's CPU seconds over the run). Raises
-    LoadFailed."""
-    argv, server, runtime = load_argv(*run), run[1], run[6]
+def load_once(tool, server, transport, rw, bs, qd, runtime, seed):
+    """One nbdsched-load run (load_argv's) against `server`'s export x: (its
+    JSON result, the server's CPU seconds over the run). Raises LoadFailed."""
+    argv = load_argv(tool, server, transport, rw, bs, qd, runtime, seed)
     cpu0 = server.cpu()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=60 + 10 * runtime)
