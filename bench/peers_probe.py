@@ -17,7 +17,8 @@ no protocol: the ceiling) and --qemu-nbd for qemu-nbd --aio=io_uring
 `--client nbdsched-load` drives each server in turn with tools/load instead
 of fio (one connection, no ramp; the tool next to the first --server's
 daemon): where fio's own thread is the limit, the server's rate shows
-(docs/data-path.md, "A client that is not the limit"). One A/B of two
+(docs/data-path.md, "A client that is not the limit"); with --file, fio on
+the file runs after the servers in each repetition. One A/B of two
 daemon builds at qd1 over both transports:
   bench/peers_probe.py --client nbdsched-load --server main=MAIN --server new=NEW \
       --nbdkit "" --prefill --workload randread,4k,1 --reps 5 --runtime 2 --ref main
@@ -33,6 +34,7 @@ import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
 
@@ -125,7 +127,8 @@ def main():
     p.add_argument("--json", help="also write every repetition's numbers to this file")
     p.add_argument("--quiet-wait", type=float, default=300, help="seconds to wait for --quiet before each run")
     p.add_argument("--client", choices=["fio", "nbdsched-load"], default="fio",
-                   help="the load: fio's nbd engine, or tools/load (no --file, --fio or --quiet with it)")
+                   help="the load: fio's nbd engine, or tools/load (no --fio or --quiet with it; --file's fio "
+                        "runs after the servers in each repetition)")
     p.add_argument("--fio", action="append", default=[],
                    help="a fio option for every run, key=value or a bare flag (zero_buffers: payloads of zeros)")
     a = p.parse_args()
@@ -133,8 +136,8 @@ def main():
         p.error("--qemu-nbd serves --file")
     tool = None
     if a.client == "nbdsched-load":
-        if a.file or a.fio or a.quiet:
-            p.error("--client nbdsched-load runs no fio: no --file, --fio or --quiet")
+        if a.fio or a.quiet:
+            p.error("--client nbdsched-load runs no fio against the servers: no --fio or --quiet")
         if not a.server:
             p.error("--client nbdsched-load finds the tool next to the first --server's daemon")
         tool = peers_run.light_client_path(parse_server(a.server[0])[1])
@@ -170,7 +173,7 @@ def main():
                     [(f"fill{i}-{e}", {"ioengine": "nbd", "uri": srv[k].uri(export_name(e), k[1]), "stonewall": True})
                      for i, k in enumerate(keys) for e in range(split.get(k, 1))])
         if tool:
-            measure_light(srv, a.workload, a.reps, a.runtime, tool, tmp, samples)
+            measure_light(srv, a.workload, a.reps, a.runtime, tool, tmp, samples, a.file)
         else:
             for rep in range(a.reps):
                 for wtext in a.workload:
@@ -179,22 +182,14 @@ def main():
                     order = keys[rep % len(keys):] + keys[:rep % len(keys)]
                     jobs = [job for k in order for job in server_jobs(k, srv[k], nj, split.get(k, 1))]
                     if a.file:   # no server: its CPU is fio's own
-                        raw = ("fio-io_uring", "none")
-                        jobs.insert(rep % (len(jobs) + 1), (f"{raw[0]}@{raw[1]}", {
-                            "ioengine": "io_uring", "filename": a.file, "direct": 1, "invalidate": 0, "size": "1g",
-                            "numjobs": nj, "stonewall": True}))
-                    g = {"thread": True, "time_based": True, "runtime": f"{int(a.runtime * 1000)}ms",
-                         "ramp_time": "300ms", "randrepeat": 0, "norandommap": True, "rw": rw, "bs": bs,
-                         "iodepth": int(qd)}
-                    for o in a.fio:
-                        k, _, v = o.partition("=")
-                        g[k] = v if v else True
+                        jobs.insert(rep % (len(jobs) + 1), file_job(a.file, nj))
+                    g = fio_globals(rw, bs, qd, a.runtime, a.fio)
                     if a.quiet:
                         r, calm = quiet_run(a.quiet, 3, g, jobs, [srv[k] for k in order], a.quiet_wait)
                         disturbed += not calm
                     else:
                         r = fio.run(g, jobs, [srv[k] for k in order])
-                    for i, k in enumerate(order + ([raw] if a.file else [])):
+                    for i, k in enumerate(order + ([RAW] if a.file else [])):
                         js = r.job(f"{k[0]}@{k[1]}")
                         sm = r.summary(js)
                         per = r.server_cpu[i] / sm["ios"] * 1e6 if sm["ios"] and i < len(order) else None
@@ -218,28 +213,65 @@ def main():
                        for (w, tr, label), v in sorted(samples.items())], f, indent=1)
 
 
-def measure_light(srv, workload_texts, reps, runtime, tool, tmp, samples):
+def measure_light(srv, workload_texts, reps, runtime, tool, tmp, samples, image=None):
     """Fills samples as the fio loop does (IOPS, MB/s, server CPU µs/IO,
-    client CPU µs/IO), from peers_run.measure_light. Only the repetitions
-    every server of a workload completed are kept, so that the paired
-    ratios pair the same repetitions."""
+    client CPU µs/IO), from peers_run.measure_light; with `image`, fio
+    io_uring on it (no protocol) after the servers in each repetition, as
+    RAW. Only the repetitions every server (and the image) of a workload
+    completed are kept, so that the paired ratios pair the same
+    repetitions."""
     parsed = {}
     for wtext in workload_texts:
         rw, bs, qd, *nj = wtext.split(",")
         if nj and int(nj[0]) != 1:
             sys.exit("--client nbdsched-load runs one connection: no numjobs")
         parsed[(rw, bs, int(qd), 1)] = wtext
-    got, _, failures = peers_run.measure_light(srv, list(parsed), reps, runtime, tool, tmp, "probe")
+    raw = {}   # (w, rep) -> the tuple of fio on the image
+
+    def on_image(rep, w):
+        try:
+            r = fio.run(fio_globals(*w[:3], runtime, []), [file_job(image, 1)], timeout=60 + 10 * runtime)
+        except (fio.FioError, subprocess.TimeoutExpired) as e:   # the repetition is left out
+            print(f"failed: fio on {image}, repetition {rep + 1}: {str(e).splitlines()[0][:160]}", file=sys.stderr)
+            return
+        sm = r.summary()
+        raw[(w, rep)] = (sm["iops"], sm["bw_mib"] * 1.048576, None, fio_cpu_us_per_io(r.jobs, sm["ios"]))
+    got, _, failures = peers_run.measure_light(srv, list(parsed), reps, runtime, tool, tmp, "probe",
+                                               on_image if image else None)
     for f in failures:
         print(f"failed: {f}", file=sys.stderr)
     for w, wtext in parsed.items():
         cells = {k: got.get((k[0], k[1], w), {}) for k in srv}
         for rep in range(reps):
-            if not all(rep in c for c in cells.values()):
+            if not all(rep in c for c in cells.values()) or (image and (w, rep) not in raw):
                 continue
             for k, c in cells.items():
                 iops, mib_s, server_us, _, client_us = c[rep]
                 samples.setdefault((wtext, k[1], k[0]), []).append((iops, mib_s * 1.048576, server_us, client_us))
+            if image:
+                samples.setdefault((wtext, RAW[1], RAW[0]), []).append(raw[(w, rep)])
+
+
+# fio io_uring on --file, without a protocol: (label, transport) in samples.
+RAW = ("fio-io_uring", "none")
+
+
+def file_job(image, numjobs):
+    """fio's job on the image: io_uring, O_DIRECT (the ceiling a server is
+    measured against)."""
+    return (f"{RAW[0]}@{RAW[1]}", {"ioengine": "io_uring", "filename": image, "direct": 1, "invalidate": 0,
+                                    "size": "1g", "numjobs": numjobs, "stonewall": True})
+
+
+def fio_globals(rw, bs, qd, runtime, options):
+    """fio's global options for one workload; `options`: --fio's key=value
+    or bare flags."""
+    g = {"thread": True, "time_based": True, "runtime": f"{int(runtime * 1000)}ms", "ramp_time": "300ms",
+         "randrepeat": 0, "norandommap": True, "rw": rw, "bs": bs, "iodepth": int(qd)}
+    for o in options:
+        k, _, v = o.partition("=")
+        g[k] = v if v else True
+    return g
 
 
 def export_name(i):

@@ -147,12 +147,13 @@ def load_once(tool, server, transport, rw, bs, qd, runtime, seed):
     return json.loads(p.stdout), cpu
 
 
-def measure_light(srv, workloads, reps, runtime, tool, tmp, tag):
+def measure_light(srv, workloads, reps, runtime, tool, tmp, tag, beside=None):
     """measure() with nbdsched-load as the client instead of fio: per
     repetition and workload each server in turn (the order rotated between
     repetitions), one connection, the same samples' tuples (mean latency:
-    the queue depth over the rate, by Little's law). Returns (samples,
-    commands, failures)."""
+    the queue depth over the rate, by Little's law); then beside(rep, w),
+    if given (fio on a file without a protocol, the ceiling), in the same
+    repetition. Returns (samples, commands, failures)."""
     keys = list(srv.keys())
     samples, commands, failures = {}, [], []
     for rep in range(reps):
@@ -171,6 +172,8 @@ def measure_light(srv, workloads, reps, runtime, tool, tmp, tag):
                 samples.setdefault((k[0], k[1], w), {})[rep] = (
                     r["iops"], r["mib_s"], cpu / n * 1e6 if n else None, qd / r["iops"] * 1e6 if r["iops"] else None,
                     r["cpu_s"] / n * 1e6 if n else None)
+            if beside:
+                beside(rep, w)
         print(f"{tag}: repetition {rep + 1}/{reps} done", flush=True)
     return samples, commands, failures
 
