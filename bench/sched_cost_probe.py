@@ -76,9 +76,9 @@ def load_tool(a):
     return tool
 
 
-def run_load(tool, where, rw, bs, qd, seconds, seed, pin):
-    argv = (["taskset", "-c", "1"] if pin else []) + [tool, *where, "--export", "x", "--rw", rw, "--bs", bs,
-                                                      "--qd", str(qd), "--seconds", str(seconds), "--seed", str(seed)]
+def run_load(tool, server, transport, rw, bs, qd, seconds, seed, pin):
+    argv = (["taskset", "-c", "1"] if pin else []) + peers_run.load_argv(tool, server, transport, rw, bs, qd, seconds,
+                                                                         seed)
     return json.loads(subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60 + 10 * seconds).stdout)
 
 
@@ -95,15 +95,14 @@ def measure(a, tool, transport, workload, tmp):
             if pin:
                 subprocess.run(["taskset", "-a", "-p", "-c", "0", str(srv[label].proc.pid)], check=True,
                                capture_output=True)
-        where = {k: peers_run.load_where(s, transport) for k, s in srv.items()}
         for k in srv:   # fill: every read then finds data, every write a page
-            run_load(tool, where[k], "write", "1m", 8, a.fill_seconds, 1, pin)
+            run_load(tool, srv[k], transport, "write", "1m", 8, a.fill_seconds, 1, pin)
         keys = list(srv)
         samples = {k: [] for k in keys}
         for r in range(a.rounds):
             for k in peers_run.rotated(keys, r):
                 cpu0 = srv[k].cpu()
-                out = run_load(tool, where[k], rw, bs, int(qd), a.slice, r + 1, pin)
+                out = run_load(tool, srv[k], transport, rw, bs, int(qd), a.slice, r + 1, pin)
                 samples[k].append((out["iops"], (srv[k].cpu() - cpu0) / out["requests"] * 1e6))
     return samples
 
