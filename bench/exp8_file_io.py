@@ -108,6 +108,15 @@ def host_cpu_seconds():
     return (user + nice + system + irq + softirq) / tck, (irq + softirq) / tck
 
 
+def host_per_io(before, after, wall, iops):
+    """host_cpu_seconds() taken before and after a run of `wall` seconds at
+    `iops`: {host, interrupts} in µs per I/O at that rate (None without a rate)."""
+    if not iops:
+        return {"host": None, "interrupts": None}
+    return {"host": (after[0] - before[0]) / wall / iops * 1e6,
+            "interrupts": (after[1] - before[1]) / wall / iops * 1e6}
+
+
 def fio_options(w, runtime):
     rw, bs, qd, _ = w
     return {"thread": True, "time_based": True, "runtime": f"{int(runtime * 1000)}ms", "randrepeat": 0,
@@ -132,16 +141,14 @@ CPU_LABELS = [URING, LIGHT, RAW[0], RAW[2]]
 def light_run(srv, w, runtime, rep, tool):
     """nbdsched-load against nbdsched io_uring, alone: account_cpu's numbers."""
     rw, bs, qd, _ = w
-    b0, i0 = host_cpu_seconds()
-    t0 = time.monotonic()
+    before, t0 = host_cpu_seconds(), time.monotonic()
     r, cpu = peers_run.load_once(tool, srv[URING], "unix", rw, bs, qd, runtime, rep + 1)
-    wall = time.monotonic() - t0
-    b1, i1 = host_cpu_seconds()
+    wall, after = time.monotonic() - t0, host_cpu_seconds()
     n, iops = r["requests"], r["iops"]
     if not n or not iops:
         return None
     return {"iops": iops, "client": r["cpu_s"] / n * 1e6, "server": cpu / n * 1e6,
-            "host": (b1 - b0) / wall / iops * 1e6, "interrupts": (i1 - i0) / wall / iops * 1e6}
+            **host_per_io(before, after, wall, iops)}
 
 
 def account_cpu(srv, image, w, runtime, rep, tool):
@@ -165,9 +172,9 @@ def account_cpu(srv, image, w, runtime, rep, tool):
             job, pids = (lab.replace(" ", "_"), {"ioengine": "nbd", "uri": srv[lab].uri("x")}), [srv[lab]]
         else:
             job, pids = raw_job(lab, image, w), []
-        b0, i0 = host_cpu_seconds()
+        before = host_cpu_seconds()
         r = fio.run(fio_options(w, runtime), [job], pids, timeout=60 + 10 * runtime)
-        b1, i1 = host_cpu_seconds()
+        after = host_cpu_seconds()
         sm = r.summary()
         ios = sm["ios"]
         if not ios:
@@ -176,8 +183,7 @@ def account_cpu(srv, image, w, runtime, rep, tool):
         # at the rate fio measured.
         out[lab] = {"iops": sm["iops"], "client": client_cpu_us(r.jobs, ios),
                     "server": r.server_cpu[0] / ios * 1e6 if pids else 0.0,
-                    "host": (b1 - b0) / r.wall / sm["iops"] * 1e6 if sm["iops"] else None,
-                    "interrupts": (i1 - i0) / r.wall / sm["iops"] * 1e6 if sm["iops"] else None}
+                    **host_per_io(before, after, r.wall, sm["iops"])}
     return out
 
 
