@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <liburing.h>
 #include <sys/eventfd.h>
@@ -262,7 +263,11 @@ void FileUring::reap(std::uint64_t signals) {
         // Only O_DIRECT requests meet the disk's passes: a buffered one is a
         // copy to or from the page cache, often done inside io_uring_enter,
         // which would look like a pass (all done at one signal).
-        if (file_.direct() && file_.cohorts()) cohorts_.reaped(in_kernel_, ready, signals);
+        if (file_.direct() && file_.cohorts()) {
+            cohorts_.reaped(in_kernel_, ready, signals);
+            trials_.reaped(std::chrono::steady_clock::now().time_since_epoch(), ready, cohorts_.passes());
+            cohorts_.hold_off(trials_.off());
+        }
         submit_queued();
         submit_unsent(cohorts_.at_completions(in_kernel_, ready, unsent_.size()));
     }

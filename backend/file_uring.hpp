@@ -14,11 +14,13 @@
 // A request that finds the submission queue full while the kernel takes
 // nothing from it (io_uring_enter refused: EAGAIN, ENOMEM, EBUSY) waits in
 // the engine, in order, and goes in at the next completion or loop turn.
-// While the disk completes its requests in passes (SubmissionCohorts::on():
-// one eventfd signal brings most of those in the kernel), they go to the kernel in cohorts (submission_cohorts.hpp): at the end
-// of a loop turn as many as SubmissionCohorts::admit() lets in; the next
-// cohort when completions are reaped, before those are reported; k_chunk
-// entries per system call.
+// While the disk completes its requests in passes (one eventfd signal brings
+// most of those in the kernel), they go to the kernel in cohorts
+// (submission_cohorts.hpp): at the end of a loop turn as many as
+// SubmissionCohorts::admit() lets in; the next cohort when completions are
+// reaped, before those are reported; k_chunk entries per system call.
+// Unless a trial found these clients served faster without them
+// (cohort_trials.hpp).
 // docs/file-backend-io.md has the design and the measurements.
 #pragma once
 
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "backend/async_backend.hpp"
+#include "backend/cohort_trials.hpp"
 #include "backend/submission_cohorts.hpp"
 #include "common/reused_fifo.hpp"
 
@@ -101,6 +104,7 @@ private:
     unsigned queued_ = 0;         // SQEs filled and not yet submitted
     std::size_t in_kernel_ = 0;   // submitted, completion not reaped yet
     SubmissionCohorts cohorts_;
+    CohortTrials trials_;                    // whether cohorts pay with these clients
     std::vector<std::unique_ptr<Op>> ops_;   // every Op ever made, reused through free_
     std::vector<Op*> free_;
     std::vector<Op*> parked_;          // O_DIRECT writes waiting for the guard

@@ -9,14 +9,14 @@ std::size_t SubmissionCohorts::cap(std::size_t held) const {
 }
 
 std::size_t SubmissionCohorts::admit(std::size_t in_kernel, std::size_t waiting) const {
-    if (!on_) return waiting;
+    if (!on()) return waiting;
     const std::size_t most = cap(in_kernel + waiting);
     return in_kernel >= most ? 0 : std::min(waiting, most - in_kernel);
 }
 
 std::size_t SubmissionCohorts::at_completions(std::size_t in_kernel, std::size_t done, std::size_t waiting) {
     peak_ = std::max(peak_ - (peak_ + 63) / 64, in_kernel + waiting);   // at least 1 a reap
-    if (!on_) return waiting;
+    if (!on()) return waiting;
     const std::size_t left = in_kernel - std::min(in_kernel, done);
     const std::size_t most = cap(0);
     if (left >= most) return waiting;   // a disk that completes one by one: keep it deep

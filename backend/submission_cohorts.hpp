@@ -66,9 +66,15 @@ public:
     void reaped(std::size_t in_kernel, std::size_t done, std::uint64_t signals);
     // The moving average, in 1/k_share_one (tests, debugging).
     std::uint32_t share() const { return share_; }
-    bool on() const { return on_; }
+    // Cohorts are on: the disk runs passes, and they are not held off.
+    bool on() const { return on_ && !held_off_; }
+    // The disk runs passes (the share says so), held off or not.
+    bool passes() const { return on_; }
+    // Held off: without cohorts these clients were served faster
+    // (cohort_trials.hpp).
+    void hold_off(bool off) { held_off_ = off; }
     // Entries per io_uring_enter: k_chunk while on, else all at once.
-    std::size_t chunk() const { return on_ ? k_chunk : static_cast<std::size_t>(-1); }
+    std::size_t chunk() const { return on() ? k_chunk : static_cast<std::size_t>(-1); }
 
 private:
     std::size_t cap(std::size_t held) const;
@@ -79,6 +85,7 @@ private:
     std::size_t peak_ = 0;
     std::uint32_t share_ = 0;
     bool on_ = false;
+    bool held_off_ = false;
 };
 
 }   // namespace nbdsched::backend

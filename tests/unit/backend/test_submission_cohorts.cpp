@@ -142,3 +142,21 @@ TEST_CASE("cohorts: nothing in the kernel means something goes, never more than 
         CHECK(c.admit(5, 0) == 0);
     }
 }
+
+// A trial found the clients served faster without cohorts
+// (cohort_trials.hpp): every request goes at once, in one call, while the
+// share still says the disk runs passes.
+TEST_CASE("cohorts: held off, a disk that runs passes gets every request at once") {
+    SubmissionCohorts c = slow();
+    CHECK(c.at_completions(64, 64, 0) == 0);
+    c.hold_off(true);
+    CHECK_FALSE(c.on());
+    CHECK(c.passes());
+    CHECK(c.admit(0, 64) == 64);
+    CHECK(c.admit(32, 32) == 32);
+    CHECK(c.at_completions(32, 32, 32) == 32);
+    CHECK(c.chunk() >= 4096);
+    c.hold_off(false);
+    CHECK(c.on());
+    CHECK(c.admit(0, 64) == 32);
+}
