@@ -29,11 +29,11 @@ namespace nbdsched::backend {
 class CohortTrials {
 public:
     using Nanos = std::chrono::nanoseconds;
-    static constexpr std::uint64_t k_first = 512;      // reaps with passes before the first trial
-    static constexpr std::uint64_t k_between = 65536;  // reaps from one trial to the next
-    static constexpr unsigned k_pairs = 4;             // per trial: with, without, with, ...
-    static constexpr std::uint64_t k_settle = 128;     // reaps after a switch, not measured
-    static constexpr std::uint64_t k_window = 512;     // reaps measured per window
+    static constexpr std::uint64_t k_first = 512;       // reaps with passes before the first trial
+    static constexpr std::uint64_t k_between = 65536;   // reaps from one trial to the next
+    static constexpr unsigned k_pairs = 4;              // per trial: with, without, with, ...
+    static constexpr std::uint64_t k_settle = 128;      // reaps after a switch, not measured
+    static constexpr std::uint64_t k_window = 512;      // reaps measured per window
     static constexpr double k_margin = 1.0 / 16;
 
     // Completions reaped at `now`, `done` of them. `passes`: the disk runs
@@ -53,13 +53,13 @@ private:
     std::uint64_t countdown_ = k_first;   // reaps before the next trial
     bool trying_ = false;
     bool settled_off_ = false;
-    unsigned window_ = 0;                  // this trial's window: even with cohorts, odd without
+    unsigned window_ = 0;   // this trial's window: even with cohorts, odd without
     Nanos window_from_{0};
-    std::uint64_t window_reaps_ = 0;       // since the switch, settling ones included
+    std::uint64_t window_reaps_ = 0;   // since the switch, settling ones included
     std::uint64_t window_done_ = 0;
-    double with_rate_ = 0;                 // completions a second in the pair's window with cohorts
-    double log_gain_ = 0;                  // sum over the pairs of log(without / with)
-    bool measured_ = true;                 // every window so far completed something
+    double with_rate_ = 0;   // completions a second in the pair's window with cohorts
+    double log_gain_ = 0;    // sum over the pairs of log(without / with)
+    bool measured_ = true;   // every window so far completed something
     std::uint64_t trials_ = 0;
     std::uint64_t held_off_ = 0;
 };

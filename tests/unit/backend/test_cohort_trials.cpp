@@ -58,8 +58,9 @@ TEST_CASE("cohort trials: nothing is tried until the disk has run passes for a w
     CHECK_FALSE(d.trials.off());
     d.reaps(CohortTrials::k_first - 1);
     CHECK_FALSE(d.trials.off());
-    d.reaps(1 + CohortTrials::k_settle + CohortTrials::k_window);   // the first window, with cohorts
-    CHECK(d.trials.off());   // the second, without
+    // The first window, with cohorts, ends: the second is without.
+    d.reaps(1 + CohortTrials::k_settle + CohortTrials::k_window);
+    CHECK(d.trials.off());
     d.reaps(k_trial_reaps);
     CHECK(d.trials.trials() == 1);
 }
