@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace nbdsched::backend {
@@ -40,6 +41,15 @@ enum class AsyncOp { read,
                      flush,
                      trim,
                      write_zeroes };
+
+// What a loop-driven engine's cohorts (submission_cohorts.hpp,
+// cohort_trials.hpp) are doing, for stats.
+struct CohortStats {
+    bool passes = false;          // the disk completes its queue in passes
+    bool on = false;              // requests go to the kernel in cohorts now
+    std::uint64_t trials = 0;     // trials with and without cohorts, finished
+    std::uint64_t held_off = 0;   // ... that held them off: the clients were served faster without
+};
 
 class AsyncBackend {
 public:
@@ -72,6 +82,9 @@ public:
     // Requests queued by submit_* and not yet handed to the kernel.
     virtual bool pending() const { return false; }
     virtual void submit_pending() {}
+    // An engine that may send requests in cohorts: what they are doing;
+    // nullopt for any other (or with io_cohorts: off, or without O_DIRECT).
+    virtual std::optional<CohortStats> cohort_stats() const { return std::nullopt; }
 };
 
 }   // namespace nbdsched::backend

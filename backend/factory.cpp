@@ -81,6 +81,11 @@ std::optional<FaultStats> fault_stats(const Backend& backend) {
     return std::nullopt;
 }
 
+std::optional<CohortStats> cohort_stats(Backend& backend) {
+    if (const AsyncBackend* engine = backend.async()) return engine->cohort_stats();
+    return std::nullopt;
+}
+
 FaultyBackend* faulty_backend(Backend& backend) {
     return dynamic_cast<FaultyBackend*>(&backend);
 }

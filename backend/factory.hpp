@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/async_backend.hpp"
 #include "backend/backend.hpp"
 #include "backend/faulty.hpp"
 #include "backend/spec.hpp"
@@ -28,6 +29,10 @@ bool resolve_rotational(const Spec& spec, const Backend& backend,
 
 // What fault injection did, for stats; nullopt when the device has no faults.
 std::optional<FaultStats> fault_stats(const Backend& backend);
+
+// What the device's io_uring engine does with cohorts, for stats; nullopt
+// without one that may use them.
+std::optional<CohortStats> cohort_stats(Backend& backend);
 
 // The device's fault injection to switch on or off (`ctl faults`); nullptr
 // when the device has no faults.

@@ -193,6 +193,11 @@ void FileUring::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, 
 // request never fails for want of room.
 void FileUring::start(Op& op) { unsent_.push_back(&op); }
 
+std::optional<CohortStats> FileUring::cohort_stats() const {
+    if (!file_.direct() || !file_.cohorts()) return std::nullopt;
+    return CohortStats{cohorts_.passes(), cohorts_.on(), trials_.trials(), trials_.held_off()};
+}
+
 bool FileUring::pending() const {
     return queued_ != 0 || cohorts_.admit(in_kernel_, unsent_.size()) != 0;
 }

@@ -69,6 +69,7 @@ public:
     void reap(std::uint64_t signals) override;
     bool pending() const override;
     void submit_pending() override;
+    std::optional<CohortStats> cohort_stats() const override;
 
     // Requests started and not reported yet (tests).
     std::size_t in_flight() const { return ops_.size() - free_.size(); }

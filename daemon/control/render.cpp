@@ -143,6 +143,16 @@ std::string queue_label(const Json& q) {
     return "queue " + num(at(q, "id")) + " " + num(at(q, "export")) + "/" + num(at(q, "group"));
 }
 
+// A file device's cohorts on its heading line: "" without them.
+std::string render_cohorts(const Json& d) {
+    if (!d.contains("io_cohorts")) return "";
+    const Json& c = at(d, "io_cohorts");
+    const std::string trials = num(at(c, "trials")) + " trials, " + num(at(c, "held_off")) + " held them off";
+    if (flag(at(c, "on"))) return ", cohorts on (" + trials + ")";
+    if (flag(at(c, "passes"))) return ", cohorts held off (" + trials + ")";
+    return ", cohorts off, no passes lately (" + trials + ")";
+}
+
 // Why queue turns ended (the expired_* keys), a column per reason, and the
 // queues' flags (io_bound for bfq, idle_window for cfq) where they are set.
 // Left out while no turn has ended and no queue has a flag (always with none).
@@ -243,7 +253,7 @@ std::string render_stats(const Json& reply) {
     for (const auto& d : at(reply, "devices")) {
         out += "device " + num(at(d, "name")) + " (" + num(at(d, "scheduler")) +
                (flag(at(d, "hw_tag")) ? ", queueing" : "") +
-               (d.contains("memory_bytes") ? ", memory " + memory(at(d, "memory_bytes")) : "") +
+               (d.contains("memory_bytes") ? ", memory " + memory(at(d, "memory_bytes")) : "") + render_cohorts(d) +
                (flag(at(d, "lock_lost")) ? ", lock lost: writes fail until it is back" : "") +
                (d.contains("storage_error") && at(d, "storage_error").is_string()
                     ? ", storage failed (" + num(at(d, "storage_error")) + "): FLUSH and FUA fail"

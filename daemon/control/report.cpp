@@ -53,6 +53,16 @@ Json faults_json(const backend::FaultStats& s) {
     return j;
 }
 
+// What the io_uring engine does with cohorts (docs/file-backend-io.md).
+Json cohorts_json(const backend::CohortStats& s) {
+    Json j;
+    j["passes"] = s.passes;
+    j["on"] = s.on;
+    j["trials"] = s.trials;
+    j["held_off"] = s.held_off;
+    return j;
+}
+
 }   // namespace
 
 Device* DaemonState::find_device(std::string_view name) const {
@@ -146,6 +156,7 @@ Json stats_json(const StatsSnapshot& snapshot) {
         d["sched"] = sched_json(dev.numbers);
         d["inflight"] = inflight_json(dev.inflight, snapshot.max_inflight_requests, snapshot.max_inflight_bytes);
         if (dev.faults) d["faults"] = faults_json(*dev.faults);
+        if (dev.cohorts) d["io_cohorts"] = cohorts_json(*dev.cohorts);
         if (dev.memory_bytes) d["memory_bytes"] = *dev.memory_bytes;
         d["queues_opened"] = dev.queues_opened;
         d["exports"] = Json::array();

@@ -39,6 +39,7 @@ DeviceSnapshot device_snapshot(Device& dev, const DaemonState& state, std::size_
     d.numbers = numbers_of(&st.device(), &ss.device);
     d.inflight = dev.inflight_budget().stats();
     if (auto f = backend::fault_stats(dev.backend())) d.faults = *f;
+    d.cohorts = backend::cohort_stats(dev.backend());
     d.memory_bytes = dev.backend().memory_bytes();
     d.storage_error = dev.backend().storage_error();
     d.queues_opened = st.queues_opened();

@@ -53,6 +53,7 @@ struct DeviceSnapshot {
     Numbers numbers;
     InflightBudget::Stats inflight;
     std::optional<backend::FaultStats> faults;
+    std::optional<backend::CohortStats> cohorts;   // a file device on io_uring with io_cohorts: auto, O_DIRECT
     std::optional<std::uint64_t> memory_bytes;
     std::uint64_t queues_opened = 0;
     std::vector<std::pair<std::string, Numbers>> exports;

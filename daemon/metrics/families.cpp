@@ -105,6 +105,17 @@ void add_faults(Builder& b, const Labels& d, const backend::FaultStats& s) {
               static_cast<double>(s.delayed));
 }
 
+// What the io_uring engine does with cohorts.
+void add_cohorts(Builder& b, const Labels& d, const backend::CohortStats& s) {
+    b.gauge("nbdsched_device_io_cohorts_on", "1 while the file device sends O_DIRECT requests in cohorts", d,
+            s.on ? 1.0 : 0.0);
+    b.counter("nbdsched_device_io_cohort_trials_total", "trials of the device's clients with and without cohorts", d,
+              static_cast<double>(s.trials));
+    b.counter("nbdsched_device_io_cohort_trials_held_off_total",
+              "trials that held cohorts off: the clients were served faster without", d,
+              static_cast<double>(s.held_off));
+}
+
 // What a group's reserve, limit and latency target did on the device.
 void add_qos(Builder& b, const Labels& g, const sched::QosGroupStats& s) {
     auto seconds = [](Nanos d) { return std::chrono::duration<double>(d).count(); };
@@ -152,6 +163,7 @@ std::vector<MetricFamily> collect(const control::StatsSnapshot& snapshot) {
             b.gauge("nbdsched_device_memory_bytes", "bytes of the daemon's memory holding the device's data (RAM)", d,
                     static_cast<double>(*dev.memory_bytes));
         if (dev.faults) add_faults(b, d, *dev.faults);
+        if (dev.cohorts) add_cohorts(b, d, *dev.cohorts);
     }
     return b.take();
 }
