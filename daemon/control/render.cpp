@@ -147,7 +147,8 @@ std::string queue_label(const Json& q) {
 std::string render_cohorts(const Json& d) {
     if (!d.contains("io_cohorts")) return "";
     const Json& c = at(d, "io_cohorts");
-    const std::string trials = num(at(c, "trials")) + " trials, " + num(at(c, "held_off")) + " held them off";
+    const std::string tried = num(at(c, "trials"));
+    const std::string trials = tried + (tried == "1" ? " trial, " : " trials, ") + num(at(c, "held_off")) + " held them off";
     if (flag(at(c, "on"))) return ", cohorts on (" + trials + ")";
     if (flag(at(c, "passes"))) return ", cohorts held off (" + trials + ")";
     return ", cohorts off, no passes lately (" + trials + ")";

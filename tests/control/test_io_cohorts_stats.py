@@ -77,7 +77,8 @@ def main():
         check(metric(text, "nbdsched_device_io_cohorts_on", "off") is None, "no cohort metrics for io_cohorts: off")
         line = next((l for l in d.ctl("stats").splitlines() if l.startswith("device auto ")), "")
         want = ("cohorts on" if c["on"] else "cohorts held off" if c["passes"] else "cohorts off, no passes lately")
-        check(f", {want} ({c['trials']} trials, {c['held_off']} held them off)" in line,
+        trials = f"{c['trials']} trial" + ("" if c["trials"] == 1 else "s")
+        check(f", {want} ({trials}, {c['held_off']} held them off)" in line,
               f"ctl stats' table says it on the device line: {line!r}")
 
 

@@ -111,6 +111,20 @@ TEST_CASE("ctl stats shows a device's memory in size units, and none where the b
     CHECK(text.find("device file (none):") != std::string::npos);
 }
 
+TEST_CASE("ctl stats says what a file device's engine does with cohorts, and nothing for a device without them") {
+    auto stats = Json::parse(R"({"ok":true,"devices":[
+        {"name":"on","scheduler":"none","io_cohorts":{"passes":true,"on":true,"trials":1,"held_off":0}},
+        {"name":"held","scheduler":"none","io_cohorts":{"passes":true,"on":false,"trials":3,"held_off":1}},
+        {"name":"flat","scheduler":"none","io_cohorts":{"passes":false,"on":false,"trials":0,"held_off":0}},
+        {"name":"ram","scheduler":"none"}]})");
+    auto text = render_stats(stats);
+    CHECK(text.find("device on (none, cohorts on (1 trial, 0 held them off)):") == 0);
+    CHECK(text.find("device held (none, cohorts held off (3 trials, 1 held them off)):") != std::string::npos);
+    CHECK(text.find("device flat (none, cohorts off, no passes lately (0 trials, 0 held them off)):") !=
+          std::string::npos);
+    CHECK(text.find("device ram (none):") != std::string::npos);
+}
+
 TEST_CASE("ctl faults renders the switch, the rule count and the counts") {
     auto reply = Json::parse(R"({"ok":true,"device":"d0","enabled":false,"rules":1,
         "faults":{"errors":2,"read_errors":0,"write_errors":2,"enospc":0,"delayed":0}})");
