@@ -17,7 +17,7 @@ constexpr std::size_t k_per_reap = 32;
 
 // A disk that completes k_per_reap requests a reap at `with` or `without`
 // requests a second, as the trials' current choice says; the rates may
-// change from pair to pair (`pairs` cycles through them).
+// change from pair to pair (`rates` is cycled through, a pair each).
 struct Disk {
     CohortTrials trials;
     Nanos now{1'000'000'000};
