@@ -193,8 +193,10 @@ void FileUring::submit_write_zeroes(std::uint64_t offset, std::uint64_t length, 
 // request never fails for want of room.
 void FileUring::start(Op& op) { unsent_.push_back(&op); }
 
+bool FileUring::cohorts_allowed() const { return file_.direct() && file_.cohorts(); }
+
 std::optional<CohortStats> FileUring::cohort_stats() const {
-    if (!file_.direct() || !file_.cohorts()) return std::nullopt;
+    if (!cohorts_allowed()) return std::nullopt;
     return CohortStats{cohorts_.passes(), cohorts_.on(), trials_.trials(), trials_.held_off()};
 }
 
@@ -265,10 +267,7 @@ void FileUring::submit_queued() {
 // requests, join the cohort after it).
 void FileUring::reap(std::uint64_t signals) {
     if (const unsigned ready = ::io_uring_cq_ready(ring_.get()); ready != 0) {
-        // Only O_DIRECT requests meet the disk's passes: a buffered one is a
-        // copy to or from the page cache, often done inside io_uring_enter,
-        // which would look like a pass (all done at one signal).
-        if (file_.direct() && file_.cohorts()) {
+        if (cohorts_allowed()) {
             cohorts_.reaped(in_kernel_, ready, signals);
             trials_.reaped(std::chrono::steady_clock::now().time_since_epoch(), ready, cohorts_.passes());
             cohorts_.hold_off(trials_.off());

@@ -97,6 +97,10 @@ private:
     void finish(Op& op, int error);
     void release(Op& op);
     void drain_for_exit();
+    // io_cohorts: auto, and O_DIRECT: only O_DIRECT requests meet the disk's
+    // passes; a buffered one is a copy to or from the page cache, often done
+    // inside io_uring_enter, which would look like a pass (all done at one signal).
+    bool cohorts_allowed() const;
 
     FileBackend& file_;
     std::unique_ptr<::io_uring> ring_;
