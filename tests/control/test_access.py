@@ -13,11 +13,11 @@ import shutil
 import stat
 import subprocess
 import sys
-import urllib.request
 
 import nbd
 
 from nbdsched_test.daemon import Daemon
+from nbdsched_test.metrics import sample, scrape
 from nbdsched_test.process import free_port, run_bounded, wait_for
 from nbdsched_test.verdict import check, skip
 
@@ -58,10 +58,7 @@ def refused(d, export):
 
 
 def metric(port, name, export):
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    prefix = f'{name}{{device="d0",export="{export}"}} '
-    line = next((ln for ln in text.splitlines() if ln.startswith(prefix)), None)
-    return None if line is None else float(line[len(prefix):])
+    return sample(scrape(port), name, f'device="d0",export="{export}"')
 
 
 def main():

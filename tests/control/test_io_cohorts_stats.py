@@ -5,12 +5,10 @@ no such field. Before any request the engine has seen no pass and tried
 nothing; after reads the JSON, the table's device line and the metrics say
 the same. (Whether this host's disk runs passes, and what a trial decides,
 is the pure rule's to test: tests/unit/backend/test_cohort_trials.cpp.)"""
-import re
-import urllib.request
-
 import nbd
 
 from nbdsched_test.daemon import Daemon
+from nbdsched_test.metrics import sample, scrape
 from nbdsched_test.process import free_port, wait_for
 from nbdsched_test.verdict import check, skip
 
@@ -24,15 +22,6 @@ devices:
 exports:
   - {{name: a, device: auto}}
 """
-
-
-def scrape(port):
-    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-
-
-def metric(text, name, device):
-    m = re.search(rf'^{name}\{{device="{device}"\}} (\S+)$', text, re.M)
-    return float(m.group(1)) if m else None
 
 
 def main():
@@ -64,7 +53,7 @@ def main():
         def agree():
             seen["ctl"] = Daemon.device(d.stats(), "auto")["io_cohorts"]
             text = scrape(port)
-            seen["metrics"] = {k: metric(text, f"nbdsched_device_{k}", "auto") for k in
+            seen["metrics"] = {k: sample(text, f"nbdsched_device_{k}", 'device="auto"') for k in
                                ("io_cohorts_on", "io_cohort_trials_total", "io_cohort_trials_held_off_total")}
             c = seen["ctl"]
             return seen["metrics"] == {"io_cohorts_on": float(c["on"]), "io_cohort_trials_total": float(c["trials"]),
@@ -74,7 +63,8 @@ def main():
         check(c["held_off"] <= c["trials"] and (not c["on"] or c["passes"]),
               f"held off by at most every trial, on only where the disk runs passes: {c}")
         text = scrape(port)
-        check(metric(text, "nbdsched_device_io_cohorts_on", "off") is None, "no cohort metrics for io_cohorts: off")
+        check(sample(text, "nbdsched_device_io_cohorts_on", 'device="off"') is None,
+              "no cohort metrics for io_cohorts: off")
         line = next((l for l in d.ctl("stats").splitlines() if l.startswith("device auto ")), "")
         want = ("cohorts on" if c["on"] else "cohorts held off" if c["passes"] else "cohorts off, no passes lately")
         trials = f"{c['trials']} trial" + ("" if c["trials"] == 1 else "s")

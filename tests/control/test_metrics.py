@@ -2,7 +2,6 @@
 `ctl stats`, per device, export and group, and a RAM device's memory: up
 with the data a client writes, down again when it TRIMs it. A HEAD of
 /metrics (curl -I, an HTTP health check) is answered as the GET is."""
-import re
 import sys
 import urllib.error
 import urllib.request
@@ -10,6 +9,7 @@ import urllib.request
 import nbd
 
 from nbdsched_test.daemon import Daemon
+from nbdsched_test.metrics import sample, scrape
 from nbdsched_test.process import free_port, wait_for
 from nbdsched_test.verdict import check
 
@@ -21,7 +21,7 @@ def scrape_until(port, want, timeout=10):
 
     def has_it():
         nonlocal text
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        text = scrape(port)
         return want in text
     wait_for(has_it, timeout, step=0.2)
     return text
@@ -29,9 +29,7 @@ def scrape_until(port, want, timeout=10):
 
 def gauge(port, name, device):
     """A device's gauge as the endpoint shows it now, or None."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    m = re.search(rf'^{name}{{device="{device}"}} (\S+)$', text, re.M)
-    return float(m.group(1)) if m else None
+    return sample(scrape(port), name, f'device="{device}"')
 
 
 def memory_shown(d, port, device, want):

@@ -8,6 +8,7 @@ benchmarks share. Import the module you need:
     daemon    Daemon: nbdsched on a configuration, with its ctl client
     servers   start_nbdsched, nbdkit and qemu-nbd for the benchmarks
     fio       the fio runner (JSON output, summed per job)
+    metrics   scrape() the daemon's metrics endpoint, sample() one value of it
     patterns  pattern(): the same deterministic bytes as the C++ tests'
 
 meson puts this folder on PYTHONPATH; scripts outside meson (bench/) add it
