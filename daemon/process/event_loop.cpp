@@ -44,18 +44,30 @@ std::chrono::steady_clock::duration thread_cpu_time() {
     return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
 }
 
-// Naps, then runs everything that came meanwhile; when nothing did, waits
-// for work as usual (a nap after the last request of a burst finds none).
-// False once `io` is out of work or stopped.
-bool nap_then_run(boost::asio::io_context& io, std::chrono::microseconds nap, LoopStats& stats) {
+// Handlers `auto` lets run after a nap before it may nap again. A few
+// turns' worth at a deep queue (a nap gathering ten requests runs about as
+// many handlers), so that only work that never runs dry is cut short.
+constexpr std::size_t nap_drain_handlers = 32;
+
+// Naps, then runs what came meanwhile (`auto`: at most nap_drain_handlers
+// handlers of it, see run_ready); when nothing did, waits for work as usual
+// (a nap after the last request of a burst finds none). False once `io` is
+// out of work or stopped.
+bool nap_then_run(boost::asio::io_context& io, std::chrono::microseconds nap, bool bounded, LoopStats& stats) {
     ++stats.naps;
     std::this_thread::sleep_for(nap);
-    if (io.poll() != 0) return true;
+    if ((bounded ? run_ready(io, nap_drain_handlers) : io.poll()) != 0) return true;
     ++stats.sleeps;
     return io.run_one() != 0;
 }
 
 }   // namespace
+
+std::size_t run_ready(boost::asio::io_context& io, std::size_t most) {
+    std::size_t ran = 0;
+    while (ran < most && io.poll_one() != 0) ++ran;
+    return ran;
+}
 
 LoopStats& LoopStats::operator+=(const LoopStats& other) {
     polls_with_work += other.polls_with_work;
@@ -80,7 +92,7 @@ void run_event_loop(boost::asio::io_context& io, const config::Limits& limits, L
     while (!io.stopped()) {
         if (may_nap) {
             if (const auto nap = naps.nap(std::chrono::steady_clock::now(), stats::loop_activity()); nap.count() != 0) {
-                if (!nap_then_run(io, nap, stats)) break;
+                if (!nap_then_run(io, nap, limits.coalesce.adaptive, stats)) break;
                 continue;
             }
         }

@@ -2,12 +2,14 @@
 // every one of them at a handler boundary while loop 0 works (under TSan in
 // the tsan suite: the plain counters below are its race check).
 #include <doctest/doctest.h>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <thread>
 
+#include "daemon/process/event_loop.hpp"
 #include "daemon/process/event_loops.hpp"
 
 using namespace nbdsched::daemon;
@@ -91,4 +93,27 @@ TEST_CASE("EventLoops::place: the loop with the fewest connections, the device's
     CHECK(loops.place(1, false) == 1);   // not movable: home however full, and counted
     CHECK(loops.place(0, true) == 0);    // 2, 3, 2: home ties with loop 2
     CHECK(loops.place(0, true) == 2);    // 3, 3, 2
+}
+
+TEST_CASE("run_ready: what is ready, at most the bound, also when work never runs dry") {
+    boost::asio::io_context io(1);
+    auto work = boost::asio::make_work_guard(io);   // as the daemon's loops: never out of work
+    int ran = 0;
+    for (int i = 0; i < 3; ++i) boost::asio::post(io, [&ran] { ++ran; });
+    CHECK(run_ready(io, 32) == 3);   // fewer ready than the bound: all of them
+    CHECK(ran == 3);
+    CHECK(run_ready(io, 32) == 0);   // nothing ready: returns at once
+
+    // A handler that re-posts itself keeps work ready for ever: io.poll()
+    // would not return; run_ready stops at the bound, and the work goes on
+    // at the next call.
+    std::uint64_t count = 0;
+    bool stop = false;
+    spin(io, count, stop);
+    CHECK(run_ready(io, 32) == 32);
+    CHECK(count == 32);
+    CHECK(run_ready(io, 5) == 5);
+    CHECK(count == 37);
+    stop = true;
+    CHECK(run_ready(io, 32) == 1);   // the last one, which does not re-post
 }
