@@ -44,9 +44,9 @@ std::chrono::steady_clock::duration thread_cpu_time() {
     return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
 }
 
-// Handlers `auto` lets run after a nap before it may nap again. A few
-// turns' worth at a deep queue (a nap gathering ten requests runs about as
-// many handlers), so that only work that never runs dry is cut short.
+// Handlers `auto` lets run after a nap before it may nap again: more than
+// a nap's work needs at iodepth 64 (naps paid in as many trials with the
+// bound as without), so that only work that never runs dry is cut short.
 constexpr std::size_t nap_drain_handlers = 32;
 
 // Naps, then runs what came meanwhile (`auto`: at most nap_drain_handlers
