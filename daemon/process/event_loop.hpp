@@ -34,8 +34,8 @@ struct LoopStats {
 // ready, and a client whose next request comes as fast as the loop answers
 // the last keeps something ready: a loop that drained with it after a nap
 // never napped again and answered one request a turn at a full core (fio at
-// iodepth 64 over TCP, in a third of its runs: 17-18 us of CPU per request
-// where napping gives 4.5-6; docs/data-path.md#coalescing).
+// iodepth 64 over TCP, in about a quarter of its runs: 17-18 us of CPU per
+// request where napping gives 4-10; docs/data-path.md#coalescing).
 std::size_t run_ready(boost::asio::io_context& io, std::size_t most);
 
 // Returns when `io` runs out of work or is stopped, as io_context::run() does.
